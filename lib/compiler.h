@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal helpers shared by every file of the library. */
+#ifndef RPCRDMA_COMPILER_H
+#define RPCRDMA_COMPILER_H
+
+#include <stddef.h>
+
+/* Marks a definition that belongs to the public ABI (see librpcrdma.map). */
+#define RPCRDMA_EXPORT __attribute__((visibility("default")))
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+#define container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif /* RPCRDMA_COMPILER_H */
