@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RPC-over-RDMA Version 1 header codec (RFC 8166 sections 4-5) and RFC 8797
+ * CM private data.
+ *
+ * Wire words are big-endian XDR and may lie at any address: every access goes
+ * through memcpy-based loads and stores, which the compiler turns into plain
+ * (unaligned-safe) moves plus a byte swap.
+ *
+ * The decoder is written for the common case first: a chunkless RDMA_MSG is
+ * recognised with a handful of loads and returns without entering the list
+ * parsers. Everything else goes through parsers whose loops are bounded both
+ * by the bytes received and by the caps, and that compare lengths as
+ * "bytes left < bytes needed" so that no pointer is ever formed beyond the
+ * buffer.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <rpcrdma/proto.h>
+
+#include "compiler.h"
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define be32_const(x) ((uint32_t)__builtin_bswap32((uint32_t)(x)))
+static inline uint32_t be32_to_cpu(uint32_t x) { return __builtin_bswap32(x); }
+static inline uint64_t be64_to_cpu(uint64_t x) { return __builtin_bswap64(x); }
+#else
+#define be32_const(x) ((uint32_t)(x))
+static inline uint32_t be32_to_cpu(uint32_t x) { return x; }
+static inline uint64_t be64_to_cpu(uint64_t x) { return x; }
+#endif
+#define cpu_to_be32 be32_to_cpu
+#define cpu_to_be64 be64_to_cpu
+
+/* Raw (wire order) word: compare it against be32_const() values. */
+static inline uint32_t load_raw32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint64_t load_raw64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint32_t get_be32(const unsigned char *p)
+{
+	return be32_to_cpu(load_raw32(p));
+}
+
+static inline uint64_t get_be64(const unsigned char *p)
+{
+	return be64_to_cpu(load_raw64(p));
+}
+
+static inline void put_raw32(unsigned char *p, uint32_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void put_raw64(unsigned char *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void put_be32(unsigned char *p, uint32_t v)
+{
+	put_raw32(p, cpu_to_be32(v));
+}
+
+static inline void put_be64(unsigned char *p, uint64_t v)
+{
+	put_raw64(p, cpu_to_be64(v));
+}
+
+#define XDR_ZERO 0u
+#define XDR_ONE be32_const(1)
+
+/* A Read list entry: discriminator, position, handle, length, offset. */
+#define READ_ENTRY_LEN (4 + 4 + RPCRDMA_SEGMENT_LEN)
+
+/* Caps in force for one decode, defaults already substituted. */
+struct caps {
+	uint32_t chunk_segs;
+	uint32_t chunks;
+	uint32_t read_segs;
+};
+
+static inline int limits_invalid(const struct rpcrdma_limits *lim)
+{
+	return lim->max_chunk_segs > RPCRDMA_MAX_SEGS_LIMIT ||
+	       lim->max_chunks > RPCRDMA_MAX_CHUNKS_LIMIT ||
+	       lim->max_read_segs > RPCRDMA_MAX_SEGS_LIMIT;
+}
+
+/* @lim is NULL or within the ceilings (see limits_invalid()). */
+static void caps_resolve(const struct rpcrdma_limits *lim, struct caps *caps)
+{
+	caps->chunk_segs = RPCRDMA_DEFAULT_MAX_CHUNK_SEGS;
+	caps->chunks = RPCRDMA_DEFAULT_MAX_CHUNKS;
+	caps->read_segs = RPCRDMA_DEFAULT_MAX_READ_SEGS;
+	if (!lim)
+		return;
+	if (lim->max_chunk_segs)
+		caps->chunk_segs = lim->max_chunk_segs;
+	if (lim->max_chunks)
+		caps->chunks = lim->max_chunks;
+	if (lim->max_read_segs)
+		caps->read_segs = lim->max_read_segs;
+}
+
+/*
+ * A segment's offset + length wraps only if the offset's high word is all
+ * ones, since the length is 32 bits: that word is the same in either byte
+ * order, so the loops test it raw and come here for the rare full check.
+ */
+static int segment_wraps(const unsigned char *seg)
+{
+	uint64_t offset = get_be64(seg + 8);
+	uint32_t length = get_be32(seg + 4);
+
+	return offset + length < offset;
+}
+
+/*
+ * Decode the segment array of a Write or Reply chunk; @p is at its segment
+ * count. Returns the position after the chunk, or NULL with *rc set.
+ */
+static const unsigned char *decode_chunk(const unsigned char *p, const unsigned char *end,
+					 const struct caps *caps, struct rpcrdma_chunk *chunk,
+					 int *rc)
+{
+	const unsigned char *seg, *stop;
+	uint32_t nsegs;
+	uint64_t total = 0;
+
+	if (unlikely(end - p < 4)) {
+		*rc = -EMSGSIZE;
+		return NULL;
+	}
+	nsegs = get_be32(p);
+	p += 4;
+	if (unlikely(nsegs > caps->chunk_segs)) {
+		*rc = -E2BIG;
+		return NULL;
+	}
+	/* nsegs <= RPCRDMA_MAX_SEGS_LIMIT: the product cannot overflow. */
+	if (unlikely((size_t)(end - p) < (size_t)nsegs * RPCRDMA_SEGMENT_LEN)) {
+		*rc = -EMSGSIZE;
+		return NULL;
+	}
+	stop = p + (size_t)nsegs * RPCRDMA_SEGMENT_LEN;
+	for (seg = p; seg != stop; seg += RPCRDMA_SEGMENT_LEN) {
+		total += get_be32(seg + 4);
+		if (unlikely(load_raw32(seg + 8) == UINT32_MAX) && segment_wraps(seg)) {
+			*rc = -EOVERFLOW;
+			return NULL;
+		}
+	}
+	chunk->nsegs = nsegs;
+	chunk->total = total;
+	chunk->wire = p;
+	return stop;
+}
+
+/*
+ * Decode the Read list; @p is at its first discriminator, which the caller
+ * has checked is within @end. Read segments sharing a position form one Read
+ * chunk; positions must be 4-aligned and non-decreasing, so that a chunk is
+ * a run of equal positions. Offsets from the first entry, not pointers, track
+ * the caps, so that no pointer beyond the buffer is ever formed.
+ */
+static const unsigned char *decode_read_list(const unsigned char *first,
+					     const unsigned char *end,
+					     const struct caps *caps, struct rpcrdma_hdr *hdr,
+					     int *rc)
+{
+	const size_t avail = (size_t)(end - first);
+	const size_t read_stop = (size_t)caps->read_segs * READ_ENTRY_LEN;
+	size_t off = 0, stop = 0, chunk_stop;
+	uint32_t pos, chunk_pos = 0, nchunks = 0;
+	uint64_t chunk_total = 0;
+	const unsigned char *p;
+	uint32_t disc;
+
+	for (;;) {
+		p = first + off;
+		disc = load_raw32(p);
+		if (disc == XDR_ZERO)
+			break;
+		if (unlikely(disc != XDR_ONE)) {
+			*rc = -EBADMSG;
+			return NULL;
+		}
+		/* This entry and the discriminator after it. */
+		if (unlikely(avail - off < READ_ENTRY_LEN + 4)) {
+			*rc = -EMSGSIZE;
+			return NULL;
+		}
+		pos = get_be32(p + 4);
+		/*
+		 * The slow path runs at the first entry (stop == 0), at a
+		 * position change, and when a cap is reached.
+		 */
+		if (unlikely(off == stop || pos != chunk_pos)) {
+			if (off == read_stop) {
+				*rc = -E2BIG;
+				return NULL;
+			}
+			if (off) {
+				if (pos == chunk_pos) {
+					*rc = -E2BIG;
+					return NULL;
+				}
+				if (pos < chunk_pos) {
+					*rc = -EILSEQ;
+					return NULL;
+				}
+				if (chunk_pos + chunk_total > UINT32_MAX) {
+					*rc = -EOVERFLOW;
+					return NULL;
+				}
+			}
+			if (pos & 3) {
+				*rc = -EILSEQ;
+				return NULL;
+			}
+			if (nchunks == caps->chunks) {
+				*rc = -E2BIG;
+				return NULL;
+			}
+			nchunks++;
+			chunk_pos = pos;
+			chunk_total = 0;
+			chunk_stop = off + (size_t)caps->chunk_segs * READ_ENTRY_LEN;
+			stop = chunk_stop < read_stop ? chunk_stop : read_stop;
+		}
+		chunk_total += get_be32(p + 12);
+		if (unlikely(load_raw32(p + 16) == UINT32_MAX) && segment_wraps(p + 8)) {
+			*rc = -EOVERFLOW;
+			return NULL;
+		}
+		off += READ_ENTRY_LEN;
+	}
+	if (nchunks) {
+		if (chunk_pos + chunk_total > UINT32_MAX) {
+			*rc = -EOVERFLOW;
+			return NULL;
+		}
+		hdr->read_segs = (uint32_t)(off / READ_ENTRY_LEN);
+		hdr->read_chunks = nchunks;
+		hdr->read_list = first + 4;
+	}
+	return p + 4;
+}
+
+static const unsigned char *decode_write_list(const unsigned char *p, const unsigned char *end,
+					      const struct caps *caps, struct rpcrdma_hdr *hdr,
+					      int *rc)
+{
+	uint32_t nchunks = 0;
+	uint32_t disc;
+
+	for (;;) {
+		if (unlikely(end - p < 4)) {
+			*rc = -EMSGSIZE;
+			return NULL;
+		}
+		disc = load_raw32(p);
+		p += 4;
+		if (disc == XDR_ZERO)
+			break;
+		if (unlikely(disc != XDR_ONE)) {
+			*rc = -EBADMSG;
+			return NULL;
+		}
+		if (unlikely(nchunks == caps->chunks)) {
+			*rc = -E2BIG;
+			return NULL;
+		}
+		p = decode_chunk(p, end, caps, &hdr->write[nchunks], rc);
+		if (!p)
+			return NULL;
+		nchunks++;
+	}
+	hdr->write_chunks = nchunks;
+	return p;
+}
+
+static const unsigned char *decode_reply_chunk(const unsigned char *p, const unsigned char *end,
+					       const struct caps *caps, struct rpcrdma_hdr *hdr,
+					       int *rc)
+{
+	uint32_t disc;
+
+	if (unlikely(end - p < 4)) {
+		*rc = -EMSGSIZE;
+		return NULL;
+	}
+	disc = load_raw32(p);
+	p += 4;
+	if (disc == XDR_ZERO)
+		return p;
+	if (unlikely(disc != XDR_ONE)) {
+		*rc = -EBADMSG;
+		return NULL;
+	}
+	p = decode_chunk(p, end, caps, &hdr->reply, rc);
+	if (p)
+		hdr->has_reply = 1;
+	return p;
+}
+
+/* RDMA_MSG or RDMA_NOMSG with at least one non-empty list, or truncated. */
+static __attribute__((noinline)) int decode_lists(const unsigned char *buf, size_t len,
+						  const struct rpcrdma_limits *lim,
+						  struct rpcrdma_hdr *hdr)
+{
+	const unsigned char *end = buf + len;
+	const unsigned char *p = buf + RPCRDMA_HDR_FIXED_LEN;
+	struct caps caps;
+	int rc = 0;
+
+	caps_resolve(lim, &caps);
+	if (unlikely(end - p < 4))
+		return -EMSGSIZE;
+	p = decode_read_list(p, end, &caps, hdr, &rc);
+	if (p)
+		p = decode_write_list(p, end, &caps, hdr, &rc);
+	if (p)
+		p = decode_reply_chunk(p, end, &caps, hdr, &rc);
+	if (!p)
+		return rc;
+	hdr->hdr_len = (uint32_t)(p - buf);
+	return 0;
+}
+
+static __attribute__((noinline)) int decode_other(const unsigned char *buf, size_t len,
+						  struct rpcrdma_hdr *hdr)
+{
+	uint32_t err;
+
+	switch (hdr->proc) {
+	case RPCRDMA_DONE:
+		hdr->hdr_len = RPCRDMA_HDR_FIXED_LEN;
+		return 0;
+	case RPCRDMA_ERROR:
+		break;
+	case RPCRDMA_MSGP:
+		return -EOPNOTSUPP;
+	default:
+		return -EBADRQC;
+	}
+	if (len < RPCRDMA_HDR_FIXED_LEN + 4)
+		return -EMSGSIZE;
+	err = get_be32(buf + 16);
+	if (err == RPCRDMA_ERR_CHUNK) {
+		hdr->hdr_len = RPCRDMA_HDR_FIXED_LEN + 4;
+	} else if (err == RPCRDMA_ERR_VERS) {
+		if (len < RPCRDMA_HDR_FIXED_LEN + 12)
+			return -EMSGSIZE;
+		hdr->vers_low = get_be32(buf + 20);
+		hdr->vers_high = get_be32(buf + 24);
+		hdr->hdr_len = RPCRDMA_HDR_FIXED_LEN + 12;
+	} else {
+		return -EBADMSG;
+	}
+	hdr->err = err;
+	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_hdr_decode(const void *buf, size_t len,
+				      const struct rpcrdma_limits *lim,
+				      struct rpcrdma_hdr *hdr)
+{
+	const unsigned char *p = buf;
+	uint32_t vers_raw, proc;
+
+	if (unlikely(!buf || !hdr))
+		return -EINVAL;
+	if (unlikely(lim && limits_invalid(lim)))
+		return -EINVAL;
+	if (unlikely(len < RPCRDMA_HDR_FIXED_LEN))
+		return -ENODATA;
+
+	vers_raw = load_raw32(p + 4);
+	hdr->xid = get_be32(p);
+	hdr->vers = be32_to_cpu(vers_raw);
+	hdr->credit = get_be32(p + 8);
+	hdr->proc = proc = get_be32(p + 12);
+	if (unlikely(vers_raw != be32_const(RPCRDMA_VERSION)))
+		return -EPROTONOSUPPORT;
+
+	/*
+	 * What a reader may look at for any procedure; write[] is read only
+	 * below write_chunks, so it is left alone.
+	 */
+	hdr->err = 0;
+	hdr->vers_low = 0;
+	hdr->vers_high = 0;
+	hdr->read_segs = 0;
+	hdr->read_chunks = 0;
+	hdr->read_list = NULL;
+	hdr->write_chunks = 0;
+	hdr->has_reply = 0;
+	hdr->reply.nsegs = 0;
+	hdr->reply.total = 0;
+	hdr->reply.wire = NULL;
+
+	if (likely(proc <= RPCRDMA_NOMSG)) {
+		/* Three empty lists: the common inline call or reply. */
+		if (likely(len >= RPCRDMA_HDR_MIN_LEN &&
+			   (load_raw64(p + 16) | load_raw32(p + 24)) == 0)) {
+			hdr->hdr_len = RPCRDMA_HDR_MIN_LEN;
+			return 0;
+		}
+		return decode_lists(p, len, lim, hdr);
+	}
+	return decode_other(p, len, hdr);
+}
+
+RPCRDMA_EXPORT void rpcrdma_hdr_read_segment(const struct rpcrdma_hdr *hdr, uint32_t i,
+					     struct rpcrdma_read_segment *out)
+{
+	const unsigned char *p = hdr->read_list + (size_t)i * READ_ENTRY_LEN;
+
+	out->position = get_be32(p);
+	out->seg.handle = get_be32(p + 4);
+	out->seg.length = get_be32(p + 8);
+	out->seg.offset = get_be64(p + 12);
+}
+
+RPCRDMA_EXPORT void rpcrdma_chunk_segment(const struct rpcrdma_chunk *chunk, uint32_t i,
+					  struct rpcrdma_segment *out)
+{
+	const unsigned char *p = chunk->wire + (size_t)i * RPCRDMA_SEGMENT_LEN;
+
+	out->handle = get_be32(p);
+	out->length = get_be32(p + 4);
+	out->offset = get_be64(p + 8);
+}
+
+RPCRDMA_EXPORT enum rpcrdma_verdict rpcrdma_hdr_verdict(int rc, const struct rpcrdma_hdr *hdr)
+{
+	switch (rc) {
+	case 0:
+		if (hdr && (hdr->proc == RPCRDMA_MSG || hdr->proc == RPCRDMA_NOMSG))
+			return RPCRDMA_ACCEPT;
+		return RPCRDMA_DROP;
+	case -EPROTONOSUPPORT:
+		return RPCRDMA_REPLY_ERR_VERS;
+	case -EOPNOTSUPP:
+	case -EBADRQC:
+	case -EMSGSIZE:
+	case -EBADMSG:
+	case -E2BIG:
+	case -EILSEQ:
+	case -EOVERFLOW:
+		return RPCRDMA_REPLY_ERR_CHUNK;
+	default:
+		/* -ENODATA (no XID to answer), -EINVAL (a caller bug), others. */
+		return RPCRDMA_DROP;
+	}
+}
+
+/* Encoding. */
+
+static long chunk_len(const struct rpcrdma_chunk_desc *chunk)
+{
+	if (unlikely(chunk->nsegs > RPCRDMA_MAX_SEGS_LIMIT || (chunk->nsegs && !chunk->segs)))
+		return -EINVAL;
+	return 8 + (long)chunk->nsegs * RPCRDMA_SEGMENT_LEN;
+}
+
+static int read_list_valid(const struct rpcrdma_read_segment *read, uint32_t nsegs)
+{
+	uint32_t prev = 0, misaligned = 0;
+	uint32_t i;
+
+	for (i = 0; i < nsegs; i++) {
+		uint32_t pos = read[i].position;
+
+		if (unlikely(pos < prev))
+			return 0;
+		misaligned |= pos;
+		prev = pos;
+	}
+	return !(misaligned & 3);
+}
+
+/* The lists' part of the length: the caller has accounted the 28 bytes. */
+static long lists_len(const struct rpcrdma_hdr_enc *enc)
+{
+	long n = 0, c;
+	uint32_t i;
+
+	if (enc->read_segs) {
+		if (unlikely(enc->read_segs > RPCRDMA_MAX_SEGS_LIMIT || !enc->read))
+			return -EINVAL;
+		if (unlikely(!read_list_valid(enc->read, enc->read_segs)))
+			return -EINVAL;
+		n += (long)enc->read_segs * READ_ENTRY_LEN;
+	}
+	if (enc->write_chunks) {
+		if (unlikely(enc->write_chunks > RPCRDMA_MAX_CHUNKS_LIMIT || !enc->write))
+			return -EINVAL;
+		for (i = 0; i < enc->write_chunks; i++) {
+			c = chunk_len(&enc->write[i]);
+			if (c < 0)
+				return c;
+			n += c;
+		}
+	}
+	if (enc->reply) {
+		c = chunk_len(enc->reply);
+		if (c < 0)
+			return c;
+		n += c - 4;
+	}
+	return n;
+}
+
+static inline long encoded_len(const struct rpcrdma_hdr_enc *enc)
+{
+	if (likely(enc->proc <= RPCRDMA_NOMSG)) {
+		long n;
+
+		if (likely(!enc->read_segs && !enc->write_chunks && !enc->reply))
+			return RPCRDMA_HDR_MIN_LEN;
+		n = lists_len(enc);
+		return n < 0 ? n : RPCRDMA_HDR_MIN_LEN + n;
+	}
+	if (enc->proc == RPCRDMA_ERROR) {
+		if (enc->err == RPCRDMA_ERR_VERS)
+			return RPCRDMA_HDR_FIXED_LEN + 12;
+		if (enc->err == RPCRDMA_ERR_CHUNK)
+			return RPCRDMA_HDR_FIXED_LEN + 4;
+	}
+	return -EINVAL;
+}
+
+RPCRDMA_EXPORT long rpcrdma_hdr_encoded_len(const struct rpcrdma_hdr_enc *enc)
+{
+	if (unlikely(!enc))
+		return -EINVAL;
+	return encoded_len(enc);
+}
+
+static unsigned char *encode_segments(unsigned char *p, const struct rpcrdma_segment *seg,
+				      uint32_t nsegs)
+{
+	uint32_t i;
+
+	for (i = 0; i < nsegs; i++) {
+		put_be32(p, seg[i].handle);
+		put_be32(p + 4, seg[i].length);
+		put_be64(p + 8, seg[i].offset);
+		p += RPCRDMA_SEGMENT_LEN;
+	}
+	return p;
+}
+
+static unsigned char *encode_chunk(unsigned char *p, const struct rpcrdma_chunk_desc *chunk)
+{
+	put_raw32(p, XDR_ONE);
+	put_be32(p + 4, chunk->nsegs);
+	return encode_segments(p + 8, chunk->segs, chunk->nsegs);
+}
+
+/* Lists of a header that lists_len() accepted. */
+static __attribute__((noinline)) void encode_lists(unsigned char *p,
+						   const struct rpcrdma_hdr_enc *enc)
+{
+	const struct rpcrdma_read_segment *rs = enc->read;
+	uint32_t i;
+
+	for (i = 0; i < enc->read_segs; i++) {
+		put_raw32(p, XDR_ONE);
+		put_be32(p + 4, rs[i].position);
+		put_be32(p + 8, rs[i].seg.handle);
+		put_be32(p + 12, rs[i].seg.length);
+		put_be64(p + 16, rs[i].seg.offset);
+		p += READ_ENTRY_LEN;
+	}
+	put_raw32(p, XDR_ZERO);
+	p += 4;
+	for (i = 0; i < enc->write_chunks; i++)
+		p = encode_chunk(p, &enc->write[i]);
+	put_raw32(p, XDR_ZERO);
+	p += 4;
+	if (enc->reply)
+		encode_chunk(p, enc->reply);
+	else
+		put_raw32(p, XDR_ZERO);
+}
+
+RPCRDMA_EXPORT long rpcrdma_hdr_encode(void *buf, size_t len, const struct rpcrdma_hdr_enc *enc)
+{
+	unsigned char *p = buf;
+	long n;
+
+	if (unlikely(!buf || !enc))
+		return -EINVAL;
+	n = encoded_len(enc);
+	if (unlikely(n < 0))
+		return n;
+	if (unlikely(len < (size_t)n))
+		return -EMSGSIZE;
+
+	put_be32(p, enc->xid);
+	put_raw32(p + 4, be32_const(RPCRDMA_VERSION));
+	put_be32(p + 8, enc->credit);
+	put_be32(p + 12, enc->proc);
+	if (likely(n == RPCRDMA_HDR_MIN_LEN && enc->proc != RPCRDMA_ERROR)) {
+		/* Chunkless: the three list discriminators are zero. */
+		put_raw64(p + 16, 0);
+		put_raw32(p + 24, XDR_ZERO);
+	} else if (enc->proc == RPCRDMA_ERROR) {
+		put_be32(p + 16, enc->err);
+		if (enc->err == RPCRDMA_ERR_VERS) {
+			put_be32(p + 20, enc->vers_low);
+			put_be32(p + 24, enc->vers_high);
+		}
+	} else {
+		encode_lists(p + RPCRDMA_HDR_FIXED_LEN, enc);
+	}
+	return n;
+}
+
+/* RFC 8797 private data. */
+
+static int cm_size_valid(uint32_t size)
+{
+	return size >= 1024 && size <= RPCRDMA_CM_MAX_INLINE;
+}
+
+RPCRDMA_EXPORT int rpcrdma_cm_private_encode(void *buf, size_t len,
+					     const struct rpcrdma_cm_private *pd)
+{
+	unsigned char *p = buf;
+
+	if (!buf || !pd)
+		return -EINVAL;
+	if (!cm_size_valid(pd->send_size) || !cm_size_valid(pd->recv_size) ||
+	    (pd->flags & ~RPCRDMA_CM_REMOTE_INVALIDATE))
+		return -EINVAL;
+	if (len < RPCRDMA_CM_PRIVATE_LEN)
+		return -EMSGSIZE;
+	put_be32(p, RPCRDMA_CM_MAGIC);
+	p[4] = RPCRDMA_CM_VERSION;
+	p[5] = (unsigned char)pd->flags;
+	p[6] = (unsigned char)((pd->send_size >> 10) - 1);
+	p[7] = (unsigned char)((pd->recv_size >> 10) - 1);
+	return RPCRDMA_CM_PRIVATE_LEN;
+}
+
+RPCRDMA_EXPORT int rpcrdma_cm_private_decode(const void *buf, size_t len,
+					     struct rpcrdma_cm_private *pd)
+{
+	const unsigned char *p = buf;
+
+	if (!pd)
+		return -EINVAL;
+	pd->send_size = RPCRDMA_CM_DEFAULT_INLINE;
+	pd->recv_size = RPCRDMA_CM_DEFAULT_INLINE;
+	pd->flags = 0;
+	if (!buf || len < RPCRDMA_CM_PRIVATE_LEN)
+		return -ENODATA;
+	if (get_be32(p) != RPCRDMA_CM_MAGIC || p[4] != RPCRDMA_CM_VERSION)
+		return -ENODATA;
+	pd->flags = p[5] & RPCRDMA_CM_REMOTE_INVALIDATE;
+	pd->send_size = ((uint32_t)p[6] + 1) << 10;
+	pd->recv_size = ((uint32_t)p[7] + 1) << 10;
+	return 0;
+}
