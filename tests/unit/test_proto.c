@@ -1182,7 +1182,8 @@ static void test_encode_exact_bytes(void **state)
 		0xa0, 0xb0, 0xc0, 0xd0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0,
 		0, 0, 0, 0,
 		0, 0, 0, 1, 0, 0, 0, 1,
-		0x11, 0x22, 0x33, 0x44, 0, 0, 0x10, 0, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+		0x11, 0x22, 0x33, 0x44, 0, 0, 0x10, 0,
+		0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
 		0, 0, 0, 0,
 		0, 0, 0, 0,
 	};
@@ -1329,8 +1330,8 @@ static void test_encode_invalid(void **state)
 	chunk.segs = segs;
 
 	/* Counts above the ceilings. */
-	enc = (struct rpcrdma_hdr_enc){ .proc = RPCRDMA_MSG, .read_segs = RPCRDMA_MAX_SEGS_LIMIT + 1,
-					.read = read };
+	enc = (struct rpcrdma_hdr_enc){ .proc = RPCRDMA_MSG,
+					.read_segs = RPCRDMA_MAX_SEGS_LIMIT + 1, .read = read };
 	assert_int_equal(rpcrdma_hdr_encoded_len(&enc), -EINVAL);
 	enc.read_segs = UINT32_MAX;
 	assert_int_equal(rpcrdma_hdr_encoded_len(&enc), -EINVAL);
