@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client's public face: creation, submitting calls, progress, timeouts
+ * and destruction.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <rpcrdma/clnt.h>
+
+#include "xprt_rdma.h"
+
+#define RPCRDMA_CLNT_DEF_REQUESTS 32
+#define RPCRDMA_CLNT_MAX_REQUESTS 1024
+#define RPCRDMA_DEF_INLINE 4096
+#define RPCRDMA_MIN_INLINE 1024
+#define RPCRDMA_MAX_INLINE 65536
+#define RPCRDMA_CLNT_DEF_CONNECT_MS 5000
+#define RPCRDMA_CLNT_DEF_CALL_MS 30000
+/* Receives beyond one per slot: slack for replies racing a reconnect. */
+#define RPCRDMA_CLNT_EXTRA_RECVS 4
+
+static int clnt_attr_fill(struct rpcrdma_xprt *x, const struct rpcrdma_clnt_attr *in)
+{
+	struct rpcrdma_clnt_attr *a = &x->rx_attr;
+	socklen_t len;
+
+	if (!in->addr || in->flags)
+		return -EINVAL;
+	*a = *in;
+	len = rpcrdma_sockaddr_len(in->addr);
+	if (!len)
+		return -EINVAL;
+	memcpy(&x->rx_addr, in->addr, len);
+	if (in->src_addr) {
+		len = rpcrdma_sockaddr_len(in->src_addr);
+		if (!len)
+			return -EINVAL;
+		memcpy(&x->rx_src, in->src_addr, len);
+		x->rx_has_src = true;
+	}
+	if (!a->max_requests)
+		a->max_requests = RPCRDMA_CLNT_DEF_REQUESTS;
+	if (!a->inline_size)
+		a->inline_size = RPCRDMA_DEF_INLINE;
+	if (!a->connect_timeout_ms)
+		a->connect_timeout_ms = RPCRDMA_CLNT_DEF_CONNECT_MS;
+	if (!a->call_timeout_ms)
+		a->call_timeout_ms = RPCRDMA_CLNT_DEF_CALL_MS;
+	if (a->max_requests > RPCRDMA_CLNT_MAX_REQUESTS || a->inline_size < RPCRDMA_MIN_INLINE ||
+	    a->inline_size > RPCRDMA_MAX_INLINE || a->connect_timeout_ms < 0 ||
+	    a->call_timeout_ms < 0 || a->rnr_retry > 7)
+		return -EINVAL;
+	/* RFC 8797 expresses sizes in whole KiB. */
+	a->inline_size &= ~(uint32_t)1023;
+	a->src_addr = NULL;
+	a->addr = NULL;
+	return 0;
+}
+
+static int clnt_alloc(struct rpcrdma_xprt *x)
+{
+	uint32_t i, hash_size = 1;
+
+	x->rx_nreqs = x->rx_attr.max_requests;
+	x->rx_nreps = x->rx_nreqs + RPCRDMA_CLNT_EXTRA_RECVS;
+	while (hash_size < 2 * x->rx_nreqs)
+		hash_size <<= 1;
+	x->rx_hash_mask = hash_size - 1;
+
+	x->rx_reqs = rpcrdma_zalloc(&x->rx_stats, sizeof(*x->rx_reqs) * x->rx_nreqs);
+	x->rx_reps = rpcrdma_zalloc(&x->rx_stats, sizeof(*x->rx_reps) * x->rx_nreps);
+	x->rx_hash = rpcrdma_zalloc(&x->rx_stats, sizeof(*x->rx_hash) * hash_size);
+	if (!x->rx_reqs || !x->rx_reps || !x->rx_hash)
+		return -ENOMEM;
+
+	for (i = 0; i < x->rx_nreqs; i++) {
+		struct rpcrdma_req *req = &x->rx_reqs[i];
+
+		req->rl_cqe.done = rpcrdma_wc_send;
+		req->rl_send_wr.wr_id = rpcrdma_cqe_id(&req->rl_cqe);
+		req->rl_send_wr.sg_list = &req->rl_sge;
+		req->rl_send_wr.num_sge = 1;
+		req->rl_send_wr.opcode = IBV_WR_SEND;
+		req->rl_send_wr.send_flags = IBV_SEND_SIGNALED;
+		list_add_tail(&x->rb_reqs_free, &req->rl_list);
+	}
+	for (i = 0; i < x->rx_nreps; i++) {
+		struct rpcrdma_rep *rep = &x->rx_reps[i];
+
+		rep->rr_cqe.done = rpcrdma_wc_receive;
+		rep->rr_recv_wr.wr_id = rpcrdma_cqe_id(&rep->rr_cqe);
+		rep->rr_recv_wr.sg_list = &rep->rr_sge;
+		rep->rr_recv_wr.num_sge = 1;
+		list_add_tail(&x->rb_reps_free, &rep->rr_list);
+	}
+	return 0;
+}
+
+static void clnt_free(struct rpcrdma_xprt *x)
+{
+	xprt_rdma_free_buffers(x);
+	rpcrdma_free(&x->rx_stats, x->rx_hash, sizeof(*x->rx_hash) * (x->rx_hash_mask + 1));
+	rpcrdma_free(&x->rx_stats, x->rx_reps, sizeof(*x->rx_reps) * x->rx_nreps);
+	rpcrdma_free(&x->rx_stats, x->rx_reqs, sizeof(*x->rx_reqs) * x->rx_nreqs);
+	if (x->rx_cm_channel)
+		rdma_destroy_event_channel(x->rx_cm_channel);
+	if (x->rx_epfd >= 0)
+		close(x->rx_epfd);
+	free(x);
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_connect(const struct rpcrdma_clnt_attr *attr,
+					struct rpcrdma_clnt **out)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct rpcrdma_xprt *x;
+	int rc;
+
+	if (!attr || !out)
+		return -EINVAL;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->rx_stats.heap_bytes = sizeof(*x);
+	x->rx_epfd = -1;
+	x->rx_next_deadline = INT64_MAX;
+	list_init(&x->rb_reqs_free);
+	list_init(&x->rb_pending);
+	list_init(&x->rb_inflight);
+	list_init(&x->rb_done);
+	list_init(&x->rb_reps_free);
+	list_init(&x->rb_reps_ready);
+
+	rc = clnt_attr_fill(x, attr);
+	if (rc)
+		goto out;
+	rc = clnt_alloc(x);
+	if (rc)
+		goto out;
+	rc = rpcrdma_cm_channel_create(&x->rx_cm_channel);
+	if (rc)
+		goto out;
+	x->rx_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (x->rx_epfd < 0 || epoll_ctl(x->rx_epfd, EPOLL_CTL_ADD, x->rx_cm_channel->fd, &ev)) {
+		rc = -errno;
+		goto out;
+	}
+	rc = xprt_rdma_connect(x);
+	if (rc)
+		goto out;
+	*out = (struct rpcrdma_clnt *)x;
+	return 0;
+out:
+	clnt_free(x);
+	return rc;
+}
+
+/* Mark overdue calls. One in flight closes the connection: RDMA has no keepalive. */
+static void clnt_check_timeouts(struct rpcrdma_xprt *x)
+{
+	int64_t now = rpcrdma_now_ms(), next = INT64_MAX;
+	struct list_node *pos, *tmp;
+	bool close = false;
+
+	if (now < x->rx_next_deadline)
+		return;
+	list_for_each(&x->rb_inflight, pos) {
+		struct rpcrdma_req *req = list_entry(pos, struct rpcrdma_req, rl_list);
+
+		if (req->rl_flags & RPCRDMA_REQ_TIMEDOUT)
+			continue;
+		if (req->rl_deadline <= now) {
+			req->rl_flags |= RPCRDMA_REQ_TIMEDOUT;
+			x->rx_stats.timeouts++;
+			close = true;
+		} else if (req->rl_deadline < next) {
+			next = req->rl_deadline;
+		}
+	}
+	list_for_each_safe(&x->rb_pending, pos, tmp) {
+		struct rpcrdma_req *req = list_entry(pos, struct rpcrdma_req, rl_list);
+
+		if (req->rl_deadline <= now) {
+			list_del(&req->rl_list);
+			x->rx_stats.timeouts++;
+			xprt_rdma_finish(x, req, -ETIMEDOUT);
+		} else if (req->rl_deadline < next) {
+			next = req->rl_deadline;
+		}
+	}
+	x->rx_next_deadline = next;
+	if (close && x->rx_have_ep) {
+		rpcrdma_warn("client: a call timed out; closing the connection");
+		rpcrdma_ep_close_deferred(&x->rx_ep);
+	}
+}
+
+/* Fail every queued call with @status. */
+static void clnt_fail_pending(struct rpcrdma_xprt *x, int status)
+{
+	struct rpcrdma_req *req;
+
+	while ((req = list_pop(&x->rb_pending, struct rpcrdma_req, rl_list)))
+		xprt_rdma_finish(x, req, status);
+}
+
+/* Work after a batch of completions: the steps handlers deferred to us. */
+static void clnt_after_batch(struct rpcrdma_xprt *x)
+{
+	if (x->rx_have_ep) {
+		xprt_rdma_process_replies(x);
+		if (x->rx_connected && !x->rx_ep.close_pending)
+			xprt_rdma_post_reps(x);
+	}
+	clnt_check_timeouts(x);
+	if (x->rx_have_ep) {
+		if (x->rx_ep.close_pending && x->rx_ep.state != RPCRDMA_EP_CLOSING &&
+		    x->rx_ep.state != RPCRDMA_EP_DRAINED) {
+			x->rx_connected = false;
+			rpcrdma_ep_begin_close(&x->rx_ep);
+		}
+		if (rpcrdma_ep_drained(&x->rx_ep))
+			xprt_rdma_conn_lost(x);
+	}
+	if (!x->rx_have_ep && !x->rx_destroying && !list_empty(&x->rb_pending)) {
+		int rc = xprt_rdma_connect(x);
+
+		if (rc) {
+			rpcrdma_warn("client: reconnecting failed: %s", strerror(-rc));
+			clnt_fail_pending(x, -ENOTCONN);
+		}
+	}
+	xprt_rdma_kick(x);
+	xprt_rdma_run_done(x);
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_poll(struct rpcrdma_clnt *clnt, int budget)
+{
+	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
+	int n = 0;
+
+	if (!clnt || budget <= 0)
+		return -EINVAL;
+	if (x->rx_have_ep) {
+		xprt_rdma_process_cm(x);
+		n = rpcrdma_ep_poll(&x->rx_ep, budget);
+		if (n < 0) {
+			rpcrdma_ep_close_deferred(&x->rx_ep);
+			n = 0;
+		}
+	}
+	clnt_after_batch(x);
+	return n;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_submit(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
+{
+	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
+	struct rpcrdma_hdr_enc enc = { .credit = 0, .proc = RPCRDMA_MSG };
+	struct rpcrdma_req *req;
+	uint32_t send_max, xid;
+	long hdr_len;
+
+	if (!clnt || !call || !call->msg || call->msg_len < sizeof(xid) || !call->done ||
+	    (!call->reply && call->reply_max) || call->timeout_ms < 0)
+		return -EINVAL;
+	if (x->rx_destroying)
+		return -ESHUTDOWN;
+	send_max = x->rx_connected ? x->rx_inline.send_max : x->rx_attr.inline_size;
+	if (call->msg_len > send_max - RPCRDMA_HDR_MIN_LEN)
+		return -EMSGSIZE;
+	memcpy(&xid, call->msg, sizeof(xid));
+	xid = ntohl(xid);
+	if (xprt_rdma_lookup(x, xid))
+		return -EEXIST;
+	if (!x->rx_have_ep) {
+		int rc = xprt_rdma_connect(x);
+
+		if (rc)
+			return rc == -ETIMEDOUT ? -ETIMEDOUT : -ENOTCONN;
+	}
+	req = list_pop(&x->rb_reqs_free, struct rpcrdma_req, rl_list);
+	if (!req)
+		return -EAGAIN;
+
+	enc.xid = xid;
+	enc.credit = x->rx_nreqs;
+	hdr_len = rpcrdma_hdr_encode(req->rl_buf, RPCRDMA_HDR_MIN_LEN, &enc);
+	memcpy(req->rl_buf + hdr_len, call->msg, call->msg_len);
+	req->rl_sge.length = (uint32_t)(hdr_len + call->msg_len);
+	req->rl_xid = xid;
+	req->rl_call = call;
+	req->rl_flags = 0;
+	req->rl_retries = x->rx_attr.retries;
+	req->rl_deadline = rpcrdma_now_ms() +
+			   (call->timeout_ms ? call->timeout_ms : x->rx_attr.call_timeout_ms);
+	if (req->rl_deadline < x->rx_next_deadline)
+		x->rx_next_deadline = req->rl_deadline;
+	call->status = 0;
+	call->reply_len = 0;
+	xprt_rdma_hash_add(x, req);
+	if (x->rx_outstanding >= x->rx_credits)
+		x->rx_stats.credit_stalls++;
+	list_add_tail(&x->rb_pending, &req->rl_list);
+	xprt_rdma_kick(x);
+	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_fd(const struct rpcrdma_clnt *clnt)
+{
+	const struct rpcrdma_xprt *x = (const struct rpcrdma_xprt *)clnt;
+
+	return clnt ? x->rx_epfd : -EINVAL;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_next_timeout(const struct rpcrdma_clnt *clnt)
+{
+	const struct rpcrdma_xprt *x = (const struct rpcrdma_xprt *)clnt;
+	int64_t left;
+
+	if (!clnt || x->rx_next_deadline == INT64_MAX)
+		return -1;
+	left = x->rx_next_deadline - rpcrdma_now_ms();
+	if (left < 0)
+		return 0;
+	return left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_wait(struct rpcrdma_clnt *clnt, int timeout_ms)
+{
+	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
+	struct epoll_event ev;
+	int n, next;
+
+	if (!clnt)
+		return -EINVAL;
+	n = rpcrdma_clnt_poll(clnt, 64);
+	if (n != 0)
+		return n;
+	next = rpcrdma_clnt_next_timeout(clnt);
+	if (next >= 0 && (timeout_ms < 0 || next < timeout_ms))
+		timeout_ms = next;
+	/* While draining, poll often: the drain itself raises no CM event. */
+	if (x->rx_have_ep && !x->rx_connected && (timeout_ms < 0 || timeout_ms > 10))
+		timeout_ms = 10;
+	if (epoll_wait(x->rx_epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
+		return -errno;
+	return rpcrdma_clnt_poll(clnt, 64);
+}
+
+static void clnt_sync_done(struct rpcrdma_call *call)
+{
+	*(int *)call->arg = 1;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *clnt, const void *msg, size_t msg_len,
+				     void *reply, size_t *reply_len, int timeout_ms)
+{
+	struct rpcrdma_call call;
+	int finished = 0, rc;
+
+	if (!reply_len)
+		return -EINVAL;
+	memset(&call, 0, sizeof(call));
+	call.msg = msg;
+	call.msg_len = msg_len;
+	call.reply = reply;
+	call.reply_max = *reply_len;
+	call.timeout_ms = timeout_ms;
+	call.done = clnt_sync_done;
+	call.arg = &finished;
+	rc = rpcrdma_clnt_submit(clnt, &call);
+	if (rc)
+		return rc;
+	/* The call lives on this stack: wait for done() whatever happens. */
+	while (!finished) {
+		if (rpcrdma_clnt_wait(clnt, -1) < 0)
+			poll(NULL, 0, 1);
+	}
+	*reply_len = call.reply_len;
+	return call.status;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_disconnect(struct rpcrdma_clnt *clnt)
+{
+	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
+
+	if (!clnt)
+		return -EINVAL;
+	if (x->rx_have_ep && x->rx_connected) {
+		x->rx_connected = false;
+		rpcrdma_ep_begin_close(&x->rx_ep);
+	}
+	return 0;
+}
+
+RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt)
+{
+	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
+	uint32_t i;
+
+	if (!clnt)
+		return;
+	x->rx_destroying = true;
+	if (x->rx_have_ep) {
+		x->rx_connected = false;
+		rpcrdma_ep_drain_sync(&x->rx_ep, 10000);
+		xprt_rdma_process_replies(x);
+		xprt_rdma_conn_lost(x);
+	}
+	clnt_fail_pending(x, -ECANCELED);
+	/*
+	 * Only a provider that never flushed leaves a Send pending here; its
+	 * QP and CQ are gone, so nothing can complete it any more.
+	 */
+	for (i = 0; i < x->rx_nreqs; i++) {
+		struct rpcrdma_req *req = &x->rx_reqs[i];
+
+		if (req->rl_call && (req->rl_flags & RPCRDMA_REQ_SEND_PENDING) &&
+		    (req->rl_flags & RPCRDMA_REQ_REPLIED)) {
+			req->rl_flags = 0;
+			xprt_rdma_finish(x, req, -ECANCELED);
+		}
+	}
+	xprt_rdma_run_done(x);
+	clnt_free(x);
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_info(const struct rpcrdma_clnt *clnt,
+				     struct rpcrdma_clnt_info *info)
+{
+	const struct rpcrdma_xprt *x = (const struct rpcrdma_xprt *)clnt;
+
+	if (!clnt || !info)
+		return -EINVAL;
+	memset(info, 0, sizeof(*info));
+	info->connected = x->rx_connected;
+	info->credits = x->rx_credits;
+	info->inline_send = x->rx_inline.send_max;
+	info->inline_recv = x->rx_inline.recv_max;
+	info->remote_invalidate = x->rx_inline.remote_inv;
+	info->connects = x->rx_connects;
+	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_stats(const struct rpcrdma_clnt *clnt,
+				      struct rpcrdma_stats *stats)
+{
+	const struct rpcrdma_xprt *x = (const struct rpcrdma_xprt *)clnt;
+
+	if (!clnt || !stats)
+		return -EINVAL;
+	*stats = x->rx_stats;
+	return 0;
+}

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Client connection management: resolve, connect with RFC 8797 private data,
+ * react to CM events, and account for a lost connection (retransmit only on
+ * a new one).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include <rpcrdma/proto.h>
+
+#include "xprt_rdma.h"
+
+/* Responder resources we offer the server for RDMA Reads of our memory. */
+#define RPCRDMA_CLNT_MAX_IRD 16
+
+static int xprt_rdma_buffers(struct rpcrdma_xprt *x, struct ibv_context *verbs)
+{
+	uint32_t size = x->rx_attr.inline_size;
+	uint32_t i;
+	int rc;
+
+	if (x->rx_pd)
+		return x->rx_pd->context == verbs ? 0 : -ENODEV;
+
+	x->rx_pd = ibv_alloc_pd(verbs);
+	if (!x->rx_pd)
+		return errno ? -errno : -ENOMEM;
+	/* Only the local device touches these buffers: no remote access. */
+	rc = rpcrdma_slab_create(&x->rx_send_slab, x->rx_pd, x->rx_nreqs, size, 0);
+	if (rc)
+		goto out_pd;
+	rc = rpcrdma_slab_create(&x->rx_recv_slab, x->rx_pd, x->rx_nreps, size,
+				 IBV_ACCESS_LOCAL_WRITE);
+	if (rc)
+		goto out_send;
+
+	for (i = 0; i < x->rx_nreqs; i++) {
+		struct rpcrdma_req *req = &x->rx_reqs[i];
+
+		req->rl_buf = rpcrdma_slab_buf(&x->rx_send_slab, i);
+		req->rl_sge.addr = (uintptr_t)req->rl_buf;
+		req->rl_sge.lkey = rpcrdma_slab_lkey(&x->rx_send_slab);
+	}
+	for (i = 0; i < x->rx_nreps; i++) {
+		struct rpcrdma_rep *rep = &x->rx_reps[i];
+
+		rep->rr_buf = rpcrdma_slab_buf(&x->rx_recv_slab, i);
+		rep->rr_sge.addr = (uintptr_t)rep->rr_buf;
+		rep->rr_sge.length = size;
+		rep->rr_sge.lkey = rpcrdma_slab_lkey(&x->rx_recv_slab);
+	}
+	x->rx_stats.registered_bytes += rpcrdma_slab_bytes(&x->rx_send_slab) +
+					rpcrdma_slab_bytes(&x->rx_recv_slab);
+	x->rx_stats.heap_bytes += rpcrdma_slab_bytes(&x->rx_send_slab) +
+				  rpcrdma_slab_bytes(&x->rx_recv_slab);
+	return 0;
+
+out_send:
+	rpcrdma_slab_free(&x->rx_send_slab);
+out_pd:
+	ibv_dealloc_pd(x->rx_pd);
+	x->rx_pd = NULL;
+	return rc;
+}
+
+void xprt_rdma_free_buffers(struct rpcrdma_xprt *x)
+{
+	if (!x->rx_pd)
+		return;
+	x->rx_stats.registered_bytes -= rpcrdma_slab_bytes(&x->rx_send_slab) +
+					rpcrdma_slab_bytes(&x->rx_recv_slab);
+	x->rx_stats.heap_bytes -= rpcrdma_slab_bytes(&x->rx_send_slab) +
+				  rpcrdma_slab_bytes(&x->rx_recv_slab);
+	rpcrdma_slab_free(&x->rx_send_slab);
+	rpcrdma_slab_free(&x->rx_recv_slab);
+	ibv_dealloc_pd(x->rx_pd);
+	x->rx_pd = NULL;
+}
+
+/*
+ * Wait for @expected on @id. Events of other ids (left over from an earlier
+ * connection) are acknowledged and skipped. On success the caller owns *@out
+ * and acknowledges it.
+ */
+static int xprt_rdma_wait(struct rpcrdma_xprt *x, struct rdma_cm_id *id, int64_t deadline,
+			  enum rdma_cm_event_type expected, struct rdma_cm_event **out)
+{
+	for (;;) {
+		struct rdma_cm_event *ev;
+		int rc;
+
+		rc = rpcrdma_cm_wait_event(x->rx_cm_channel, deadline, &ev);
+		if (rc)
+			return rc;
+		if (ev->id != id) {
+			rdma_ack_cm_event(ev);
+			continue;
+		}
+		if (ev->event == expected) {
+			*out = ev;
+			return 0;
+		}
+		rc = rpcrdma_cm_event_errno(ev);
+		rpcrdma_info("client: %s while waiting for %s", rdma_event_str(ev->event),
+			     rdma_event_str(expected));
+		rdma_ack_cm_event(ev);
+		return rc;
+	}
+}
+
+static int xprt_rdma_resolve(struct rpcrdma_xprt *x, struct rdma_cm_id *id, int64_t deadline)
+{
+	int timeout = (int)(deadline - rpcrdma_now_ms());
+	struct rdma_cm_event *ev;
+	int rc;
+
+	if (rdma_resolve_addr(id, x->rx_has_src ? (struct sockaddr *)&x->rx_src : NULL,
+			      (struct sockaddr *)&x->rx_addr, timeout > 0 ? timeout : 1))
+		return errno ? -errno : -EHOSTUNREACH;
+	rc = xprt_rdma_wait(x, id, deadline, RDMA_CM_EVENT_ADDR_RESOLVED, &ev);
+	if (rc)
+		return rc;
+	rdma_ack_cm_event(ev);
+
+	timeout = (int)(deadline - rpcrdma_now_ms());
+	if (rdma_resolve_route(id, timeout > 0 ? timeout : 1))
+		return errno ? -errno : -EHOSTUNREACH;
+	rc = xprt_rdma_wait(x, id, deadline, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev);
+	if (rc)
+		return rc;
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+static int xprt_rdma_establish(struct rpcrdma_xprt *x, struct rdma_cm_id *id, int64_t deadline)
+{
+	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
+	struct rdma_conn_param param;
+	struct ibv_device_attr dev;
+	struct rdma_cm_event *ev;
+	int rc;
+
+	if (ibv_query_device(id->verbs, &dev))
+		memset(&dev, 0, sizeof(dev));
+	rpcrdma_cm_private_build(pdata, x->rx_attr.inline_size, RPCRDMA_CM_REMOTE_INVALIDATE);
+	memset(&param, 0, sizeof(param));
+	param.private_data = pdata;
+	param.private_data_len = sizeof(pdata);
+	param.responder_resources = (uint8_t)(dev.max_qp_rd_atom < RPCRDMA_CLNT_MAX_IRD ?
+					      dev.max_qp_rd_atom : RPCRDMA_CLNT_MAX_IRD);
+	param.initiator_depth = 0;
+	param.flow_control = 1;
+	param.retry_count = 6;
+	param.rnr_retry_count = x->rx_attr.rnr_retry;
+	if (rdma_connect(id, &param))
+		return errno ? -errno : -ECONNREFUSED;
+
+	rc = xprt_rdma_wait(x, id, deadline, RDMA_CM_EVENT_ESTABLISHED, &ev);
+	if (rc)
+		return rc;
+	rpcrdma_cm_negotiate(ev->param.conn.private_data, ev->param.conn.private_data_len,
+			     x->rx_attr.inline_size, &x->rx_inline);
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+/* Undo a connection attempt that got as far as creating the endpoint. */
+static void xprt_rdma_abandon(struct rpcrdma_xprt *x)
+{
+	/* The receives posted before connecting come back as flushes. */
+	rpcrdma_ep_drain_sync(&x->rx_ep, 5000);
+	rpcrdma_ep_destroy(&x->rx_ep);
+	x->rx_have_ep = false;
+}
+
+int xprt_rdma_connect(struct rpcrdma_xprt *x)
+{
+	int64_t deadline = rpcrdma_now_ms() + x->rx_attr.connect_timeout_ms;
+	struct rpcrdma_ep_attr attr;
+	struct epoll_event epev;
+	struct rdma_cm_id *id;
+	int rc;
+
+	if (rdma_create_id(x->rx_cm_channel, &id, x, RDMA_PS_TCP))
+		return errno ? -errno : -ENOMEM;
+	rc = xprt_rdma_resolve(x, id, deadline);
+	if (rc)
+		goto out_id;
+	rc = xprt_rdma_buffers(x, id->verbs);
+	if (rc)
+		goto out_id;
+
+	attr.pd = x->rx_pd;
+	attr.context = x;
+	attr.send_wrs = x->rx_nreqs;
+	attr.recv_wrs = x->rx_nreps;
+	attr.send_sges = 1;
+	rc = rpcrdma_ep_create(&x->rx_ep, id, &attr, &x->rx_stats);
+	if (rc)
+		goto out_id;
+	x->rx_have_ep = true;
+
+	/* Receives are posted before connecting: a reply can never find none. */
+	xprt_rdma_post_reps(x);
+	if (x->rx_ep.close_pending) {
+		rc = -ENOMEM;
+		goto out_ep;
+	}
+	rc = xprt_rdma_establish(x, id, deadline);
+	if (rc)
+		goto out_ep;
+
+	epev.events = EPOLLIN;
+	epev.data.ptr = NULL;
+	if (epoll_ctl(x->rx_epfd, EPOLL_CTL_ADD, x->rx_ep.channel->fd, &epev)) {
+		rc = -errno;
+		goto out_ep;
+	}
+	x->rx_ep.state = RPCRDMA_EP_CONNECTED;
+	x->rx_connected = true;
+	x->rx_credits = 1;	/* RFC 8166: one credit until the first grant */
+	x->rx_outstanding = 0;
+	x->rx_connects++;
+	x->rx_stats.connects++;
+	return 0;
+
+out_ep:
+	xprt_rdma_abandon(x);
+out_id:
+	rdma_destroy_id(id);
+	return rc;
+}
+
+/* Connection events while connected: anything but TIMEWAIT_EXIT ends it. */
+void xprt_rdma_process_cm(struct rpcrdma_xprt *x)
+{
+	struct rdma_cm_event *ev;
+
+	while (rpcrdma_cm_next_event(x->rx_cm_channel, &ev) == 0) {
+		bool ours = x->rx_have_ep && ev->id == x->rx_ep.id;
+
+		switch (ev->event) {
+		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		case RDMA_CM_EVENT_ESTABLISHED:
+			break;
+		default:
+			if (ours) {
+				rpcrdma_info("client: %s", rdma_event_str(ev->event));
+				rpcrdma_ep_close_deferred(&x->rx_ep);
+			}
+			break;
+		}
+		rdma_ack_cm_event(ev);
+	}
+}
+
+/*
+ * The endpoint is drained: every Send and Receive has completed or flushed,
+ * so no handler can touch a request again. Calls that were in flight are
+ * sent again on the next connection while they have retries left (RFC 8166:
+ * retransmit only on a new connection); the rest fail.
+ */
+void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
+{
+	struct list_node retry;
+	struct rpcrdma_req *req;
+
+	list_init(&retry);
+	while ((req = list_pop(&x->rb_inflight, struct rpcrdma_req, rl_list))) {
+		req->rl_flags &= ~RPCRDMA_REQ_SENT;
+		if (req->rl_flags & RPCRDMA_REQ_TIMEDOUT) {
+			xprt_rdma_finish(x, req, -ETIMEDOUT);
+		} else if (x->rx_destroying) {
+			xprt_rdma_finish(x, req, -ECANCELED);
+		} else if (req->rl_retries > 0) {
+			req->rl_retries--;
+			x->rx_stats.retransmits++;
+			list_add_tail(&retry, &req->rl_list);
+		} else {
+			xprt_rdma_finish(x, req, -ECONNRESET);
+		}
+	}
+	/* Retransmissions go first, in their original order. */
+	list_splice_tail(&retry, &x->rb_pending);
+	list_splice_tail(&x->rb_pending, &retry);
+
+	/* Replies that arrived before the loss are no use now. */
+	list_splice_tail(&x->rb_reps_free, &x->rb_reps_ready);
+
+	epoll_ctl(x->rx_epfd, EPOLL_CTL_DEL, x->rx_ep.channel->fd, NULL);
+	rpcrdma_ep_destroy(&x->rx_ep);
+	rdma_destroy_id(x->rx_ep.id);
+	x->rx_have_ep = false;
+	x->rx_connected = false;
+	x->rx_outstanding = 0;
+	x->rx_credits = 0;
+	x->rx_stats.disconnects++;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Client send side: the XID table, sending queued calls within the credit
+ * grant, the Send completion handler, and finishing calls.
+ */
+#include <errno.h>
+
+#include "xprt_rdma.h"
+
+static uint32_t xid_slot(const struct rpcrdma_xprt *x, uint32_t xid)
+{
+	/* XIDs are usually sequential: a multiplicative hash spreads them. */
+	return (xid * 2654435761u) & x->rx_hash_mask;
+}
+
+struct rpcrdma_req *xprt_rdma_lookup(struct rpcrdma_xprt *x, uint32_t xid)
+{
+	struct rpcrdma_req *req = x->rx_hash[xid_slot(x, xid)];
+
+	while (req && req->rl_xid != xid)
+		req = req->rl_hash_next;
+	return req;
+}
+
+void xprt_rdma_hash_add(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	struct rpcrdma_req **slot = &x->rx_hash[xid_slot(x, req->rl_xid)];
+
+	req->rl_hash_next = *slot;
+	*slot = req;
+}
+
+void xprt_rdma_hash_del(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	struct rpcrdma_req **pp = &x->rx_hash[xid_slot(x, req->rl_xid)];
+
+	while (*pp && *pp != req)
+		pp = &(*pp)->rl_hash_next;
+	if (*pp)
+		*pp = req->rl_hash_next;
+	req->rl_hash_next = NULL;
+}
+
+/*
+ * The call is over as far as the connection is concerned; done() runs from
+ * xprt_rdma_run_done() once the current batch of completions is handled.
+ */
+void xprt_rdma_finish(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int status)
+{
+	xprt_rdma_hash_del(x, req);
+	req->rl_status = status;
+	if (status)
+		req->rl_call->reply_len = 0;
+	list_add_tail(&x->rb_done, &req->rl_list);
+}
+
+void xprt_rdma_run_done(struct rpcrdma_xprt *x)
+{
+	struct rpcrdma_req *req;
+
+	while ((req = list_pop(&x->rb_done, struct rpcrdma_req, rl_list))) {
+		struct rpcrdma_call *call = req->rl_call;
+
+		call->status = req->rl_status;
+		req->rl_call = NULL;
+		req->rl_flags = 0;
+		/* Free the slot first: done() may submit the next call. */
+		list_add_tail(&x->rb_reqs_free, &req->rl_list);
+		call->done(call);
+	}
+}
+
+/*
+ * The Send has completed, so its buffer is free. If the reply was consumed
+ * already, the call is over.
+ */
+void rpcrdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct rpcrdma_xprt *x = cq->cq_context;
+	struct rpcrdma_req *req = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_req, rl_cqe);
+
+	x->rx_ep.sq_avail++;
+	req->rl_flags &= ~RPCRDMA_REQ_SEND_PENDING;
+	if (unlikely(wc->status != IBV_WC_SUCCESS))
+		rpcrdma_ep_wc_error(&x->rx_ep, wc, "client send");
+	if (req->rl_flags & RPCRDMA_REQ_REPLIED)
+		list_add_tail(&x->rb_done, &req->rl_list);
+}
+
+static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	int rc;
+
+	x->rx_ep.sq_avail--;
+	req->rl_flags |= RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT;
+	list_add_tail(&x->rb_inflight, &req->rl_list);
+	x->rx_outstanding++;
+	x->rx_stats.calls++;
+	rc = rpcrdma_ep_post_send(&x->rx_ep, &req->rl_send_wr, 1);
+	if (unlikely(rc)) {
+		/* Not posted: it waits for the next connection, unsent. */
+		req->rl_flags &= ~(RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT);
+		list_del(&req->rl_list);
+		list_add_head(&x->rb_pending, &req->rl_list);
+		x->rx_outstanding--;
+		x->rx_stats.calls--;
+	}
+}
+
+/* Send queued calls while the grant and the send queue allow, in order. */
+void xprt_rdma_kick(struct rpcrdma_xprt *x)
+{
+	while (x->rx_connected && !list_empty(&x->rb_pending) &&
+	       x->rx_outstanding < x->rx_credits && !x->rx_ep.close_pending) {
+		struct rpcrdma_req *req = list_first_entry(&x->rb_pending, struct rpcrdma_req,
+							   rl_list);
+
+		if (unlikely(req->rl_sge.length > x->rx_inline.send_max)) {
+			/* The server's receive size shrank below this call. */
+			list_del(&req->rl_list);
+			xprt_rdma_finish(x, req, -EMSGSIZE);
+			continue;
+		}
+		if (unlikely(x->rx_ep.sq_avail == 0)) {
+			x->rx_stats.sq_waits++;
+			break;
+		}
+		list_del(&req->rl_list);
+		xprt_rdma_send(x, req);
+	}
+}

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Endpoint: creation of one connection's completion channel, CQ and QP; the
+ * arm-and-poll-again loop; deferred close and the drain that lets teardown
+ * free memory only after every posted work request has completed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ep.h"
+
+/* Channel events acknowledged together: ibv_ack_cq_events takes a lock. */
+#define RPCRDMA_ACK_BATCH 16
+
+/* rdma-core returns positive errnos from post and -1 + errno from others. */
+static int verbs_err(int rc)
+{
+	if (rc > 0)
+		return -rc;
+	return errno ? -errno : -EIO;
+}
+
+int64_t rpcrdma_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void rpcrdma_wc_drain_send(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct rpcrdma_ep *ep = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_ep, drain_send_cqe);
+
+	ep->state = RPCRDMA_EP_DRAINED;
+}
+
+/*
+ * The receive queue is empty: every receive completed or flushed. Handlers
+ * that ran for those receives may have posted sends, so only now is the
+ * send-queue marker posted behind them (the kernel drains RQ, then SQ, for
+ * the same reason).
+ */
+static void rpcrdma_wc_drain_recv(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct rpcrdma_ep *ep = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_ep, drain_recv_cqe);
+	struct ibv_send_wr wr = {
+		.wr_id = rpcrdma_cqe_id(&ep->drain_send_cqe),
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_send_wr *bad;
+	int rc;
+
+	rc = ibv_post_send(ep->qp, &wr, &bad);
+	if (rc) {
+		rpcrdma_err("drain: cannot post the send-queue marker: %s", strerror(-verbs_err(rc)));
+		ep->state = RPCRDMA_EP_DRAINED;
+	}
+}
+
+int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
+		      const struct rpcrdma_ep_attr *attr, struct rpcrdma_stats *stats)
+{
+	struct ibv_qp_init_attr qpa;
+	int flags, rc;
+
+	memset(ep, 0, sizeof(*ep));
+	ep->id = id;
+	ep->stats = stats;
+	ep->drain_recv_cqe.done = rpcrdma_wc_drain_recv;
+	ep->drain_send_cqe.done = rpcrdma_wc_drain_send;
+
+	ep->channel = ibv_create_comp_channel(id->verbs);
+	if (!ep->channel)
+		return verbs_err(-1);
+	flags = fcntl(ep->channel->fd, F_GETFL);
+	if (flags < 0 || fcntl(ep->channel->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		rc = -errno;
+		goto out_channel;
+	}
+
+	/* Room for every send and receive plus the two drain markers. */
+	ep->cq = ibv_create_cq(id->verbs, (int)(attr->send_wrs + attr->recv_wrs + 2),
+			       attr->context, ep->channel, 0);
+	if (!ep->cq) {
+		rc = verbs_err(-1);
+		goto out_channel;
+	}
+
+	memset(&qpa, 0, sizeof(qpa));
+	qpa.qp_context = attr->context;
+	qpa.send_cq = ep->cq;
+	qpa.recv_cq = ep->cq;
+	qpa.qp_type = IBV_QPT_RC;
+	qpa.sq_sig_all = 0;
+	qpa.cap.max_send_wr = attr->send_wrs + 1;
+	qpa.cap.max_recv_wr = attr->recv_wrs + 1;
+	qpa.cap.max_send_sge = attr->send_sges;
+	qpa.cap.max_recv_sge = 1;
+	if (rdma_create_qp(id, attr->pd, &qpa)) {
+		rc = verbs_err(-1);
+		goto out_cq;
+	}
+	ep->qp = id->qp;
+	ep->sq_avail = attr->send_wrs;
+
+	if (ibv_req_notify_cq(ep->cq, 0) == 0)
+		ep->armed = true;
+	return 0;
+
+out_cq:
+	ibv_destroy_cq(ep->cq);
+	ep->cq = NULL;
+out_channel:
+	ibv_destroy_comp_channel(ep->channel);
+	ep->channel = NULL;
+	return rc;
+}
+
+void rpcrdma_ep_wc_error(struct rpcrdma_ep *ep, const struct ibv_wc *wc, const char *what)
+{
+	if (wc->status == IBV_WC_WR_FLUSH_ERR) {
+		ep->stats->flushes++;
+	} else {
+		ep->stats->wc_errors++;
+		rpcrdma_err("%s: %s (vendor error 0x%x)", what, ibv_wc_status_str(wc->status),
+			    wc->vendor_err);
+	}
+	ep->close_pending = true;
+}
+
+void rpcrdma_ep_begin_close(struct rpcrdma_ep *ep)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct ibv_recv_wr wr = { .wr_id = rpcrdma_cqe_id(&ep->drain_recv_cqe) };
+	struct ibv_recv_wr *bad;
+	int rc;
+
+	ep->close_pending = true;
+	if (ep->state == RPCRDMA_EP_CLOSING || ep->state == RPCRDMA_EP_DRAINED)
+		return;
+	if (ep->state == RPCRDMA_EP_CONNECTED)
+		rdma_disconnect(ep->id);
+	ep->state = RPCRDMA_EP_CLOSING;
+	if (!ep->qp) {
+		ep->state = RPCRDMA_EP_DRAINED;
+		return;
+	}
+	/* ERR flushes every outstanding WR, on either queue, in order. */
+	rc = ibv_modify_qp(ep->qp, &attr, IBV_QP_STATE);
+	if (rc)
+		rpcrdma_warn("drain: moving the QP to ERR failed: %s", strerror(-verbs_err(rc)));
+	rc = ibv_post_recv(ep->qp, &wr, &bad);
+	if (rc) {
+		rpcrdma_err("drain: cannot post the receive-queue marker: %s",
+			    strerror(-verbs_err(rc)));
+		ep->state = RPCRDMA_EP_DRAINED;
+	}
+}
+
+/* Take the channel events raised so far, acknowledging them in batches. */
+static void rpcrdma_ep_take_events(struct rpcrdma_ep *ep)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	while (ibv_get_cq_event(ep->channel, &cq, &ctx) == 0) {
+		if (++ep->cq_events >= RPCRDMA_ACK_BATCH) {
+			ibv_ack_cq_events(ep->cq, ep->cq_events);
+			ep->cq_events = 0;
+		}
+	}
+}
+
+int rpcrdma_ep_poll(struct rpcrdma_ep *ep, int budget)
+{
+	int total = 0;
+
+	for (;;) {
+		int n = rpcrdma_cq_poll(ep->cq, budget - total);
+
+		if (unlikely(n < 0))
+			return n;
+		/*
+		 * A completion seen after arming may have raised a channel
+		 * event (or may not, if it raced with the arm): either way
+		 * the arm is spent.
+		 */
+		if (n > 0)
+			ep->armed = false;
+		total += n;
+		if (total >= budget || ep->armed)
+			return total;
+		/* Going idle: clear the fd, arm, then look once more. */
+		rpcrdma_ep_take_events(ep);
+		if (ibv_req_notify_cq(ep->cq, 0))
+			return total;
+		ep->armed = true;
+	}
+}
+
+int rpcrdma_ep_drain_sync(struct rpcrdma_ep *ep, int timeout_ms)
+{
+	int64_t deadline = rpcrdma_now_ms() + timeout_ms;
+
+	rpcrdma_ep_begin_close(ep);
+	while (!rpcrdma_ep_drained(ep)) {
+		struct pollfd pfd = { .fd = ep->channel->fd, .events = POLLIN };
+		int64_t left;
+		int n;
+
+		n = rpcrdma_ep_poll(ep, 64);
+		if (n != 0 || rpcrdma_ep_drained(ep))
+			continue;
+		left = deadline - rpcrdma_now_ms();
+		if (left <= 0) {
+			rpcrdma_err("drain: timed out waiting for flush completions");
+			return -ETIMEDOUT;
+		}
+		poll(&pfd, 1, left < 100 ? (int)left : 100);
+	}
+	return 0;
+}
+
+void rpcrdma_ep_destroy(struct rpcrdma_ep *ep)
+{
+	if (ep->qp) {
+		rdma_destroy_qp(ep->id);
+		ep->qp = NULL;
+	}
+	if (ep->cq) {
+		if (ep->channel)
+			rpcrdma_ep_take_events(ep);
+		if (ep->cq_events)
+			ibv_ack_cq_events(ep->cq, ep->cq_events);
+		ep->cq_events = 0;
+		ibv_destroy_cq(ep->cq);
+		ep->cq = NULL;
+	}
+	if (ep->channel) {
+		ibv_destroy_comp_channel(ep->channel);
+		ep->channel = NULL;
+	}
+}
+
+int rpcrdma_ep_post_recv(struct rpcrdma_ep *ep, struct ibv_recv_wr *first, uint32_t count,
+			 uint32_t *posted)
+{
+	struct ibv_recv_wr *bad = NULL, *wr;
+	uint32_t n = 0;
+	int rc;
+
+	rc = ibv_post_recv(ep->qp, first, &bad);
+	if (likely(rc == 0)) {
+		ep->recv_posted += count;
+		*posted = count;
+		return 0;
+	}
+	for (wr = first; wr && wr != bad; wr = wr->next)
+		n++;
+	ep->recv_posted += n;
+	*posted = n;
+	return verbs_err(rc);
+}
+
+int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint32_t sqecount)
+{
+	struct ibv_send_wr *bad = NULL;
+	int rc;
+
+	rc = ibv_post_send(ep->qp, first, &bad);
+	if (likely(rc == 0))
+		return 0;
+	rpcrdma_err("post_send failed: %s", strerror(-verbs_err(rc)));
+	ep->close_pending = true;
+	if (bad == first) {
+		ep->sq_avail += sqecount;
+		return -ENOTCONN;
+	}
+	/* The head of the chain is in flight; its flushes are still to come. */
+	return -EINPROGRESS;
+}

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The endpoint and completion engine shared by client and server: one
+ * connection's QP, CQ and completion channel, the dispatch of work
+ * completions to handlers, send-queue accounting and the drain that makes
+ * teardown safe.
+ *
+ * Threading: an endpoint belongs to the thread that polls its CQ. Handlers
+ * run only inside rpcrdma_cq_poll() on that thread, so an endpoint is never
+ * freed while a handler could run as long as its owner frees it only
+ * outside poll and only after the drain (rpcrdma_ep_drained()) has seen
+ * every work request it posted complete or flush.
+ */
+#ifndef RPCRDMA_EP_H
+#define RPCRDMA_EP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <rpcrdma/rpcrdma.h>
+
+#include "compiler.h"
+
+/*
+ * Every work request's wr_id is the address of one of these, embedded in the
+ * object that owns the WR. The poller calls done(cq, wc); the handler finds
+ * its object with container_of and its transport in cq->cq_context. When
+ * wc->status is not IBV_WC_SUCCESS only wr_id, status, qp_num and
+ * vendor_err are valid.
+ */
+struct rpcrdma_cqe {
+	void (*done)(struct ibv_cq *cq, struct ibv_wc *wc);
+};
+
+static inline uint64_t rpcrdma_cqe_id(struct rpcrdma_cqe *cqe)
+{
+	return (uint64_t)(uintptr_t)cqe;
+}
+
+static inline struct rpcrdma_cqe *rpcrdma_wc_cqe(const struct ibv_wc *wc)
+{
+	return (struct rpcrdma_cqe *)(uintptr_t)wc->wr_id;
+}
+
+/* Work completions taken per ibv_poll_cq call. */
+#define RPCRDMA_POLL_BATCH 16
+
+/*
+ * Poll @cq and dispatch each completion to its handler, at most @budget of
+ * them. Returns the number dispatched, or -EIO if polling failed.
+ */
+int rpcrdma_cq_poll(struct ibv_cq *cq, int budget);
+
+/* A slab of equal buffers registered as one memory region. */
+struct rpcrdma_slab {
+	unsigned char *base;
+	size_t bufsize;
+	uint32_t count;
+	struct ibv_mr *mr;
+};
+
+/*
+ * Allocate @count buffers of @bufsize bytes (rounded up to a cache line) and
+ * register them under @pd with @access. Returns 0 or -errno.
+ */
+int rpcrdma_slab_create(struct rpcrdma_slab *slab, struct ibv_pd *pd, uint32_t count,
+			size_t bufsize, int access);
+/* Deregister (verbs teardown); the memory stays until rpcrdma_slab_free(). */
+void rpcrdma_slab_dereg(struct rpcrdma_slab *slab);
+void rpcrdma_slab_free(struct rpcrdma_slab *slab);
+
+static inline unsigned char *rpcrdma_slab_buf(const struct rpcrdma_slab *slab, uint32_t i)
+{
+	return slab->base + (size_t)i * slab->bufsize;
+}
+
+static inline uint32_t rpcrdma_slab_lkey(const struct rpcrdma_slab *slab)
+{
+	return slab->mr->lkey;
+}
+
+static inline size_t rpcrdma_slab_bytes(const struct rpcrdma_slab *slab)
+{
+	return slab->bufsize * slab->count;
+}
+
+enum rpcrdma_ep_state {
+	RPCRDMA_EP_NEW = 0,	/* resources created, not connected */
+	RPCRDMA_EP_CONNECTED,	/* ESTABLISHED */
+	RPCRDMA_EP_CLOSING,	/* QP moved to ERR; waiting for the drain markers */
+	RPCRDMA_EP_DRAINED,	/* every WR completed or flushed: safe to tear down */
+};
+
+/**
+ * struct rpcrdma_ep - one connection's verbs resources
+ * @id: its rdma_cm id (owned by the transport, not the endpoint)
+ * @channel: completion channel; its fd is non-blocking
+ * @cq: one CQ for sends and receives; cq_context is the transport
+ * @qp: the RC QP, created through @id
+ * @state: an &enum rpcrdma_ep_state
+ * @close_pending: a handler asked for a close; the owner acts on it after
+ *	the current batch (deferred close, set once)
+ * @armed: the CQ is armed: the next completion raises a channel event
+ * @cq_events: channel events taken and not yet acknowledged
+ * @sq_avail: send-queue slots free for data WRs (one more is reserved for
+ *	the drain marker)
+ * @recv_posted: receives posted and not yet completed
+ * @drain_recv_cqe: the receive-queue drain marker
+ * @drain_send_cqe: the send-queue drain marker
+ * @stats: the owner's counters
+ */
+struct rpcrdma_ep {
+	struct rdma_cm_id *id;
+	struct ibv_comp_channel *channel;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	int state;
+	bool close_pending;
+	bool armed;
+	unsigned int cq_events;
+	uint32_t sq_avail;
+	uint32_t recv_posted;
+	struct rpcrdma_cqe drain_recv_cqe;
+	struct rpcrdma_cqe drain_send_cqe;
+	struct rpcrdma_stats *stats;
+};
+
+/**
+ * struct rpcrdma_ep_attr - what rpcrdma_ep_create() builds
+ * @pd: protection domain (on @id's device)
+ * @context: the transport, stored as cq->cq_context for the handlers
+ * @send_wrs: data WRs the send queue must hold at once
+ * @recv_wrs: receives that may be posted at once
+ * @send_sges: SGEs per send WR
+ */
+struct rpcrdma_ep_attr {
+	struct ibv_pd *pd;
+	void *context;
+	uint32_t send_wrs;
+	uint32_t recv_wrs;
+	uint32_t send_sges;
+};
+
+/*
+ * Create the completion channel, CQ and QP of @ep on @id. On failure
+ * everything created is destroyed. Returns 0 or -errno.
+ */
+int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
+		      const struct rpcrdma_ep_attr *attr, struct rpcrdma_stats *stats);
+
+/*
+ * Ask for a deferred close from a completion handler or any other place
+ * inside a poll: only a flag, acted on by the owner with
+ * rpcrdma_ep_begin_close() once the batch is done.
+ */
+static inline void rpcrdma_ep_close_deferred(struct rpcrdma_ep *ep)
+{
+	ep->close_pending = true;
+}
+
+/*
+ * Account an error completion in the counters and ask for a close. Every
+ * handler calls this for a status other than IBV_WC_SUCCESS.
+ */
+void rpcrdma_ep_wc_error(struct rpcrdma_ep *ep, const struct ibv_wc *wc, const char *what);
+
+/*
+ * Start the teardown: disconnect when connected, move the QP to ERR (which
+ * flushes every outstanding WR) and post the receive-queue drain marker; its
+ * completion posts the send-queue marker, whose completion marks the
+ * endpoint DRAINED. Completions keep arriving through the owner's polls.
+ * Idempotent.
+ */
+void rpcrdma_ep_begin_close(struct rpcrdma_ep *ep);
+
+static inline bool rpcrdma_ep_drained(const struct rpcrdma_ep *ep)
+{
+	return ep->state == RPCRDMA_EP_DRAINED;
+}
+
+/*
+ * Poll @ep for up to @budget completions, arming the CQ when it runs dry so
+ * that the channel fd signals the next one (arm, then poll again: a
+ * completion landing between the poll and the arm is not lost). Consumes
+ * pending channel events first. Returns completions processed or -errno.
+ */
+int rpcrdma_ep_poll(struct rpcrdma_ep *ep, int budget);
+
+/*
+ * Poll until the endpoint is drained, sleeping on the completion channel,
+ * for at most @timeout_ms. Returns 0, or -ETIMEDOUT if the provider never
+ * flushed (the endpoint is then torn down anyway: with the QP and CQ
+ * destroyed no handler can run again).
+ */
+int rpcrdma_ep_drain_sync(struct rpcrdma_ep *ep, int timeout_ms);
+
+/* Destroy QP, CQ and channel. Only when drained (or never connected). */
+void rpcrdma_ep_destroy(struct rpcrdma_ep *ep);
+
+/*
+ * Post a chain of @count receives; *@posted tells how many of the chain's
+ * head were posted (they will complete). Returns 0 or -errno.
+ */
+int rpcrdma_ep_post_recv(struct rpcrdma_ep *ep, struct ibv_recv_wr *first, uint32_t count,
+			 uint32_t *posted);
+
+/*
+ * Post a chain of @sqecount send WRs whose slots the caller has taken from
+ * sq_avail. On failure: if nothing was posted the slots are given back and
+ * -ENOTCONN returned; if part was posted a close is requested and 0
+ * returned, because the completions of the posted part return the slots.
+ */
+int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint32_t sqecount);
+
+/* Monotonic clock in milliseconds. */
+int64_t rpcrdma_now_ms(void);
+
+/* Internal log, routed through rpcrdma_set_log(). */
+void rpcrdma_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define rpcrdma_err(...) rpcrdma_log(RPCRDMA_LOG_ERR, __VA_ARGS__)
+#define rpcrdma_warn(...) rpcrdma_log(RPCRDMA_LOG_WARNING, __VA_ARGS__)
+#define rpcrdma_info(...) rpcrdma_log(RPCRDMA_LOG_INFO, __VA_ARGS__)
+#define rpcrdma_dbg(...) rpcrdma_log(RPCRDMA_LOG_DEBUG, __VA_ARGS__)
+
+/* Heap accounting for rpcrdma_stats.heap_bytes. */
+void *rpcrdma_zalloc(struct rpcrdma_stats *stats, size_t size);
+void rpcrdma_free(struct rpcrdma_stats *stats, void *p, size_t size);
+
+#endif /* RPCRDMA_EP_H */

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/* The server's public face: listening, accepting, polling, destruction. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <rpcrdma/svc.h>
+
+#include "svc_rdma.h"
+
+#define RPCRDMA_SVC_DEF_REQUESTS 32
+#define RPCRDMA_SVC_MAX_REQUESTS 1024
+#define RPCRDMA_SVC_DEF_BACKLOG 16
+#define RPCRDMA_DEF_INLINE 4096
+#define RPCRDMA_MIN_INLINE 1024
+#define RPCRDMA_MAX_INLINE 65536
+
+static int svc_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_attr *in)
+{
+	struct rpcrdma_svc_attr *a = &svc->sv_attr;
+	socklen_t len;
+
+	if (!in->addr || !in->on_call || in->flags)
+		return -EINVAL;
+	len = rpcrdma_sockaddr_len(in->addr);
+	if (!len)
+		return -EINVAL;
+	*a = *in;
+	memcpy(&svc->sv_addr, in->addr, len);
+	a->addr = NULL;
+	if (!a->max_requests)
+		a->max_requests = RPCRDMA_SVC_DEF_REQUESTS;
+	if (!a->inline_size)
+		a->inline_size = RPCRDMA_DEF_INLINE;
+	if (a->backlog <= 0)
+		a->backlog = RPCRDMA_SVC_DEF_BACKLOG;
+	if (a->max_requests > RPCRDMA_SVC_MAX_REQUESTS || a->inline_size < RPCRDMA_MIN_INLINE ||
+	    a->inline_size > RPCRDMA_MAX_INLINE)
+		return -EINVAL;
+	/* RFC 8797 expresses sizes in whole KiB. */
+	a->inline_size &= ~(uint32_t)1023;
+	return 0;
+}
+
+static void svc_free(struct rpcrdma_svc *svc)
+{
+	unsigned int i;
+
+	if (svc->sv_listen_id)
+		rdma_destroy_id(svc->sv_listen_id);
+	for (i = 0; i < svc->sv_npds; i++)
+		ibv_dealloc_pd(svc->sv_pds[i].pd);
+	if (svc->sv_cm_channel)
+		rdma_destroy_event_channel(svc->sv_cm_channel);
+	if (svc->sv_epfd >= 0)
+		close(svc->sv_epfd);
+	free(svc);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_listen(const struct rpcrdma_svc_attr *attr,
+				      struct rpcrdma_svc **out)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	struct rpcrdma_svc *svc;
+	socklen_t len;
+	int rc;
+
+	if (!attr || !out)
+		return -EINVAL;
+	svc = calloc(1, sizeof(*svc));
+	if (!svc)
+		return -ENOMEM;
+	svc->sv_stats.heap_bytes = sizeof(*svc);
+	svc->sv_epfd = -1;
+	list_init(&svc->sv_conns);
+	list_init(&svc->sv_zombies);
+	rc = svc_attr_fill(svc, attr);
+	if (rc)
+		goto out;
+	rc = rpcrdma_cm_channel_create(&svc->sv_cm_channel);
+	if (rc)
+		goto out;
+	if (rdma_create_id(svc->sv_cm_channel, &svc->sv_listen_id, svc, RDMA_PS_TCP)) {
+		rc = errno ? -errno : -ENOMEM;
+		goto out;
+	}
+	if (rdma_bind_addr(svc->sv_listen_id, (struct sockaddr *)&svc->sv_addr) ||
+	    rdma_listen(svc->sv_listen_id, svc->sv_attr.backlog)) {
+		rc = errno ? -errno : -EADDRINUSE;
+		goto out;
+	}
+	len = rpcrdma_sockaddr_len(rdma_get_local_addr(svc->sv_listen_id));
+	if (len)
+		memcpy(&svc->sv_addr, rdma_get_local_addr(svc->sv_listen_id), len);
+	svc->sv_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (svc->sv_epfd < 0 ||
+	    epoll_ctl(svc->sv_epfd, EPOLL_CTL_ADD, svc->sv_cm_channel->fd, &ev)) {
+		rc = -errno;
+		goto out;
+	}
+	*out = svc;
+	return 0;
+out:
+	svc_free(svc);
+	return rc;
+}
+
+RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *svc)
+{
+	struct list_node *pos, *tmp;
+
+	if (!svc)
+		return;
+	/* No new connections: the listener goes first. */
+	rdma_destroy_id(svc->sv_listen_id);
+	svc->sv_listen_id = NULL;
+	list_for_each_safe(&svc->sv_conns, pos, tmp)
+		svc_rdma_conn_destroy_sync(list_entry(pos, struct svcxprt_rdma, sc_node));
+	/* Connections whose calls the application still holds outlive us. */
+	list_for_each_safe(&svc->sv_zombies, pos, tmp) {
+		struct svcxprt_rdma *rdma = list_entry(pos, struct svcxprt_rdma, sc_node);
+
+		list_del(&rdma->sc_node);
+		rdma->sc_svc = NULL;
+		rdma->sc_own_stats.heap_bytes = rdma->sc_heap;
+		rdma->sc_stats = &rdma->sc_own_stats;
+	}
+	svc_free(svc);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_addr(const struct rpcrdma_svc *svc, struct sockaddr *addr,
+				    socklen_t *len)
+{
+	socklen_t need;
+
+	if (!svc || !addr || !len)
+		return -EINVAL;
+	need = rpcrdma_sockaddr_len((const struct sockaddr *)&svc->sv_addr);
+	if (*len < need)
+		return -ENOSPC;
+	memcpy(addr, &svc->sv_addr, need);
+	*len = need;
+	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_fd(const struct rpcrdma_svc *svc)
+{
+	return svc ? svc->sv_epfd : -EINVAL;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_listen_fd(const struct rpcrdma_svc *svc)
+{
+	return svc ? svc->sv_cm_channel->fd : -EINVAL;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
+{
+	struct rdma_cm_event *ev;
+	int n = 0;
+
+	if (!svc)
+		return -EINVAL;
+	while (rpcrdma_cm_next_event(svc->sv_cm_channel, &ev) == 0) {
+		struct svc_rdma_conn_req req;
+
+		n++;
+		if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+			rpcrdma_info("server: listener %s", rdma_event_str(ev->event));
+			rdma_ack_cm_event(ev);
+			continue;
+		}
+		/* Copy what the accept needs: the event is acked before migrating the id. */
+		memset(&req, 0, sizeof(req));
+		req.id = ev->id;
+		req.pdata_len = ev->param.conn.private_data_len;
+		if (req.pdata_len > sizeof(req.pdata))
+			req.pdata_len = sizeof(req.pdata);
+		if (ev->param.conn.private_data)
+			memcpy(req.pdata, ev->param.conn.private_data, req.pdata_len);
+		else
+			req.pdata_len = 0;
+		req.initiator_depth = ev->param.conn.initiator_depth;
+		rdma_ack_cm_event(ev);
+		svc_rdma_accept(svc, &req);
+	}
+	return n;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget)
+{
+	struct list_node *pos, *tmp;
+	int n;
+
+	if (!svc || budget <= 0)
+		return -EINVAL;
+	n = rpcrdma_svc_listen_poll(svc);
+	list_for_each_safe(&svc->sv_conns, pos, tmp) {
+		int rc = svc_rdma_conn_poll(list_entry(pos, struct svcxprt_rdma, sc_node), budget);
+
+		if (rc > 0)
+			n += rc;
+	}
+	return n;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms)
+{
+	struct epoll_event ev;
+	struct list_node *pos;
+	int n;
+
+	if (!svc)
+		return -EINVAL;
+	n = rpcrdma_svc_poll(svc, 64);
+	if (n != 0)
+		return n;
+	/* A draining connection raises no event when its drain completes. */
+	list_for_each(&svc->sv_conns, pos) {
+		if (list_entry(pos, struct svcxprt_rdma, sc_node)->sc_state == SVCXPRT_CLOSING) {
+			if (timeout_ms < 0 || timeout_ms > 10)
+				timeout_ms = 10;
+			break;
+		}
+	}
+	if (epoll_wait(svc->sv_epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
+		return -errno;
+	return rpcrdma_svc_poll(svc, 64);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_stats(const struct rpcrdma_svc *svc, struct rpcrdma_stats *stats)
+{
+	if (!svc || !stats)
+		return -EINVAL;
+	*stats = svc->sv_stats;
+	return 0;
+}

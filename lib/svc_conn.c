@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One server connection: accept with RFC 8797 private data, poll, close,
+ * drain, and free once the application has finished every call it holds.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <rpcrdma/proto.h>
+
+#include "svc_rdma.h"
+
+/* Receive contexts beyond 2 x credits: the refill batch (kernel's sc_recv_batch). */
+#define SVC_RDMA_RECV_BATCH 8
+/* Send contexts beyond one per credit: room for RDMA_ERROR replies. */
+#define SVC_RDMA_SEND_EXTRA 8
+
+static struct ibv_pd *svc_rdma_get_pd(struct rpcrdma_svc *svc, struct ibv_context *verbs)
+{
+	unsigned int i;
+
+	for (i = 0; i < svc->sv_npds; i++)
+		if (svc->sv_pds[i].verbs == verbs)
+			return svc->sv_pds[i].pd;
+	if (svc->sv_npds == SVC_RDMA_MAX_DEVICES)
+		return NULL;
+	svc->sv_pds[i].pd = ibv_alloc_pd(verbs);
+	if (!svc->sv_pds[i].pd)
+		return NULL;
+	svc->sv_pds[i].verbs = verbs;
+	svc->sv_npds++;
+	return svc->sv_pds[i].pd;
+}
+
+static void *svc_rdma_alloc(struct svcxprt_rdma *rdma, size_t size)
+{
+	void *p = rpcrdma_zalloc(rdma->sc_stats, size);
+
+	if (p)
+		rdma->sc_heap += size;
+	return p;
+}
+
+static void svc_rdma_free_mem(struct svcxprt_rdma *rdma, void *p, size_t size)
+{
+	if (p)
+		rdma->sc_heap -= size;
+	rpcrdma_free(rdma->sc_stats, p, size);
+}
+
+static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32_t inline_size)
+{
+	uint32_t i;
+	int rc;
+
+	rdma->sc_nrecv = 2 * rdma->sc_max_requests + SVC_RDMA_RECV_BATCH;
+	rdma->sc_nsend = rdma->sc_max_requests + SVC_RDMA_SEND_EXTRA;
+	rdma->sc_recv_ctxts = svc_rdma_alloc(rdma, sizeof(*rdma->sc_recv_ctxts) * rdma->sc_nrecv);
+	rdma->sc_send_ctxts = svc_rdma_alloc(rdma, sizeof(*rdma->sc_send_ctxts) * rdma->sc_nsend);
+	if (!rdma->sc_recv_ctxts || !rdma->sc_send_ctxts)
+		return -ENOMEM;
+	/* The server never exposes memory: local access only. */
+	rc = rpcrdma_slab_create(&rdma->sc_recv_slab, pd, rdma->sc_nrecv, inline_size,
+				 IBV_ACCESS_LOCAL_WRITE);
+	if (rc)
+		return rc;
+	rc = rpcrdma_slab_create(&rdma->sc_send_slab, pd, rdma->sc_nsend, inline_size, 0);
+	if (rc)
+		return rc;
+	rdma->sc_heap += rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
+			 rpcrdma_slab_bytes(&rdma->sc_send_slab);
+	rdma->sc_stats->heap_bytes += rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
+				      rpcrdma_slab_bytes(&rdma->sc_send_slab);
+	rdma->sc_stats->registered_bytes += rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
+					    rpcrdma_slab_bytes(&rdma->sc_send_slab);
+
+	for (i = 0; i < rdma->sc_nrecv; i++) {
+		struct svc_rdma_recv_ctxt *ctxt = &rdma->sc_recv_ctxts[i];
+
+		ctxt->rc_cqe.done = svc_rdma_wc_receive;
+		ctxt->rc_recv_buf = rpcrdma_slab_buf(&rdma->sc_recv_slab, i);
+		ctxt->rc_recv_sge.addr = (uintptr_t)ctxt->rc_recv_buf;
+		ctxt->rc_recv_sge.length = inline_size;
+		ctxt->rc_recv_sge.lkey = rpcrdma_slab_lkey(&rdma->sc_recv_slab);
+		ctxt->rc_recv_wr.wr_id = rpcrdma_cqe_id(&ctxt->rc_cqe);
+		ctxt->rc_recv_wr.sg_list = &ctxt->rc_recv_sge;
+		ctxt->rc_recv_wr.num_sge = 1;
+		list_add_tail(&rdma->sc_recv_free, &ctxt->rc_list);
+	}
+	for (i = 0; i < rdma->sc_nsend; i++) {
+		struct svc_rdma_send_ctxt *ctxt = &rdma->sc_send_ctxts[i];
+
+		ctxt->sc_cqe.done = svc_rdma_wc_send;
+		ctxt->sc_xprt_buf = rpcrdma_slab_buf(&rdma->sc_send_slab, i);
+		ctxt->sc_sge.addr = (uintptr_t)ctxt->sc_xprt_buf;
+		ctxt->sc_sge.lkey = rpcrdma_slab_lkey(&rdma->sc_send_slab);
+		ctxt->sc_send_wr.wr_id = rpcrdma_cqe_id(&ctxt->sc_cqe);
+		ctxt->sc_send_wr.sg_list = &ctxt->sc_sge;
+		ctxt->sc_send_wr.num_sge = 1;
+		ctxt->sc_send_wr.opcode = IBV_WR_SEND;
+		ctxt->sc_send_wr.send_flags = IBV_SEND_SIGNALED;
+		list_add_tail(&rdma->sc_send_free, &ctxt->sc_list);
+	}
+	return 0;
+}
+
+/* Free the memory of a connection whose verbs resources are gone. */
+static void svc_rdma_free(struct svcxprt_rdma *rdma)
+{
+	size_t slabs = rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
+		       rpcrdma_slab_bytes(&rdma->sc_send_slab);
+
+	list_del(&rdma->sc_node);
+	rdma->sc_stats->heap_bytes -= slabs;
+	rpcrdma_slab_free(&rdma->sc_recv_slab);
+	rpcrdma_slab_free(&rdma->sc_send_slab);
+	svc_rdma_free_mem(rdma, rdma->sc_recv_ctxts, sizeof(*rdma->sc_recv_ctxts) * rdma->sc_nrecv);
+	svc_rdma_free_mem(rdma, rdma->sc_send_ctxts, sizeof(*rdma->sc_send_ctxts) * rdma->sc_nsend);
+	rdma->sc_stats->heap_bytes -= sizeof(*rdma);
+	free(rdma);
+}
+
+/* Release the verbs and CM resources of a drained (or never connected) connection. */
+static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
+{
+	struct svc_rdma_send_ctxt *sctxt;
+	size_t slabs = rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
+		       rpcrdma_slab_bytes(&rdma->sc_send_slab);
+
+	while ((sctxt = list_pop(&rdma->sc_orphans, struct svc_rdma_send_ctxt, sc_list)))
+		svc_rdma_send_ctxt_put(rdma, sctxt);
+	list_splice_tail(&rdma->sc_recv_free, &rdma->sc_rq_dto_q);
+	rpcrdma_ep_destroy(&rdma->sc_ep);
+	if (rdma->sc_svc && rdma->sc_epfd >= 0)
+		epoll_ctl(rdma->sc_svc->sv_epfd, EPOLL_CTL_DEL, rdma->sc_epfd, NULL);
+	if (rdma->sc_epfd >= 0)
+		close(rdma->sc_epfd);
+	rdma->sc_epfd = -1;
+	if (rdma->sc_cm_id)
+		rdma_destroy_id(rdma->sc_cm_id);
+	rdma->sc_cm_id = NULL;
+	if (rdma->sc_cm_channel)
+		rdma_destroy_event_channel(rdma->sc_cm_channel);
+	rdma->sc_cm_channel = NULL;
+	if (rdma->sc_recv_slab.mr || rdma->sc_send_slab.mr)
+		rdma->sc_stats->registered_bytes -= slabs;
+	rpcrdma_slab_dereg(&rdma->sc_recv_slab);
+	rpcrdma_slab_dereg(&rdma->sc_send_slab);
+}
+
+/*
+ * Everything posted has completed or flushed. Tear down, tell the
+ * application, and free now unless it still holds calls (which keep the
+ * connection's memory, not its verbs resources).
+ */
+static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
+{
+	struct rpcrdma_svc *svc = rdma->sc_svc;
+
+	svc_rdma_release_verbs(rdma);
+	rdma->sc_state = SVCXPRT_CLOSED;
+	rdma->sc_stats->disconnects++;
+	list_del(&rdma->sc_node);
+	if (svc)
+		list_add_tail(&svc->sv_zombies, &rdma->sc_node);
+	if (rdma->sc_announced && svc && svc->sv_attr.on_conn)
+		svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_CLOSED, svc->sv_attr.arg);
+	if (rdma->sc_calls_held == 0)
+		svc_rdma_free(rdma);
+}
+
+void svc_rdma_conn_put_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+{
+	if (ctxt->rc_call.reply_ctxt) {
+		svc_rdma_send_ctxt_put(rdma, ctxt->rc_call.reply_ctxt);
+		ctxt->rc_call.reply_ctxt = NULL;
+	}
+	list_add_tail(&rdma->sc_recv_free, &ctxt->rc_list);
+	rdma->sc_calls_held--;
+	if (rdma->sc_state == SVCXPRT_CLOSED && rdma->sc_calls_held == 0)
+		svc_rdma_free(rdma);
+}
+
+static void svc_rdma_begin_close(struct svcxprt_rdma *rdma)
+{
+	rdma->sc_state = SVCXPRT_CLOSING;
+	svc_rdma_fail_waiters(rdma);
+	rpcrdma_ep_begin_close(&rdma->sc_ep);
+}
+
+static void svc_rdma_process_cm(struct svcxprt_rdma *rdma)
+{
+	struct rdma_cm_event *ev;
+
+	while (rpcrdma_cm_next_event(rdma->sc_cm_channel, &ev) == 0) {
+		switch (ev->event) {
+		case RDMA_CM_EVENT_ESTABLISHED:
+			if (rdma->sc_state == SVCXPRT_ACCEPTING)
+				rdma->sc_state = SVCXPRT_CONNECTED;
+			break;
+		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+			break;
+		default:
+			rpcrdma_info("server: connection %s", rdma_event_str(ev->event));
+			rpcrdma_ep_close_deferred(&rdma->sc_ep);
+			break;
+		}
+		rdma_ack_cm_event(ev);
+	}
+	if (rdma->sc_state == SVCXPRT_CONNECTED && !rdma->sc_announced) {
+		rdma->sc_announced = true;
+		if (rdma->sc_svc->sv_attr.on_conn)
+			rdma->sc_svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_ESTABLISHED,
+						      rdma->sc_svc->sv_attr.arg);
+	}
+}
+
+int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget)
+{
+	int n;
+
+	if (rdma->sc_state == SVCXPRT_CLOSED)
+		return 0;
+	svc_rdma_process_cm(rdma);
+	n = rpcrdma_ep_poll(&rdma->sc_ep, budget);
+	if (unlikely(n < 0)) {
+		rpcrdma_ep_close_deferred(&rdma->sc_ep);
+		n = 0;
+	}
+	/* Replenish before dispatching, so replies carry the full grant. */
+	if (rdma->sc_state < SVCXPRT_CLOSING && !rdma->sc_ep.close_pending)
+		svc_rdma_refill_recvs(rdma);
+	svc_rdma_recvfrom(rdma);
+	svc_rdma_post_waiters(rdma);
+	if (rdma->sc_ep.close_pending && rdma->sc_state < SVCXPRT_CLOSING)
+		svc_rdma_begin_close(rdma);
+	if (rdma->sc_state == SVCXPRT_CLOSING && rpcrdma_ep_drained(&rdma->sc_ep))
+		svc_rdma_finalize(rdma);	/* may free rdma */
+	return n;
+}
+
+void svc_rdma_conn_destroy_sync(struct svcxprt_rdma *rdma)
+{
+	if (rdma->sc_state < SVCXPRT_CLOSING)
+		svc_rdma_begin_close(rdma);
+	rpcrdma_ep_drain_sync(&rdma->sc_ep, 10000);
+	svc_rdma_finalize(rdma);
+}
+
+static void svc_rdma_accept_params(const struct svcxprt_rdma *rdma, struct ibv_context *verbs,
+				   uint8_t initiator_depth, unsigned char *pdata,
+				   struct rdma_conn_param *param)
+{
+	struct ibv_device_attr dev;
+
+	if (ibv_query_device(verbs, &dev))
+		memset(&dev, 0, sizeof(dev));
+	/* The server sends flags 0: it never receives Send With Invalidate. */
+	rpcrdma_cm_private_build(pdata, rdma->sc_svc->sv_attr.inline_size, 0);
+	memset(param, 0, sizeof(*param));
+	param->private_data = pdata;
+	param->private_data_len = RPCRDMA_CM_PRIVATE_LEN;
+	param->responder_resources = 0;
+	param->initiator_depth = (uint8_t)(initiator_depth < dev.max_qp_init_rd_atom ?
+					   initiator_depth : dev.max_qp_init_rd_atom);
+	param->flow_control = 1;
+	param->retry_count = 6;
+	param->rnr_retry_count = 0;
+}
+
+int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req)
+{
+	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
+	struct epoll_event epev = { .events = EPOLLIN };
+	struct rpcrdma_ep_attr attr;
+	struct rdma_conn_param param;
+	struct svcxprt_rdma *rdma;
+	struct ibv_pd *pd;
+	socklen_t len;
+	int rc;
+
+	rdma = calloc(1, sizeof(*rdma));
+	if (!rdma) {
+		rdma_reject(req->id, NULL, 0);
+		rdma_destroy_id(req->id);
+		return -ENOMEM;
+	}
+	rdma->sc_svc = svc;
+	rdma->sc_stats = &svc->sv_stats;
+	rdma->sc_stats->heap_bytes += sizeof(*rdma);
+	rdma->sc_heap = sizeof(*rdma);
+	rdma->sc_cm_id = req->id;
+	rdma->sc_epfd = -1;
+	rdma->sc_max_requests = svc->sv_attr.max_requests;
+	list_init(&rdma->sc_node);
+	list_init(&rdma->sc_recv_free);
+	list_init(&rdma->sc_rq_dto_q);
+	list_init(&rdma->sc_send_free);
+	list_init(&rdma->sc_send_waiters);
+	list_init(&rdma->sc_orphans);
+	rpcrdma_cm_negotiate(req->pdata, req->pdata_len, svc->sv_attr.inline_size, &rdma->sc_inline);
+	/* The client's receive size bounds our replies; ours bounds its calls. */
+	rdma->sc_inline.recv_max = svc->sv_attr.inline_size;
+
+	len = rpcrdma_sockaddr_len(rdma_get_local_addr(req->id));
+	if (len)
+		memcpy(&rdma->sc_local, rdma_get_local_addr(req->id), len);
+	len = rpcrdma_sockaddr_len(rdma_get_peer_addr(req->id));
+	if (len)
+		memcpy(&rdma->sc_peer, rdma_get_peer_addr(req->id), len);
+
+	rc = rpcrdma_cm_channel_create(&rdma->sc_cm_channel);
+	if (rc)
+		goto out_reject;
+	/* Each connection gets its own CM events, so it can be polled alone. */
+	if (rdma_migrate_id(req->id, rdma->sc_cm_channel)) {
+		rc = errno ? -errno : -EIO;
+		goto out_reject;
+	}
+	pd = svc_rdma_get_pd(svc, req->id->verbs);
+	if (!pd) {
+		rc = -ENOMEM;
+		goto out_reject;
+	}
+	rc = svc_rdma_buffers(rdma, pd, svc->sv_attr.inline_size);
+	if (rc)
+		goto out_reject;
+
+	attr.pd = pd;
+	attr.context = rdma;
+	attr.send_wrs = rdma->sc_nsend;
+	attr.recv_wrs = rdma->sc_max_requests;
+	attr.send_sges = 1;
+	rc = rpcrdma_ep_create(&rdma->sc_ep, req->id, &attr, rdma->sc_stats);
+	if (rc)
+		goto out_reject;
+	/* Receives are posted before accepting: the first call always finds one. */
+	svc_rdma_refill_recvs(rdma);
+	if (rdma->sc_ep.close_pending) {
+		rc = -ENOMEM;
+		goto out_drain;
+	}
+
+	rdma->sc_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (rdma->sc_epfd < 0 ||
+	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_cm_channel->fd, &epev) ||
+	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_ep.channel->fd, &epev)) {
+		rc = -errno;
+		goto out_drain;
+	}
+	epev.data.ptr = rdma;
+	if (epoll_ctl(svc->sv_epfd, EPOLL_CTL_ADD, rdma->sc_epfd, &epev)) {
+		rc = -errno;
+		goto out_drain;
+	}
+
+	svc_rdma_accept_params(rdma, req->id->verbs, req->initiator_depth, pdata, &param);
+	if (rdma_accept(req->id, &param)) {
+		rc = errno ? -errno : -ECONNABORTED;
+		rpcrdma_warn("server: rdma_accept failed: %s", strerror(-rc));
+		goto out_drain;
+	}
+	/* The QP is ready to send now; ESTABLISHED only confirms it. */
+	rdma->sc_ep.state = RPCRDMA_EP_CONNECTED;
+	rdma->sc_state = SVCXPRT_ACCEPTING;
+	list_add_tail(&svc->sv_conns, &rdma->sc_node);
+	rdma->sc_stats->connects++;
+	return 0;
+
+out_drain:
+	rdma_reject(req->id, NULL, 0);
+	rpcrdma_ep_drain_sync(&rdma->sc_ep, 5000);
+	svc_rdma_release_verbs(rdma);
+	svc_rdma_free(rdma);
+	return rc;
+out_reject:
+	rdma_reject(req->id, NULL, 0);
+	rpcrdma_ep_destroy(&rdma->sc_ep);
+	svc_rdma_release_verbs(rdma);
+	svc_rdma_free(rdma);
+	return rc;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_conn_fd(const struct rpcrdma_svc_conn *conn)
+{
+	const struct svcxprt_rdma *rdma = (const struct svcxprt_rdma *)conn;
+
+	return conn ? rdma->sc_epfd : -EINVAL;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_conn_poll(struct rpcrdma_svc_conn *conn, int budget)
+{
+	if (!conn || budget <= 0)
+		return -EINVAL;
+	return svc_rdma_conn_poll(svc_conn_rdma(conn), budget);
+}
+
+RPCRDMA_EXPORT void rpcrdma_svc_conn_set_ctx(struct rpcrdma_svc_conn *conn, void *ctx)
+{
+	if (conn)
+		svc_conn_rdma(conn)->sc_app_ctx = ctx;
+}
+
+RPCRDMA_EXPORT void *rpcrdma_svc_conn_get_ctx(const struct rpcrdma_svc_conn *conn)
+{
+	return conn ? ((const struct svcxprt_rdma *)conn)->sc_app_ctx : NULL;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_conn_addrs(const struct rpcrdma_svc_conn *conn,
+					  struct sockaddr *local, struct sockaddr *peer)
+{
+	const struct svcxprt_rdma *rdma = (const struct svcxprt_rdma *)conn;
+
+	if (!conn)
+		return -EINVAL;
+	if (local)
+		memcpy(local, &rdma->sc_local, sizeof(struct sockaddr_in6));
+	if (peer)
+		memcpy(peer, &rdma->sc_peer, sizeof(struct sockaddr_in6));
+	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_conn_close(struct rpcrdma_svc_conn *conn)
+{
+	if (!conn)
+		return -EINVAL;
+	rpcrdma_ep_close_deferred(&svc_conn_rdma(conn)->sc_ep);
+	return 0;
+}
+
+RPCRDMA_EXPORT uint32_t rpcrdma_svc_call_xid(const struct rpcrdma_svc_call *call)
+{
+	return call ? call->xid : 0;
+}
+
+RPCRDMA_EXPORT const void *rpcrdma_svc_call_msg(const struct rpcrdma_svc_call *call, size_t *len)
+{
+	if (!call)
+		return NULL;
+	if (len)
+		*len = call->msg_len;
+	return call->msg;
+}
+
+RPCRDMA_EXPORT struct rpcrdma_svc_conn *rpcrdma_svc_call_conn(const struct rpcrdma_svc_call *call)
+{
+	if (!call || call->rdma->sc_state == SVCXPRT_CLOSED)
+		return NULL;
+	return svc_rdma_conn(call->rdma);
+}
