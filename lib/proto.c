@@ -15,6 +15,7 @@
  * buffer.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -81,6 +82,35 @@ static inline void put_be64(unsigned char *p, uint64_t v)
 	put_raw64(p, cpu_to_be64(v));
 }
 
+/*
+ * Two consecutive 32-bit words, converted between wire order and the host
+ * order of two consecutive uint32_t members in one 64-bit load, swap and
+ * store: on a little-endian host a byte swap of the pair also exchanges the
+ * words, which a rotation puts back. The conversion is its own inverse.
+ */
+static inline uint64_t swap_pair(uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+	return v >> 32 | v << 32;
+#else
+	return v;
+#endif
+}
+
+/* The codec moves these member pairs with swap_pair(). */
+_Static_assert(offsetof(struct rpcrdma_hdr, vers) == offsetof(struct rpcrdma_hdr, xid) + 4,
+	       "xid, vers adjacent");
+_Static_assert(offsetof(struct rpcrdma_hdr, credit) == 8 &&
+	       offsetof(struct rpcrdma_hdr, proc) == 12, "credit, proc adjacent");
+_Static_assert(offsetof(struct rpcrdma_hdr_enc, proc) ==
+	       offsetof(struct rpcrdma_hdr_enc, credit) + 4, "enc credit, proc adjacent");
+_Static_assert(offsetof(struct rpcrdma_segment, length) == 4 &&
+	       offsetof(struct rpcrdma_segment, offset) == 8 &&
+	       sizeof(struct rpcrdma_segment) == RPCRDMA_SEGMENT_LEN, "segment layout");
+_Static_assert(offsetof(struct rpcrdma_read_segment, seg) == 8 &&
+	       sizeof(struct rpcrdma_read_segment) == 24, "read segment layout");
+
 #define XDR_ZERO 0u
 #define XDR_ONE be32_const(1)
 
@@ -134,11 +164,11 @@ static int segment_wraps(const unsigned char *seg)
  * Decode the segment array of a Write or Reply chunk; @p is at its segment
  * count. Returns the position after the chunk, or NULL with *rc set.
  */
-static const unsigned char *decode_chunk(const unsigned char *p, const unsigned char *end,
-					 const struct caps *caps, struct rpcrdma_chunk *chunk,
-					 int *rc)
+static inline const unsigned char *decode_chunk(const unsigned char *p, const unsigned char *end,
+						const struct caps *caps,
+						struct rpcrdma_chunk *chunk, int *rc)
 {
-	const unsigned char *seg, *stop;
+	size_t off, bytes;
 	uint32_t nsegs;
 	uint64_t total = 0;
 
@@ -153,14 +183,14 @@ static const unsigned char *decode_chunk(const unsigned char *p, const unsigned 
 		return NULL;
 	}
 	/* nsegs <= RPCRDMA_MAX_SEGS_LIMIT: the product cannot overflow. */
-	if (unlikely((size_t)(end - p) < (size_t)nsegs * RPCRDMA_SEGMENT_LEN)) {
+	bytes = (size_t)nsegs * RPCRDMA_SEGMENT_LEN;
+	if (unlikely((size_t)(end - p) < bytes)) {
 		*rc = -EMSGSIZE;
 		return NULL;
 	}
-	stop = p + (size_t)nsegs * RPCRDMA_SEGMENT_LEN;
-	for (seg = p; seg != stop; seg += RPCRDMA_SEGMENT_LEN) {
-		total += get_be32(seg + 4);
-		if (unlikely(load_raw32(seg + 8) == UINT32_MAX) && segment_wraps(seg)) {
+	for (off = 0; off != bytes; off += RPCRDMA_SEGMENT_LEN) {
+		total += get_be32(p + off + 4);
+		if (unlikely(load_raw32(p + off + 8) == UINT32_MAX) && segment_wraps(p + off)) {
 			*rc = -EOVERFLOW;
 			return NULL;
 		}
@@ -168,15 +198,20 @@ static const unsigned char *decode_chunk(const unsigned char *p, const unsigned 
 	chunk->nsegs = nsegs;
 	chunk->total = total;
 	chunk->wire = p;
-	return stop;
+	return p + bytes;
 }
 
 /*
- * Decode the Read list; @p is at its first discriminator, which the caller
- * has checked is within @end. Read segments sharing a position form one Read
- * chunk; positions must be 4-aligned and non-decreasing, so that a chunk is
- * a run of equal positions. Offsets from the first entry, not pointers, track
- * the caps, so that no pointer beyond the buffer is ever formed.
+ * Decode the Read list; @first is at its first discriminator, which the
+ * caller has checked is within @end. Read segments sharing a position form
+ * one Read chunk; positions must be 4-aligned and non-decreasing, so that a
+ * chunk is a run of equal positions. Offsets from @first, not pointers,
+ * track the caps, so that no pointer beyond the buffer is ever formed.
+ *
+ * The loop's fast path handles a further segment of the current chunk that
+ * lies below every cap and bound (fast_end); anything else (the first entry,
+ * a new position, the end of the list, a cap, the end of the buffer, a bad
+ * discriminator) takes the slow path, which sorts out which it is.
  */
 static const unsigned char *decode_read_list(const unsigned char *first,
 					     const unsigned char *end,
@@ -184,38 +219,38 @@ static const unsigned char *decode_read_list(const unsigned char *first,
 					     int *rc)
 {
 	const size_t avail = (size_t)(end - first);
+	/* An entry at off is whole, with the discriminator after it, iff off < in_bounds. */
+	const size_t in_bounds = avail >= READ_ENTRY_LEN + 4 ? avail - READ_ENTRY_LEN - 3 : 0;
 	const size_t read_stop = (size_t)caps->read_segs * READ_ENTRY_LEN;
-	size_t off = 0, stop = 0, chunk_stop;
-	uint32_t pos, chunk_pos = 0, nchunks = 0;
+	size_t off = 0, fast_end = 0, stop;
+	uint32_t pos, pos_raw = 0, chunk_pos = 0, nchunks = 0;
 	uint64_t chunk_total = 0;
 	const unsigned char *p;
 	uint32_t disc;
 
-	for (;;) {
+	for (;; off += READ_ENTRY_LEN) {
 		p = first + off;
-		disc = load_raw32(p);
-		if (disc == XDR_ZERO)
-			break;
-		if (unlikely(disc != XDR_ONE)) {
-			*rc = -EBADMSG;
-			return NULL;
-		}
-		/* This entry and the discriminator after it. */
-		if (unlikely(avail - off < READ_ENTRY_LEN + 4)) {
-			*rc = -EMSGSIZE;
-			return NULL;
-		}
-		pos = get_be32(p + 4);
-		/*
-		 * The slow path runs at the first entry (stop == 0), at a
-		 * position change, and when a cap is reached.
-		 */
-		if (unlikely(off == stop || pos != chunk_pos)) {
+		if (unlikely(load_raw32(p) != XDR_ONE || off >= fast_end ||
+			     load_raw32(p + 4) != pos_raw)) {
+			disc = load_raw32(p);
+			if (disc == XDR_ZERO)
+				break;
+			if (disc != XDR_ONE) {
+				*rc = -EBADMSG;
+				return NULL;
+			}
+			if (off >= in_bounds) {
+				*rc = -EMSGSIZE;
+				return NULL;
+			}
+			pos_raw = load_raw32(p + 4);
+			pos = be32_to_cpu(pos_raw);
 			if (off == read_stop) {
 				*rc = -E2BIG;
 				return NULL;
 			}
 			if (off) {
+				/* Here off < fast_end fails only at the chunk's cap. */
 				if (pos == chunk_pos) {
 					*rc = -E2BIG;
 					return NULL;
@@ -240,15 +275,16 @@ static const unsigned char *decode_read_list(const unsigned char *first,
 			nchunks++;
 			chunk_pos = pos;
 			chunk_total = 0;
-			chunk_stop = off + (size_t)caps->chunk_segs * READ_ENTRY_LEN;
-			stop = chunk_stop < read_stop ? chunk_stop : read_stop;
+			stop = off + (size_t)caps->chunk_segs * READ_ENTRY_LEN;
+			if (stop > read_stop)
+				stop = read_stop;
+			fast_end = stop < in_bounds ? stop : in_bounds;
 		}
 		chunk_total += get_be32(p + 12);
 		if (unlikely(load_raw32(p + 16) == UINT32_MAX) && segment_wraps(p + 8)) {
 			*rc = -EOVERFLOW;
 			return NULL;
 		}
-		off += READ_ENTRY_LEN;
 	}
 	if (nchunks) {
 		if (chunk_pos + chunk_total > UINT32_MAX) {
@@ -262,63 +298,6 @@ static const unsigned char *decode_read_list(const unsigned char *first,
 	return p + 4;
 }
 
-static const unsigned char *decode_write_list(const unsigned char *p, const unsigned char *end,
-					      const struct caps *caps, struct rpcrdma_hdr *hdr,
-					      int *rc)
-{
-	uint32_t nchunks = 0;
-	uint32_t disc;
-
-	for (;;) {
-		if (unlikely(end - p < 4)) {
-			*rc = -EMSGSIZE;
-			return NULL;
-		}
-		disc = load_raw32(p);
-		p += 4;
-		if (disc == XDR_ZERO)
-			break;
-		if (unlikely(disc != XDR_ONE)) {
-			*rc = -EBADMSG;
-			return NULL;
-		}
-		if (unlikely(nchunks == caps->chunks)) {
-			*rc = -E2BIG;
-			return NULL;
-		}
-		p = decode_chunk(p, end, caps, &hdr->write[nchunks], rc);
-		if (!p)
-			return NULL;
-		nchunks++;
-	}
-	hdr->write_chunks = nchunks;
-	return p;
-}
-
-static const unsigned char *decode_reply_chunk(const unsigned char *p, const unsigned char *end,
-					       const struct caps *caps, struct rpcrdma_hdr *hdr,
-					       int *rc)
-{
-	uint32_t disc;
-
-	if (unlikely(end - p < 4)) {
-		*rc = -EMSGSIZE;
-		return NULL;
-	}
-	disc = load_raw32(p);
-	p += 4;
-	if (disc == XDR_ZERO)
-		return p;
-	if (unlikely(disc != XDR_ONE)) {
-		*rc = -EBADMSG;
-		return NULL;
-	}
-	p = decode_chunk(p, end, caps, &hdr->reply, rc);
-	if (p)
-		hdr->has_reply = 1;
-	return p;
-}
-
 /* RDMA_MSG or RDMA_NOMSG with at least one non-empty list, or truncated. */
 static __attribute__((noinline)) int decode_lists(const unsigned char *buf, size_t len,
 						  const struct rpcrdma_limits *lim,
@@ -326,19 +305,51 @@ static __attribute__((noinline)) int decode_lists(const unsigned char *buf, size
 {
 	const unsigned char *end = buf + len;
 	const unsigned char *p = buf + RPCRDMA_HDR_FIXED_LEN;
+	uint32_t nchunks = 0, disc;
 	struct caps caps;
 	int rc = 0;
 
 	caps_resolve(lim, &caps);
 	if (unlikely(end - p < 4))
 		return -EMSGSIZE;
-	p = decode_read_list(p, end, &caps, hdr, &rc);
-	if (p)
-		p = decode_write_list(p, end, &caps, hdr, &rc);
-	if (p)
-		p = decode_reply_chunk(p, end, &caps, hdr, &rc);
-	if (!p)
-		return rc;
+	if (load_raw32(p) == XDR_ZERO) {
+		p += 4;
+	} else {
+		p = decode_read_list(p, end, &caps, hdr, &rc);
+		if (!p)
+			return rc;
+	}
+
+	for (;;) {
+		if (unlikely(end - p < 4))
+			return -EMSGSIZE;
+		disc = load_raw32(p);
+		p += 4;
+		if (disc == XDR_ZERO)
+			break;
+		if (unlikely(disc != XDR_ONE))
+			return -EBADMSG;
+		if (unlikely(nchunks == caps.chunks))
+			return -E2BIG;
+		p = decode_chunk(p, end, &caps, &hdr->write[nchunks], &rc);
+		if (!p)
+			return rc;
+		nchunks++;
+	}
+	hdr->write_chunks = nchunks;
+
+	if (unlikely(end - p < 4))
+		return -EMSGSIZE;
+	disc = load_raw32(p);
+	p += 4;
+	if (disc == XDR_ONE) {
+		p = decode_chunk(p, end, &caps, &hdr->reply, &rc);
+		if (!p)
+			return rc;
+		hdr->has_reply = 1;
+	} else if (unlikely(disc != XDR_ZERO)) {
+		return -EBADMSG;
+	}
 	hdr->hdr_len = (uint32_t)(p - buf);
 	return 0;
 }
@@ -382,7 +393,7 @@ RPCRDMA_EXPORT int rpcrdma_hdr_decode(const void *buf, size_t len,
 				      struct rpcrdma_hdr *hdr)
 {
 	const unsigned char *p = buf;
-	uint32_t vers_raw, proc;
+	uint64_t pair;
 
 	if (unlikely(!buf || !hdr))
 		return -EINVAL;
@@ -391,17 +402,17 @@ RPCRDMA_EXPORT int rpcrdma_hdr_decode(const void *buf, size_t len,
 	if (unlikely(len < RPCRDMA_HDR_FIXED_LEN))
 		return -ENODATA;
 
-	vers_raw = load_raw32(p + 4);
-	hdr->xid = get_be32(p);
-	hdr->vers = be32_to_cpu(vers_raw);
-	hdr->credit = get_be32(p + 8);
-	hdr->proc = proc = get_be32(p + 12);
-	if (unlikely(vers_raw != be32_const(RPCRDMA_VERSION)))
+	/* xid and vers, then credit and proc: two words at a time. */
+	pair = swap_pair(load_raw64(p));
+	memcpy((unsigned char *)hdr + offsetof(struct rpcrdma_hdr, xid), &pair, sizeof(pair));
+	pair = swap_pair(load_raw64(p + 8));
+	memcpy((unsigned char *)hdr + offsetof(struct rpcrdma_hdr, credit), &pair, sizeof(pair));
+	if (unlikely(load_raw32(p + 4) != be32_const(RPCRDMA_VERSION)))
 		return -EPROTONOSUPPORT;
 
 	/*
-	 * What a reader may look at for any procedure; write[] is read only
-	 * below write_chunks, so it is left alone.
+	 * What a reader may look at for any procedure. The Reply chunk is
+	 * read only when has_reply, and write[] only below write_chunks.
 	 */
 	hdr->err = 0;
 	hdr->vers_low = 0;
@@ -411,11 +422,9 @@ RPCRDMA_EXPORT int rpcrdma_hdr_decode(const void *buf, size_t len,
 	hdr->read_list = NULL;
 	hdr->write_chunks = 0;
 	hdr->has_reply = 0;
-	hdr->reply.nsegs = 0;
-	hdr->reply.total = 0;
-	hdr->reply.wire = NULL;
 
-	if (likely(proc <= RPCRDMA_NOMSG)) {
+	/* RDMA_MSG or RDMA_NOMSG, tested in wire order. */
+	if (likely((load_raw32(p + 12) & ~be32_const(RPCRDMA_NOMSG)) == 0)) {
 		/* Three empty lists: the common inline call or reply. */
 		if (likely(len >= RPCRDMA_HDR_MIN_LEN &&
 			   (load_raw64(p + 16) | load_raw32(p + 24)) == 0)) {
@@ -427,15 +436,21 @@ RPCRDMA_EXPORT int rpcrdma_hdr_decode(const void *buf, size_t len,
 	return decode_other(p, len, hdr);
 }
 
+static inline void read_segment_out(const unsigned char *p, struct rpcrdma_segment *out)
+{
+	uint64_t pair = swap_pair(load_raw64(p));
+
+	memcpy(out, &pair, sizeof(pair));
+	out->offset = get_be64(p + 8);
+}
+
 RPCRDMA_EXPORT void rpcrdma_hdr_read_segment(const struct rpcrdma_hdr *hdr, uint32_t i,
 					     struct rpcrdma_read_segment *out)
 {
 	const unsigned char *p = hdr->read_list + (size_t)i * READ_ENTRY_LEN;
 
 	out->position = get_be32(p);
-	out->seg.handle = get_be32(p + 4);
-	out->seg.length = get_be32(p + 8);
-	out->seg.offset = get_be64(p + 12);
+	read_segment_out(p + 4, &out->seg);
 }
 
 RPCRDMA_EXPORT void rpcrdma_chunk_segment(const struct rpcrdma_chunk *chunk, uint32_t i,
@@ -443,9 +458,7 @@ RPCRDMA_EXPORT void rpcrdma_chunk_segment(const struct rpcrdma_chunk *chunk, uin
 {
 	const unsigned char *p = chunk->wire + (size_t)i * RPCRDMA_SEGMENT_LEN;
 
-	out->handle = get_be32(p);
-	out->length = get_be32(p + 4);
-	out->offset = get_be64(p + 8);
+	read_segment_out(p, out);
 }
 
 RPCRDMA_EXPORT enum rpcrdma_verdict rpcrdma_hdr_verdict(int rc, const struct rpcrdma_hdr *hdr)
@@ -480,6 +493,7 @@ static long chunk_len(const struct rpcrdma_chunk_desc *chunk)
 	return 8 + (long)chunk->nsegs * RPCRDMA_SEGMENT_LEN;
 }
 
+/* Positions 4-aligned and non-decreasing. */
 static int read_list_valid(const struct rpcrdma_read_segment *read, uint32_t nsegs)
 {
 	uint32_t prev = 0, misaligned = 0;
@@ -496,7 +510,7 @@ static int read_list_valid(const struct rpcrdma_read_segment *read, uint32_t nse
 	return !(misaligned & 3);
 }
 
-/* The lists' part of the length: the caller has accounted the 28 bytes. */
+/* The lists' part of the length, beyond the 28 bytes of three empty lists. */
 static long lists_len(const struct rpcrdma_hdr_enc *enc)
 {
 	long n = 0, c;
@@ -528,13 +542,16 @@ static long lists_len(const struct rpcrdma_hdr_enc *enc)
 	return n;
 }
 
-static inline long encoded_len(const struct rpcrdma_hdr_enc *enc)
+static inline int enc_chunkless(const struct rpcrdma_hdr_enc *enc)
 {
-	if (likely(enc->proc <= RPCRDMA_NOMSG)) {
-		long n;
+	return enc->proc <= RPCRDMA_NOMSG && !(enc->read_segs | enc->write_chunks) && !enc->reply;
+}
 
-		if (likely(!enc->read_segs && !enc->write_chunks && !enc->reply))
-			return RPCRDMA_HDR_MIN_LEN;
+static long encoded_len(const struct rpcrdma_hdr_enc *enc)
+{
+	long n;
+
+	if (enc->proc <= RPCRDMA_NOMSG) {
 		n = lists_len(enc);
 		return n < 0 ? n : RPCRDMA_HDR_MIN_LEN + n;
 	}
@@ -554,18 +571,21 @@ RPCRDMA_EXPORT long rpcrdma_hdr_encoded_len(const struct rpcrdma_hdr_enc *enc)
 	return encoded_len(enc);
 }
 
+/*
+ * struct rpcrdma_segment and its wire form are both 16 bytes (and a Read
+ * segment and a Read list entry both 24), so one offset walks both arrays.
+ */
 static unsigned char *encode_segments(unsigned char *p, const struct rpcrdma_segment *seg,
 				      uint32_t nsegs)
 {
-	uint32_t i;
+	const unsigned char *src = (const unsigned char *)seg;
+	size_t off, bytes = (size_t)nsegs * RPCRDMA_SEGMENT_LEN;
 
-	for (i = 0; i < nsegs; i++) {
-		put_be32(p, seg[i].handle);
-		put_be32(p + 4, seg[i].length);
-		put_be64(p + 8, seg[i].offset);
-		p += RPCRDMA_SEGMENT_LEN;
+	for (off = 0; off != bytes; off += RPCRDMA_SEGMENT_LEN) {
+		put_raw64(p + off, swap_pair(load_raw64(src + off)));
+		put_be64(p + off + 8, load_raw64(src + off + 8));
 	}
-	return p;
+	return p + bytes;
 }
 
 static unsigned char *encode_chunk(unsigned char *p, const struct rpcrdma_chunk_desc *chunk)
@@ -576,20 +596,19 @@ static unsigned char *encode_chunk(unsigned char *p, const struct rpcrdma_chunk_
 }
 
 /* Lists of a header that lists_len() accepted. */
-static __attribute__((noinline)) void encode_lists(unsigned char *p,
-						   const struct rpcrdma_hdr_enc *enc)
+static void encode_lists(unsigned char *p, const struct rpcrdma_hdr_enc *enc)
 {
-	const struct rpcrdma_read_segment *rs = enc->read;
+	const unsigned char *src = (const unsigned char *)enc->read;
+	size_t off, bytes = (size_t)enc->read_segs * READ_ENTRY_LEN;
 	uint32_t i;
 
-	for (i = 0; i < enc->read_segs; i++) {
-		put_raw32(p, XDR_ONE);
-		put_be32(p + 4, rs[i].position);
-		put_be32(p + 8, rs[i].seg.handle);
-		put_be32(p + 12, rs[i].seg.length);
-		put_be64(p + 16, rs[i].seg.offset);
-		p += READ_ENTRY_LEN;
+	for (off = 0; off != bytes; off += READ_ENTRY_LEN) {
+		put_raw32(p + off, XDR_ONE);
+		put_raw32(p + off + 4, cpu_to_be32(load_raw32(src + off)));
+		put_raw64(p + off + 8, swap_pair(load_raw64(src + off + 8)));
+		put_be64(p + off + 16, load_raw64(src + off + 16));
 	}
+	p += bytes;
 	put_raw32(p, XDR_ZERO);
 	p += 4;
 	for (i = 0; i < enc->write_chunks; i++)
@@ -602,28 +621,28 @@ static __attribute__((noinline)) void encode_lists(unsigned char *p,
 		put_raw32(p, XDR_ZERO);
 }
 
-RPCRDMA_EXPORT long rpcrdma_hdr_encode(void *buf, size_t len, const struct rpcrdma_hdr_enc *enc)
+static inline void encode_fixed(unsigned char *p, const struct rpcrdma_hdr_enc *enc)
 {
-	unsigned char *p = buf;
-	long n;
+	uint64_t pair;
 
-	if (unlikely(!buf || !enc))
-		return -EINVAL;
-	n = encoded_len(enc);
+	put_be32(p, enc->xid);
+	put_raw32(p + 4, be32_const(RPCRDMA_VERSION));
+	memcpy(&pair, (const unsigned char *)enc + offsetof(struct rpcrdma_hdr_enc, credit),
+	       sizeof(pair));
+	put_raw64(p + 8, swap_pair(pair));
+}
+
+static __attribute__((noinline)) long encode_slow(unsigned char *p, size_t len,
+						  const struct rpcrdma_hdr_enc *enc)
+{
+	long n = encoded_len(enc);
+
 	if (unlikely(n < 0))
 		return n;
 	if (unlikely(len < (size_t)n))
 		return -EMSGSIZE;
-
-	put_be32(p, enc->xid);
-	put_raw32(p + 4, be32_const(RPCRDMA_VERSION));
-	put_be32(p + 8, enc->credit);
-	put_be32(p + 12, enc->proc);
-	if (likely(n == RPCRDMA_HDR_MIN_LEN && enc->proc != RPCRDMA_ERROR)) {
-		/* Chunkless: the three list discriminators are zero. */
-		put_raw64(p + 16, 0);
-		put_raw32(p + 24, XDR_ZERO);
-	} else if (enc->proc == RPCRDMA_ERROR) {
+	encode_fixed(p, enc);
+	if (enc->proc == RPCRDMA_ERROR) {
 		put_be32(p + 16, enc->err);
 		if (enc->err == RPCRDMA_ERR_VERS) {
 			put_be32(p + 20, enc->vers_low);
@@ -633,6 +652,24 @@ RPCRDMA_EXPORT long rpcrdma_hdr_encode(void *buf, size_t len, const struct rpcrd
 		encode_lists(p + RPCRDMA_HDR_FIXED_LEN, enc);
 	}
 	return n;
+}
+
+RPCRDMA_EXPORT long rpcrdma_hdr_encode(void *buf, size_t len, const struct rpcrdma_hdr_enc *enc)
+{
+	unsigned char *p = buf;
+
+	if (unlikely(!buf || !enc))
+		return -EINVAL;
+	if (likely(enc_chunkless(enc))) {
+		if (unlikely(len < RPCRDMA_HDR_MIN_LEN))
+			return -EMSGSIZE;
+		encode_fixed(p, enc);
+		/* The three list discriminators, all zero. */
+		put_raw64(p + 16, 0);
+		put_raw32(p + 24, XDR_ZERO);
+		return RPCRDMA_HDR_MIN_LEN;
+	}
+	return encode_slow(p, len, enc);
 }
 
 /* RFC 8797 private data. */

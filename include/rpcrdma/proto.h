@@ -119,7 +119,10 @@ struct rpcrdma_chunk {
  * @has_reply: non-zero when a Reply chunk is present
  * @reply: the Reply chunk, when @has_reply
  *
- * Fields that do not apply to @proc are zero.
+ * Fields that do not apply to @proc are zero, and @read_list is NULL when
+ * there are no Read segments. So that decoding stays cheap, @write entries
+ * from @write_chunks on, and @reply when @has_reply is zero, are left as
+ * they were.
  */
 struct rpcrdma_hdr {
 	uint32_t xid;
@@ -269,9 +272,11 @@ long rpcrdma_hdr_encoded_len(const struct rpcrdma_hdr_enc *enc);
  *
  * Returns the number of bytes written (the RPC message of an RDMA_MSG goes
  * right after them), or -EMSGSIZE if they do not fit in @len (nothing is
- * written then), or -EINVAL for a NULL argument, an unknown @proc or @err, a
- * misaligned or decreasing Read position, or a segment count above
- * %RPCRDMA_MAX_SEGS_LIMIT.
+ * written then), or -EINVAL for a NULL argument (or a NULL array behind a
+ * non-zero count), an unknown @proc or @err, a misaligned or decreasing Read
+ * position, a segment count above %RPCRDMA_MAX_SEGS_LIMIT, or more than
+ * %RPCRDMA_MAX_CHUNKS_LIMIT Write chunks (no decoder could accept them).
+ * -EINVAL takes precedence over -EMSGSIZE.
  */
 long rpcrdma_hdr_encode(void *buf, size_t len, const struct rpcrdma_hdr_enc *enc);
 
@@ -321,7 +326,8 @@ int rpcrdma_cm_private_encode(void *buf, size_t len, const struct rpcrdma_cm_pri
  *	invalidation) when the data is absent, short, foreign or of another
  *	version. Unknown flag bits are ignored.
  *
- * Returns 0 if RFC 8797 data was found, -ENODATA if the defaults were used.
+ * Returns 0 if RFC 8797 data was found, -ENODATA if the defaults were used,
+ * or -EINVAL if @pd is NULL.
  */
 int rpcrdma_cm_private_decode(const void *buf, size_t len, struct rpcrdma_cm_private *pd);
 
