@@ -111,6 +111,9 @@ _Static_assert(offsetof(struct rpcrdma_segment, length) == 4 &&
 _Static_assert(offsetof(struct rpcrdma_read_segment, seg) == 8 &&
 	       sizeof(struct rpcrdma_read_segment) == 24, "read segment layout");
 
+/* Halves the loop overhead of the per-segment loops (gcc and clang). */
+#define SEGMENT_LOOP_UNROLL _Pragma("GCC unroll 2")
+
 #define XDR_ZERO 0u
 #define XDR_ONE be32_const(1)
 
@@ -188,6 +191,7 @@ static inline const unsigned char *decode_chunk(const unsigned char *p, const un
 		*rc = -EMSGSIZE;
 		return NULL;
 	}
+	SEGMENT_LOOP_UNROLL
 	for (off = 0; off != bytes; off += RPCRDMA_SEGMENT_LEN) {
 		total += get_be32(p + off + 4);
 		if (unlikely(load_raw32(p + off + 8) == UINT32_MAX) && segment_wraps(p + off)) {
@@ -581,6 +585,7 @@ static unsigned char *encode_segments(unsigned char *p, const struct rpcrdma_seg
 	const unsigned char *src = (const unsigned char *)seg;
 	size_t off, bytes = (size_t)nsegs * RPCRDMA_SEGMENT_LEN;
 
+	SEGMENT_LOOP_UNROLL
 	for (off = 0; off != bytes; off += RPCRDMA_SEGMENT_LEN) {
 		put_raw64(p + off, swap_pair(load_raw64(src + off)));
 		put_be64(p + off + 8, load_raw64(src + off + 8));
