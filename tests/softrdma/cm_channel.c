@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/* rdma_cm event channels: pollable fds, event delivery, get and ack. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm.h"
+
+struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct soft_cm_channel *sch = calloc(1, sizeof(*sch));
+
+	if (!sch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (evq_init(&sch->q)) {
+		free(sch);
+		errno = EMFILE;
+		return NULL;
+	}
+	sch->ch.fd = sch->q.fd;
+	fab_lock();
+	fab.counts.event_channels++;
+	fab_get_user_locked();
+	fab_unlock();
+	return &sch->ch;
+}
+
+void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	struct soft_cm_channel *sch = container_of(channel, struct soft_cm_channel, ch);
+	struct list_node *node;
+
+	fab_lock();
+	while ((node = list_pop(&sch->q.items))) {
+		free(list_entry(node, struct soft_cm_event, link));
+		fab.counts.unacked_events--;
+	}
+	fab.counts.event_channels--;
+	fab_put_user_locked();
+	fab_unlock();
+	evq_fini(&sch->q);
+	free(sch);
+}
+
+void cm_deliver_locked(struct soft_cm_id *id, enum rdma_cm_event_type type, int status,
+		       const struct cm_params *params, const void *pdata, uint8_t pdata_len,
+		       uint8_t padded_len, struct soft_cm_id *listen)
+{
+	struct soft_cm_event *e;
+
+	if (!id->ch || id->destroying || fault_cm_drop_locked(type))
+		return;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return;
+	e->owner = id;
+	e->ev.id = &id->id;
+	e->ev.listen_id = listen ? &listen->id : NULL;
+	e->ev.event = type;
+	e->ev.status = status;
+	if (params) {
+		e->ev.param.conn.responder_resources = params->responder_resources;
+		e->ev.param.conn.initiator_depth = params->initiator_depth;
+		e->ev.param.conn.flow_control = params->flow_control;
+		e->ev.param.conn.retry_count = params->retry_count;
+		e->ev.param.conn.rnr_retry_count = params->rnr_retry_count;
+		e->ev.param.conn.srq = params->srq;
+		e->ev.param.conn.qp_num = params->qp_num;
+	}
+	if (padded_len) {
+		/* IB CM messages have fixed-size private data: the rest reads as zeros. */
+		memcpy(e->pdata, pdata, pdata_len);
+		e->ev.param.conn.private_data = e->pdata;
+		e->ev.param.conn.private_data_len = padded_len;
+	}
+	evq_push_locked(&id->ch->q, &e->link);
+	fab.counts.unacked_events++;
+}
+
+void cm_forget_events_locked(struct soft_cm_id *id)
+{
+	struct list_node *pos, *tmp;
+
+	if (!id->ch)
+		return;
+	list_for_each_safe(pos, tmp, &id->ch->q.items) {
+		struct soft_cm_event *e = list_entry(pos, struct soft_cm_event, link);
+
+		if (e->owner == id) {
+			evq_forget_locked(&id->ch->q, pos);
+			free(e);
+			fab.counts.unacked_events--;
+		}
+	}
+}
+
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct soft_cm_channel *sch = container_of(channel, struct soft_cm_channel, ch);
+	struct list_node *node;
+	struct soft_cm_event *e;
+
+	if (!event) {
+		errno = EINVAL;
+		return -1;
+	}
+	fab_lock();
+	node = evq_pop_locked(&sch->q);
+	if (!node) {
+		fab_unlock();
+		return -1;
+	}
+	e = list_entry(node, struct soft_cm_event, link);
+	e->owner->events_read++;
+	*event = &e->ev;
+	fab_unlock();
+	return 0;
+}
+
+int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	struct soft_cm_event *e;
+
+	if (!event) {
+		errno = EINVAL;
+		return -1;
+	}
+	e = container_of(event, struct soft_cm_event, ev);
+	fab_lock();
+	/* The owner cannot be gone: rdma_destroy_id waits for this ack. */
+	e->owner->events_acked++;
+	fab.counts.unacked_events--;
+	pthread_cond_broadcast(&fab.ack_cv);
+	fab_unlock();
+	free(e);
+	return 0;
+}
+
+int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
+{
+	struct soft_cm_id *sid = to_scm(id);
+	struct soft_cm_channel *to;
+	struct list_node *pos, *tmp;
+
+	if (!channel) {
+		errno = EINVAL;	/* synchronous ids are not modelled */
+		return -1;
+	}
+	to = container_of(channel, struct soft_cm_channel, ch);
+	fab_lock();
+	while (sid->events_acked < sid->events_read)
+		pthread_cond_wait(&fab.ack_cv, &fab.lock);
+	if (sid->ch) {
+		/* Events not yet read follow the id, as the kernel moves them. */
+		list_for_each_safe(pos, tmp, &sid->ch->q.items) {
+			struct soft_cm_event *e = list_entry(pos, struct soft_cm_event, link);
+
+			if (e->owner == sid) {
+				evq_forget_locked(&sid->ch->q, pos);
+				evq_push_locked(&to->q, &e->link);
+			}
+		}
+		sid->ch->ids--;
+	}
+	sid->ch = to;
+	to->ids++;
+	id->channel = channel;
+	fab_unlock();
+	return 0;
+}
+
+struct soft_cm_work *cm_work_new_locked(enum cm_work_kind kind, struct soft_cm_id *target,
+					struct soft_cm_id *from)
+{
+	struct soft_cm_work *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->kind = kind;
+	w->target = target;
+	w->from = from;
+	w->seq = ++fab.seq;
+	list_add_tail(&w->link, &fab.cm_work);
+	fab_kick_locked();
+	return w;
+}
+
+uint64_t cm_work_seq(const struct soft_cm_work *w)
+{
+	return w->seq;
+}
+
+uint64_t cm_work_not_before(const struct soft_cm_work *w)
+{
+	return w->not_before;
+}
+
+struct soft_cm_work *cm_work_first(struct list_node *node)
+{
+	return list_entry(node, struct soft_cm_work, link);
+}

@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/* The one device, softrdma0: listing, opening, attributes, GIDs, async events. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <endian.h>
+
+#include "soft.h"
+
+#define SOFT_NODE_GUID 0x02000000deadbeefULL
+
+static struct ibv_device soft_device = {
+	.node_type = IBV_NODE_CA,
+	.transport_type = IBV_TRANSPORT_IB,
+	.name = SOFT_DEV_NAME,
+	.dev_name = "uverbs0",
+	.dev_path = "/sys/class/infiniband_verbs/uverbs0",
+	.ibdev_path = "/sys/class/infiniband/" SOFT_DEV_NAME,
+};
+
+struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	struct ibv_device **list = calloc(2, sizeof(*list));
+
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	list[0] = &soft_device;
+	if (num_devices)
+		*num_devices = 1;
+	return list;
+}
+
+void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device->name;
+}
+
+__be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	(void)device;
+	return htobe64(SOFT_NODE_GUID);
+}
+
+int ibv_fork_init(void)
+{
+	return 0;
+}
+
+static int soft_query_port(struct ibv_context *ctx, uint8_t port_num,
+			   struct ibv_port_attr *port_attr, size_t len)
+{
+	struct ibv_port_attr attr = {
+		.state = IBV_PORT_ACTIVE,
+		.max_mtu = IBV_MTU_4096,
+		.active_mtu = IBV_MTU_4096,
+		.gid_tbl_len = 2,
+		.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS,
+		.max_msg_sz = SOFT_MAX_MSG,
+		.pkey_tbl_len = 1,
+		.max_vl_num = 1,
+		.active_width = 2,
+		.active_speed = 16,
+		.phys_state = 5,	/* LinkUp */
+		.link_layer = IBV_LINK_LAYER_ETHERNET,
+	};
+
+	(void)ctx;
+	if (port_num != 1)
+		return EINVAL;
+	memset(port_attr, 0, len);
+	memcpy(port_attr, &attr, len < sizeof(attr) ? len : sizeof(attr));
+	return 0;
+}
+
+/* The compat entry point the ibv_query_port() macro falls back to; it must exist to link. */
+int (ibv_query_port)(struct ibv_context *context, uint8_t port_num,
+		     struct _compat_ibv_port_attr *port_attr)
+{
+	/* The compat layout ends where ibv_port_attr grew `flags`. */
+	return soft_query_port(context, port_num, (struct ibv_port_attr *)port_attr,
+			       offsetof(struct ibv_port_attr, flags));
+}
+
+int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
+{
+	(void)context;
+	memset(attr, 0, sizeof(*attr));
+	strcpy(attr->fw_ver, SOFT_FW_VER);
+	attr->node_guid = htobe64(SOFT_NODE_GUID);
+	attr->sys_image_guid = htobe64(SOFT_NODE_GUID);
+	attr->max_mr_size = SOFT_MAX_MR_SIZE;
+	attr->page_size_cap = 0xfffff000;
+	attr->vendor_id = 0x1;
+	attr->vendor_part_id = 1;
+	attr->hw_ver = 1;
+	attr->max_qp = SOFT_MAX_QP;
+	attr->max_qp_wr = SOFT_MAX_QP_WR;
+	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
+		IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS |
+		IBV_DEVICE_PORT_ACTIVE_EVENT;
+	attr->max_sge = SOFT_MAX_SGE;
+	attr->max_sge_rd = SOFT_MAX_SGE;
+	attr->max_cq = SOFT_MAX_QP;
+	attr->max_cqe = SOFT_MAX_CQE;
+	attr->max_mr = SOFT_MAX_KEYS / 2;
+	attr->max_pd = SOFT_MAX_QP;
+	attr->max_qp_rd_atom = SOFT_MAX_RD_ATOM;
+	attr->max_res_rd_atom = SOFT_MAX_RD_ATOM * SOFT_MAX_QP;
+	attr->max_qp_init_rd_atom = SOFT_MAX_RD_ATOM;
+	attr->atomic_cap = IBV_ATOMIC_NONE;
+	attr->max_mw = SOFT_MAX_KEYS / 2;
+	attr->max_srq = SOFT_MAX_QP;
+	attr->max_srq_wr = SOFT_MAX_QP_WR;
+	attr->max_srq_sge = SOFT_MAX_SGE;
+	attr->max_pkeys = 1;
+	attr->local_ca_ack_delay = 15;
+	attr->phys_port_cnt = 1;
+	return 0;
+}
+
+/* GID 0 is 127.0.0.1 as an IPv4-mapped address (RoCEv2), GID 1 is ::1. */
+void soft_fill_gid(union ibv_gid *gid, int index)
+{
+	memset(gid, 0, sizeof(*gid));
+	if (index == 0) {
+		gid->raw[10] = 0xff;
+		gid->raw[11] = 0xff;
+		gid->raw[12] = 127;
+		gid->raw[15] = 1;
+	} else {
+		gid->raw[15] = 1;
+	}
+}
+
+int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
+{
+	(void)context;
+	if (port_num != 1 || index < 0 || index > 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	soft_fill_gid(gid, index);
+	return 0;
+}
+
+int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
+{
+	(void)context;
+	if (port_num != 1 || index != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = htobe16(0xffff);
+	return 0;
+}
+
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct soft_context *sctx;
+	struct ibv_context *ctx;
+
+	if (device != &soft_device) {
+		errno = ENODEV;
+		return NULL;
+	}
+	sctx = calloc(1, sizeof(*sctx));
+	if (!sctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (evq_init(&sctx->async_q)) {
+		free(sctx);
+		errno = EMFILE;
+		return NULL;
+	}
+	sctx->vctx.sz = sizeof(struct verbs_context);
+	sctx->vctx.query_port = soft_query_port;
+	ctx = &sctx->vctx.context;
+	ctx->device = device;
+	ctx->cmd_fd = -1;
+	ctx->async_fd = sctx->async_q.fd;
+	ctx->num_comp_vectors = 1;
+	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	pthread_mutex_init(&ctx->mutex, NULL);
+	ctx->ops.alloc_mw = soft_alloc_mw;
+	ctx->ops.bind_mw = soft_bind_mw;
+	ctx->ops.dealloc_mw = soft_dealloc_mw;
+	ctx->ops.poll_cq = soft_poll_cq;
+	ctx->ops.req_notify_cq = soft_req_notify_cq;
+	ctx->ops.post_srq_recv = soft_post_srq_recv;
+	ctx->ops.post_send = soft_post_send;
+	ctx->ops.post_recv = soft_post_recv;
+
+	fab_lock();
+	fab.counts.contexts++;
+	fab_get_user_locked();
+	fab_unlock();
+	return ctx;
+}
+
+int ibv_close_device(struct ibv_context *context)
+{
+	struct soft_context *sctx = to_sctx(context);
+	struct list_node *node;
+
+	fab_lock();
+	while ((node = list_pop(&sctx->async_q.items)))
+		free(list_entry(node, struct soft_async_event, link));
+	fab.counts.contexts--;
+	fab_put_user_locked();
+	fab_unlock();
+	evq_fini(&sctx->async_q);
+	pthread_mutex_destroy(&context->mutex);
+	free(sctx);
+	return 0;
+}
+
+static void *event_object(const struct ibv_async_event *ev)
+{
+	switch (ev->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		return ev->element.cq;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		return ev->element.srq;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return ev->element.qp;
+	default:
+		return NULL;
+	}
+}
+
+void async_event_locked(struct ibv_context *ctx, enum ibv_event_type type, void *obj)
+{
+	struct soft_async_event *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return;
+	e->ev.event_type = type;
+	switch (type) {
+	case IBV_EVENT_CQ_ERR:
+		e->ev.element.cq = obj;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		e->ev.element.srq = obj;
+		break;
+	default:
+		e->ev.element.qp = obj;
+		break;
+	}
+	evq_push_locked(&to_sctx(ctx)->async_q, &e->link);
+}
+
+void async_forget_locked(struct ibv_context *ctx, void *obj)
+{
+	struct soft_evq *q = &to_sctx(ctx)->async_q;
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &q->items) {
+		struct soft_async_event *e = list_entry(pos, struct soft_async_event, link);
+
+		if (event_object(&e->ev) == obj) {
+			evq_forget_locked(q, pos);
+			free(e);
+		}
+	}
+}
+
+static void count_async(const struct ibv_async_event *ev, int read, int acked)
+{
+	void *obj = event_object(ev);
+
+	if (!obj)
+		return;
+	if (ev->event_type == IBV_EVENT_CQ_ERR) {
+		struct soft_cq *cq = to_scq(obj);
+
+		cq->async_read += read;
+		cq->async_acked += acked;
+		cq->cq.async_events_completed += acked;
+	} else if (ev->event_type == IBV_EVENT_SRQ_ERR ||
+		   ev->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
+		struct soft_srq *srq = to_ssrq(obj);
+
+		srq->async_read += read;
+		srq->async_acked += acked;
+		srq->srq.events_completed += acked;
+	} else {
+		struct soft_qp *qp = to_sqp(obj);
+
+		qp->async_read += read;
+		qp->async_acked += acked;
+		qp->qp.events_completed += acked;
+	}
+}
+
+int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	struct list_node *node;
+	struct soft_async_event *e;
+
+	fab_lock();
+	node = evq_pop_locked(&to_sctx(context)->async_q);
+	if (!node) {
+		fab_unlock();
+		return -1;
+	}
+	e = list_entry(node, struct soft_async_event, link);
+	*event = e->ev;
+	count_async(event, 1, 0);
+	fab_unlock();
+	free(e);
+	return 0;
+}
+
+void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	fab_lock();
+	count_async(event, 0, 1);
+	pthread_cond_broadcast(&fab.ack_cv);
+	fab_unlock();
+}

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The requester: executes a QP's send WQEs one at a time, in order, and turns
+ * outcomes into completions. Local operations (bind, local invalidate) run
+ * here; everything else becomes a wire_req for the responder. Slots of
+ * unsignaled WQEs are released only by a later signaled (or error) completion.
+ */
+#include <endian.h>
+#include <string.h>
+
+#include "soft.h"
+
+void engine_activate_locked(struct soft_qp *qp)
+{
+	if (qp->active || qp->sq_exec == qp->sq_tail || qp->attr.qp_state != IBV_QPS_RTS)
+		return;
+	qp->active = true;
+	qp->wake_at = 0;
+	qp->wait_recv = false;
+	list_add_tail(&qp->active_link, &fab.active_qps);
+}
+
+void engine_deactivate_locked(struct soft_qp *qp)
+{
+	if (!qp->active)
+		return;
+	list_del(&qp->active_link);
+	qp->active = false;
+	qp->wake_at = 0;
+	qp->wait_recv = false;
+}
+
+void engine_recv_posted_locked(struct soft_qp *target)
+{
+	struct list_node *pos, *tmp;
+	bool woke = false;
+
+	list_for_each_safe(pos, tmp, &fab.active_qps) {
+		struct soft_qp *qp = list_entry(pos, struct soft_qp, active_link);
+
+		if (qp->wait_recv && (qp->peer == target || !qp->peer)) {
+			qp->wait_recv = false;
+			woke = true;
+		}
+	}
+	if (woke)
+		fab_kick_locked();
+}
+
+static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+static void push_or_fail(struct soft_qp *qp, struct soft_cq *cq, const struct ibv_wc *wc,
+			 bool solicited)
+{
+	/* A completion the CQ could not take leaves the QP unusable. */
+	if (!cq_push_locked(cq, wc, solicited))
+		qp_to_error_locked(qp);
+}
+
+/* The WQE at sq_exec is done with status. */
+static void finish_wqe_locked(struct soft_qp *qp, struct soft_send_wqe *wqe,
+			      enum ibv_wc_status status, uint32_t byte_len)
+{
+	struct ibv_wc wc;
+
+	fab.executed[wqe->opcode]++;
+	fab.counts.send_wrs--;
+	qp->sq_exec++;
+	qp->wake_at = 0;
+	if (status == IBV_WC_SUCCESS && !wqe->signaled) {
+		wqe->executed = true;
+	} else {
+		qp->sq_head = qp->sq_exec;
+		if (status == IBV_WC_SUCCESS) {
+			memset(&wc, 0, sizeof(wc));
+			wc.wr_id = wqe->wr_id;
+			wc.status = IBV_WC_SUCCESS;
+			wc.opcode = wc_opcode(wqe->opcode);
+			wc.byte_len = byte_len;
+			wc.qp_num = qp->qp.qp_num;
+		} else {
+			wc_error(&wc, wqe->wr_id, status, qp->qp.qp_num);
+		}
+		push_or_fail(qp, qp->scq, &wc, status != IBV_WC_SUCCESS);
+	}
+	if (status != IBV_WC_SUCCESS)
+		qp_to_error_locked(qp);
+	else if (qp->sq_exec == qp->sq_tail)
+		engine_deactivate_locked(qp);
+}
+
+void engine_complete_recv_locked(struct soft_qp *qp, const struct ibv_wc *wc, bool solicited)
+{
+	push_or_fail(qp, qp->rcq, wc, solicited);
+}
+
+void engine_flush_locked(struct soft_qp *qp)
+{
+	struct ibv_wc wc;
+
+	engine_deactivate_locked(qp);
+	while (qp->sq_exec != qp->sq_tail) {
+		struct soft_send_wqe *wqe = &qp->sq[qp->sq_exec % qp->sq_size];
+
+		wc_error(&wc, wqe->wr_id, IBV_WC_WR_FLUSH_ERR, qp->qp.qp_num);
+		cq_push_locked(qp->scq, &wc, true);
+		qp->sq_exec++;
+		fab.counts.send_wrs--;
+	}
+	qp->sq_head = qp->sq_exec;
+	/* An SRQ's receives belong to the SRQ, not to this QP: they stay. */
+	while (qp->rq.count) {
+		struct soft_recv_wqe *rwqe = &qp->rq.slots[qp->rq.head];
+
+		wc_error(&wc, rwqe->wr_id, IBV_WC_WR_FLUSH_ERR, qp->qp.qp_num);
+		cq_push_locked(qp->rcq, &wc, true);
+		qp->rq.head = (qp->rq.head + 1) % qp->rq.size;
+		qp->rq.count--;
+		fab.counts.recv_wrs--;
+	}
+}
+
+static enum wire_op wire_op_of(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND_WITH_IMM:
+		return WIRE_SEND_IMM;
+	case IBV_WR_SEND_WITH_INV:
+		return WIRE_SEND_INV;
+	case IBV_WR_RDMA_WRITE:
+		return WIRE_WRITE;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return WIRE_WRITE_IMM;
+	case IBV_WR_RDMA_READ:
+		return WIRE_READ;
+	default:
+		return WIRE_SEND;
+	}
+}
+
+/*
+ * Resolve the WQE's local SGEs. A READ scatters into them (needs local write);
+ * everything else gathers from them. Returns false on a protection error.
+ */
+static bool gather_locked(struct soft_qp *qp, const struct soft_send_wqe *wqe,
+			  struct wire_req *req, uint8_t **dst, uint32_t *dst_len)
+{
+	int need = wqe->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
+	uint64_t total = 0;
+	uint32_t i;
+
+	req->nsegs = 0;
+	if (wqe->flags & IBV_SEND_INLINE) {
+		req->segs[0].addr = wqe->inline_buf;
+		req->segs[0].len = wqe->inline_len;
+		req->nsegs = 1;
+		req->length = wqe->inline_len;
+		return true;
+	}
+	for (i = 0; i < wqe->num_sge; i++) {
+		const struct ibv_sge *sge = &wqe->sge[i];
+		uint8_t *ptr;
+
+		if (!sge->length)
+			continue;
+		ptr = mem_local_locked(qp->pd, sge->lkey, sge->addr, sge->length, need);
+		if (!ptr)
+			return false;
+		dst[req->nsegs] = ptr;
+		dst_len[req->nsegs] = sge->length;
+		req->segs[req->nsegs].addr = ptr;
+		req->segs[req->nsegs].len = sge->length;
+		req->nsegs++;
+		total += sge->length;
+	}
+	req->length = (uint32_t)total;
+	return total <= SOFT_MAX_MSG;
+}
+
+static void scatter_read(const struct wire_resp *resp, uint8_t **dst, const uint32_t *dst_len,
+			 unsigned int n)
+{
+	const uint8_t *src = resp->data;
+	uint32_t left = resp->data_len;
+	unsigned int i;
+
+	for (i = 0; i < n && left; i++) {
+		uint32_t len = dst_len[i] < left ? dst_len[i] : left;
+
+		memcpy(dst[i], src, len);
+		src += len;
+		left -= len;
+	}
+}
+
+static uint64_t retry_time(void)
+{
+	return soft_now_ns() + SOFT_RETRY_DELAY_NS;
+}
+
+/* Send the WQE over the wire and act on the answer. */
+static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
+{
+	uint8_t *dst[WIRE_MAX_SEGS];
+	uint32_t dst_len[WIRE_MAX_SEGS];
+	struct wire_req req;
+	struct wire_resp resp = { .status = WIRE_NO_ANSWER };
+	bool is_send = wqe->opcode == IBV_WR_SEND || wqe->opcode == IBV_WR_SEND_WITH_IMM ||
+		wqe->opcode == IBV_WR_SEND_WITH_INV;
+
+	memset(&req, 0, sizeof(req));
+	if (!gather_locked(qp, wqe, &req, dst, dst_len)) {
+		finish_wqe_locked(qp, wqe, IBV_WC_LOC_PROT_ERR, 0);
+		return;
+	}
+	/* With no initiator depth granted the QP may not issue RDMA Reads. */
+	if (wqe->opcode == IBV_WR_RDMA_READ && qp->attr.max_rd_atomic == 0) {
+		finish_wqe_locked(qp, wqe, IBV_WC_LOC_QP_OP_ERR, 0);
+		return;
+	}
+	req.op = wire_op_of(wqe->opcode);
+	req.src_qpn = qp->qp.qp_num;
+	req.dst_qpn = qp->attr.dest_qp_num;
+	req.dgid = qp->attr.ah_attr.grh.dgid;
+	req.solicited = (wqe->flags & IBV_SEND_SOLICITED) != 0;
+	req.imm = wqe->imm_or_inv;
+	req.inv_rkey = wqe->imm_or_inv;
+	req.rkey = wqe->rkey;
+	req.raddr = wqe->remote_addr;
+
+	if (wqe->force_rnr && is_send)
+		resp.status = WIRE_NAK_RNR;
+	else
+		wire_transmit(qp, &req, &resp);
+	/* The responder's error handling may have torn our connection down. */
+	if (qp->attr.qp_state != IBV_QPS_RTS)
+		return;
+
+	switch (resp.status) {
+	case WIRE_ACK:
+		if (wqe->opcode == IBV_WR_RDMA_READ)
+			scatter_read(&resp, dst, dst_len, req.nsegs);
+		finish_wqe_locked(qp, wqe, IBV_WC_SUCCESS,
+				  wqe->opcode == IBV_WR_RDMA_READ ? req.length : 0);
+		break;
+	case WIRE_NAK_RNR:
+		if (wqe->rnr_left == 7 && !wqe->force_rnr) {
+			qp->wait_recv = true;	/* retry forever: until a receive shows up */
+		} else if (wqe->rnr_left) {
+			if (wqe->rnr_left != 7)
+				wqe->rnr_left--;
+			qp->wake_at = retry_time();
+		} else {
+			finish_wqe_locked(qp, wqe, IBV_WC_RNR_RETRY_EXC_ERR, 0);
+		}
+		wqe->force_rnr = false;
+		break;
+	case WIRE_NAK_INV_REQ:
+		finish_wqe_locked(qp, wqe, IBV_WC_REM_INV_REQ_ERR, 0);
+		break;
+	case WIRE_NAK_REM_ACCESS:
+		finish_wqe_locked(qp, wqe, IBV_WC_REM_ACCESS_ERR, 0);
+		break;
+	case WIRE_NAK_REM_OP:
+		finish_wqe_locked(qp, wqe, IBV_WC_REM_OP_ERR, 0);
+		break;
+	case WIRE_NO_ANSWER:
+		if (wqe->retry_left) {
+			wqe->retry_left--;
+			qp->wake_at = retry_time();
+		} else {
+			finish_wqe_locked(qp, wqe, IBV_WC_RETRY_EXC_ERR, 0);
+		}
+		break;
+	}
+}
+
+/* Returns true if the fault consumed the unit (the WQE must not execute now). */
+static bool apply_fault_locked(struct soft_qp *qp, struct soft_send_wqe *wqe,
+			       const struct softrdma_fault *f)
+{
+	switch (f->kind) {
+	case SOFTRDMA_FAULT_STATUS:
+		if (f->status == IBV_WC_SUCCESS)
+			return false;
+		finish_wqe_locked(qp, wqe, f->status, 0);
+		return true;
+	case SOFTRDMA_FAULT_RNR:
+		wqe->force_rnr = true;
+		return false;
+	case SOFTRDMA_FAULT_QP_ERROR:
+		qp_to_error_locked(qp);
+		return true;
+	case SOFTRDMA_FAULT_QP_FATAL:
+		qp_to_error_locked(qp);
+		async_event_locked(qp->qp.context, IBV_EVENT_QP_FATAL, &qp->qp);
+		return true;
+	case SOFTRDMA_FAULT_DISCONNECT:
+		if (!qp->cm_id || cm_fault_disconnect_locked(qp->cm_id))
+			qp_to_error_locked(qp);
+		return true;
+	case SOFTRDMA_FAULT_DELAY:
+		if (!fab_honours_time())
+			return false;
+		qp->wake_at = soft_now_ns() + (uint64_t)f->delay_us * 1000ULL;
+		return true;
+	}
+	return false;
+}
+
+void engine_run_locked(struct soft_qp *qp)
+{
+	struct soft_send_wqe *wqe = &qp->sq[qp->sq_exec % qp->sq_size];
+
+	if (qp->attr.qp_state != IBV_QPS_RTS || qp->sq_exec == qp->sq_tail) {
+		engine_deactivate_locked(qp);
+		return;
+	}
+	if (!wqe->started) {
+		const struct softrdma_fault *f;
+
+		wqe->started = true;
+		wqe->rnr_left = qp->attr.rnr_retry;
+		wqe->retry_left = qp->attr.retry_cnt;
+		f = fault_check_send_locked(qp, wqe);
+		if (f && apply_fault_locked(qp, wqe, f))
+			return;
+	}
+	qp->wake_at = 0;
+	switch (wqe->opcode) {
+	case IBV_WR_LOCAL_INV:
+		finish_wqe_locked(qp, wqe, mem_invalidate_locked(qp, wqe->imm_or_inv) ?
+				  IBV_WC_LOC_QP_OP_ERR : IBV_WC_SUCCESS, 0);
+		break;
+	case IBV_WR_BIND_MW:
+		finish_wqe_locked(qp, wqe, mw_bind_locked(qp, wqe->bind_mw, wqe->bind_rkey,
+							  &wqe->bind_info), 0);
+		break;
+	default:
+		transmit_locked(qp, wqe);
+		break;
+	}
+}

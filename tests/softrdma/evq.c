@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Event queues behind file descriptors (comp channels, the async fd, CM event
+ * channels). An eventfd in semaphore mode holds one token per queued item, so
+ * the fd polls readable exactly when an item waits, and O_NONBLOCK set by the
+ * application on the fd gives EAGAIN as on the real devices.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "soft.h"
+
+int evq_init(struct soft_evq *q)
+{
+	q->fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (q->fd < 0)
+		return -errno;
+	list_init(&q->items);
+	q->stale = 0;
+	return 0;
+}
+
+void evq_fini(struct soft_evq *q)
+{
+	close(q->fd);
+	q->fd = -1;
+}
+
+void evq_push_locked(struct soft_evq *q, struct list_node *item)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	list_add_tail(item, &q->items);
+	/* Cannot fail: the counter would have to reach 2^64 - 1 tokens. */
+	n = write(q->fd, &one, sizeof(one));
+	(void)n;
+}
+
+void evq_forget_locked(struct soft_evq *q, struct list_node *item)
+{
+	list_del(item);
+	q->stale++;
+}
+
+struct list_node *evq_pop_locked(struct soft_evq *q)
+{
+	for (;;) {
+		uint64_t token;
+		ssize_t n;
+		int err;
+
+		/* read() may block: never with the fabric lock held. */
+		fab_unlock();
+		n = read(q->fd, &token, sizeof(token));
+		err = errno;
+		fab_lock();
+		if (n != sizeof(token)) {
+			errno = n < 0 ? err : EIO;
+			return NULL;
+		}
+		if (!list_empty(&q->items))
+			return list_pop(&q->items);
+		if (q->stale)
+			q->stale--;
+	}
+}

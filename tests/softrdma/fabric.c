@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fabric's global state, its progress thread and the scheduler that
+ * decides which unit of work runs next: the oldest (by posting sequence)
+ * send WQE or CM message whose time has come.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "soft.h"
+
+struct soft_fabric fab = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.active_qps = { &fab.active_qps, &fab.active_qps },
+	.cm_work = { &fab.cm_work, &fab.cm_work },
+	.qps = { &fab.qps, &fab.qps },
+	.faults = { &fab.faults, &fab.faults },
+	.cm_ids = { &fab.cm_ids, &fab.cm_ids },
+	.next_qpn = SOFT_FIRST_QPN,
+	.next_fault_id = 1,
+};
+
+static pthread_once_t fab_once = PTHREAD_ONCE_INIT;
+
+static void fab_init(void)
+{
+	pthread_condattr_t attr;
+	const char *mode = getenv("SOFTRDMA_MODE");
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&fab.work_cv, &attr);
+	pthread_cond_init(&fab.idle_cv, &attr);
+	pthread_cond_init(&fab.ack_cv, &attr);
+	pthread_condattr_destroy(&attr);
+	fab.mode = SOFTRDMA_MODE_THREAD;
+	if (mode && strcmp(mode, "step") == 0)
+		fab.mode = SOFTRDMA_MODE_STEP;
+}
+
+void fab_lock(void)
+{
+	pthread_once(&fab_once, fab_init);
+	pthread_mutex_lock(&fab.lock);
+}
+
+void fab_unlock(void)
+{
+	pthread_mutex_unlock(&fab.lock);
+}
+
+uint64_t soft_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static struct timespec ns_to_timespec(uint64_t ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(ns / 1000000000ULL),
+		.tv_nsec = (long)(ns % 1000000000ULL),
+	};
+
+	return ts;
+}
+
+/* STEP mode runs retries and delays at once: determinism beats timing there. */
+bool fab_honours_time(void)
+{
+	return fab.mode == SOFTRDMA_MODE_THREAD;
+}
+
+enum unit_kind {
+	UNIT_NONE,
+	UNIT_QP,
+	UNIT_CM,
+};
+
+struct unit {
+	enum unit_kind kind;
+	struct soft_qp *qp;
+	struct soft_cm_work *work;
+};
+
+/*
+ * Find the oldest runnable unit. *next_wake receives the earliest time a unit
+ * that is not runnable yet becomes runnable (UINT64_MAX if none).
+ */
+static struct unit pick_unit_locked(bool honour_time, uint64_t now, uint64_t *next_wake)
+{
+	struct unit best = { .kind = UNIT_NONE };
+	uint64_t best_seq = UINT64_MAX;
+	struct list_node *pos, *tmp;
+
+	*next_wake = UINT64_MAX;
+	list_for_each_safe(pos, tmp, &fab.active_qps) {
+		struct soft_qp *qp = list_entry(pos, struct soft_qp, active_link);
+		uint64_t seq;
+
+		if (qp->wait_recv)
+			continue;
+		if (honour_time && qp->wake_at > now) {
+			if (qp->wake_at < *next_wake)
+				*next_wake = qp->wake_at;
+			continue;
+		}
+		seq = qp->sq[qp->sq_exec % qp->sq_size].seq;
+		if (seq < best_seq) {
+			best_seq = seq;
+			best.kind = UNIT_QP;
+			best.qp = qp;
+		}
+	}
+	list_for_each_safe(pos, tmp, &fab.cm_work) {
+		struct soft_cm_work *w = cm_work_first(pos);
+		uint64_t nb = cm_work_not_before(w);
+
+		if (honour_time && nb > now) {
+			if (nb < *next_wake)
+				*next_wake = nb;
+			continue;
+		}
+		if (cm_work_seq(w) < best_seq) {
+			best_seq = cm_work_seq(w);
+			best.kind = UNIT_CM;
+			best.qp = NULL;
+			best.work = w;
+		}
+	}
+	return best;
+}
+
+static void run_unit_locked(struct unit u)
+{
+	if (u.kind == UNIT_QP)
+		engine_run_locked(u.qp);
+	else if (u.kind == UNIT_CM)
+		cm_work_run_locked(u.work);
+}
+
+static void *progress_main(void *arg)
+{
+	(void)arg;
+	fab_lock();
+	while (!fab.thread_stop) {
+		uint64_t next_wake = UINT64_MAX;
+
+		if (fab.mode == SOFTRDMA_MODE_THREAD) {
+			struct unit u = pick_unit_locked(true, soft_now_ns(), &next_wake);
+
+			if (u.kind != UNIT_NONE) {
+				fab.thread_idle = false;
+				run_unit_locked(u);
+				/* Let application threads in between units. */
+				fab_unlock();
+				fab_lock();
+				continue;
+			}
+		}
+		fab.thread_idle = next_wake == UINT64_MAX;
+		if (fab.thread_idle)
+			pthread_cond_broadcast(&fab.idle_cv);
+		fab.thread_sleeping = true;
+		if (next_wake != UINT64_MAX) {
+			struct timespec ts = ns_to_timespec(next_wake);
+
+			pthread_cond_timedwait(&fab.work_cv, &fab.lock, &ts);
+		} else {
+			pthread_cond_wait(&fab.work_cv, &fab.lock);
+		}
+		fab.thread_sleeping = false;
+	}
+	fab_unlock();
+	return NULL;
+}
+
+static void start_thread_locked(void)
+{
+	int ret;
+
+	if (fab.thread_running || fab.mode != SOFTRDMA_MODE_THREAD || fab.users == 0)
+		return;
+	fab.thread_stop = false;
+	fab.thread_idle = false;
+	ret = pthread_create(&fab.thread, NULL, progress_main, NULL);
+	if (ret) {
+		fprintf(stderr, "softrdma: cannot start the progress thread: %s\n", strerror(ret));
+		abort();
+	}
+	fab.thread_running = true;
+}
+
+static bool joining;
+
+static void stop_thread_locked(void)
+{
+	pthread_t thread = fab.thread;
+
+	if (!fab.thread_running || joining)
+		return;
+	joining = true;
+	fab.thread_stop = true;
+	pthread_cond_broadcast(&fab.work_cv);
+	fab_unlock();
+	pthread_join(thread, NULL);
+	fab_lock();
+	joining = false;
+	fab.thread_running = false;
+	fab.thread_stop = false;
+	/* Someone opened something while we were joining. */
+	start_thread_locked();
+}
+
+void fab_get_user_locked(void)
+{
+	fab.users++;
+	start_thread_locked();
+}
+
+void fab_put_user_locked(void)
+{
+	if (--fab.users == 0)
+		stop_thread_locked();
+}
+
+void fab_kick_locked(void)
+{
+	fab.thread_idle = false;
+	if (fab.thread_running && fab.thread_sleeping)
+		pthread_cond_signal(&fab.work_cv);
+}
+
+/* A process that exits with objects still open must not leave the thread running. */
+__attribute__((destructor)) static void fab_exit(void)
+{
+	fab_lock();
+	fab.users = 0;
+	stop_thread_locked();
+	fab_unlock();
+}
+
+int softrdma_set_mode(enum softrdma_mode mode)
+{
+	if (mode != SOFTRDMA_MODE_THREAD && mode != SOFTRDMA_MODE_STEP)
+		return -EINVAL;
+	fab_lock();
+	/* Holding the lock means the thread is between units. */
+	fab.mode = mode;
+	if (mode == SOFTRDMA_MODE_THREAD) {
+		start_thread_locked();
+		fab_kick_locked();
+	}
+	fab_unlock();
+	return 0;
+}
+
+enum softrdma_mode softrdma_get_mode(void)
+{
+	enum softrdma_mode mode;
+
+	fab_lock();
+	mode = fab.mode;
+	fab_unlock();
+	return mode;
+}
+
+static bool fabric_idle_locked(void)
+{
+	uint64_t next_wake;
+	struct unit u = pick_unit_locked(true, soft_now_ns(), &next_wake);
+
+	return u.kind == UNIT_NONE && next_wake == UINT64_MAX;
+}
+
+static void wait_idle_locked(void)
+{
+	while (!fabric_idle_locked()) {
+		struct timespec ts;
+
+		if (!fab.thread_running || fab.mode != SOFTRDMA_MODE_THREAD) {
+			/* Nobody else will do it. */
+			uint64_t next_wake;
+			struct unit u = pick_unit_locked(true, soft_now_ns(), &next_wake);
+
+			if (u.kind != UNIT_NONE) {
+				run_unit_locked(u);
+				continue;
+			}
+		}
+		fab_kick_locked();
+		ts = ns_to_timespec(soft_now_ns() + 2000000ULL);
+		pthread_cond_timedwait(&fab.idle_cv, &fab.lock, &ts);
+	}
+}
+
+int softrdma_progress(unsigned int max_steps)
+{
+	int done = 0;
+
+	fab_lock();
+	if (fab.mode == SOFTRDMA_MODE_THREAD) {
+		wait_idle_locked();
+		fab_unlock();
+		return 0;
+	}
+	while ((unsigned int)done < max_steps && done < INT_MAX) {
+		uint64_t next_wake;
+		struct unit u = pick_unit_locked(false, 0, &next_wake);
+
+		if (u.kind == UNIT_NONE)
+			break;
+		run_unit_locked(u);
+		done++;
+	}
+	fab_unlock();
+	return done;
+}
+
+int softrdma_progress_all(void)
+{
+	return softrdma_progress(UINT_MAX);
+}

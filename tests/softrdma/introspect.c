@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* Introspection: what exists, what is outstanding, what a remote peer could reach. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "soft.h"
+
+void softrdma_get_counts(struct softrdma_counts *counts)
+{
+	fab_lock();
+	*counts = fab.counts;
+	fab_unlock();
+}
+
+int softrdma_rkey_reach(uint32_t rkey, uint64_t *addr, uint64_t *length, int *access)
+{
+	uint64_t a = 0, l = 0;
+	int acc = 0, ret;
+
+	fab_lock();
+	ret = mem_reach_locked(rkey, &a, &l, &acc);
+	fab_unlock();
+	if (addr)
+		*addr = a;
+	if (length)
+		*length = l;
+	if (access)
+		*access = acc;
+	return ret;
+}
+
+struct span {
+	uintptr_t start;
+	uintptr_t end;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Union of the host ranges that a live rkey on pd reaches: overlaps count once. */
+size_t softrdma_pd_exposed_bytes(struct ibv_pd *pd)
+{
+	struct soft_pd *spd = to_spd(pd);
+	struct span *spans;
+	size_t n = 0, i, total = 0;
+	uintptr_t end = 0;
+
+	fab_lock();
+	spans = calloc(fab.nkeys ? fab.nkeys : 1, sizeof(*spans));
+	if (!spans) {
+		fab_unlock();
+		return 0;
+	}
+	for (i = 1; i < fab.nkeys; i++) {
+		if (fab.keys[i].kind == SOFT_KEY_MR) {
+			struct soft_mr *smr = fab.keys[i].obj;
+
+			if (smr->pd != spd || !(smr->access & (IBV_ACCESS_REMOTE_READ |
+				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)))
+				continue;
+			spans[n].start = (uintptr_t)smr->base;
+			spans[n++].end = (uintptr_t)smr->base + smr->length;
+		} else if (fab.keys[i].kind == SOFT_KEY_MW) {
+			struct soft_mw *smw = fab.keys[i].obj;
+
+			if (smw->pd != spd || smw->state != SOFTRDMA_MW_VALID || !smw->qp)
+				continue;
+			spans[n].start = (uintptr_t)(smw->mr->base + (smw->addr - smw->mr->iova));
+			spans[n].end = spans[n].start + smw->length;
+			n++;
+		}
+	}
+	fab_unlock();
+	qsort(spans, n, sizeof(*spans), span_cmp);
+	for (i = 0; i < n; i++) {
+		uintptr_t start = spans[i].start > end ? spans[i].start : end;
+
+		if (spans[i].end > start)
+			total += spans[i].end - start;
+		if (spans[i].end > end)
+			end = spans[i].end;
+	}
+	free(spans);
+	return total;
+}
+
+unsigned long softrdma_executed(enum ibv_wr_opcode opcode)
+{
+	unsigned long n = 0;
+
+	if ((unsigned int)opcode > IBV_WR_DRIVER1)
+		return 0;
+	fab_lock();
+	n = fab.executed[opcode];
+	fab_unlock();
+	return n;
+}

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Type 2B memory windows. A window is FREE after allocation and after an
+ * invalidate; an IBV_WR_BIND_MW makes it VALID under the key byte the WR
+ * carries, bound to the QP that posted it: only that QP's connection reaches it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "soft.h"
+
+#define SOFT_MW_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+			IBV_ACCESS_REMOTE_ATOMIC)
+
+static struct soft_mw *to_smw(const struct ibv_mw *mw)
+{
+	return container_of(mw, struct soft_mw, mw);
+}
+
+struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct soft_mw *smw;
+	uint32_t idx;
+	uint8_t key;
+
+	/* Type 1 windows (ibv_bind_mw) are not modelled. */
+	if (type != IBV_MW_TYPE_2) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	smw = calloc(1, sizeof(*smw));
+	if (!smw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	fab_lock();
+	idx = key_alloc_locked(SOFT_KEY_MW, smw, &key);
+	if (!idx) {
+		fab_unlock();
+		free(smw);
+		errno = ENOMEM;
+		return NULL;
+	}
+	smw->pd = to_spd(pd);
+	smw->pd->users++;
+	smw->state = SOFTRDMA_MW_FREE;
+	smw->rkey = idx << 8 | key;
+	smw->mw.context = pd->context;
+	smw->mw.pd = pd;
+	smw->mw.rkey = smw->rkey;
+	smw->mw.handle = idx;
+	smw->mw.type = type;
+	fab.counts.mws++;
+	fab_unlock();
+	return &smw->mw;
+}
+
+static void mw_unbind_locked(struct soft_mw *smw)
+{
+	if (smw->mr)
+		smw->mr->bound_mws--;
+	smw->mr = NULL;
+	smw->qp = NULL;
+	smw->addr = 0;
+	smw->length = 0;
+	smw->access = 0;
+	smw->state = SOFTRDMA_MW_FREE;
+}
+
+int soft_dealloc_mw(struct ibv_mw *mw)
+{
+	struct soft_mw *smw = to_smw(mw);
+
+	fab_lock();
+	mw_unbind_locked(smw);
+	key_free_locked(mw->handle);
+	smw->pd->users--;
+	fab.counts.mws--;
+	fab_unlock();
+	free(smw);
+	return 0;
+}
+
+/* ibv_bind_mw() (type 1 only, in the header) never reaches here for type 2. */
+int soft_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	(void)qp;
+	(void)mw;
+	(void)bind;
+	return EOPNOTSUPP;
+}
+
+enum ibv_wc_status mw_bind_locked(struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
+				  const struct ibv_mw_bind_info *info)
+{
+	struct soft_mw *smw;
+	struct soft_mr *smr;
+
+	if (!mw || mw->type != IBV_MW_TYPE_2)
+		return IBV_WC_MW_BIND_ERR;
+	smw = to_smw(mw);
+	smr = info->mr ? container_of(info->mr, struct soft_mr, mr) : NULL;
+	if (smw->state != SOFTRDMA_MW_FREE || smw->pd != qp->pd || (rkey >> 8) != mw->handle ||
+	    !smr || info->length == 0 || smr->pd != smw->pd ||
+	    !(smr->access & IBV_ACCESS_MW_BIND) ||
+	    (info->mw_access_flags & ~(unsigned int)SOFT_MW_ACCESS) ||
+	    ((info->mw_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(smr->access & IBV_ACCESS_LOCAL_WRITE)) ||
+	    info->addr < smr->iova || info->length > smr->length ||
+	    info->addr - smr->iova > smr->length - info->length)
+		return IBV_WC_MW_BIND_ERR;
+	smw->state = SOFTRDMA_MW_VALID;
+	smw->rkey = rkey;
+	smw->addr = info->addr;
+	smw->length = info->length;
+	smw->access = (int)info->mw_access_flags;
+	smw->mr = smr;
+	smr->bound_mws++;
+	smw->qp = qp;
+	return IBV_WC_SUCCESS;
+}
+
+/*
+ * Local or remote invalidate. A window must be VALID under exactly this key,
+ * on qp's PD and bound to qp. MRs from ibv_reg_mr are not fast-register MRs:
+ * rxe refuses to invalidate them, and so do we.
+ */
+int mem_invalidate_locked(struct soft_qp *qp, uint32_t rkey)
+{
+	struct soft_mw *smw = key_lookup_locked(rkey, SOFT_KEY_MW);
+
+	if (!smw || smw->rkey != rkey || smw->state != SOFTRDMA_MW_VALID || smw->pd != qp->pd ||
+	    smw->qp != qp)
+		return -EINVAL;
+	mw_unbind_locked(smw);
+	return 0;
+}
+
+void mw_qp_gone_locked(struct soft_qp *qp)
+{
+	uint32_t i;
+
+	for (i = 1; i < fab.nkeys; i++) {
+		struct soft_mw *smw;
+
+		if (fab.keys[i].kind != SOFT_KEY_MW)
+			continue;
+		smw = fab.keys[i].obj;
+		if (smw->qp == qp)
+			smw->qp = NULL;
+	}
+}
+
+enum softrdma_mw_state softrdma_mw_state(uint32_t rkey)
+{
+	struct soft_mw *smw;
+	enum softrdma_mw_state state = SOFTRDMA_MW_NONE;
+
+	fab_lock();
+	smw = key_lookup_locked(rkey, SOFT_KEY_MW);
+	if (smw)
+		state = smw->state;
+	fab_unlock();
+	return state;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* Protection domains. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "soft.h"
+
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct soft_pd *spd = calloc(1, sizeof(*spd));
+
+	if (!spd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	spd->pd.context = context;
+	fab_lock();
+	spd->pd.handle = ++fab.counts.pds;
+	fab_unlock();
+	return &spd->pd;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	struct soft_pd *spd = to_spd(pd);
+
+	fab_lock();
+	/* The kernel refuses while anything still lives on the PD. */
+	if (spd->users) {
+		fab_unlock();
+		return EBUSY;
+	}
+	fab.counts.pds--;
+	fab_unlock();
+	free(spd);
+	return 0;
+}

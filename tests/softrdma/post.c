@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Posting work requests: checks that fail the post at once (state, ring
+ * space, SGE count, opcode, inline size), then a copy into the ring. Nothing
+ * executes here; the progress engine does that later, as an HCA would.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "soft.h"
+
+static bool opcode_supported(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool carries_data(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_SEND_WITH_INV ||
+	       op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+}
+
+static int check_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
+{
+	enum ibv_qp_state state = sqp->attr.qp_state;
+
+	if (state != IBV_QPS_RTS && state != IBV_QPS_ERR)
+		return EINVAL;
+	if (sqp->sq_tail - sqp->sq_head >= sqp->cap.max_send_wr)
+		return ENOMEM;
+	if (!opcode_supported(wr->opcode) || wr->num_sge < 0 ||
+	    (uint32_t)wr->num_sge > sqp->cap.max_send_sge)
+		return EINVAL;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint64_t len = 0;
+		int i;
+
+		if (!carries_data(wr->opcode))
+			return EINVAL;
+		for (i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (len > sqp->cap.max_inline_data)
+			return EINVAL;
+	}
+	return 0;
+}
+
+static void enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
+{
+	struct soft_send_wqe *wqe = &sqp->sq[sqp->sq_tail % sqp->sq_size];
+	int i;
+
+	wqe->wr_id = wr->wr_id;
+	wqe->seq = ++fab.seq;
+	wqe->opcode = wr->opcode;
+	wqe->flags = wr->send_flags;
+	wqe->signaled = sqp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	wqe->executed = false;
+	wqe->started = false;
+	wqe->force_rnr = false;
+	wqe->imm_or_inv = wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV ?
+		wr->invalidate_rkey : wr->imm_data;
+	wqe->remote_addr = wr->wr.rdma.remote_addr;
+	wqe->rkey = wr->wr.rdma.rkey;
+	wqe->bind_mw = NULL;
+	if (wr->opcode == IBV_WR_BIND_MW) {
+		wqe->bind_mw = wr->bind_mw.mw;
+		wqe->bind_rkey = wr->bind_mw.rkey;
+		wqe->bind_info = wr->bind_mw.bind_info;
+	}
+	wqe->num_sge = 0;
+	wqe->inline_len = 0;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		/* Inline data is copied now: the buffer may be reused once post returns. */
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(wqe->inline_buf + wqe->inline_len,
+			       (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+			wqe->inline_len += wr->sg_list[i].length;
+		}
+	} else if (wr->opcode != IBV_WR_BIND_MW && wr->opcode != IBV_WR_LOCAL_INV) {
+		wqe->num_sge = (uint32_t)wr->num_sge;
+		memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
+	}
+	sqp->sq_tail++;
+	fab.counts.send_wrs++;
+}
+
+int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct soft_qp *sqp = to_sqp(qp);
+	int ret = 0;
+
+	fab_lock();
+	for (; wr; wr = wr->next) {
+		ret = check_send_wr(sqp, wr);
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+		enqueue_send_wr(sqp, wr);
+	}
+	if (sqp->attr.qp_state == IBV_QPS_ERR) {
+		engine_flush_locked(sqp);
+	} else {
+		engine_activate_locked(sqp);
+		fab_kick_locked();
+	}
+	fab_unlock();
+	return ret;
+}
+
+static int enqueue_recv_wr(struct soft_rq *rq, const struct ibv_recv_wr *wr)
+{
+	struct soft_recv_wqe *wqe;
+
+	if (rq->count >= rq->size)
+		return ENOMEM;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge)
+		return EINVAL;
+	wqe = &rq->slots[(rq->head + rq->count) % rq->size];
+	wqe->wr_id = wr->wr_id;
+	wqe->num_sge = (uint32_t)wr->num_sge;
+	memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
+	rq->count++;
+	fab.counts.recv_wrs++;
+	return 0;
+}
+
+int soft_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct soft_qp *sqp = to_sqp(qp);
+	int ret = 0;
+
+	fab_lock();
+	for (; wr; wr = wr->next) {
+		/* Receives may be posted from INIT on; a QP on an SRQ has no RQ. */
+		ret = sqp->attr.qp_state == IBV_QPS_RESET || sqp->srq ? EINVAL :
+			enqueue_recv_wr(&sqp->rq, wr);
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	if (sqp->attr.qp_state == IBV_QPS_ERR)
+		engine_flush_locked(sqp);
+	else
+		engine_recv_posted_locked(sqp);
+	fab_unlock();
+	return ret;
+}
+
+int soft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct soft_srq *ssrq = to_ssrq(srq);
+	struct list_node *pos, *tmp;
+	int ret = 0;
+
+	fab_lock();
+	for (; wr; wr = wr->next) {
+		ret = enqueue_recv_wr(&ssrq->rq, wr);
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	list_for_each_safe(pos, tmp, &fab.qps) {
+		struct soft_qp *sqp = list_entry(pos, struct soft_qp, link);
+
+		if (sqp->srq == ssrq)
+			engine_recv_posted_locked(sqp);
+	}
+	fab_unlock();
+	return ret;
+}

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+/* RC queue pairs: creation, the state machine of ibv_modify_qp, query, destruction. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "soft.h"
+
+int rq_init(struct soft_rq *rq, uint32_t size, uint32_t max_sge)
+{
+	uint32_t i, n = size ? size : 1;
+	uint32_t per = max_sge ? max_sge : 1;
+
+	memset(rq, 0, sizeof(*rq));
+	rq->slots = calloc(n, sizeof(*rq->slots));
+	rq->sges = calloc((size_t)n * per, sizeof(*rq->sges));
+	if (!rq->slots || !rq->sges) {
+		rq_fini(rq);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		rq->slots[i].sge = rq->sges + (size_t)i * per;
+	rq->size = size;
+	rq->max_sge = max_sge;
+	return 0;
+}
+
+void rq_fini(struct soft_rq *rq)
+{
+	free(rq->slots);
+	free(rq->sges);
+	rq->slots = NULL;
+	rq->sges = NULL;
+}
+
+static int sq_init(struct soft_qp *sqp)
+{
+	uint32_t i, n = sqp->cap.max_send_wr ? sqp->cap.max_send_wr : 1;
+	uint32_t per = sqp->cap.max_send_sge ? sqp->cap.max_send_sge : 1;
+	size_t inl = sqp->cap.max_inline_data;
+
+	sqp->sq = calloc(n, sizeof(*sqp->sq));
+	sqp->sq_sges = calloc((size_t)n * per, sizeof(*sqp->sq_sges));
+	sqp->sq_inline = inl ? calloc(n, inl) : NULL;
+	if (!sqp->sq || !sqp->sq_sges || (inl && !sqp->sq_inline))
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		sqp->sq[i].sge = sqp->sq_sges + (size_t)i * per;
+		sqp->sq[i].inline_buf = inl ? sqp->sq_inline + (size_t)i * inl : NULL;
+	}
+	sqp->sq_size = n;
+	return 0;
+}
+
+static void qp_free(struct soft_qp *sqp)
+{
+	free(sqp->sq);
+	free(sqp->sq_sges);
+	free(sqp->sq_inline);
+	rq_fini(&sqp->rq);
+	free(sqp);
+}
+
+static bool qpn_in_use_locked(uint32_t qpn)
+{
+	return qp_lookup_locked(qpn) != NULL;
+}
+
+struct soft_qp *qp_lookup_locked(uint32_t qpn)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &fab.qps) {
+		struct soft_qp *sqp = list_entry(pos, struct soft_qp, link);
+
+		if (sqp->qp.qp_num == qpn)
+			return sqp;
+	}
+	return NULL;
+}
+
+static bool caps_valid(const struct ibv_qp_init_attr *init)
+{
+	const struct ibv_qp_cap *cap = &init->cap;
+
+	return cap->max_send_wr <= SOFT_MAX_QP_WR && cap->max_send_sge <= SOFT_MAX_SGE &&
+	       cap->max_inline_data <= SOFT_MAX_INLINE &&
+	       (init->srq || (cap->max_recv_wr <= SOFT_MAX_QP_WR &&
+			      cap->max_recv_sge <= SOFT_MAX_SGE));
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
+{
+	struct soft_qp *sqp;
+
+	if (init->qp_type != IBV_QPT_RC) {
+		errno = EOPNOTSUPP;	/* only RC is modelled */
+		return NULL;
+	}
+	if (!init->send_cq || !init->recv_cq || !caps_valid(init)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	sqp = calloc(1, sizeof(*sqp));
+	if (!sqp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	sqp->cap = init->cap;
+	if (init->srq) {
+		sqp->cap.max_recv_wr = 0;
+		sqp->cap.max_recv_sge = 0;
+	}
+	if (sq_init(sqp) || rq_init(&sqp->rq, sqp->cap.max_recv_wr, sqp->cap.max_recv_sge)) {
+		qp_free(sqp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	sqp->sq_sig_all = init->sq_sig_all != 0;
+	sqp->pd = to_spd(pd);
+	sqp->scq = to_scq(init->send_cq);
+	sqp->rcq = to_scq(init->recv_cq);
+	sqp->srq = init->srq ? to_ssrq(init->srq) : NULL;
+	sqp->qp.context = pd->context;
+	sqp->qp.qp_context = init->qp_context;
+	sqp->qp.pd = pd;
+	sqp->qp.send_cq = init->send_cq;
+	sqp->qp.recv_cq = init->recv_cq;
+	sqp->qp.srq = init->srq;
+	sqp->qp.state = IBV_QPS_RESET;
+	sqp->qp.qp_type = IBV_QPT_RC;
+	pthread_mutex_init(&sqp->qp.mutex, NULL);
+	pthread_cond_init(&sqp->qp.cond, NULL);
+	sqp->attr.qp_state = IBV_QPS_RESET;
+	sqp->attr.cap = sqp->cap;
+	sqp->attr.path_mtu = IBV_MTU_1024;
+	list_init(&sqp->active_link);
+
+	fab_lock();
+	do {
+		sqp->qp.qp_num = fab.next_qpn;
+		fab.next_qpn = (fab.next_qpn + 1) & 0xffffff;
+		if (fab.next_qpn < SOFT_FIRST_QPN)
+			fab.next_qpn = SOFT_FIRST_QPN;
+	} while (qpn_in_use_locked(sqp->qp.qp_num));
+	sqp->qp.handle = sqp->qp.qp_num;
+	list_add_tail(&sqp->link, &fab.qps);
+	sqp->pd->users++;
+	sqp->scq->users++;
+	sqp->rcq->users++;
+	if (sqp->srq)
+		sqp->srq->users++;
+	fab.counts.qps++;
+	fab_unlock();
+	init->cap = sqp->cap;
+	return &sqp->qp;
+}
+
+int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	struct soft_qp *sqp = to_sqp(qp);
+	struct list_node *pos, *tmp;
+
+	fab_lock();
+	while (sqp->async_acked < sqp->async_read)
+		pthread_cond_wait(&fab.ack_cv, &fab.lock);
+	engine_deactivate_locked(sqp);
+	/* Requesters waiting on our receives must time out instead. */
+	engine_recv_posted_locked(sqp);
+	list_del(&sqp->link);
+	list_for_each_safe(pos, tmp, &fab.qps) {
+		struct soft_qp *other = list_entry(pos, struct soft_qp, link);
+
+		if (other->peer == sqp)
+			other->peer = NULL;
+	}
+	mw_qp_gone_locked(sqp);
+	async_forget_locked(qp->context, qp);
+	if (sqp->cm_id)
+		cm_qp_destroyed_locked(sqp->cm_id);
+	fab.counts.send_wrs -= sqp->sq_tail - sqp->sq_exec;
+	fab.counts.recv_wrs -= sqp->rq.count;
+	sqp->pd->users--;
+	sqp->scq->users--;
+	sqp->rcq->users--;
+	if (sqp->srq)
+		sqp->srq->users--;
+	fab.counts.qps--;
+	fab_unlock();
+	pthread_mutex_destroy(&qp->mutex);
+	pthread_cond_destroy(&qp->cond);
+	qp_free(sqp);
+	return 0;
+}
+
+struct transition {
+	int required;
+	int optional;
+};
+
+/* IBA 10.3.1 / ib_modify_qp_is_ok() for RC. Returns false if not allowed. */
+static bool rc_transition(enum ibv_qp_state cur, enum ibv_qp_state next, struct transition *t)
+{
+	t->required = 0;
+	t->optional = 0;
+	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
+		return true;
+	switch (cur) {
+	case IBV_QPS_RESET:
+		if (next != IBV_QPS_INIT)
+			return false;
+		t->required = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		return true;
+	case IBV_QPS_INIT:
+		if (next == IBV_QPS_INIT) {
+			t->optional = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+			return true;
+		}
+		if (next != IBV_QPS_RTR)
+			return false;
+		t->required = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		t->optional = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
+		return true;
+	case IBV_QPS_RTR:
+		if (next != IBV_QPS_RTS)
+			return false;
+		t->required = IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+		t->optional = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER |
+			IBV_QP_PATH_MIG_STATE;
+		return true;
+	case IBV_QPS_RTS:
+		if (next != IBV_QPS_RTS)
+			return false;
+		t->optional = IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE |
+			IBV_QP_MIN_RNR_TIMER;
+		return true;
+	default:
+		/* SQD and SQE are not modelled; ERR leaves only to RESET. */
+		return false;
+	}
+}
+
+static bool values_valid(const struct ibv_qp_attr *attr, int mask)
+{
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+	if ((mask & IBV_QP_PORT) && attr->port_num != 1)
+		return false;
+	if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index != 0)
+		return false;
+	if ((mask & IBV_QP_ACCESS_FLAGS) && (attr->qp_access_flags & ~(unsigned int)access))
+		return false;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > SOFT_MAX_RD_ATOM)
+		return false;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr->max_dest_rd_atomic > SOFT_MAX_RD_ATOM)
+		return false;
+	if ((mask & IBV_QP_PATH_MTU) &&
+	    (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096))
+		return false;
+	if ((mask & IBV_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return false;
+	if ((mask & IBV_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return false;
+	if ((mask & IBV_QP_TIMEOUT) && attr->timeout > 31)
+		return false;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return false;
+	if ((mask & IBV_QP_AV) && attr->ah_attr.port_num != 1 && attr->ah_attr.port_num != 0)
+		return false;
+	if ((mask & IBV_QP_DEST_QPN) && attr->dest_qp_num > 0xffffff)
+		return false;
+	return true;
+}
+
+static void qp_reset_locked(struct soft_qp *sqp)
+{
+	engine_deactivate_locked(sqp);
+	fab.counts.send_wrs -= sqp->sq_tail - sqp->sq_exec;
+	fab.counts.recv_wrs -= sqp->rq.count;
+	sqp->sq_head = sqp->sq_exec = sqp->sq_tail = 0;
+	sqp->rq.head = 0;
+	sqp->rq.count = 0;
+	sqp->peer = NULL;
+}
+
+int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
+{
+	enum ibv_qp_state cur = sqp->attr.qp_state;
+	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	struct transition t;
+
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur)
+		return EINVAL;
+	mask &= ~IBV_QP_CUR_STATE;
+	if (!(mask & IBV_QP_STATE) && mask)
+		return EINVAL;
+	if (next > IBV_QPS_ERR || !rc_transition(cur, next, &t))
+		return EINVAL;
+	if ((mask & t.required) != t.required ||
+	    (mask & ~(t.required | t.optional | IBV_QP_STATE)) || !values_valid(attr, mask))
+		return EINVAL;
+
+	if (mask & IBV_QP_PKEY_INDEX)
+		sqp->attr.pkey_index = attr->pkey_index;
+	if (mask & IBV_QP_PORT)
+		sqp->attr.port_num = attr->port_num;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		sqp->attr.qp_access_flags = attr->qp_access_flags;
+	if (mask & IBV_QP_AV)
+		sqp->attr.ah_attr = attr->ah_attr;
+	if (mask & IBV_QP_ALT_PATH)
+		sqp->attr.alt_ah_attr = attr->alt_ah_attr;
+	if (mask & IBV_QP_PATH_MTU)
+		sqp->attr.path_mtu = attr->path_mtu;
+	if (mask & IBV_QP_DEST_QPN) {
+		sqp->attr.dest_qp_num = attr->dest_qp_num;
+		sqp->peer = NULL;
+	}
+	if (mask & IBV_QP_RQ_PSN)
+		sqp->attr.rq_psn = attr->rq_psn;
+	if (mask & IBV_QP_SQ_PSN)
+		sqp->attr.sq_psn = attr->sq_psn;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		sqp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		sqp->attr.max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		sqp->attr.min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IBV_QP_TIMEOUT)
+		sqp->attr.timeout = attr->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		sqp->attr.retry_cnt = attr->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		sqp->attr.rnr_retry = attr->rnr_retry;
+	if (mask & IBV_QP_PATH_MIG_STATE)
+		sqp->attr.path_mig_state = attr->path_mig_state;
+
+	if (next == IBV_QPS_ERR) {
+		qp_to_error_locked(sqp);
+		return 0;
+	}
+	sqp->attr.qp_state = next;
+	if (next == IBV_QPS_RESET)
+		qp_reset_locked(sqp);
+	return 0;
+}
+
+int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	int ret;
+
+	fab_lock();
+	ret = qp_modify_locked(to_sqp(qp), attr, attr_mask);
+	fab_unlock();
+	/* libibverbs mirrors the state the caller asked for. */
+	if (!ret && (attr_mask & IBV_QP_STATE))
+		qp->state = attr->qp_state;
+	return ret;
+}
+
+void qp_to_error_locked(struct soft_qp *sqp)
+{
+	if (sqp->attr.qp_state == IBV_QPS_ERR)
+		return;
+	sqp->attr.qp_state = IBV_QPS_ERR;
+	engine_flush_locked(sqp);
+	/* Requesters stalled on our receives now get no answer and time out. */
+	engine_recv_posted_locked(sqp);
+	if (sqp->srq)
+		async_event_locked(sqp->qp.context, IBV_EVENT_QP_LAST_WQE_REACHED, &sqp->qp);
+}
+
+int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init_attr)
+{
+	struct soft_qp *sqp = to_sqp(qp);
+
+	(void)attr_mask;
+	fab_lock();
+	*attr = sqp->attr;
+	attr->cur_qp_state = sqp->attr.qp_state;
+	attr->cap = sqp->cap;
+	memset(init_attr, 0, sizeof(*init_attr));
+	init_attr->qp_context = qp->qp_context;
+	init_attr->send_cq = qp->send_cq;
+	init_attr->recv_cq = qp->recv_cq;
+	init_attr->srq = qp->srq;
+	init_attr->cap = sqp->cap;
+	init_attr->qp_type = IBV_QPT_RC;
+	init_attr->sq_sig_all = sqp->sq_sig_all;
+	fab_unlock();
+	return 0;
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The responder: executes a wire_req against this QP's registered memory and
+ * receive queue, and answers with an ACK or a NAK. Errors it detects move
+ * this QP to ERR; those with no receive WQE to complete are reported on the
+ * async fd instead (IBA 10.8.3: class C/J errors).
+ */
+#include <endian.h>
+#include <string.h>
+
+#include "soft.h"
+
+static void fail_async(struct soft_qp *qp, enum ibv_event_type type)
+{
+	async_event_locked(qp->qp.context, type, &qp->qp);
+	qp_to_error_locked(qp);
+}
+
+static struct soft_rq *recv_ring(struct soft_qp *qp)
+{
+	return qp->srq ? &qp->srq->rq : &qp->rq;
+}
+
+static void consume_recv(struct soft_qp *qp, struct soft_rq *rq)
+{
+	rq->head = (rq->head + 1) % rq->size;
+	rq->count--;
+	fab.counts.recv_wrs--;
+	if (qp->srq)
+		srq_consumed_locked(qp->srq);
+}
+
+/* The head receive WQE completes in error and the QP goes to ERR. */
+static void fail_recv(struct soft_qp *qp, struct soft_rq *rq, enum ibv_wc_status status)
+{
+	struct ibv_wc wc;
+
+	wc_error(&wc, rq->slots[rq->head].wr_id, status, qp->qp.qp_num);
+	consume_recv(qp, rq);
+	engine_complete_recv_locked(qp, &wc, true);
+	qp_to_error_locked(qp);
+}
+
+/* Copy the payload into the receive WQE's buffers; false on a protection error. */
+static bool scatter_payload(struct soft_qp *qp, const struct soft_recv_wqe *rwqe,
+			    const struct wire_req *req)
+{
+	uint8_t *dst[SOFT_MAX_SGE];
+	uint32_t dst_len[SOFT_MAX_SGE];
+	uint32_t left = req->length, n = 0, i, seg = 0, seg_off = 0;
+
+	/* Check every buffer the payload will touch before writing any of it. */
+	for (i = 0; i < rwqe->num_sge && left; i++) {
+		const struct ibv_sge *sge = &rwqe->sge[i];
+		uint32_t len;
+
+		if (!sge->length)
+			continue;
+		len = sge->length < left ? sge->length : left;
+		dst[n] = mem_local_locked(qp->pd, sge->lkey, sge->addr, len,
+					  IBV_ACCESS_LOCAL_WRITE);
+		if (!dst[n])
+			return false;
+		dst_len[n++] = len;
+		left -= len;
+	}
+	for (i = 0; i < n; i++) {
+		uint32_t off = 0;
+
+		while (off < dst_len[i]) {
+			uint32_t chunk = req->segs[seg].len - seg_off;
+
+			if (chunk > dst_len[i] - off)
+				chunk = dst_len[i] - off;
+			memcpy(dst[i] + off, (const uint8_t *)req->segs[seg].addr + seg_off, chunk);
+			off += chunk;
+			seg_off += chunk;
+			if (seg_off == req->segs[seg].len) {
+				seg++;
+				seg_off = 0;
+			}
+		}
+	}
+	return true;
+}
+
+static uint64_t recv_capacity(const struct soft_recv_wqe *rwqe)
+{
+	uint64_t total = 0;
+	uint32_t i;
+
+	for (i = 0; i < rwqe->num_sge; i++)
+		total += rwqe->sge[i].length;
+	return total;
+}
+
+/* A receive-queue fault fires on the receive about to be consumed. */
+static bool recv_fault(struct soft_qp *qp, struct soft_rq *rq, struct wire_resp *resp)
+{
+	const struct softrdma_fault *f = fault_check_recv_locked(qp);
+
+	if (!f)
+		return false;
+	switch (f->kind) {
+	case SOFTRDMA_FAULT_STATUS:
+		if (f->status == IBV_WC_SUCCESS)
+			return false;
+		fail_recv(qp, rq, f->status);
+		resp->status = WIRE_NAK_REM_OP;
+		return true;
+	case SOFTRDMA_FAULT_RNR:
+		resp->status = WIRE_NAK_RNR;
+		return true;
+	case SOFTRDMA_FAULT_QP_ERROR:
+		qp_to_error_locked(qp);
+		resp->status = WIRE_NO_ANSWER;
+		return true;
+	case SOFTRDMA_FAULT_QP_FATAL:
+		fail_async(qp, IBV_EVENT_QP_FATAL);
+		resp->status = WIRE_NO_ANSWER;
+		return true;
+	case SOFTRDMA_FAULT_DISCONNECT:
+		if (!qp->cm_id || cm_fault_disconnect_locked(qp->cm_id))
+			qp_to_error_locked(qp);
+		resp->status = WIRE_NO_ANSWER;
+		return true;
+	case SOFTRDMA_FAULT_DELAY:
+		return false;
+	}
+	return false;
+}
+
+/* SEND, SEND with immediate, SEND with invalidate: consume the oldest receive. */
+static void receive_message(struct soft_qp *qp, const struct wire_req *req,
+			    struct wire_resp *resp)
+{
+	struct soft_rq *rq = recv_ring(qp);
+	struct soft_recv_wqe *rwqe;
+	struct ibv_wc wc;
+
+	if (!rq->count) {
+		resp->status = WIRE_NAK_RNR;
+		return;
+	}
+	if (recv_fault(qp, rq, resp))
+		return;
+	rwqe = &rq->slots[rq->head];
+	if (req->length > recv_capacity(rwqe)) {
+		fail_recv(qp, rq, IBV_WC_LOC_LEN_ERR);
+		resp->status = WIRE_NAK_INV_REQ;
+		return;
+	}
+	if (!scatter_payload(qp, rwqe, req)) {
+		fail_recv(qp, rq, IBV_WC_LOC_PROT_ERR);
+		resp->status = WIRE_NAK_REM_OP;
+		return;
+	}
+	if (req->op == WIRE_SEND_INV && mem_invalidate_locked(qp, req->inv_rkey)) {
+		/* rxe: class J, the receive completes in error and both sides fail. */
+		fail_recv(qp, rq, IBV_WC_REM_INV_REQ_ERR);
+		resp->status = WIRE_NAK_INV_REQ;
+		return;
+	}
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = rwqe->wr_id;
+	wc.status = IBV_WC_SUCCESS;
+	wc.opcode = IBV_WC_RECV;
+	wc.byte_len = req->length;
+	wc.qp_num = qp->qp.qp_num;
+	wc.src_qp = req->src_qpn;
+	if (req->op == WIRE_SEND_IMM) {
+		wc.wc_flags = IBV_WC_WITH_IMM;
+		wc.imm_data = req->imm;
+	} else if (req->op == WIRE_SEND_INV) {
+		wc.wc_flags = IBV_WC_WITH_INV;
+		wc.invalidated_rkey = req->inv_rkey;
+	}
+	consume_recv(qp, rq);
+	engine_complete_recv_locked(qp, &wc, req->solicited);
+	resp->status = WIRE_ACK;
+}
+
+static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
+{
+	struct soft_rq *rq = recv_ring(qp);
+	uint8_t *dst = NULL;
+	uint32_t off = 0;
+	unsigned int i;
+
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
+		fail_async(qp, IBV_EVENT_QP_REQ_ERR);
+		resp->status = WIRE_NAK_INV_REQ;
+		return;
+	}
+	/* A zero-length write carries no rkey to check. */
+	if (req->length) {
+		dst = mem_remote_locked(qp, req->rkey, req->raddr, req->length,
+					IBV_ACCESS_REMOTE_WRITE);
+		if (!dst) {
+			fail_async(qp, IBV_EVENT_QP_ACCESS_ERR);
+			resp->status = WIRE_NAK_REM_ACCESS;
+			return;
+		}
+	}
+	if (req->op == WIRE_WRITE_IMM) {
+		if (!rq->count) {
+			resp->status = WIRE_NAK_RNR;
+			return;
+		}
+		if (recv_fault(qp, rq, resp))
+			return;
+	}
+	for (i = 0; i < req->nsegs; i++) {
+		memcpy(dst + off, req->segs[i].addr, req->segs[i].len);
+		off += req->segs[i].len;
+	}
+	if (req->op == WIRE_WRITE_IMM) {
+		struct ibv_wc wc;
+
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = rq->slots[rq->head].wr_id;
+		wc.status = IBV_WC_SUCCESS;
+		wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+		wc.byte_len = req->length;
+		wc.qp_num = qp->qp.qp_num;
+		wc.src_qp = req->src_qpn;
+		wc.wc_flags = IBV_WC_WITH_IMM;
+		wc.imm_data = req->imm;
+		consume_recv(qp, rq);
+		engine_complete_recv_locked(qp, &wc, req->solicited);
+	}
+	resp->status = WIRE_ACK;
+}
+
+static void rdma_read(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
+{
+	/* Without REMOTE_READ or responder resources the QP cannot serve reads. */
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) ||
+	    qp->attr.max_dest_rd_atomic == 0) {
+		fail_async(qp, IBV_EVENT_QP_REQ_ERR);
+		resp->status = WIRE_NAK_INV_REQ;
+		return;
+	}
+	resp->data = NULL;
+	resp->data_len = req->length;
+	if (req->length) {
+		resp->data = mem_remote_locked(qp, req->rkey, req->raddr, req->length,
+					       IBV_ACCESS_REMOTE_READ);
+		if (!resp->data) {
+			fail_async(qp, IBV_EVENT_QP_ACCESS_ERR);
+			resp->status = WIRE_NAK_REM_ACCESS;
+			return;
+		}
+	}
+	resp->status = WIRE_ACK;
+}
+
+void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
+{
+	resp->data = NULL;
+	resp->data_len = 0;
+	/* RESET, INIT and ERR QPs drop packets: the requester hears nothing. */
+	if (qp->attr.qp_state != IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_RTS) {
+		resp->status = WIRE_NO_ANSWER;
+		return;
+	}
+	switch (req->op) {
+	case WIRE_SEND:
+	case WIRE_SEND_IMM:
+	case WIRE_SEND_INV:
+		receive_message(qp, req, resp);
+		break;
+	case WIRE_WRITE:
+	case WIRE_WRITE_IMM:
+		rdma_write(qp, req, resp);
+		break;
+	case WIRE_READ:
+		rdma_read(qp, req, resp);
+		break;
+	}
+}

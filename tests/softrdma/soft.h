@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal state of the softrdma fabric, shared by its files.
+ *
+ * One mutex, fab.lock, guards every object below. Exported entry points take
+ * it; functions named *_locked expect it held. Nothing here calls back into
+ * application code, so the lock is never held across user code, and blocking
+ * waits (event acks, idle) use condition variables on that same lock.
+ */
+#ifndef SOFT_H
+#define SOFT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "list.h"
+#include "softrdma.h"
+#include "wire.h"
+
+#define SOFT_DEV_NAME		"softrdma0"
+#define SOFT_MAX_QP		65536
+#define SOFT_MAX_QP_WR		16384
+#define SOFT_MAX_SGE		32
+#define SOFT_MAX_CQE		65536
+#define SOFT_MAX_INLINE		512
+#define SOFT_MAX_RD_ATOM	16
+#define SOFT_MAX_MR_SIZE	(1ULL << 40)
+#define SOFT_MAX_MSG		(1U << 31)
+#define SOFT_MAX_KEYS		(1U << 20)
+#define SOFT_FIRST_QPN		0x11
+#define SOFT_FW_VER		"1.0.0"
+
+/* RNR and transport retries wait this long each in THREAD mode. */
+#define SOFT_RETRY_DELAY_NS	1000000ULL
+/* How long a disconnected cm_id stays in timewait before TIMEWAIT_EXIT. */
+#define SOFT_TIMEWAIT_NS	50000000ULL
+/* Every error completion reports this vendor_err, plus the status. */
+#define SOFT_VENDOR_ERR_BASE	0x5f00
+
+/* ---- evq.c: a queue whose length a pollable eventfd mirrors ---------------- */
+
+struct soft_evq {
+	int fd;
+	struct list_node items;
+	/* Tokens left in the eventfd by items removed without being read. */
+	unsigned int stale;
+};
+
+int evq_init(struct soft_evq *q);
+void evq_fini(struct soft_evq *q);
+void evq_push_locked(struct soft_evq *q, struct list_node *item);
+/* Take one item out of the queue without reading it (object destroyed). */
+void evq_forget_locked(struct soft_evq *q, struct list_node *item);
+/*
+ * Wait for an item (or fail with EAGAIN on an O_NONBLOCK fd). Called and
+ * returns with the lock held; drops it while blocked in read(). Returns the
+ * item or NULL with errno set.
+ */
+struct list_node *evq_pop_locked(struct soft_evq *q);
+
+/* ---- fabric.c: global state, progress thread, scheduler ------------------- */
+
+struct soft_fabric {
+	pthread_mutex_t lock;
+	pthread_cond_t work_cv;		/* the progress thread waits for work */
+	pthread_cond_t idle_cv;		/* softrdma_progress() waits for idle */
+	pthread_cond_t ack_cv;		/* destroyers wait for event acks */
+	enum softrdma_mode mode;
+	bool thread_running;
+	bool thread_stop;
+	bool thread_sleeping;
+	bool thread_idle;
+	pthread_t thread;
+	unsigned int users;		/* open contexts + CM channels: thread runs while > 0 */
+	uint64_t seq;			/* posting order of WQEs and CM messages */
+	struct list_node active_qps;	/* QPs with send WQEs left to execute */
+	struct list_node cm_work;	/* CM messages in flight */
+	struct list_node qps;		/* every QP, for lookup by number */
+	uint32_t next_qpn;
+	struct softrdma_counts counts;
+	unsigned long executed[IBV_WR_DRIVER1 + 1];
+	/* keys.c */
+	struct soft_key_slot *keys;
+	uint32_t nkeys;
+	uint32_t key_hint;
+	/* fault.c */
+	struct list_node faults;
+	int next_fault_id;
+	unsigned int cm_drop[RDMA_CM_EVENT_TIMEWAIT_EXIT + 1];
+	unsigned int cm_reject;
+	/* cm */
+	struct list_node cm_ids;
+	struct soft_context *cm_ctx;	/* the device context rdma_cm ids share */
+	struct ibv_pd *cm_pd;		/* its default PD */
+	unsigned int cm_ctx_refs;
+};
+
+extern struct soft_fabric fab;
+
+void fab_lock(void);
+void fab_unlock(void);
+uint64_t soft_now_ns(void);
+/* A context or CM channel was created/destroyed: start/stop the progress thread. */
+void fab_get_user_locked(void);
+void fab_put_user_locked(void);	/* may drop the lock to join the thread */
+/* New work was queued. */
+void fab_kick_locked(void);
+bool fab_honours_time(void);
+
+/* ---- device.c ------------------------------------------------------------ */
+
+struct soft_async_event {
+	struct list_node link;
+	struct ibv_async_event ev;
+};
+
+struct soft_context {
+	struct soft_evq async_q;
+	struct verbs_context vctx;	/* ibv_context is its last field */
+};
+
+static inline struct soft_context *to_sctx(struct ibv_context *ctx)
+{
+	struct verbs_context *vctx = container_of(ctx, struct verbs_context, context);
+
+	return container_of(vctx, struct soft_context, vctx);
+}
+
+/* Queue an async event on the context's fd. */
+void async_event_locked(struct ibv_context *ctx, enum ibv_event_type type, void *obj);
+/* Drop unread async events about obj (it is being destroyed). */
+void async_forget_locked(struct ibv_context *ctx, void *obj);
+void soft_fill_gid(union ibv_gid *gid, int index);
+
+/* ---- pd / keys / mr / mw ------------------------------------------------- */
+
+struct soft_pd {
+	struct ibv_pd pd;
+	unsigned int users;		/* MRs, MWs, QPs, SRQs on it */
+};
+
+static inline struct soft_pd *to_spd(struct ibv_pd *pd)
+{
+	return container_of(pd, struct soft_pd, pd);
+}
+
+enum soft_key_kind {
+	SOFT_KEY_FREE = 0,
+	SOFT_KEY_MR,
+	SOFT_KEY_MW,
+};
+
+struct soft_key_slot {
+	enum soft_key_kind kind;
+	void *obj;
+	uint8_t next_key;		/* key byte for the next owner of this index */
+};
+
+/* Returns an index >= 1 and fills *key with a fresh key byte, or 0 if full. */
+uint32_t key_alloc_locked(enum soft_key_kind kind, void *obj, uint8_t *key);
+void key_free_locked(uint32_t index);
+void *key_lookup_locked(uint32_t key, enum soft_key_kind kind);
+
+struct soft_mr {
+	struct ibv_mr mr;
+	struct soft_pd *pd;
+	uint8_t *base;
+	uint64_t iova;
+	uint64_t length;
+	int access;
+	unsigned int bound_mws;
+};
+
+struct soft_qp;
+
+struct soft_mw {
+	struct ibv_mw mw;
+	struct soft_pd *pd;
+	uint32_t rkey;			/* current key: index and the key byte of the last bind */
+	enum softrdma_mw_state state;
+	uint64_t addr;
+	uint64_t length;
+	int access;
+	struct soft_mr *mr;
+	struct soft_qp *qp;		/* type 2B: only this QP may use it */
+};
+
+/*
+ * Translate [va, va + len) under lkey for a local access by a QP on pd that
+ * needs `need` (0 or IBV_ACCESS_LOCAL_WRITE). NULL if not allowed.
+ */
+uint8_t *mem_local_locked(struct soft_pd *pd, uint32_t lkey, uint64_t va, uint64_t len, int need);
+/* The same for a remote access arriving on responder qp. */
+uint8_t *mem_remote_locked(struct soft_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
+			   int need);
+/* What an rkey reaches (for introspection). 0 or -ENOENT. */
+int mem_reach_locked(uint32_t rkey, uint64_t *addr, uint64_t *length, int *access);
+
+/* mw.c: executed as work requests; return an IBV_WC_* status. */
+enum ibv_wc_status mw_bind_locked(struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
+				  const struct ibv_mw_bind_info *info);
+/* Invalidate rkey (MW or MR) for qp: 0 or -EINVAL. */
+int mem_invalidate_locked(struct soft_qp *qp, uint32_t rkey);
+/* QP is going away: windows bound to it become unreachable. */
+void mw_qp_gone_locked(struct soft_qp *qp);
+
+/* ---- cq.c ----------------------------------------------------------------- */
+
+struct soft_comp_channel {
+	struct ibv_comp_channel ch;
+	struct soft_evq q;
+	unsigned int cqs;
+};
+
+struct soft_comp_event {
+	struct list_node link;
+	struct soft_cq *cq;
+};
+
+struct soft_cq {
+	struct ibv_cq cq;
+	struct ibv_wc *ring;
+	uint32_t size;
+	uint32_t head;
+	uint32_t count;
+	bool armed;
+	bool solicited_only;
+	bool overrun;
+	unsigned int users;		/* QPs sending completions here */
+	unsigned int comp_read;		/* events returned by ibv_get_cq_event */
+	unsigned int comp_acked;
+	unsigned int async_read;
+	unsigned int async_acked;
+};
+
+static inline struct soft_cq *to_scq(struct ibv_cq *cq)
+{
+	return container_of(cq, struct soft_cq, cq);
+}
+
+/*
+ * Add a completion. Returns false if the CQ overran (the completion is lost,
+ * IBV_EVENT_CQ_ERR was raised).
+ */
+bool cq_push_locked(struct soft_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* Fill an error completion: only wr_id, status, qp_num and vendor_err are valid. */
+void wc_error(struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_status status, uint32_t qp_num);
+int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* ---- QPs and SRQs ---------------------------------------------------------- */
+
+struct soft_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct ibv_sge *sge;
+};
+
+/* A receive ring: a QP's RQ or an SRQ. */
+struct soft_rq {
+	struct soft_recv_wqe *slots;
+	struct ibv_sge *sges;
+	uint32_t size;
+	uint32_t max_sge;
+	uint32_t head;
+	uint32_t count;
+};
+
+int rq_init(struct soft_rq *rq, uint32_t size, uint32_t max_sge);
+void rq_fini(struct soft_rq *rq);
+
+struct soft_srq {
+	struct ibv_srq srq;
+	struct soft_pd *pd;
+	struct soft_rq rq;
+	uint32_t limit;			/* armed when non-zero */
+	unsigned int users;		/* QPs attached */
+	unsigned int async_read;
+	unsigned int async_acked;
+};
+
+static inline struct soft_srq *to_ssrq(struct ibv_srq *srq)
+{
+	return container_of(srq, struct soft_srq, srq);
+}
+
+/* A receive ring lost a WQE to a SEND: fire the SRQ limit event if armed. */
+void srq_consumed_locked(struct soft_srq *srq);
+
+struct soft_send_wqe {
+	uint64_t wr_id;
+	uint64_t seq;
+	enum ibv_wr_opcode opcode;
+	unsigned int flags;
+	uint32_t imm_or_inv;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	struct ibv_mw *bind_mw;
+	uint32_t bind_rkey;
+	struct ibv_mw_bind_info bind_info;
+	uint32_t num_sge;
+	struct ibv_sge *sge;
+	uint32_t inline_len;
+	uint8_t *inline_buf;
+	bool signaled;
+	bool executed;			/* ran and succeeded; unsignaled, slot not yet freed */
+	bool started;			/* faults were evaluated; retries do not re-evaluate */
+	bool force_rnr;
+	unsigned int rnr_left;
+	unsigned int retry_left;
+};
+
+struct soft_cm_id;
+
+struct soft_qp {
+	struct ibv_qp qp;
+	struct soft_pd *pd;
+	struct soft_cq *scq;
+	struct soft_cq *rcq;
+	struct soft_srq *srq;
+	struct ibv_qp_cap cap;
+	bool sq_sig_all;
+	struct ibv_qp_attr attr;	/* as last modified, for ibv_query_qp and the engine */
+	/* Send ring; counters run free, slot = counter % sq_size. */
+	struct soft_send_wqe *sq;
+	struct ibv_sge *sq_sges;
+	uint8_t *sq_inline;
+	uint32_t sq_size;
+	uint32_t sq_head;		/* oldest slot not yet free */
+	uint32_t sq_exec;		/* next WQE to execute */
+	uint32_t sq_tail;		/* next slot to fill */
+	struct soft_rq rq;
+	/* Scheduling (fabric.c, engine.c). */
+	struct list_node link;		/* fab.qps */
+	struct list_node active_link;	/* fab.active_qps */
+	bool active;
+	uint64_t wake_at;		/* not before this time (retry delay, DELAY fault) */
+	bool wait_recv;			/* RNR with rnr_retry 7: waits for the peer's receive */
+	struct soft_qp *peer;		/* cached responder, resolved from attr.dest_qp_num */
+	struct soft_cm_id *cm_id;
+	unsigned int async_read;
+	unsigned int async_acked;
+};
+
+static inline struct soft_qp *to_sqp(struct ibv_qp *qp)
+{
+	return container_of(qp, struct soft_qp, qp);
+}
+
+struct soft_qp *qp_lookup_locked(uint32_t qpn);
+/* Move to ERR and flush everything outstanding, in order. */
+void qp_to_error_locked(struct soft_qp *qp);
+/* Apply a modify under the lock (shared by ibv_modify_qp and rdma_cm). errno value. */
+int qp_modify_locked(struct soft_qp *qp, struct ibv_qp_attr *attr, int mask);
+int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int soft_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+int soft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int soft_dealloc_mw(struct ibv_mw *mw);
+int soft_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+
+/* ---- engine.c: the requester ------------------------------------------------ */
+
+void engine_activate_locked(struct soft_qp *qp);
+void engine_deactivate_locked(struct soft_qp *qp);
+/* Execute the next send WQE of qp: one progress unit. */
+void engine_run_locked(struct soft_qp *qp);
+/* Flush everything outstanding on a QP in ERR. */
+void engine_flush_locked(struct soft_qp *qp);
+/* A receive was posted on qp: wake requesters waiting for one (RNR retry 7). */
+void engine_recv_posted_locked(struct soft_qp *qp);
+void engine_complete_recv_locked(struct soft_qp *qp, const struct ibv_wc *wc, bool solicited);
+
+/* ---- fault.c ---------------------------------------------------------------- */
+
+/* Evaluate the faults for a send WQE about to execute: the first that fires. */
+const struct softrdma_fault *fault_check_send_locked(struct soft_qp *qp,
+						     const struct soft_send_wqe *wqe);
+/* For a receive WQE about to be consumed. */
+const struct softrdma_fault *fault_check_recv_locked(struct soft_qp *qp);
+/* CM: true if an event of this type should be swallowed. */
+bool fault_cm_drop_locked(enum rdma_cm_event_type type);
+bool fault_cm_reject_locked(void);
+
+/* ---- cm ---------------------------------------------------------------------- */
+
+/* Run the oldest CM message whose time has come: one progress unit. */
+struct soft_cm_work;
+uint64_t cm_work_seq(const struct soft_cm_work *w);
+uint64_t cm_work_not_before(const struct soft_cm_work *w);
+struct soft_cm_work *cm_work_first(struct list_node *node);
+void cm_work_run_locked(struct soft_cm_work *w);
+/* Tear a connection down as a fault: both QPs to ERR, both ids DISCONNECTED. */
+int cm_fault_disconnect_locked(struct soft_cm_id *id);
+/* ibv_destroy_qp() on a QP that rdma_create_qp() made. */
+void cm_qp_destroyed_locked(struct soft_cm_id *id);
+
+#endif /* SOFT_H */

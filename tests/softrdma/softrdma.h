@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * softrdma control API: progress modes, fault injection and introspection of
+ * the software RDMA fabric. Production code never includes this header; it
+ * only calls the verbs and rdma_cm API, which softrdma implements.
+ *
+ * All functions are thread-safe. Functions returning int return 0 (or a
+ * count) on success and a negative errno on failure.
+ */
+#ifndef SOFTRDMA_H
+#define SOFTRDMA_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Progress ---------------------------------------------------------- */
+
+enum softrdma_mode {
+	/* A background thread executes work as soon as it is posted (default). */
+	SOFTRDMA_MODE_THREAD = 0,
+	/* Nothing happens until the test calls softrdma_progress(). */
+	SOFTRDMA_MODE_STEP = 1,
+};
+
+/*
+ * Select the progress mode. Allowed at any time; switching to STEP waits
+ * until the progress thread is idle. The environment variable
+ * SOFTRDMA_MODE=step|thread sets the initial mode.
+ */
+int softrdma_set_mode(enum softrdma_mode mode);
+enum softrdma_mode softrdma_get_mode(void);
+
+/*
+ * STEP mode: perform up to max_steps units of work, in posting order. A unit
+ * is the execution of one work request (generating its completions, possibly
+ * on both sides) or the delivery of one CM event. Returns the number of units
+ * performed (0 when idle). In THREAD mode, waits until the fabric is idle and
+ * returns 0.
+ */
+int softrdma_progress(unsigned int max_steps);
+
+/* Run until idle: softrdma_progress(UINT_MAX) in STEP mode. */
+int softrdma_progress_all(void);
+
+/* ---- Fault injection ----------------------------------------------------- */
+
+/* Which work requests a fault applies to. Zero fields match anything. */
+struct softrdma_match {
+	uint32_t qp_num;		/* requester QP, 0 = any */
+	uint32_t opcode_mask;		/* bit (1 << enum ibv_wr_opcode); 0 = any send-queue WR */
+	int recv;			/* 1: match receive WRs instead (opcode_mask ignored) */
+	unsigned int nth;		/* fire on the nth matching WR (1-based); 0 = every match */
+	unsigned int count;		/* how many times to fire; 0 = unlimited */
+};
+
+enum softrdma_fault_kind {
+	/* Complete the WR with `status`; the QP then moves to ERR as hardware does. */
+	SOFTRDMA_FAULT_STATUS,
+	/* Make a SEND meet no posted receive (RNR), whatever the responder has posted. */
+	SOFTRDMA_FAULT_RNR,
+	/* Move the requester's QP to ERR just before executing the WR. */
+	SOFTRDMA_FAULT_QP_ERROR,
+	/* As QP_ERROR, also raising IBV_EVENT_QP_FATAL on the async fd. */
+	SOFTRDMA_FAULT_QP_FATAL,
+	/* Disconnect the connection carrying the QP (both sides get DISCONNECTED). */
+	SOFTRDMA_FAULT_DISCONNECT,
+	/* Hold the WR's completions back by delay_us microseconds (THREAD mode). */
+	SOFTRDMA_FAULT_DELAY,
+};
+
+struct softrdma_fault {
+	struct softrdma_match match;
+	enum softrdma_fault_kind kind;
+	enum ibv_wc_status status;	/* for SOFTRDMA_FAULT_STATUS */
+	unsigned int delay_us;		/* for SOFTRDMA_FAULT_DELAY */
+};
+
+/* Install a fault. Returns its id (> 0) or a negative errno. */
+int softrdma_fault_add(const struct softrdma_fault *fault);
+/* Remove one fault, or every fault with id 0. */
+int softrdma_fault_remove(int id);
+/* How many times a fault has fired. */
+int softrdma_fault_fired(int id);
+
+/* Move a QP to ERR now (flushing it); with fatal, raise IBV_EVENT_QP_FATAL. */
+int softrdma_qp_set_error(struct ibv_qp *qp, int fatal);
+
+/* Disconnect the connection of an rdma_cm id as if the peer had left. */
+int softrdma_cm_disconnect(struct rdma_cm_id *id);
+
+/*
+ * CM faults: drop the next `count` events of `type` before delivery (the
+ * peer's state machine still advances), or reject the next `count`
+ * connection requests at the fabric with a REJECTED event to the client.
+ */
+int softrdma_cm_drop_events(enum rdma_cm_event_type type, unsigned int count);
+int softrdma_cm_reject_connects(unsigned int count);
+
+/*
+ * REJECTED events carry the IB CM reject reason in `status`, as on IB and
+ * RoCE: no listener on the port (the fabric's answer to a connect nobody
+ * listens for) or a consumer reject (rdma_reject, softrdma_cm_reject_connects).
+ */
+#define SOFTRDMA_REJ_INVALID_SERVICE_ID	8
+#define SOFTRDMA_REJ_CONSUMER_DEFINED	28
+
+/* ---- Introspection ------------------------------------------------------- */
+
+struct softrdma_counts {
+	unsigned int contexts, pds, mrs, mws, cqs, comp_channels, qps, srqs;
+	unsigned int event_channels, cm_ids;
+	unsigned int send_wrs;		/* posted and not yet completed, all QPs */
+	unsigned int recv_wrs;		/* posted and not yet consumed, all QPs/SRQs */
+	unsigned int unacked_events;	/* CM events delivered but not acked */
+};
+
+void softrdma_get_counts(struct softrdma_counts *counts);
+
+enum softrdma_mw_state {
+	SOFTRDMA_MW_NONE = 0,	/* no window has this index */
+	SOFTRDMA_MW_FREE,	/* allocated, not bound */
+	SOFTRDMA_MW_VALID,	/* bound; the rkey with the current key byte works */
+};
+
+/* State of the memory window whose index is rkey >> 8. */
+enum softrdma_mw_state softrdma_mw_state(uint32_t rkey);
+
+/*
+ * What a remote peer could reach with rkey right now: address, length and
+ * IBV_ACCESS_REMOTE_* flags. Returns 0, or -ENOENT if the rkey is dead (no
+ * remote access possible).
+ */
+int softrdma_rkey_reach(uint32_t rkey, uint64_t *addr, uint64_t *length, int *access);
+
+/* Bytes of memory registered under pd that some rkey could reach remotely now. */
+size_t softrdma_pd_exposed_bytes(struct ibv_pd *pd);
+
+/* Number of operations the fabric has executed (WRs) since start, per opcode. */
+unsigned long softrdma_executed(enum ibv_wr_opcode opcode);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SOFTRDMA_H */

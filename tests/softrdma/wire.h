@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire: the only way a requester QP reaches its responder. The engine
+ * (requester side) turns a send WQE into a wire_req, hands it to
+ * wire_transmit() and turns the wire_resp into a completion; the responder
+ * (responder.c) executes a wire_req against its own memory and receive queue.
+ * Neither side touches the other's objects, so a transport that carries these
+ * messages between processes (and a tap that writes them as RoCEv2 packets)
+ * slots in behind wire_transmit() without changing either side.
+ */
+#ifndef SOFT_WIRE_H
+#define SOFT_WIRE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+struct soft_qp;
+
+enum wire_op {
+	WIRE_SEND,		/* payload to the oldest receive */
+	WIRE_SEND_IMM,		/* as SEND, with imm */
+	WIRE_SEND_INV,		/* as SEND, then invalidate inv_rkey at the responder */
+	WIRE_WRITE,		/* payload to (rkey, raddr) */
+	WIRE_WRITE_IMM,		/* as WRITE, then consume a receive carrying imm */
+	WIRE_READ,		/* request length bytes at (rkey, raddr); data in the response */
+};
+
+/* A piece of the requester's (validated) memory: the gather list of a message. */
+struct wire_seg {
+	const void *addr;
+	uint32_t len;
+};
+
+#define WIRE_MAX_SEGS 33	/* max_sge, plus one for inline data */
+
+struct wire_req {
+	enum wire_op op;
+	uint32_t src_qpn;
+	uint32_t dst_qpn;
+	union ibv_gid dgid;	/* the responder's node: local or, later, a remote process */
+	bool solicited;
+	uint32_t imm;		/* network byte order, as in the WR and the WC */
+	uint32_t inv_rkey;
+	uint32_t rkey;
+	uint64_t raddr;
+	uint32_t length;	/* payload bytes (SEND/WRITE) or bytes requested (READ) */
+	unsigned int nsegs;
+	struct wire_seg segs[WIRE_MAX_SEGS];
+};
+
+enum wire_status {
+	WIRE_ACK,		/* executed */
+	WIRE_NAK_RNR,		/* no receive posted: nothing consumed, retry later */
+	WIRE_NAK_INV_REQ,	/* invalid request (length, opcode not enabled, bad invalidate) */
+	WIRE_NAK_REM_ACCESS,	/* rkey, bounds or rights */
+	WIRE_NAK_REM_OP,	/* the responder failed locally (its receive buffers) */
+	WIRE_NO_ANSWER,		/* no responder in RTR/RTS: the requester times out */
+};
+
+struct wire_resp {
+	enum wire_status status;
+	/*
+	 * READ: the bytes read. In process this points into the responder's
+	 * registered memory and stays valid until the fabric lock is released;
+	 * a socket transport points it at its receive buffer instead.
+	 */
+	const void *data;
+	uint32_t data_len;
+};
+
+/*
+ * Carry req to the responder named by (dgid, dst_qpn) and wait for its answer.
+ * Called with the fabric lock held, from the progress unit that executes the
+ * WQE; it must not call back into the requester QP. The in-process transport
+ * calls responder_receive() directly.
+ */
+void wire_transmit(struct soft_qp *requester, const struct wire_req *req,
+		   struct wire_resp *resp);
+
+/* Responder side: execute req on qp (fabric lock held). See responder.c. */
+void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp);
+
+#endif /* SOFT_WIRE_H */
