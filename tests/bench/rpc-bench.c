@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inline NULL-RPC benchmark over softrdma: call rate and median latency with
+ * 1 and 16 calls in flight, and the memory an idle connection holds on each
+ * side. A program that prints figures, not a test. rpc-callgrind.sh runs it
+ * under callgrind for instruction counts.
+ *
+ *   rpc-bench [--calls N] [--depth D]   rate and latency (default: both depths)
+ *   rpc-bench --memory                   memory per connection
+ */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rpcrdma/rpcrdma.h>
+
+struct server {
+	struct rpcrdma_svc *svc;
+	pthread_t thread;
+	atomic_bool stop;
+};
+
+static void on_call(struct rpcrdma_svc_call *call, void *arg)
+{
+	size_t len;
+	const void *msg = rpcrdma_svc_call_msg(call, &len);
+
+	/* A NULL procedure's reply is as small as the call: echo its 24 bytes. */
+	rpcrdma_svc_reply(call, msg, len);
+}
+
+static void *server_thread(void *arg)
+{
+	struct server *s = arg;
+
+	while (!atomic_load(&s->stop))
+		rpcrdma_svc_wait(s->svc, 20);
+	return NULL;
+}
+
+static int server_start(struct server *s, uint32_t credits, uint32_t inline_size,
+			struct sockaddr_storage *addr)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rpcrdma_svc_attr attr = { 0 };
+	socklen_t len = sizeof(*addr);
+
+	memset(s, 0, sizeof(*s));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	attr.addr = (struct sockaddr *)&sin;
+	attr.max_requests = credits;
+	attr.inline_size = inline_size;
+	attr.on_call = on_call;
+	if (rpcrdma_svc_listen(&attr, &s->svc))
+		return -1;
+	rpcrdma_svc_addr(s->svc, (struct sockaddr *)addr, &len);
+	return pthread_create(&s->thread, NULL, server_thread, s) ? -1 : 0;
+}
+
+static void server_stop(struct server *s)
+{
+	atomic_store(&s->stop, true);
+	pthread_join(s->thread, NULL);
+	rpcrdma_svc_destroy(s->svc);
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+struct slot {
+	struct rpcrdma_call call;
+	unsigned char msg[24];
+	unsigned char reply[64];
+	double start;
+	int busy;
+};
+
+struct run {
+	double *lat;
+	unsigned int done;
+	unsigned int failed;
+};
+
+static struct run *cur;
+
+static void slot_done(struct rpcrdma_call *call)
+{
+	struct slot *s = call->arg;
+
+	cur->lat[cur->done++] = now_us() - s->start;
+	if (call->status || call->reply_len != sizeof(s->msg))
+		cur->failed++;
+	s->busy = 0;
+}
+
+/* An RPC NULL call header: xid, CALL, rpcvers 2, prog, vers, proc 0 (24 bytes, no auth). */
+static void null_call(unsigned char *msg, uint32_t xid)
+{
+	uint32_t w[6] = { htonl(xid), 0, htonl(2), htonl(100003), htonl(3), 0 };
+
+	memcpy(msg, w, sizeof(w));
+}
+
+static int run_calls(struct rpcrdma_clnt *clnt, unsigned int depth, unsigned int total,
+		     uint32_t *xid, double *rate, double *median)
+{
+	struct slot *slots = calloc(depth, sizeof(*slots));
+	struct run r = { .lat = calloc(total, sizeof(double)) };
+	unsigned int sent = 0, i;
+	double t0;
+
+	if (!slots || !r.lat)
+		return -1;
+	cur = &r;
+	t0 = now_us();
+	while (r.done < total) {
+		for (i = 0; i < depth && sent < total; i++) {
+			struct slot *s = &slots[i];
+
+			if (s->busy)
+				continue;
+			null_call(s->msg, ++*xid);
+			s->call.msg = s->msg;
+			s->call.msg_len = sizeof(s->msg);
+			s->call.reply = s->reply;
+			s->call.reply_max = sizeof(s->reply);
+			s->call.done = slot_done;
+			s->call.arg = s;
+			s->start = now_us();
+			s->busy = 1;
+			if (rpcrdma_clnt_submit(clnt, &s->call))
+				return -1;
+			sent++;
+		}
+		rpcrdma_clnt_wait(clnt, 100);
+	}
+	*rate = total / ((now_us() - t0) / 1e6);
+	qsort(r.lat, total, sizeof(double), cmp_double);
+	*median = r.lat[total / 2];
+	free(r.lat);
+	free(slots);
+	return r.failed ? -1 : 0;
+}
+
+static int bench_rate(unsigned int calls, int depth_only)
+{
+	static const unsigned int depths[] = { 1, 16 };
+	struct sockaddr_storage addr;
+	struct rpcrdma_clnt_attr attr = { 0 };
+	struct rpcrdma_clnt *clnt;
+	struct server s;
+	uint32_t xid = 1;
+	unsigned int i;
+	int rc = 0;
+
+	if (server_start(&s, 32, 0, &addr))
+		return 1;
+	attr.addr = (struct sockaddr *)&addr;
+	if (rpcrdma_clnt_connect(&attr, &clnt)) {
+		server_stop(&s);
+		return 1;
+	}
+	for (i = 0; i < 2; i++) {
+		double rate, median;
+
+		if (depth_only && (unsigned int)depth_only != depths[i])
+			continue;
+		/* A short warm-up lets the grant reach its full value. */
+		if (run_calls(clnt, depths[i], 100, &xid, &rate, &median) ||
+		    run_calls(clnt, depths[i], calls, &xid, &rate, &median)) {
+			fprintf(stderr, "calls failed\n");
+			rc = 1;
+			break;
+		}
+		printf("inline NULL RPC, %2u in flight: %9.0f calls/s   median latency %7.1f us   (%u calls)\n",
+		       depths[i], rate, median, calls);
+	}
+	rpcrdma_clnt_destroy(clnt);
+	server_stop(&s);
+	return rc;
+}
+
+static int bench_memory(void)
+{
+	static const uint32_t credits[] = { 8, 32, 128 };
+	static const uint32_t inlines[] = { 1024, 4096, 16384 };
+	unsigned int i, j;
+
+	printf("Memory one idle connection holds (bytes), by credits and inline size:\n");
+	printf("%8s %8s | %12s %12s | %12s %12s\n", "credits", "inline", "clnt reg", "clnt heap",
+	       "svc reg", "svc heap");
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < 3; j++) {
+			struct rpcrdma_stats before, after, cst;
+			struct rpcrdma_clnt_attr attr = { 0 };
+			struct sockaddr_storage addr;
+			struct rpcrdma_clnt *clnt;
+			struct server s;
+
+			if (server_start(&s, credits[i], inlines[j], &addr))
+				return 1;
+			rpcrdma_svc_stats(s.svc, &before);
+			attr.addr = (struct sockaddr *)&addr;
+			attr.max_requests = credits[i];
+			attr.inline_size = inlines[j];
+			if (rpcrdma_clnt_connect(&attr, &clnt)) {
+				server_stop(&s);
+				return 1;
+			}
+			/* Let the server thread see the connection complete. */
+			for (int k = 0; k < 50; k++) {
+				struct timespec ts = { 0, 2000000 };
+
+				nanosleep(&ts, NULL);
+			}
+			rpcrdma_clnt_stats(clnt, &cst);
+			rpcrdma_svc_stats(s.svc, &after);
+			printf("%8u %8u | %12llu %12llu | %12llu %12llu\n", credits[i], inlines[j],
+			       (unsigned long long)cst.registered_bytes,
+			       (unsigned long long)cst.heap_bytes,
+			       (unsigned long long)(after.registered_bytes - before.registered_bytes),
+			       (unsigned long long)(after.heap_bytes - before.heap_bytes));
+			rpcrdma_clnt_destroy(clnt);
+			server_stop(&s);
+		}
+	}
+	printf("(registered bytes are part of the heap bytes; defaults: 32 credits, 4096 inline)\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "calls", required_argument, NULL, 'n' },
+		{ "depth", required_argument, NULL, 'd' },
+		{ "memory", no_argument, NULL, 'm' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned int calls = 20000;
+	int depth = 0, memory = 0, opt;
+
+	while ((opt = getopt_long(argc, argv, "n:d:m", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'n':
+			calls = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'd':
+			depth = atoi(optarg);
+			break;
+		case 'm':
+			memory = 1;
+			break;
+		default:
+			fprintf(stderr, "usage: %s [--calls N] [--depth 1|16] [--memory]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (memory)
+		return bench_memory();
+	if (calls == 0)
+		return 2;
+	return bench_rate(calls, depth);
+}

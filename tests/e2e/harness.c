@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+static void harness_on_conn(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_event event,
+			    void *arg)
+{
+	struct harness_server *hs = arg;
+	unsigned int i;
+
+	if (event == RPCRDMA_CONN_ESTABLISHED) {
+		atomic_fetch_add(&hs->conns_established, 1);
+		if (hs->nconns < 64)
+			hs->conns[hs->nconns++] = conn;
+		return;
+	}
+	atomic_fetch_add(&hs->conns_closed, 1);
+	for (i = 0; i < hs->nconns; i++) {
+		if (hs->conns[i] == conn) {
+			hs->conns[i] = hs->conns[--hs->nconns];
+			break;
+		}
+	}
+}
+
+static void harness_echo(struct harness_server *hs, struct rpcrdma_svc_call *call, bool in_place)
+{
+	size_t len, max;
+	const void *msg = rpcrdma_svc_call_msg(call, &len);
+	void *buf;
+	int rc;
+
+	if (in_place) {
+		rc = rpcrdma_svc_reply_buf(call, &buf, &max);
+		if (rc == 0 && len <= max) {
+			memcpy(buf, msg, len);
+			rc = rpcrdma_svc_reply_commit(call, len);
+		} else {
+			rpcrdma_svc_call_drop(call);
+			rc = rc ? rc : -EMSGSIZE;
+		}
+	} else {
+		rc = rpcrdma_svc_reply(call, msg, len);
+	}
+	if (rc)
+		atomic_fetch_add(&hs->reply_errors, 1);
+}
+
+static void harness_on_call(struct rpcrdma_svc_call *call, void *arg)
+{
+	struct harness_server *hs = arg;
+	unsigned int held;
+
+	atomic_fetch_add(&hs->calls, 1);
+	switch (atomic_load(&hs->mode)) {
+	case HARNESS_ECHO:
+		harness_echo(hs, call, false);
+		break;
+	case HARNESS_ECHO_BUF:
+		harness_echo(hs, call, true);
+		break;
+	case HARNESS_DROP:
+		rpcrdma_svc_call_drop(call);
+		break;
+	case HARNESS_HOLD:
+		if (hs->nheld == HARNESS_MAX_HELD) {
+			rpcrdma_svc_call_drop(call);
+			break;
+		}
+		hs->held[hs->nheld++] = call;
+		held = atomic_fetch_add(&hs->held_now, 1) + 1;
+		if (held > atomic_load(&hs->held_max))
+			atomic_store(&hs->held_max, held);
+		break;
+	}
+}
+
+static void harness_release_held(struct harness_server *hs)
+{
+	unsigned int i;
+
+	for (i = 0; i < hs->nheld; i++)
+		harness_echo(hs, hs->held[i], false);
+	hs->nheld = 0;
+	atomic_store(&hs->held_now, 0);
+}
+
+static void *harness_thread(void *arg)
+{
+	struct harness_server *hs = arg;
+	unsigned int released = 0, closed = 0;
+
+	while (!atomic_load(&hs->stop)) {
+		unsigned int i;
+
+		rpcrdma_svc_wait(hs->svc, 20);
+		if (atomic_load(&hs->release_requests) != released) {
+			harness_release_held(hs);
+			released++;
+			atomic_store(&hs->release_done, released);
+		}
+		if (atomic_load(&hs->close_requests) != closed) {
+			for (i = 0; i < hs->nconns; i++)
+				rpcrdma_svc_conn_close(hs->conns[i]);
+			closed++;
+			atomic_store(&hs->close_done, closed);
+		}
+	}
+	return NULL;
+}
+
+int harness_server_start(struct harness_server *hs, uint32_t max_requests, uint32_t inline_size,
+			 enum harness_mode mode)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(hs->addr);
+	int rc;
+
+	memset(hs, 0, sizeof(*hs));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	hs->attr.addr = (struct sockaddr *)&sin;
+	hs->attr.max_requests = max_requests;
+	hs->attr.inline_size = inline_size;
+	hs->attr.on_call = harness_on_call;
+	hs->attr.on_conn = harness_on_conn;
+	hs->attr.arg = hs;
+	atomic_store(&hs->mode, mode);
+	rc = rpcrdma_svc_listen(&hs->attr, &hs->svc);
+	if (rc)
+		return rc;
+	rc = rpcrdma_svc_addr(hs->svc, (struct sockaddr *)&hs->addr, &len);
+	if (rc)
+		goto out;
+	rc = -pthread_create(&hs->thread, NULL, harness_thread, hs);
+	if (rc)
+		goto out;
+	return 0;
+out:
+	rpcrdma_svc_destroy(hs->svc);
+	hs->svc = NULL;
+	return rc;
+}
+
+void harness_server_stop(struct harness_server *hs)
+{
+	unsigned int i;
+
+	if (!hs->svc)
+		return;
+	atomic_store(&hs->stop, true);
+	pthread_join(hs->thread, NULL);
+	rpcrdma_svc_destroy(hs->svc);
+	/* Calls still held stay valid after destroy; finishing them frees them. */
+	for (i = 0; i < hs->nheld; i++)
+		rpcrdma_svc_call_drop(hs->held[i]);
+	hs->nheld = 0;
+	hs->svc = NULL;
+}
+
+/* Ask the server thread for something and wait until it has done it. */
+static void harness_request(atomic_uint *request, atomic_uint *done)
+{
+	unsigned int want = atomic_fetch_add(request, 1) + 1;
+
+	while (atomic_load(done) < want)
+		poll(NULL, 0, 1);
+}
+
+void harness_server_release(struct harness_server *hs)
+{
+	harness_request(&hs->release_requests, &hs->release_done);
+}
+
+void harness_server_close_conns(struct harness_server *hs)
+{
+	harness_request(&hs->close_requests, &hs->close_done);
+}
+
+void harness_clnt_attr(const struct harness_server *hs, struct rpcrdma_clnt_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->addr = (const struct sockaddr *)&hs->addr;
+	attr->connect_timeout_ms = 5000;
+	attr->call_timeout_ms = 10000;
+}
+
+void harness_fill_msg(unsigned char *buf, size_t len, uint32_t xid, uint32_t seed)
+{
+	uint32_t be = htonl(xid), x = seed * 2654435761u + 1;
+	size_t i;
+
+	memcpy(buf, &be, sizeof(be));
+	for (i = sizeof(be); i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		buf[i] = (unsigned char)x;
+	}
+}
+
+bool harness_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms)
+{
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		if (pred(arg))
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >
+		    timeout_ms)
+			return pred(arg);
+		poll(NULL, 0, 2);
+	}
+}
