@@ -338,11 +338,12 @@ static void compare_hdr_with_x(const struct rpcrdma_hdr *hdr, const x_rdma_msg *
 	assert_int_equal(hdr->proc, msg->rdma_body.proc);
 	if (msg->rdma_body.proc == X_RDMA_ERROR) {
 		const x_rpc_rdma_error *e = &msg->rdma_body.x_rpc_rdma_body_u.rdma_error;
+		const x_rpc_rdma_errvers *range = &e->x_rpc_rdma_error_u.range;
 
 		assert_int_equal(hdr->err, e->err);
 		if (e->err == X_ERR_VERS) {
-			assert_int_equal(hdr->vers_low, e->x_rpc_rdma_error_u.range.rdma_vers_low);
-			assert_int_equal(hdr->vers_high, e->x_rpc_rdma_error_u.range.rdma_vers_high);
+			assert_int_equal(hdr->vers_low, range->rdma_vers_low);
+			assert_int_equal(hdr->vers_high, range->rdma_vers_high);
 		}
 		return;
 	}
