@@ -630,8 +630,12 @@ static inline void encode_fixed(unsigned char *p, const struct rpcrdma_hdr_enc *
 {
 	uint64_t pair;
 
-	put_be32(p, enc->xid);
-	put_raw32(p + 4, be32_const(RPCRDMA_VERSION));
+	/*
+	 * One store per pair of words, so that a decoder reading them back two
+	 * at a time (as ours does) gets them forwarded from the store buffer.
+	 */
+	pair = (uint64_t)enc->xid | (uint64_t)RPCRDMA_VERSION << 32;
+	put_raw64(p, swap_pair(pair));
 	memcpy(&pair, (const unsigned char *)enc + offsetof(struct rpcrdma_hdr_enc, credit),
 	       sizeof(pair));
 	put_raw64(p + 8, swap_pair(pair));
