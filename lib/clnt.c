@@ -333,6 +333,25 @@ RPCRDMA_EXPORT int rpcrdma_clnt_next_timeout(const struct rpcrdma_clnt *clnt)
 	return left > INT32_MAX ? INT32_MAX : (int)left;
 }
 
+RPCRDMA_EXPORT int rpcrdma_clnt_arm(struct rpcrdma_clnt *clnt)
+{
+	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
+	int n;
+
+	if (!clnt)
+		return -EINVAL;
+	if (!x->rx_have_ep)
+		return 0;
+	n = rpcrdma_ep_arm(&x->rx_ep, 64);
+	if (n < 0) {
+		rpcrdma_ep_close_deferred(&x->rx_ep);
+		n = 1;
+	}
+	if (n > 0)
+		clnt_after_batch(x);
+	return n;
+}
+
 RPCRDMA_EXPORT int rpcrdma_clnt_wait(struct rpcrdma_clnt *clnt, int timeout_ms)
 {
 	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
@@ -342,14 +361,13 @@ RPCRDMA_EXPORT int rpcrdma_clnt_wait(struct rpcrdma_clnt *clnt, int timeout_ms)
 	if (!clnt)
 		return -EINVAL;
 	n = rpcrdma_clnt_poll(clnt, 64);
+	if (n == 0)
+		n = rpcrdma_clnt_arm(clnt);
 	if (n != 0)
 		return n;
 	next = rpcrdma_clnt_next_timeout(clnt);
 	if (next >= 0 && (timeout_ms < 0 || next < timeout_ms))
 		timeout_ms = next;
-	/* While draining, poll often: the drain itself raises no CM event. */
-	if (x->rx_have_ep && !x->rx_connected && (timeout_ms < 0 || timeout_ms > 10))
-		timeout_ms = 10;
 	if (epoll_wait(x->rx_epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	return rpcrdma_clnt_poll(clnt, 64);

@@ -109,8 +109,6 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 	ep->qp = id->qp;
 	ep->sq_avail = attr->send_wrs;
 
-	if (ibv_req_notify_cq(ep->cq, 0) == 0)
-		ep->armed = true;
 	return 0;
 
 out_cq:
@@ -179,29 +177,31 @@ static void rpcrdma_ep_take_events(struct rpcrdma_ep *ep)
 
 int rpcrdma_ep_poll(struct rpcrdma_ep *ep, int budget)
 {
-	int total = 0;
+	int n = rpcrdma_cq_poll(ep->cq, budget);
 
-	for (;;) {
-		int n = rpcrdma_cq_poll(ep->cq, budget - total);
+	/*
+	 * A completion seen after arming may have raised a channel event (or
+	 * may not, if it raced with the arm): either way the arm is spent.
+	 */
+	if (n > 0)
+		ep->armed = false;
+	return n;
+}
 
-		if (unlikely(n < 0))
-			return n;
-		/*
-		 * A completion seen after arming may have raised a channel
-		 * event (or may not, if it raced with the arm): either way
-		 * the arm is spent.
-		 */
-		if (n > 0)
-			ep->armed = false;
-		total += n;
-		if (total >= budget || ep->armed)
-			return total;
-		/* Going idle: clear the fd, arm, then look once more. */
-		rpcrdma_ep_take_events(ep);
-		if (ibv_req_notify_cq(ep->cq, 0))
-			return total;
-		ep->armed = true;
-	}
+int rpcrdma_ep_arm(struct rpcrdma_ep *ep, int budget)
+{
+	int n;
+
+	if (ep->armed)
+		return 0;
+	rpcrdma_ep_take_events(ep);
+	if (ibv_req_notify_cq(ep->cq, 0))
+		return -EIO;
+	ep->armed = true;
+	n = rpcrdma_cq_poll(ep->cq, budget);
+	if (n > 0)
+		ep->armed = false;
+	return n;
 }
 
 int rpcrdma_ep_drain_sync(struct rpcrdma_ep *ep, int timeout_ms)
@@ -215,7 +215,9 @@ int rpcrdma_ep_drain_sync(struct rpcrdma_ep *ep, int timeout_ms)
 		int n;
 
 		n = rpcrdma_ep_poll(ep, 64);
-		if (n != 0 || rpcrdma_ep_drained(ep))
+		if (n == 0 && !rpcrdma_ep_drained(ep))
+			n = rpcrdma_ep_arm(ep, 64);
+		if (n > 0 || rpcrdma_ep_drained(ep))
 			continue;
 		left = deadline - rpcrdma_now_ms();
 		if (left <= 0) {

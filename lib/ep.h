@@ -182,12 +182,19 @@ static inline bool rpcrdma_ep_drained(const struct rpcrdma_ep *ep)
 }
 
 /*
- * Poll @ep for up to @budget completions, arming the CQ when it runs dry so
- * that the channel fd signals the next one (arm, then poll again: a
- * completion landing between the poll and the arm is not lost). Consumes
- * pending channel events first. Returns completions processed or -errno.
+ * Busy poll: dispatch up to @budget completions. Returns the number
+ * dispatched or -errno. Never arms the CQ.
  */
 int rpcrdma_ep_poll(struct rpcrdma_ep *ep, int budget);
+
+/*
+ * Prepare to sleep on the channel fd: take the events raised so far, arm
+ * the CQ, then poll once more, because a completion that landed between
+ * the last poll and the arm raises no event. Returns 0 when the CQ is armed
+ * and was empty (safe to sleep), or the number of completions that last
+ * poll dispatched (> 0: process them and poll again instead of sleeping).
+ */
+int rpcrdma_ep_arm(struct rpcrdma_ep *ep, int budget);
 
 /*
  * Poll until the endpoint is drained, sleeping on the completion channel,

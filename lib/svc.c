@@ -205,25 +205,34 @@ RPCRDMA_EXPORT int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget)
 	return n;
 }
 
+RPCRDMA_EXPORT int rpcrdma_svc_arm(struct rpcrdma_svc *svc)
+{
+	struct list_node *pos, *tmp;
+	int n = 0;
+
+	if (!svc)
+		return -EINVAL;
+	list_for_each_safe(&svc->sv_conns, pos, tmp) {
+		int rc = svc_rdma_conn_arm(list_entry(pos, struct svcxprt_rdma, sc_node));
+
+		if (rc > 0)
+			n += rc;
+	}
+	return n;
+}
+
 RPCRDMA_EXPORT int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms)
 {
 	struct epoll_event ev;
-	struct list_node *pos;
 	int n;
 
 	if (!svc)
 		return -EINVAL;
 	n = rpcrdma_svc_poll(svc, 64);
+	if (n == 0)
+		n = rpcrdma_svc_arm(svc);
 	if (n != 0)
 		return n;
-	/* A draining connection raises no event when its drain completes. */
-	list_for_each(&svc->sv_conns, pos) {
-		if (list_entry(pos, struct svcxprt_rdma, sc_node)->sc_state == SVCXPRT_CLOSING) {
-			if (timeout_ms < 0 || timeout_ms > 10)
-				timeout_ms = 10;
-			break;
-		}
-	}
 	if (epoll_wait(svc->sv_epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	return rpcrdma_svc_poll(svc, 64);

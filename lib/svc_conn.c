@@ -218,6 +218,20 @@ static void svc_rdma_process_cm(struct svcxprt_rdma *rdma)
 	}
 }
 
+/* The work handlers deferred: receives, calls, queued replies, close. May free @rdma. */
+static void svc_rdma_after_batch(struct svcxprt_rdma *rdma)
+{
+	/* Replenish before dispatching, so replies carry the full grant. */
+	if (rdma->sc_state < SVCXPRT_CLOSING && !rdma->sc_ep.close_pending)
+		svc_rdma_refill_recvs(rdma);
+	svc_rdma_recvfrom(rdma);
+	svc_rdma_post_waiters(rdma);
+	if (rdma->sc_ep.close_pending && rdma->sc_state < SVCXPRT_CLOSING)
+		svc_rdma_begin_close(rdma);
+	if (rdma->sc_state == SVCXPRT_CLOSING && rpcrdma_ep_drained(&rdma->sc_ep))
+		svc_rdma_finalize(rdma);
+}
+
 int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget)
 {
 	int n;
@@ -230,15 +244,23 @@ int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget)
 		rpcrdma_ep_close_deferred(&rdma->sc_ep);
 		n = 0;
 	}
-	/* Replenish before dispatching, so replies carry the full grant. */
-	if (rdma->sc_state < SVCXPRT_CLOSING && !rdma->sc_ep.close_pending)
-		svc_rdma_refill_recvs(rdma);
-	svc_rdma_recvfrom(rdma);
-	svc_rdma_post_waiters(rdma);
-	if (rdma->sc_ep.close_pending && rdma->sc_state < SVCXPRT_CLOSING)
-		svc_rdma_begin_close(rdma);
-	if (rdma->sc_state == SVCXPRT_CLOSING && rpcrdma_ep_drained(&rdma->sc_ep))
-		svc_rdma_finalize(rdma);	/* may free rdma */
+	svc_rdma_after_batch(rdma);
+	return n;
+}
+
+int svc_rdma_conn_arm(struct svcxprt_rdma *rdma)
+{
+	int n;
+
+	if (rdma->sc_state == SVCXPRT_CLOSED)
+		return 0;
+	n = rpcrdma_ep_arm(&rdma->sc_ep, 64);
+	if (unlikely(n < 0)) {
+		rpcrdma_ep_close_deferred(&rdma->sc_ep);
+		n = 1;
+	}
+	if (n > 0)
+		svc_rdma_after_batch(rdma);
 	return n;
 }
 
@@ -396,6 +418,13 @@ RPCRDMA_EXPORT int rpcrdma_svc_conn_poll(struct rpcrdma_svc_conn *conn, int budg
 	if (!conn || budget <= 0)
 		return -EINVAL;
 	return svc_rdma_conn_poll(svc_conn_rdma(conn), budget);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_conn_arm(struct rpcrdma_svc_conn *conn)
+{
+	if (!conn)
+		return -EINVAL;
+	return svc_rdma_conn_arm(svc_conn_rdma(conn));
 }
 
 RPCRDMA_EXPORT void rpcrdma_svc_conn_set_ctx(struct rpcrdma_svc_conn *conn, void *ctx)

@@ -133,6 +133,7 @@ struct svc_rdma_conn_req {
 
 int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req);
 int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget);
+int svc_rdma_conn_arm(struct svcxprt_rdma *rdma);
 void svc_rdma_conn_destroy_sync(struct svcxprt_rdma *rdma);
 void svc_rdma_conn_put_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
 

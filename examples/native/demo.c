@@ -154,7 +154,7 @@ static int run_rate(struct rpcrdma_clnt *clnt, uint32_t *xid, unsigned int depth
 			}
 			sent++;
 		}
-		rpcrdma_clnt_poll(clnt, 32);
+		rpcrdma_clnt_wait(clnt, 100);
 	}
 	t1 = now_us();
 	qsort(lat, total, sizeof(*lat), cmp_double);

@@ -128,26 +128,40 @@ void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt);
 int rpcrdma_clnt_submit(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call);
 
 /**
- * rpcrdma_clnt_poll - make progress without blocking
+ * rpcrdma_clnt_poll - make progress without blocking (busy polling)
  * @clnt: the client
  * @budget: most completions to process (> 0)
  *
  * Processes completions and connection events, sends queued calls, expires
- * timed-out calls, and runs the @done callbacks of finished calls.
+ * timed-out calls, and runs the @done callbacks of finished calls. Costs no
+ * system call when there is nothing to do.
  *
  * Returns the number of completions processed (== @budget means there may
- * be more: call again before sleeping), or a -errno.
+ * be more), or a -errno.
  */
 int rpcrdma_clnt_poll(struct rpcrdma_clnt *clnt, int budget);
+
+/**
+ * rpcrdma_clnt_arm - prepare to sleep on rpcrdma_clnt_fd()
+ * @clnt: the client
+ *
+ * Arms completion notification, then looks once more, since a completion
+ * that arrived just before arming raises no event.
+ *
+ * Returns 0 when it is safe to sleep on the descriptor, > 0 when work was
+ * found and processed (poll again instead of sleeping), or a -errno.
+ */
+int rpcrdma_clnt_arm(struct rpcrdma_clnt *clnt);
 
 /**
  * rpcrdma_clnt_fd - a descriptor that turns readable when the client has work
  * @clnt: the client
  *
- * For poll()/epoll: when it is readable, call rpcrdma_clnt_poll() until it
- * returns less than its budget. The descriptor stays the same for the
- * client's life, across reconnections. Call timeouts are not signalled on
- * it: wait with a timeout of at most rpcrdma_clnt_next_timeout().
+ * Event mode: call rpcrdma_clnt_poll() until it returns less than its
+ * budget, then rpcrdma_clnt_arm(), and sleep on the descriptor only if that
+ * returned 0. The descriptor stays the same for the client's life, across
+ * reconnections. Call timeouts are not signalled on it: sleep at most
+ * rpcrdma_clnt_next_timeout() milliseconds.
  */
 int rpcrdma_clnt_fd(const struct rpcrdma_clnt *clnt);
 
@@ -160,7 +174,8 @@ int rpcrdma_clnt_fd(const struct rpcrdma_clnt *clnt);
 int rpcrdma_clnt_next_timeout(const struct rpcrdma_clnt *clnt);
 
 /**
- * rpcrdma_clnt_wait - sleep until there is work or @timeout_ms passes, then poll
+ * rpcrdma_clnt_wait - poll; if idle, arm and sleep until there is work or
+ * @timeout_ms passes, then poll
  * @clnt: the client
  * @timeout_ms: -1 for no bound
  *

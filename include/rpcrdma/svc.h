@@ -96,8 +96,9 @@ int rpcrdma_svc_addr(const struct rpcrdma_svc *svc, struct sockaddr *addr, sockl
  * rpcrdma_svc_fd - one descriptor for the whole server
  * @svc: the server
  *
- * Readable when the listener or any connection has work: then call
- * rpcrdma_svc_poll() until it returns less than its budget.
+ * Event mode: call rpcrdma_svc_poll() until it returns less than its
+ * budget, then rpcrdma_svc_arm(), and sleep on this descriptor only if that
+ * returned 0.
  */
 int rpcrdma_svc_fd(const struct rpcrdma_svc *svc);
 
@@ -106,15 +107,26 @@ int rpcrdma_svc_fd(const struct rpcrdma_svc *svc);
  * @svc: the server
  * @budget: most completions to process per connection (> 0)
  *
- * Accepts and closes connections, processes completions, and calls the
- * callbacks. Returns the number of events and completions processed, or a
- * -errno; a connection that used its whole budget makes the result >=
- * @budget (call again before sleeping).
+ * Busy polling: accepts and closes connections, processes completions, and
+ * calls the callbacks; never arms notification. Returns the number of
+ * events and completions processed, or a -errno; a connection that used its
+ * whole budget makes the result >= @budget (call again).
  */
 int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget);
 
 /**
- * rpcrdma_svc_wait - sleep until there is work or @timeout_ms passes, then poll
+ * rpcrdma_svc_arm - prepare to sleep on rpcrdma_svc_fd()
+ * @svc: the server
+ *
+ * Arms every connection's completion notification and looks once more.
+ * Returns 0 when it is safe to sleep, > 0 when work was found and processed
+ * (poll again), or a -errno.
+ */
+int rpcrdma_svc_arm(struct rpcrdma_svc *svc);
+
+/**
+ * rpcrdma_svc_wait - poll; if idle, arm and sleep until there is work or
+ * @timeout_ms passes, then poll
  * @svc: the server
  * @timeout_ms: -1 for no bound
  *
@@ -150,7 +162,7 @@ int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc);
 int rpcrdma_svc_conn_fd(const struct rpcrdma_svc_conn *conn);
 
 /**
- * rpcrdma_svc_conn_poll - make progress on one connection
+ * rpcrdma_svc_conn_poll - make progress on one connection (busy polling)
  * @conn: the connection
  * @budget: most completions to process (> 0)
  *
@@ -158,6 +170,16 @@ int rpcrdma_svc_conn_fd(const struct rpcrdma_svc_conn *conn);
  * be used again. Returns the number of completions processed or a -errno.
  */
 int rpcrdma_svc_conn_poll(struct rpcrdma_svc_conn *conn, int budget);
+
+/**
+ * rpcrdma_svc_conn_arm - prepare to sleep on rpcrdma_svc_conn_fd()
+ * @conn: the connection
+ *
+ * As rpcrdma_svc_arm(), for one connection; may run the callbacks (and
+ * report CLOSED). Returns 0 when it is safe to sleep, > 0 when work was
+ * processed, or a -errno.
+ */
+int rpcrdma_svc_conn_arm(struct rpcrdma_svc_conn *conn);
 
 /** rpcrdma_svc_conn_set_ctx / get_ctx - one pointer for the application */
 void rpcrdma_svc_conn_set_ctx(struct rpcrdma_svc_conn *conn, void *ctx);

@@ -7,6 +7,9 @@
  *
  *   rpc-bench [--calls N] [--depth D]   rate and latency (default: both depths)
  *   rpc-bench --memory                   memory per connection
+ *   rpc-bench --step --calls N           N calls, one at a time, with softrdma in
+ *                                        STEP mode and both sides polled by this
+ *                                        thread: deterministic work for callgrind
  */
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -20,6 +23,7 @@
 #include <time.h>
 
 #include <rpcrdma/rpcrdma.h>
+#include <softrdma.h>
 
 struct server {
 	struct rpcrdma_svc *svc;
@@ -199,6 +203,71 @@ static int bench_rate(unsigned int calls, int depth_only)
 	return rc;
 }
 
+static void step_done(struct rpcrdma_call *call)
+{
+	*(int *)call->arg = 1;
+}
+
+/*
+ * One call at a time, the fabric stepped by hand and both sides polled from
+ * this thread: every instruction is work for an RPC, none is spent spinning.
+ */
+static int bench_step(unsigned int calls)
+{
+	struct sockaddr_storage addr;
+	struct rpcrdma_clnt_attr attr = { 0 };
+	struct rpcrdma_clnt *clnt;
+	unsigned char msg[24], reply[64];
+	struct server s;
+	unsigned int i;
+	int rc = 0;
+
+	if (server_start(&s, 32, 0, &addr))
+		return 1;
+	attr.addr = (struct sockaddr *)&addr;
+	if (rpcrdma_clnt_connect(&attr, &clnt)) {
+		server_stop(&s);
+		return 1;
+	}
+	/* Take the server over from its thread: this thread now owns both sides. */
+	atomic_store(&s.stop, true);
+	pthread_join(s.thread, NULL);
+	softrdma_set_mode(SOFTRDMA_MODE_STEP);
+	for (i = 0; i < calls && !rc; i++) {
+		struct rpcrdma_call call = { 0 };
+		int finished = 0, spins = 0;
+
+		null_call(msg, i + 1);
+		call.msg = msg;
+		call.msg_len = sizeof(msg);
+		call.reply = reply;
+		call.reply_max = sizeof(reply);
+		call.done = step_done;
+		call.arg = &finished;
+		if (rpcrdma_clnt_submit(clnt, &call))
+			rc = 1;
+		while (!rc && !finished) {
+			softrdma_progress_all();
+			rpcrdma_svc_poll(s.svc, 16);
+			softrdma_progress_all();
+			rpcrdma_clnt_poll(clnt, 16);
+			if (++spins > 100)
+				rc = 1;
+		}
+		if (call.status)
+			rc = 1;
+	}
+	softrdma_set_mode(SOFTRDMA_MODE_THREAD);
+	if (rc)
+		fprintf(stderr, "step mode: call %u failed\n", i);
+	else
+		printf("%u calls completed in STEP mode\n", calls);
+	/* The server thread is gone: let the client's drain run against the fabric. */
+	rpcrdma_clnt_destroy(clnt);
+	rpcrdma_svc_destroy(s.svc);
+	return rc;
+}
+
 static int bench_memory(void)
 {
 	static const uint32_t credits[] = { 8, 32, 128 };
@@ -253,12 +322,13 @@ int main(int argc, char **argv)
 		{ "calls", required_argument, NULL, 'n' },
 		{ "depth", required_argument, NULL, 'd' },
 		{ "memory", no_argument, NULL, 'm' },
+		{ "step", no_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned int calls = 20000;
-	int depth = 0, memory = 0, opt;
+	int depth = 0, memory = 0, step = 0, opt;
 
-	while ((opt = getopt_long(argc, argv, "n:d:m", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:d:ms", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			calls = (unsigned int)strtoul(optarg, NULL, 0);
@@ -269,8 +339,11 @@ int main(int argc, char **argv)
 		case 'm':
 			memory = 1;
 			break;
+		case 's':
+			step = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: %s [--calls N] [--depth 1|16] [--memory]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--calls N] [--depth 1|16] [--memory] [--step]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -278,5 +351,7 @@ int main(int argc, char **argv)
 		return bench_memory();
 	if (calls == 0)
 		return 2;
+	if (step)
+		return bench_step(calls);
 	return bench_rate(calls, depth);
 }
