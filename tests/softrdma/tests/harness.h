@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared helpers for the softrdma conformance tests: a pair of RC QPs wired
+ * to each other by hand, bounded waits that drive progress in STEP mode and
+ * wait in THREAD mode, and rdma_cm helpers. Every wait has a deadline.
+ */
+#ifndef SOFTRDMA_HARNESS_H
+#define SOFTRDMA_HARNESS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "softrdma.h"
+
+#define H_TIMEOUT_MS 5000
+
+struct h_opts {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_sge;
+	uint32_t max_inline;
+	int sq_sig_all;
+	uint8_t rnr_retry;
+	uint8_t retry_cnt;
+	int qp_access;		/* IBV_ACCESS_REMOTE_* on the QPs */
+	uint8_t rd_atomic;
+	int cqe;
+	int use_srq;		/* QP 1 receives from an SRQ */
+};
+
+/* Two connected RC QPs on one PD; each QP has one CQ for sends and receives. */
+struct h_pair {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch[2];
+	struct ibv_cq *cq[2];
+	struct ibv_qp *qp[2];
+	struct ibv_srq *srq;
+};
+
+void h_opts_default(struct h_opts *o);
+void h_pair_open(struct h_pair *p, const struct h_opts *o);
+void h_pair_close(struct h_pair *p);
+void h_qp_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const struct h_opts *o);
+
+struct ibv_mr *h_reg(struct ibv_pd *pd, void *buf, size_t len, int access);
+int h_post(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, void *buf, uint32_t len,
+	   uint32_t lkey, unsigned int flags, uint64_t raddr, uint32_t rkey);
+int h_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *buf, uint32_t len, uint32_t lkey);
+
+/* Drive the fabric until idle (STEP) or wait for it to be idle (THREAD). */
+void h_settle(void);
+/* Collect exactly n completions within the timeout; returns how many arrived. */
+int h_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n);
+/* Assert that cq holds nothing now (after settling). */
+void h_assert_empty(struct ibv_cq *cq);
+/* Next async event of ctx within the timeout; acks it. */
+void h_expect_async(struct ibv_context *ctx, enum ibv_event_type type, void *obj);
+
+/* rdma_cm: client and server over 127.0.0.1, each with its own channel. */
+struct h_conn {
+	struct rdma_event_channel *sch, *cch;
+	struct rdma_cm_id *listen, *server, *client;
+	struct ibv_cq *scq, *ccq;
+	uint16_t port;
+};
+
+struct rdma_cm_event *h_cm_get(struct rdma_event_channel *ch);
+void h_cm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type);
+void h_cm_listen(struct h_conn *c);
+/* Resolve, create QPs (with own CQs) and connect; pdata may be NULL. */
+void h_cm_connect(struct h_conn *c, const void *pdata, uint8_t len);
+void h_cm_close(struct h_conn *c);
+
+#endif /* SOFTRDMA_HARNESS_H */
