@@ -91,7 +91,8 @@ static void enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 		}
 	} else if (wr->opcode != IBV_WR_BIND_MW && wr->opcode != IBV_WR_LOCAL_INV) {
 		wqe->num_sge = (uint32_t)wr->num_sge;
-		memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
+		if (wr->num_sge)
+			memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
 	}
 	sqp->sq_tail++;
 	fab.counts.send_wrs++;
@@ -132,7 +133,9 @@ static int enqueue_recv_wr(struct soft_rq *rq, const struct ibv_recv_wr *wr)
 	wqe = &rq->slots[(rq->head + rq->count) % rq->size];
 	wqe->wr_id = wr->wr_id;
 	wqe->num_sge = (uint32_t)wr->num_sge;
-	memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
+	/* A WR without SGEs may carry no sg_list at all (drain markers do). */
+	if (wr->num_sge)
+		memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
 	rq->count++;
 	fab.counts.recv_wrs++;
 	return 0;
