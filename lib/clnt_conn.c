@@ -218,6 +218,12 @@ int xprt_rdma_connect(struct rpcrdma_xprt *x)
 		rc = -errno;
 		goto out_ep;
 	}
+	/* Sleepers wake for async events too; the device's fd stays in the set. */
+	if (epoll_ctl(x->rx_epfd, EPOLL_CTL_ADD, id->verbs->async_fd, &epev) && errno != EEXIST) {
+		rc = -errno;
+		epoll_ctl(x->rx_epfd, EPOLL_CTL_DEL, x->rx_ep.channel->fd, NULL);
+		goto out_ep;
+	}
 	x->rx_ep.state = RPCRDMA_EP_CONNECTED;
 	x->rx_connected = true;
 	x->rx_credits = 1;	/* RFC 8166: one credit until the first grant */

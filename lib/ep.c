@@ -93,7 +93,7 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 	}
 
 	memset(&qpa, 0, sizeof(qpa));
-	qpa.qp_context = attr->context;
+	qpa.qp_context = ep;
 	qpa.send_cq = ep->cq;
 	qpa.recv_cq = ep->cq;
 	qpa.qp_type = IBV_QPT_RC;
@@ -108,6 +108,7 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 	}
 	ep->qp = id->qp;
 	ep->sq_avail = attr->send_wrs;
+	rpcrdma_async_register(ep);
 
 	return 0;
 
@@ -175,6 +176,9 @@ static void rpcrdma_ep_take_events(struct rpcrdma_ep *ep)
 	}
 }
 
+/* Every this many idle polls, a busy poller looks at the async events. */
+#define RPCRDMA_ASYNC_PACE 256
+
 int rpcrdma_ep_poll(struct rpcrdma_ep *ep, int budget)
 {
 	int n = rpcrdma_cq_poll(ep->cq, budget);
@@ -185,6 +189,10 @@ int rpcrdma_ep_poll(struct rpcrdma_ep *ep, int budget)
 	 */
 	if (n > 0)
 		ep->armed = false;
+	else if (unlikely(++ep->idle_polls % RPCRDMA_ASYNC_PACE == 0))
+		rpcrdma_async_poll(ep->id->verbs);
+	if (unlikely(atomic_load_explicit(&ep->async_error, memory_order_relaxed)))
+		ep->close_pending = true;
 	return n;
 }
 
@@ -194,6 +202,11 @@ int rpcrdma_ep_arm(struct rpcrdma_ep *ep, int budget)
 
 	if (ep->armed)
 		return 0;
+	rpcrdma_async_poll(ep->id->verbs);
+	if (atomic_load(&ep->async_error) && !ep->close_pending) {
+		ep->close_pending = true;
+		return 1;
+	}
 	rpcrdma_ep_take_events(ep);
 	if (ibv_req_notify_cq(ep->cq, 0))
 		return -EIO;
@@ -232,6 +245,7 @@ int rpcrdma_ep_drain_sync(struct rpcrdma_ep *ep, int timeout_ms)
 void rpcrdma_ep_destroy(struct rpcrdma_ep *ep)
 {
 	if (ep->qp) {
+		rpcrdma_async_unregister(ep);
 		rdma_destroy_qp(ep->id);
 		ep->qp = NULL;
 	}

@@ -14,6 +14,7 @@
 #ifndef RPCRDMA_EP_H
 #define RPCRDMA_EP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -111,6 +112,9 @@ enum rpcrdma_ep_state {
  * @drain_recv_cqe: the receive-queue drain marker
  * @drain_send_cqe: the send-queue drain marker
  * @stats: the owner's counters
+ * @idle_polls: polls that found nothing, to pace the async-event check
+ * @async_error: a fatal async event concerns this endpoint; set by whichever
+ *	thread read the event (lib/async.c), acted on by the owner
  */
 struct rpcrdma_ep {
 	struct rdma_cm_id *id;
@@ -126,6 +130,8 @@ struct rpcrdma_ep {
 	struct rpcrdma_cqe drain_recv_cqe;
 	struct rpcrdma_cqe drain_send_cqe;
 	struct rpcrdma_stats *stats;
+	unsigned int idle_polls;
+	atomic_bool async_error;
 };
 
 /**
@@ -221,6 +227,12 @@ int rpcrdma_ep_post_recv(struct rpcrdma_ep *ep, struct ibv_recv_wr *first, uint3
  * returned, because the completions of the posted part return the slots.
  */
 int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint32_t sqecount);
+
+/* Async events (async.c): register endpoints so events can find them. */
+void rpcrdma_async_register(struct rpcrdma_ep *ep);
+void rpcrdma_async_unregister(struct rpcrdma_ep *ep);
+/* Read @ctx's pending async events without blocking and flag their endpoints. */
+void rpcrdma_async_poll(struct ibv_context *ctx);
 
 /* Monotonic clock in milliseconds. */
 int64_t rpcrdma_now_ms(void);

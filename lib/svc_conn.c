@@ -369,7 +369,8 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	rdma->sc_epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (rdma->sc_epfd < 0 ||
 	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_cm_channel->fd, &epev) ||
-	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_ep.channel->fd, &epev)) {
+	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_ep.channel->fd, &epev) ||
+	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, req->id->verbs->async_fd, &epev)) {
 		rc = -errno;
 		goto out_drain;
 	}

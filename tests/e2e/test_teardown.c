@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Teardown and connection loss: each side destroying the connection while
+ * sends are outstanding, a peer that disconnects mid-call, call timeouts.
+ * Every call completes exactly once, every work request is flushed before
+ * memory is freed (the fabric has none outstanding when destroy returns),
+ * and nothing leaks (ASan and valgrind runs of this suite check the rest).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <softrdma.h>
+
+#include "harness.h"
+
+#define NCALLS 24
+
+struct tcall {
+	struct rpcrdma_call call;
+	unsigned char msg[128];
+	unsigned char reply[128];
+	int finished;
+};
+
+static void tcall_done(struct rpcrdma_call *call)
+{
+	((struct tcall *)call->arg)->finished++;
+}
+
+static void tcall_init(struct tcall *t, uint32_t xid, int timeout_ms)
+{
+	memset(t, 0, sizeof(*t));
+	harness_fill_msg(t->msg, sizeof(t->msg), xid, xid);
+	t->call.msg = t->msg;
+	t->call.msg_len = sizeof(t->msg);
+	t->call.reply = t->reply;
+	t->call.reply_max = sizeof(t->reply);
+	t->call.timeout_ms = timeout_ms;
+	t->call.done = tcall_done;
+	t->call.arg = t;
+}
+
+static void assert_fabric_idle(void)
+{
+	struct softrdma_counts c;
+
+	softrdma_get_counts(&c);
+	assert_int_equal(c.qps, 0);
+	assert_int_equal(c.cqs, 0);
+	assert_int_equal(c.mrs, 0);
+	assert_int_equal(c.pds, 0);
+	assert_int_equal(c.cm_ids, 0);
+	assert_int_equal(c.send_wrs, 0);
+	assert_int_equal(c.recv_wrs, 0);
+	assert_int_equal(c.unacked_events, 0);
+}
+
+/* Connect and raise the grant with a few echoed calls, then hold calls. */
+static struct rpcrdma_clnt *connect_warm(struct harness_server *hs, unsigned int retries)
+{
+	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt *clnt;
+	unsigned char msg[16], reply[16];
+	uint32_t i;
+
+	harness_clnt_attr(hs, &attr);
+	attr.retries = retries;
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
+	for (i = 0; i < 4; i++) {
+		size_t rlen = sizeof(reply);
+
+		harness_fill_msg(msg, sizeof(msg), 0x7000 + i, i);
+		assert_int_equal(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 0), 0);
+	}
+	atomic_store(&hs->mode, HARNESS_HOLD);
+	return clnt;
+}
+
+static void submit_all(struct rpcrdma_clnt *clnt, struct tcall *calls, unsigned int n,
+		       int timeout_ms)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		tcall_init(&calls[i], 0x100 + i, timeout_ms);
+		assert_int_equal(rpcrdma_clnt_submit(clnt, &calls[i].call), 0);
+	}
+}
+
+static bool held_enough(void *arg)
+{
+	struct harness_server *hs = arg;
+
+	return atomic_load(&hs->held_now) >= 8;
+}
+
+static void pump_until_held(struct rpcrdma_clnt *clnt, struct harness_server *hs)
+{
+	int i;
+
+	for (i = 0; i < 500 && !held_enough(hs); i++)
+		rpcrdma_clnt_wait(clnt, 5);
+	assert_true(held_enough(hs));
+}
+
+static bool conn_closed(void *arg)
+{
+	struct harness_server *hs = arg;
+
+	return atomic_load(&hs->conns_closed) >= 1;
+}
+
+static bool all_done(struct tcall *calls, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (!calls[i].finished)
+			return false;
+	return true;
+}
+
+static void pump_until_done(struct rpcrdma_clnt *clnt, struct tcall *calls, unsigned int n)
+{
+	int i;
+
+	for (i = 0; i < 2000 && !all_done(calls, n); i++)
+		rpcrdma_clnt_wait(clnt, 5);
+	assert_true(all_done(calls, n));
+}
+
+/* The client destroys its connection with calls in flight: each completes once, canceled. */
+static void t_client_destroy_in_flight(void **state)
+{
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	struct tcall calls[NCALLS];
+	unsigned int i;
+
+	assert_int_equal(harness_server_start(&hs, 32, 0, HARNESS_ECHO), 0);
+	clnt = connect_warm(&hs, 0);
+	submit_all(clnt, calls, NCALLS, 0);
+	pump_until_held(clnt, &hs);
+	rpcrdma_clnt_destroy(clnt);
+	for (i = 0; i < NCALLS; i++) {
+		assert_int_equal(calls[i].finished, 1);
+		assert_int_equal(calls[i].call.status, -ECANCELED);
+	}
+	/* The server notices and closes its side; answering the held calls then fails. */
+	assert_true(harness_wait_for(conn_closed, &hs, 5000));
+	harness_server_release(&hs);
+	assert_int_equal(atomic_load(&hs.reply_errors), NCALLS);
+	harness_server_stop(&hs);
+	assert_fabric_idle();
+}
+
+/*
+ * The client destroys itself right after submitting, with its Sends still
+ * in the fabric (completions held back 20 ms): destroy must wait for their
+ * flush before freeing the buffers the fabric is reading.
+ */
+static void t_client_destroy_sends_outstanding(void **state)
+{
+	struct softrdma_fault delay = {
+		.match = { .opcode_mask = 1u << IBV_WR_SEND },
+		.kind = SOFTRDMA_FAULT_DELAY,
+		.delay_us = 20000,
+	};
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	struct tcall calls[NCALLS];
+	struct softrdma_counts c;
+	unsigned int i;
+	int id;
+
+	assert_int_equal(harness_server_start(&hs, 32, 0, HARNESS_ECHO), 0);
+	clnt = connect_warm(&hs, 0);
+	atomic_store(&hs.mode, HARNESS_ECHO);
+	id = softrdma_fault_add(&delay);
+	assert_true(id > 0);
+	submit_all(clnt, calls, NCALLS, 0);
+	softrdma_get_counts(&c);
+	assert_true(c.send_wrs > 0);
+	rpcrdma_clnt_destroy(clnt);
+	/* Nothing of the client's is left in the fabric: no completion can come later. */
+	softrdma_get_counts(&c);
+	assert_int_equal(c.qps, 1);
+	for (i = 0; i < NCALLS; i++) {
+		assert_int_equal(calls[i].finished, 1);
+		assert_true(calls[i].call.status == 0 || calls[i].call.status == -ECANCELED);
+	}
+	softrdma_fault_remove(id);
+	assert_true(harness_wait_for(conn_closed, &hs, 5000));
+	harness_server_stop(&hs);
+	assert_fabric_idle();
+}
+
+/* The server is destroyed while it holds calls: the client's calls fail, nothing leaks. */
+static void t_server_destroy_with_calls_held(void **state)
+{
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	struct tcall calls[NCALLS];
+	unsigned int i;
+
+	assert_int_equal(harness_server_start(&hs, 32, 0, HARNESS_ECHO), 0);
+	clnt = connect_warm(&hs, 0);
+	submit_all(clnt, calls, NCALLS, 0);
+	pump_until_held(clnt, &hs);
+	/* Destroy with held calls: harness_server_stop finishes them after destroy. */
+	harness_server_stop(&hs);
+	pump_until_done(clnt, calls, NCALLS);
+	for (i = 0; i < NCALLS; i++) {
+		assert_int_equal(calls[i].finished, 1);
+		assert_int_equal(calls[i].call.status, -ECONNRESET);
+	}
+	rpcrdma_clnt_destroy(clnt);
+	assert_fabric_idle();
+}
+
+/* The server drops the connection mid-call: calls fail, or go again on a new one. */
+static void t_peer_disconnects_mid_call(void **state)
+{
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	struct tcall calls[NCALLS];
+	struct rpcrdma_clnt_info info;
+	unsigned int i, retries;
+
+	for (retries = 0; retries <= 1; retries++) {
+		assert_int_equal(harness_server_start(&hs, 32, 0, HARNESS_ECHO), 0);
+		clnt = connect_warm(&hs, retries);
+		submit_all(clnt, calls, NCALLS, 0);
+		pump_until_held(clnt, &hs);
+		if (retries)
+			atomic_store(&hs.mode, HARNESS_ECHO);	/* the resent calls get answers */
+		harness_server_close_conns(&hs);
+		pump_until_done(clnt, calls, NCALLS);
+		for (i = 0; i < NCALLS; i++) {
+			assert_int_equal(calls[i].finished, 1);
+			if (retries) {
+				assert_int_equal(calls[i].call.status, 0);
+				assert_memory_equal(calls[i].reply, calls[i].msg, sizeof(calls[i].msg));
+			} else {
+				assert_int_equal(calls[i].call.status, -ECONNRESET);
+			}
+		}
+		assert_int_equal(rpcrdma_clnt_info(clnt, &info), 0);
+		assert_int_equal(info.connects, retries ? 2 : 1);
+		rpcrdma_clnt_destroy(clnt);
+		harness_server_stop(&hs);
+		assert_fabric_idle();
+	}
+}
+
+/* A call the server never answers times out, closes the connection; the next one reconnects. */
+static void t_timeout_disconnects(void **state)
+{
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	struct rpcrdma_clnt_info info;
+	struct rpcrdma_stats st;
+	struct tcall t;
+	unsigned char msg[32], reply[32];
+	size_t rlen = sizeof(reply);
+
+	assert_int_equal(harness_server_start(&hs, 8, 0, HARNESS_ECHO), 0);
+	clnt = connect_warm(&hs, 1);
+	atomic_store(&hs.mode, HARNESS_DROP);
+	tcall_init(&t, 0x4242, 200);
+	assert_int_equal(rpcrdma_clnt_submit(clnt, &t.call), 0);
+	assert_true(rpcrdma_clnt_next_timeout(clnt) <= 200);
+	pump_until_done(clnt, &t, 1);
+	/* A timed-out call is not sent again, even with retries left. */
+	assert_int_equal(t.call.status, -ETIMEDOUT);
+	assert_int_equal(rpcrdma_clnt_stats(clnt, &st), 0);
+	assert_int_equal(st.timeouts, 1);
+	assert_int_equal(st.retransmits, 0);
+
+	atomic_store(&hs.mode, HARNESS_ECHO);
+	harness_fill_msg(msg, sizeof(msg), 0x4343, 1);
+	assert_int_equal(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 0), 0);
+	assert_memory_equal(reply, msg, sizeof(msg));
+	assert_int_equal(rpcrdma_clnt_info(clnt, &info), 0);
+	assert_int_equal(info.connects, 2);
+	rpcrdma_clnt_destroy(clnt);
+	harness_server_stop(&hs);
+	assert_fabric_idle();
+}
+
+/* Connecting to a port nobody listens on fails cleanly. */
+static void t_connect_refused(void **state)
+{
+	struct harness_server hs;
+	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt *clnt = NULL;
+
+	assert_int_equal(harness_server_start(&hs, 8, 0, HARNESS_ECHO), 0);
+	harness_clnt_attr(&hs, &attr);
+	harness_server_stop(&hs);
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), -ECONNREFUSED);
+	assert_null(clnt);
+	assert_fabric_idle();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_client_destroy_in_flight),
+		cmocka_unit_test(t_client_destroy_sends_outstanding),
+		cmocka_unit_test(t_server_destroy_with_calls_held),
+		cmocka_unit_test(t_peer_disconnects_mid_call),
+		cmocka_unit_test(t_timeout_disconnects),
+		cmocka_unit_test(t_connect_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
