@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * softrdma conformance: rdma_cm. Addresses and ports, resolution errors,
+ * connect/accept with IB-sized private data, reject, unlistened ports,
+ * disconnect on both sides with QP flush, TIMEWAIT_EXIT, destroy after ack,
+ * migration, rdma_init_qp_attr and the negotiated QP attributes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "harness.h"
+
+static struct h_conn c;
+
+static struct sockaddr_in loopback(uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return sin;
+}
+
+static int listen_only(void **state)
+{
+	(void)state;
+	h_cm_listen(&c);
+	return 0;
+}
+
+static int close_conn(void **state)
+{
+	(void)state;
+	h_cm_close(&c);
+	return 0;
+}
+
+static void test_bind_and_ports(void **state)
+{
+	struct sockaddr_in sin = loopback(c.port), other = { .sin_family = AF_INET };
+	struct rdma_cm_id *id;
+	struct sockaddr_in *local;
+
+	(void)state;
+	assert_int_equal(rdma_create_id(c.sch, &id, NULL, RDMA_PS_TCP), 0);
+	errno = 0;
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&sin), -1);
+	assert_int_equal(errno, EADDRINUSE);
+	/* Only loopback (and wildcard) addresses belong to softrdma0. */
+	other.sin_addr.s_addr = htonl(0x0a010203);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&other), -1);
+	assert_int_equal(errno, ENODEV);
+	sin.sin_port = 0;
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&sin), 0);
+	assert_int_not_equal(rdma_get_src_port(id), 0);
+	assert_int_not_equal(ntohs(rdma_get_src_port(id)), c.port);
+	local = (struct sockaddr_in *)rdma_get_local_addr(id);
+	assert_int_equal(local->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	/* Bound to a device address: the id has the device context. */
+	assert_non_null(id->verbs);
+	assert_non_null(id->pd);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	/* The listener's port is held until it is destroyed. */
+	assert_non_null(c.listen->verbs);
+}
+
+static void test_addr_error(void **state)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(1) };
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	(void)state;
+	dst.sin_addr.s_addr = htonl(0xc0000201);	/* 192.0.2.1, TEST-NET-1 */
+	assert_int_equal(rdma_create_id(c.cch, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 100), 0);
+	ev = h_cm_get(c.cch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_ADDR_ERROR);
+	assert_ptr_equal(ev->id, id);
+	assert_true(ev->status < 0);
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	/* Route resolution needs a resolved address. */
+	assert_int_equal(rdma_resolve_route(id, 100), -1);
+	assert_int_equal(rdma_destroy_id(id), 0);
+}
+
+static void test_connect_private_data(void **state)
+{
+	static const char req[] = "hello";
+	static const char rep[] = "welcome, client";
+	struct sockaddr_in sin = loopback(c.port);
+	struct rdma_conn_param param = { .private_data = req, .private_data_len = sizeof(req),
+					 .responder_resources = 2, .initiator_depth = 3,
+					 .retry_count = 5, .rnr_retry_count = 6 };
+	struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 },
+				       .qp_type = IBV_QPT_RC };
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+	struct rdma_cm_event *ev;
+	const uint8_t *pd;
+	unsigned int i;
+
+	(void)state;
+	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_non_null(c.client->verbs);
+	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(c.client->route.num_paths, 1);
+	/* NULL pd and NULL CQs: the default PD and CQs that rdma_cm makes. */
+	assert_int_equal(rdma_create_qp(c.client, NULL, &qa), 0);
+	assert_non_null(c.client->send_cq);
+	assert_non_null(c.client->recv_cq_channel);
+	assert_int_equal(c.client->qp->state, IBV_QPS_INIT);
+	param.private_data_len = 57;
+	assert_int_equal(rdma_connect(c.client, &param), -1);
+	param.private_data_len = sizeof(req);
+	assert_int_equal(rdma_connect(c.client, &param), 0);
+
+	ev = h_cm_get(c.sch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	assert_ptr_equal(ev->listen_id, c.listen);
+	assert_ptr_not_equal(ev->id, c.listen);
+	c.server = ev->id;
+	/* IB and RoCE deliver the REQ's whole 56 bytes: ours, then zeros. */
+	assert_int_equal(ev->param.conn.private_data_len, 56);
+	pd = ev->param.conn.private_data;
+	assert_memory_equal(pd, req, sizeof(req));
+	for (i = sizeof(req); i < 56; i++)
+		assert_int_equal(pd[i], 0);
+	/* Seen from the server: the client's initiator depth is our responder resources. */
+	assert_int_equal(ev->param.conn.responder_resources, 3);
+	assert_int_equal(ev->param.conn.initiator_depth, 2);
+	assert_int_equal(ev->param.conn.qp_num, c.client->qp->qp_num);
+	assert_int_equal(((struct sockaddr_in *)rdma_get_peer_addr(c.server))->sin_port,
+			 rdma_get_src_port(c.client));
+	assert_int_equal(rdma_get_src_port(c.server), htons(c.port));
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+
+	assert_int_equal(rdma_create_qp(c.server, NULL, &qa), 0);
+	param.private_data = rep;
+	param.private_data_len = sizeof(rep);
+	param.responder_resources = 1;
+	param.initiator_depth = 2;
+	param.rnr_retry_count = 4;
+	assert_int_equal(rdma_accept(c.server, &param), 0);
+	ev = h_cm_get(c.cch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(ev->param.conn.private_data_len, 196);
+	pd = ev->param.conn.private_data;
+	assert_memory_equal(pd, rep, sizeof(rep));
+	for (i = sizeof(rep); i < 196; i++)
+		assert_int_equal(pd[i], 0);
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	h_cm_expect(c.sch, RDMA_CM_EVENT_ESTABLISHED);
+
+	/* The negotiated values reached the QPs. */
+	assert_int_equal(ibv_query_qp(c.client->qp, &attr, IBV_QP_STATE, &init), 0);
+	assert_int_equal(attr.qp_state, IBV_QPS_RTS);
+	assert_int_equal(attr.dest_qp_num, c.server->qp->qp_num);
+	assert_int_equal(attr.max_rd_atomic, 1);
+	assert_int_equal(attr.max_dest_rd_atomic, 2);
+	assert_int_equal(attr.rnr_retry, 4);
+	assert_int_equal(attr.retry_cnt, 5);
+	assert_true(attr.qp_access_flags & IBV_ACCESS_REMOTE_READ);
+	assert_int_equal(ibv_query_qp(c.server->qp, &attr, IBV_QP_STATE, &init), 0);
+	assert_int_equal(attr.qp_state, IBV_QPS_RTS);
+	assert_int_equal(attr.dest_qp_num, c.client->qp->qp_num);
+	assert_int_equal(attr.max_dest_rd_atomic, 1);
+	assert_int_equal(attr.max_rd_atomic, 2);
+	assert_int_equal(attr.rnr_retry, 6);
+	assert_int_equal(attr.retry_cnt, 5);
+	/* rdma_init_qp_attr reports the same. */
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	{
+		int mask = 0;
+
+		assert_int_equal(rdma_init_qp_attr(c.client, &attr, &mask), 0);
+		assert_true(mask & IBV_QP_DEST_QPN);
+		assert_int_equal(attr.dest_qp_num, c.server->qp->qp_num);
+	}
+}
+
+static void test_data_over_connection(void **state)
+{
+	static char cbuf[64] = "ping", sbuf[64];
+	struct ibv_mr *cmr, *smr;
+	struct ibv_wc wc;
+
+	(void)state;
+	h_cm_connect(&c, NULL, 0);
+	cmr = h_reg(c.client->pd, cbuf, sizeof(cbuf), IBV_ACCESS_LOCAL_WRITE);
+	smr = h_reg(c.server->pd, sbuf, sizeof(sbuf), IBV_ACCESS_LOCAL_WRITE |
+		    IBV_ACCESS_REMOTE_READ);
+	assert_int_equal(h_post_recv(c.server->qp, 1, sbuf, sizeof(sbuf), smr->lkey), 0);
+	assert_int_equal(h_post(c.client->qp, 2, IBV_WR_SEND, cbuf, 5, cmr->lkey,
+				IBV_SEND_SIGNALED, 0, 0), 0);
+	assert_int_equal(h_poll(c.scq, &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_string_equal(sbuf, "ping");
+	assert_int_equal(h_poll(c.client->send_cq, &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	memset(cbuf, 0, sizeof(cbuf));
+	/* Responder resources were granted, so the server's memory answers reads. */
+	assert_int_equal(h_post(c.client->qp, 3, IBV_WR_RDMA_READ, cbuf, 5, cmr->lkey,
+				IBV_SEND_SIGNALED, (uintptr_t)sbuf, smr->rkey), 0);
+	assert_int_equal(h_poll(c.client->send_cq, &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_string_equal(cbuf, "ping");
+	assert_int_equal(ibv_dereg_mr(cmr), 0);
+	assert_int_equal(ibv_dereg_mr(smr), 0);
+}
+
+static void test_reject_with_data(void **state)
+{
+	static const char why[] = "go away";
+	struct sockaddr_in sin = loopback(c.port);
+	struct rdma_cm_event *ev;
+	const uint8_t *pd;
+
+	(void)state;
+	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(rdma_connect(c.client, NULL), 0);
+	ev = h_cm_get(c.sch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	c.server = ev->id;
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(rdma_reject(c.server, why, 149), -1);
+	assert_int_equal(rdma_reject(c.server, why, sizeof(why)), 0);
+	ev = h_cm_get(c.cch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(ev->status, SOFTRDMA_REJ_CONSUMER_DEFINED);
+	assert_int_equal(ev->param.conn.private_data_len, 148);
+	pd = ev->param.conn.private_data;
+	assert_memory_equal(pd, why, sizeof(why));
+	assert_int_equal(pd[147], 0);
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+}
+
+static void test_unlistened_port(void **state)
+{
+	struct sockaddr_in sin = loopback((uint16_t)(c.port + 1));
+	struct rdma_cm_event *ev;
+
+	(void)state;
+	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(rdma_connect(c.client, NULL), 0);
+	ev = h_cm_get(c.cch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(ev->status, SOFTRDMA_REJ_INVALID_SERVICE_ID);
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+}
+
+static void test_disconnect_both_sides(void **state)
+{
+	static char b[64];
+	struct ibv_mr *cmr;
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+	struct ibv_wc wc;
+
+	(void)state;
+	h_cm_connect(&c, NULL, 0);
+	cmr = h_reg(c.client->pd, b, sizeof(b), IBV_ACCESS_LOCAL_WRITE);
+	assert_int_equal(h_post_recv(c.client->qp, 77, b, sizeof(b), cmr->lkey), 0);
+	assert_int_equal(rdma_disconnect(c.client), 0);
+	/* rdma_disconnect moves the QP to ERR: the receive flushes. */
+	assert_int_equal(h_poll(c.ccq, &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(wc.wr_id, 77);
+	h_cm_expect(c.sch, RDMA_CM_EVENT_DISCONNECTED);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_DISCONNECTED);
+	/* The passive side's QP is the application's to stop. */
+	assert_int_equal(ibv_query_qp(c.server->qp, &attr, IBV_QP_STATE, &init), 0);
+	assert_int_equal(attr.qp_state, IBV_QPS_RTS);
+	assert_int_equal(rdma_disconnect(c.server), 0);
+	assert_int_equal(ibv_query_qp(c.server->qp, &attr, IBV_QP_STATE, &init), 0);
+	assert_int_equal(attr.qp_state, IBV_QPS_ERR);
+	/* Both sides leave timewait later. */
+	h_cm_expect(c.sch, RDMA_CM_EVENT_TIMEWAIT_EXIT);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_TIMEWAIT_EXIT);
+	assert_int_equal(ibv_dereg_mr(cmr), 0);
+}
+
+struct late_cm_ack {
+	struct rdma_cm_event *ev;
+	int acked;
+	pthread_mutex_t lock;
+};
+
+static void *cm_ack_later(void *arg)
+{
+	struct late_cm_ack *la = arg;
+	struct timespec ts = { 0, 50000000 };
+
+	nanosleep(&ts, NULL);
+	pthread_mutex_lock(&la->lock);
+	la->acked = 1;
+	pthread_mutex_unlock(&la->lock);
+	rdma_ack_cm_event(la->ev);
+	return NULL;
+}
+
+static void test_destroy_id_waits_for_ack(void **state)
+{
+	struct late_cm_ack la = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct sockaddr_in sin = loopback(c.port);
+	struct softrdma_counts counts;
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
+	la.ev = h_cm_get(c.cch);
+	softrdma_get_counts(&counts);
+	assert_int_equal(counts.unacked_events, 1);
+	assert_int_equal(pthread_create(&t, NULL, cm_ack_later, &la), 0);
+	assert_int_equal(rdma_destroy_id(c.client), 0);
+	c.client = NULL;
+	pthread_mutex_lock(&la.lock);
+	assert_int_equal(la.acked, 1);
+	pthread_mutex_unlock(&la.lock);
+	pthread_join(t, NULL);
+	softrdma_get_counts(&counts);
+	assert_int_equal(counts.unacked_events, 0);
+}
+
+static void test_migrate_id(void **state)
+{
+	struct rdma_event_channel *other = rdma_create_event_channel();
+	struct sockaddr_in sin = loopback(c.port);
+
+	(void)state;
+	assert_non_null(other);
+	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
+	assert_int_equal(rdma_migrate_id(c.client, other), 0);
+	assert_ptr_equal(c.client->channel, other);
+	h_cm_expect(other, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_destroy_id(c.client), 0);
+	c.client = NULL;
+	rdma_destroy_event_channel(other);
+}
+
+static void test_nonblocking_channel(void **state)
+{
+	struct rdma_cm_event *ev;
+	int flags = fcntl(c.cch->fd, F_GETFL);
+
+	(void)state;
+	assert_int_equal(fcntl(c.cch->fd, F_SETFL, flags | O_NONBLOCK), 0);
+	errno = 0;
+	assert_int_equal(rdma_get_cm_event(c.cch, &ev), -1);
+	assert_int_equal(errno, EAGAIN);
+}
+
+static void test_init_qp_attr_unconnected(void **state)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTR };
+	int mask;
+
+	(void)state;
+	assert_int_equal(rdma_init_qp_attr(c.listen, &attr, &mask), -1);
+	assert_int_equal(errno, EINVAL);
+	attr.qp_state = IBV_QPS_INIT;
+	assert_int_equal(rdma_init_qp_attr(c.listen, &attr, &mask), 0);
+	assert_int_equal(mask, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			 IBV_QP_ACCESS_FLAGS);
+	assert_int_equal(attr.port_num, 1);
+}
+
+static void test_getaddrinfo(void **state)
+{
+	struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE }, *res;
+	struct sockaddr_in *sin;
+
+	(void)state;
+	assert_int_equal(rdma_getaddrinfo("127.0.0.1", "7471", &hints, &res), 0);
+	assert_non_null(res->ai_src_addr);
+	assert_null(res->ai_dst_addr);
+	sin = (struct sockaddr_in *)res->ai_src_addr;
+	assert_int_equal(ntohs(sin->sin_port), 7471);
+	assert_int_equal(res->ai_port_space, RDMA_PS_TCP);
+	rdma_freeaddrinfo(res);
+	assert_int_equal(rdma_getaddrinfo("127.0.0.1", "7471", NULL, &res), 0);
+	assert_non_null(res->ai_dst_addr);
+	rdma_freeaddrinfo(res);
+}
+
+static void test_ipv6_loopback(void **state)
+{
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 };
+	struct rdma_cm_id *l6, *cl, *sv;
+	struct rdma_cm_event *ev;
+
+	(void)state;
+	sin6.sin6_addr = in6addr_loopback;
+	assert_int_equal(rdma_create_id(c.sch, &l6, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(l6, (struct sockaddr *)&sin6), 0);
+	assert_int_equal(rdma_listen(l6, 1), 0);
+	sin6.sin6_port = rdma_get_src_port(l6);
+	assert_int_equal(rdma_create_id(c.cch, &cl, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(cl, NULL, (struct sockaddr *)&sin6, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_get_local_addr(cl)->sa_family, AF_INET6);
+	assert_int_equal(rdma_resolve_route(cl, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(rdma_connect(cl, NULL), 0);
+	ev = h_cm_get(c.sch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	assert_ptr_equal(ev->listen_id, l6);
+	sv = ev->id;
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	/* No QP on either side: the active side sees CONNECT_RESPONSE and establishes. */
+	assert_int_equal(rdma_accept(sv, NULL), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	assert_int_equal(rdma_establish(cl), 0);
+	h_cm_expect(c.sch, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(rdma_destroy_id(cl), 0);
+	/* Destroying a connected id disconnects the peer. */
+	h_cm_expect(c.sch, RDMA_CM_EVENT_DISCONNECTED);
+	assert_int_equal(rdma_destroy_id(sv), 0);
+	assert_int_equal(rdma_destroy_id(l6), 0);
+}
+
+static int mode_step(void **state)
+{
+	(void)state;
+	return softrdma_set_mode(SOFTRDMA_MODE_STEP);
+}
+
+static int mode_thread(void **state)
+{
+	(void)state;
+	return softrdma_set_mode(SOFTRDMA_MODE_THREAD);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, listen_only, close_conn)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_bind_and_ports),
+		T(test_addr_error),
+		T(test_connect_private_data),
+		T(test_data_over_connection),
+		T(test_reject_with_data),
+		T(test_unlistened_port),
+		T(test_disconnect_both_sides),
+		T(test_destroy_id_waits_for_ack),
+		T(test_migrate_id),
+		T(test_nonblocking_channel),
+		T(test_init_qp_attr_unconnected),
+		T(test_getaddrinfo),
+		T(test_ipv6_loopback),
+	};
+	int failed = 0;
+
+	failed += cmocka_run_group_tests_name("step", tests, mode_step, NULL);
+	failed += cmocka_run_group_tests_name("thread", tests, mode_thread, NULL);
+	return failed;
+}
