@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * softrdma conformance in THREAD mode: data moves after ibv_post_send
+ * returns (a buffer reused too early is sent as it is when the fabric gets to
+ * it), and two application threads ping-pong through completion channels
+ * while the progress thread runs.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+#define ROUNDS 2000
+
+static struct h_pair p;
+static struct h_opts opts;
+
+static int open_pair(void **state)
+{
+	(void)state;
+	h_opts_default(&opts);
+	opts.rnr_retry = 7;
+	h_pair_open(&p, &opts);
+	return 0;
+}
+
+static int close_pair(void **state)
+{
+	(void)state;
+	assert_int_equal(softrdma_fault_remove(0), 0);
+	h_pair_close(&p);
+	return 0;
+}
+
+static void test_buffer_reused_too_early(void **state)
+{
+	struct softrdma_fault f = { .kind = SOFTRDMA_FAULT_DELAY, .delay_us = 50000 };
+	static uint8_t src[64], dst[64];
+	struct ibv_mr *smr = h_reg(p.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *dmr = h_reg(p.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_wc wc;
+
+	(void)state;
+	assert_true(softrdma_fault_add(&f) > 0);
+	memset(src, 'A', sizeof(src));
+	assert_int_equal(h_post(p.qp[0], 1, IBV_WR_RDMA_WRITE, src, sizeof(src), smr->lkey,
+				IBV_SEND_SIGNALED, (uintptr_t)dst, dmr->rkey), 0);
+	/* The HCA has not read the buffer yet: what lands is what is there later. */
+	memset(src, 'B', sizeof(src));
+	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(dst[0], 'B');
+	assert_int_equal(dst[63], 'B');
+	assert_int_equal(ibv_dereg_mr(smr), 0);
+	assert_int_equal(ibv_dereg_mr(dmr), 0);
+}
+
+struct peer {
+	int side;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	struct ibv_comp_channel *ch;
+	struct ibv_mr *mr;
+	uint32_t msg[2];	/* [0] receive buffer, [1] send buffer */
+	int failed;
+};
+
+static int wait_one(struct peer *me, struct ibv_wc *wc)
+{
+	struct pollfd pfd = { .fd = me->ch->fd, .events = POLLIN };
+	struct ibv_cq *cq;
+	void *ctx;
+
+	for (;;) {
+		if (ibv_poll_cq(me->cq, 1, wc) == 1)
+			return wc->status == IBV_WC_SUCCESS ? 0 : -1;
+		if (ibv_req_notify_cq(me->cq, 0))
+			return -1;
+		if (ibv_poll_cq(me->cq, 1, wc) == 1)
+			return wc->status == IBV_WC_SUCCESS ? 0 : -1;
+		if (poll(&pfd, 1, H_TIMEOUT_MS) != 1 || ibv_get_cq_event(me->ch, &cq, &ctx))
+			return -1;
+		ibv_ack_cq_events(cq, 1);
+	}
+}
+
+/* Side 0 sends n, side 1 answers n + 1; each checks what it receives. */
+static void *ping_pong(void *arg)
+{
+	struct peer *me = arg;
+	struct ibv_wc wc;
+	uint32_t i;
+
+	for (i = 0; i < ROUNDS; i++) {
+		int got_recv = 0, got_send = 0;
+
+		if (h_post_recv(me->qp, 1, &me->msg[0], 4, me->mr->lkey))
+			goto fail;
+		if (me->side == 0) {
+			me->msg[1] = 2 * i;
+			if (h_post(me->qp, 2, IBV_WR_SEND, &me->msg[1], 4, me->mr->lkey,
+				   IBV_SEND_SIGNALED, 0, 0))
+				goto fail;
+		}
+		while (!got_recv || (me->side == 0 && !got_send)) {
+			if (wait_one(me, &wc))
+				goto fail;
+			if (wc.opcode == IBV_WC_SEND) {
+				got_send = 1;
+				continue;
+			}
+			got_recv = 1;
+			if (me->msg[0] != 2 * i + (uint32_t)(me->side == 0))
+				goto fail;
+		}
+		if (me->side == 1) {
+			me->msg[1] = 2 * i + 1;
+			if (h_post(me->qp, 2, IBV_WR_SEND, &me->msg[1], 4, me->mr->lkey,
+				   IBV_SEND_SIGNALED, 0, 0) || wait_one(me, &wc) ||
+			    wc.opcode != IBV_WC_SEND)
+				goto fail;
+		}
+	}
+	return NULL;
+fail:
+	me->failed = 1;
+	return NULL;
+}
+
+static void test_ping_pong_threads(void **state)
+{
+	struct peer peers[2];
+	pthread_t t[2];
+	int i;
+
+	(void)state;
+	memset(peers, 0, sizeof(peers));
+	for (i = 0; i < 2; i++) {
+		peers[i].side = i;
+		peers[i].qp = p.qp[i];
+		peers[i].cq = p.cq[i];
+		peers[i].ch = p.ch[i];
+		peers[i].mr = h_reg(p.pd, peers[i].msg, sizeof(peers[i].msg),
+				    IBV_ACCESS_LOCAL_WRITE);
+	}
+	for (i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, ping_pong, &peers[i]), 0);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(peers[i].failed, 0);
+		assert_int_equal(ibv_dereg_mr(peers[i].mr), 0);
+	}
+	assert_int_equal(softrdma_executed(IBV_WR_SEND) >= 2 * ROUNDS, 1);
+}
+
+static void test_mode_switch_under_load(void **state)
+{
+	static uint8_t src[256], dst[256];
+	struct ibv_mr *smr = h_reg(p.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *dmr = h_reg(p.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_wc wc[8];
+	int i, got = 0;
+
+	(void)state;
+	for (i = 0; i < 8; i++)
+		assert_int_equal(h_post(p.qp[0], (uint64_t)i, IBV_WR_RDMA_WRITE, src, 32,
+					smr->lkey, IBV_SEND_SIGNALED, (uintptr_t)dst + i * 32,
+					dmr->rkey), 0);
+	/* Switching to STEP stops the thread between units; nothing is lost. */
+	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_STEP), 0);
+	softrdma_progress_all();
+	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_THREAD), 0);
+	got = h_poll(p.cq[0], wc, 8);
+	assert_int_equal(got, 8);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(wc[i].wr_id, (uint64_t)i);
+	assert_int_equal(ibv_dereg_mr(smr), 0);
+	assert_int_equal(ibv_dereg_mr(dmr), 0);
+}
+
+static int thread_mode(void **state)
+{
+	(void)state;
+	return softrdma_set_mode(SOFTRDMA_MODE_THREAD);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, open_pair, close_pair)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_buffer_reused_too_early),
+		T(test_ping_pong_threads),
+		T(test_mode_switch_under_load),
+	};
+
+	return cmocka_run_group_tests(tests, thread_mode, NULL);
+}
