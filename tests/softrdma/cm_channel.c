@@ -30,9 +30,16 @@ struct rdma_event_channel *rdma_create_event_channel(void)
 void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct soft_cm_channel *sch = container_of(channel, struct soft_cm_channel, ch);
-	struct list_node *node;
+	struct list_node *node, *pos, *tmp;
 
 	fab_lock();
+	/* Ids still on the channel stop receiving events rather than write to freed memory. */
+	list_for_each_safe(pos, tmp, &fab.cm_ids) {
+		struct soft_cm_id *sid = list_entry(pos, struct soft_cm_id, link);
+
+		if (sid->ch == sch)
+			sid->ch = NULL;
+	}
 	while ((node = list_pop(&sch->q.items))) {
 		free(list_entry(node, struct soft_cm_event, link));
 		fab.counts.unacked_events--;

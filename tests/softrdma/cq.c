@@ -29,6 +29,7 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 	sch->ch.fd = sch->q.fd;
 	fab_lock();
 	fab.counts.comp_channels++;
+	to_sctx(context)->objects++;
 	fab_unlock();
 	return &sch->ch;
 }
@@ -43,6 +44,7 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		return EBUSY;
 	}
 	fab.counts.comp_channels--;
+	to_sctx(channel->context)->objects--;
 	fab_unlock();
 	evq_fini(&sch->q);
 	free(sch);
@@ -78,6 +80,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	if (channel)
 		container_of(channel, struct soft_comp_channel, ch)->cqs++;
 	scq->cq.handle = ++fab.counts.cqs;
+	to_sctx(context)->objects++;
 	fab_unlock();
 	return &scq->cq;
 }
@@ -139,6 +142,7 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	}
 	async_forget_locked(cq->context, cq);
 	fab.counts.cqs--;
+	to_sctx(cq->context)->objects--;
 	fab_unlock();
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);
@@ -175,7 +179,7 @@ bool cq_push_locked(struct soft_cq *scq, const struct ibv_wc *wc, bool solicited
 		return false;
 	}
 	scq->ring[(scq->head + scq->count) % scq->size] = *wc;
-	scq->count++;
+	__atomic_store_n(&scq->count, scq->count + 1, __ATOMIC_RELAXED);
 	if (scq->armed && (!scq->solicited_only || solicited || wc->status != IBV_WC_SUCCESS)) {
 		scq->armed = false;
 		if (scq->cq.channel) {
@@ -197,11 +201,18 @@ int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 	struct soft_cq *scq = to_scq(cq);
 	int n = 0;
 
+	/*
+	 * Busy pollers find an empty CQ without the fabric lock, so that they
+	 * do not fight the progress thread for it. A completion added meanwhile
+	 * is found by the next poll, as on hardware.
+	 */
+	if (!__atomic_load_n(&scq->count, __ATOMIC_RELAXED))
+		return 0;
 	fab_lock();
 	while (n < num_entries && scq->count) {
 		wc[n++] = scq->ring[scq->head];
 		scq->head = (scq->head + 1) % scq->size;
-		scq->count--;
+		__atomic_store_n(&scq->count, scq->count - 1, __ATOMIC_RELAXED);
 	}
 	fab_unlock();
 	return n;

@@ -213,6 +213,11 @@ int ibv_close_device(struct ibv_context *context)
 	struct list_node *node;
 
 	fab_lock();
+	/* The kernel would clean up behind a leak; a test double reports it instead. */
+	if (sctx->objects) {
+		fab_unlock();
+		return EBUSY;
+	}
 	while ((node = list_pop(&sctx->async_q.items)))
 		free(list_entry(node, struct soft_async_event, link));
 	fab.counts.contexts--;

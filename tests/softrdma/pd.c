@@ -16,6 +16,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	spd->pd.context = context;
 	fab_lock();
 	spd->pd.handle = ++fab.counts.pds;
+	to_sctx(context)->objects++;
 	fab_unlock();
 	return &spd->pd;
 }
@@ -31,6 +32,7 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 		return EBUSY;
 	}
 	fab.counts.pds--;
+	to_sctx(pd->context)->objects--;
 	fab_unlock();
 	free(spd);
 	return 0;

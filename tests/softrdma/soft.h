@@ -120,6 +120,7 @@ struct soft_async_event {
 
 struct soft_context {
 	struct soft_evq async_q;
+	unsigned int objects;		/* PDs, CQs and channels still open on it */
 	struct verbs_context vctx;	/* ibv_context is its last field */
 };
 
