@@ -58,6 +58,12 @@ struct softrdma_match {
 	int recv;			/* 1: match receive WRs instead (opcode_mask ignored) */
 	unsigned int nth;		/* fire on the nth matching WR (1-based); 0 = every match */
 	unsigned int count;		/* how many times to fire; 0 = unlimited */
+	/*
+	 * Together: the fault fires on matching WRs number nth, nth + 1, ...
+	 * until it has fired count times ({ .nth = 3, .count = 1 } is exactly
+	 * the third). Faults are checked in the order they were added; the
+	 * first that fires applies. A WR is checked once, not on RNR retries.
+	 */
 };
 
 enum softrdma_fault_kind {
