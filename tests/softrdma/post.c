@@ -85,6 +85,8 @@ static void enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		/* Inline data is copied now: the buffer may be reused once post returns. */
 		for (i = 0; i < wr->num_sge; i++) {
+			if (!wr->sg_list[i].length)
+				continue;
 			memcpy(wqe->inline_buf + wqe->inline_len,
 			       (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
 			wqe->inline_len += wr->sg_list[i].length;
