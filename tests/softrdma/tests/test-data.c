@@ -270,6 +270,38 @@ static void test_srq(void **state)
 	assert_int_equal(ibv_query_srq(fx.p.srq, &sattr), 0);
 	assert_int_equal(sattr.srq_limit, 0);
 	assert_int_equal(h_poll(fx.p.cq[0], wc, 2), 2);
+	/* A QP on an SRQ that leaves for ERR says when its last WQE is done. */
+	assert_int_equal(softrdma_qp_set_error(fx.p.qp[1], 0), 0);
+	h_expect_async(fx.p.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, fx.p.qp[1]);
+	/* The SRQ's remaining receive is the SRQ's, not flushed with the QP. */
+	h_assert_empty(fx.p.cq[1]);
+}
+
+static void test_mr_iova(void **state)
+{
+	uint64_t iova = 0x7700000000ULL;
+	struct ibv_mr *imr = ibv_reg_mr_iova(fx.p.pd, fx.buf[1], LEN, iova,
+					     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					     IBV_ACCESS_REMOTE_READ);
+	struct ibv_wc wc;
+
+	(void)state;
+	assert_non_null(imr);
+	fill(fx.buf[0], 64, 17);
+	memset(fx.buf[1], 0, LEN);
+	/* Remote addresses are in the MR's IOVA space, not the host's. */
+	assert_int_equal(h_post(fx.p.qp[0], 1, IBV_WR_RDMA_WRITE, fx.buf[0], 64, fx.mr[0]->lkey,
+				IBV_SEND_SIGNALED, iova + 512, imr->rkey), 0);
+	assert_int_equal(h_poll(fx.p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_memory_equal(fx.buf[1] + 512, fx.buf[0], 64);
+	/* The host address is outside the IOVA range: an access error. */
+	assert_int_equal(h_post(fx.p.qp[0], 2, IBV_WR_RDMA_READ, fx.buf[0], 64, fx.mr[0]->lkey,
+				IBV_SEND_SIGNALED, (uintptr_t)fx.buf[1], imr->rkey), 0);
+	assert_int_equal(h_poll(fx.p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	h_expect_async(fx.p.ctx, IBV_EVENT_QP_ACCESS_ERR, fx.p.qp[1]);
+	assert_int_equal(ibv_dereg_mr(imr), 0);
 }
 
 static int mode_step(void **state)
@@ -293,6 +325,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rdma_read, open_pair, close_pair),
 		cmocka_unit_test_setup_teardown(test_zero_length, open_pair, close_pair),
 		cmocka_unit_test_setup_teardown(test_rc_ordering, open_pair, close_pair),
+		cmocka_unit_test_setup_teardown(test_mr_iova, open_pair, close_pair),
 	};
 	const struct CMUnitTest srq_tests[] = {
 		cmocka_unit_test_setup_teardown(test_srq, open_pair, close_pair),
