@@ -199,7 +199,7 @@ static void test_executed_counters(void **state)
 static void test_delay(void **state)
 {
 	struct softrdma_fault f = { .kind = SOFTRDMA_FAULT_DELAY, .delay_us = 100000 };
-	struct timespec t0, t1, nap = { 0, 20000000 };
+	struct timespec t0, t1;
 	struct ibv_wc wc;
 	long ms;
 	int id;
@@ -209,12 +209,11 @@ static void test_delay(void **state)
 	id = softrdma_fault_add(&f);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	assert_int_equal(post_write(1), 0);
-	nanosleep(&nap, NULL);
-	assert_int_equal(ibv_poll_cq(p.cq[0], 1, &wc), 0);
+	/* However the threads are scheduled, the completion cannot come sooner. */
 	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
-	assert_true(ms >= 90);
+	assert_true(ms >= 100);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(softrdma_fault_fired(id), 1);
 	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_STEP), 0);

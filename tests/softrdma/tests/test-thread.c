@@ -38,7 +38,7 @@ static int close_pair(void **state)
 
 static void test_buffer_reused_too_early(void **state)
 {
-	struct softrdma_fault f = { .kind = SOFTRDMA_FAULT_DELAY, .delay_us = 50000 };
+	struct softrdma_fault f = { .kind = SOFTRDMA_FAULT_DELAY, .delay_us = 300000 };
 	static uint8_t src[64], dst[64];
 	struct ibv_mr *smr = h_reg(p.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_mr *dmr = h_reg(p.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE |
@@ -50,7 +50,7 @@ static void test_buffer_reused_too_early(void **state)
 	memset(src, 'A', sizeof(src));
 	assert_int_equal(h_post(p.qp[0], 1, IBV_WR_RDMA_WRITE, src, sizeof(src), smr->lkey,
 				IBV_SEND_SIGNALED, (uintptr_t)dst, dmr->rkey), 0);
-	/* The HCA has not read the buffer yet: what lands is what is there later. */
+	/* The HCA has not read the buffer yet (for 300 ms): what lands is what is there later. */
 	memset(src, 'B', sizeof(src));
 	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
