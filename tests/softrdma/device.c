@@ -152,6 +152,42 @@ int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, unio
 	return 0;
 }
 
+/* Both GIDs are RoCEv2 GIDs of the loopback interface (ifindex 1). */
+static void fill_gid_entry(struct ibv_gid_entry *entry, uint32_t index)
+{
+	memset(entry, 0, sizeof(*entry));
+	soft_fill_gid(&entry->gid, (int)index);
+	entry->gid_index = index;
+	entry->port_num = 1;
+	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+	entry->ndev_ifindex = 1;
+}
+
+int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
+		      struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
+{
+	(void)context;
+	if (port_num != 1 || gid_index > 1 || flags || entry_size < sizeof(*entry))
+		return EINVAL;
+	fill_gid_entry(entry, gid_index);
+	return 0;
+}
+
+ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
+			     size_t max_entries, uint32_t flags, size_t entry_size)
+{
+	uint32_t i;
+
+	(void)context;
+	if (flags || entry_size < sizeof(*entries))
+		return -EINVAL;
+	if (max_entries < 2)
+		return -ENOMEM;
+	for (i = 0; i < 2; i++)
+		fill_gid_entry(&entries[i], i);
+	return 2;
+}
+
 int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
 {
 	(void)context;

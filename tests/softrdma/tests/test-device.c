@@ -79,6 +79,16 @@ static void test_query_port_and_gid(void **state)
 	assert_int_equal(ibv_query_gid(ctx, 1, 0, &gid), 0);
 	assert_memory_equal(gid.raw, mapped, 16);
 	assert_int_equal(ibv_query_gid(ctx, 1, 7, &gid), -1);
+	{
+		struct ibv_gid_entry entry, table[4];
+
+		assert_int_equal(ibv_query_gid_ex(ctx, 1, 0, &entry, 0), 0);
+		assert_memory_equal(entry.gid.raw, mapped, 16);
+		assert_int_equal(entry.gid_type, IBV_GID_TYPE_ROCE_V2);
+		assert_int_equal(ibv_query_gid_ex(ctx, 1, 2, &entry, 0), EINVAL);
+		assert_int_equal(ibv_query_gid_table(ctx, table, 4, 0), 2);
+		assert_int_equal(table[1].gid.raw[15], 1);
+	}
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
