@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* rdma-core's exact strings, so that logs and tests read the same on both. */
+/*
+ * rdma-core 44's exact strings (checked against the installed libibverbs and
+ * librdmacm), so that logs and tests read the same on both.
+ */
 #include "soft.h"
 
 const char *ibv_wc_status_str(enum ibv_wc_status status)
@@ -27,9 +30,11 @@ const char *ibv_wc_status_str(enum ibv_wc_status status)
 		[IBV_WC_FATAL_ERR] = "fatal error",
 		[IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error",
 		[IBV_WC_GENERAL_ERR] = "general error",
+		[IBV_WC_TM_ERR] = "TM error",
+		[IBV_WC_TM_RNDV_INCOMPLETE] = "TM software rendezvous",
 	};
 
-	if (status < IBV_WC_SUCCESS || status > IBV_WC_GENERAL_ERR)
+	if (status < IBV_WC_SUCCESS || status > IBV_WC_TM_RNDV_INCOMPLETE)
 		return "unknown";
 	return str[status];
 }
@@ -56,10 +61,10 @@ const char *ibv_event_type_str(enum ibv_event_type event)
 		[IBV_EVENT_QP_LAST_WQE_REACHED] = "last WQE reached",
 		[IBV_EVENT_CLIENT_REREGISTER] = "client reregistration",
 		[IBV_EVENT_GID_CHANGE] = "GID table change",
+		[IBV_EVENT_WQ_FATAL] = "WQ fatal",
 	};
 
-	/* rdma-core 44 stops at GID_CHANGE: WQ_FATAL reads "unknown" there too. */
-	if (event < IBV_EVENT_CQ_ERR || event > IBV_EVENT_GID_CHANGE)
+	if (event < IBV_EVENT_CQ_ERR || event > IBV_EVENT_WQ_FATAL)
 		return "unknown";
 	return str[event];
 }
@@ -73,9 +78,10 @@ const char *ibv_node_type_str(enum ibv_node_type node_type)
 		[IBV_NODE_RNIC] = "iWARP NIC",
 		[IBV_NODE_USNIC] = "usNIC",
 		[IBV_NODE_USNIC_UDP] = "usNIC UDP",
+		[IBV_NODE_UNSPECIFIED] = "unspecified",
 	};
 
-	if (node_type < IBV_NODE_CA || node_type > IBV_NODE_USNIC_UDP)
+	if (node_type < IBV_NODE_CA || node_type > IBV_NODE_UNSPECIFIED)
 		return "unknown";
 	return str[node_type];
 }

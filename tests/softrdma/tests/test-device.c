@@ -119,14 +119,14 @@ static void test_wc_status_strings(void **state)
 		"transport retry counter exceeded", "RNR retry counter exceeded",
 		"local RDD violation error", "remote invalid RD request", "aborted error",
 		"invalid EE context number", "invalid EE context state", "fatal error",
-		"response timeout error", "general error",
+		"response timeout error", "general error", "TM error", "TM software rendezvous",
 	};
 	unsigned int i;
 
 	(void)state;
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		assert_string_equal(ibv_wc_status_str((enum ibv_wc_status)i), want[i]);
-	assert_string_equal(ibv_wc_status_str(IBV_WC_TM_ERR), "unknown");
+	assert_string_equal(ibv_wc_status_str((enum ibv_wc_status)24), "unknown");
 }
 
 static void test_event_strings(void **state)
@@ -140,7 +140,8 @@ static void test_event_strings(void **state)
 	assert_string_equal(ibv_event_type_str(IBV_EVENT_QP_LAST_WQE_REACHED),
 			    "last WQE reached");
 	assert_string_equal(ibv_event_type_str(IBV_EVENT_GID_CHANGE), "GID table change");
-	assert_string_equal(ibv_event_type_str(IBV_EVENT_WQ_FATAL), "unknown");
+	assert_string_equal(ibv_event_type_str(IBV_EVENT_WQ_FATAL), "WQ fatal");
+	assert_string_equal(ibv_event_type_str((enum ibv_event_type)20), "unknown");
 	assert_string_equal(rdma_event_str(RDMA_CM_EVENT_ADDR_RESOLVED),
 			    "RDMA_CM_EVENT_ADDR_RESOLVED");
 	assert_string_equal(rdma_event_str(RDMA_CM_EVENT_CONNECT_RESPONSE),
@@ -148,6 +149,7 @@ static void test_event_strings(void **state)
 	assert_string_equal(rdma_event_str(RDMA_CM_EVENT_TIMEWAIT_EXIT),
 			    "RDMA_CM_EVENT_TIMEWAIT_EXIT");
 	assert_string_equal(rdma_event_str((enum rdma_cm_event_type)99), "UNKNOWN EVENT");
+	assert_string_equal(ibv_node_type_str(IBV_NODE_UNSPECIFIED), "unspecified");
 	assert_string_equal(ibv_node_type_str((enum ibv_node_type)42), "unknown");
 }
 
