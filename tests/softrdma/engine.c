@@ -155,10 +155,10 @@ static enum wire_op wire_op_of(enum ibv_wr_opcode op)
 
 /*
  * Resolve the WQE's local SGEs. A READ scatters into them (needs local write);
- * everything else gathers from them. Returns false on a protection error.
+ * everything else gathers from them.
  */
-static bool gather_locked(struct soft_qp *qp, const struct soft_send_wqe *wqe,
-			  struct wire_req *req, uint8_t **dst, uint32_t *dst_len)
+static enum ibv_wc_status gather_locked(struct soft_qp *qp, const struct soft_send_wqe *wqe,
+					struct wire_req *req, uint8_t **dst, uint32_t *dst_len)
 {
 	int need = wqe->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
 	uint64_t total = 0;
@@ -170,7 +170,7 @@ static bool gather_locked(struct soft_qp *qp, const struct soft_send_wqe *wqe,
 		req->segs[0].len = wqe->inline_len;
 		req->nsegs = 1;
 		req->length = wqe->inline_len;
-		return true;
+		return IBV_WC_SUCCESS;
 	}
 	for (i = 0; i < wqe->num_sge; i++) {
 		const struct ibv_sge *sge = &wqe->sge[i];
@@ -180,7 +180,7 @@ static bool gather_locked(struct soft_qp *qp, const struct soft_send_wqe *wqe,
 			continue;
 		ptr = mem_local_locked(qp->pd, sge->lkey, sge->addr, sge->length, need);
 		if (!ptr)
-			return false;
+			return IBV_WC_LOC_PROT_ERR;
 		dst[req->nsegs] = ptr;
 		dst_len[req->nsegs] = sge->length;
 		req->segs[req->nsegs].addr = ptr;
@@ -188,8 +188,10 @@ static bool gather_locked(struct soft_qp *qp, const struct soft_send_wqe *wqe,
 		req->nsegs++;
 		total += sge->length;
 	}
+	if (total > SOFT_MAX_MSG)
+		return IBV_WC_LOC_LEN_ERR;	/* beyond the port's max_msg_sz */
 	req->length = (uint32_t)total;
-	return total <= SOFT_MAX_MSG;
+	return IBV_WC_SUCCESS;
 }
 
 static void scatter_read(const struct wire_resp *resp, uint8_t **dst, const uint32_t *dst_len,
@@ -223,9 +225,12 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 	bool is_send = wqe->opcode == IBV_WR_SEND || wqe->opcode == IBV_WR_SEND_WITH_IMM ||
 		wqe->opcode == IBV_WR_SEND_WITH_INV;
 
+	enum ibv_wc_status local;
+
 	memset(&req, 0, sizeof(req));
-	if (!gather_locked(qp, wqe, &req, dst, dst_len)) {
-		finish_wqe_locked(qp, wqe, IBV_WC_LOC_PROT_ERR, 0);
+	local = gather_locked(qp, wqe, &req, dst, dst_len);
+	if (local != IBV_WC_SUCCESS) {
+		finish_wqe_locked(qp, wqe, local, 0);
 		return;
 	}
 	/* With no initiator depth granted the QP may not issue RDMA Reads. */
