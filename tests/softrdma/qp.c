@@ -354,10 +354,10 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 
 	fab_lock();
 	ret = qp_modify_locked(to_sqp(qp), attr, attr_mask);
-	fab_unlock();
-	/* libibverbs mirrors the state the caller asked for. */
+	/* libibverbs mirrors the state the caller asked for (rdma_cm writes it too). */
 	if (!ret && (attr_mask & IBV_QP_STATE))
 		qp->state = attr->qp_state;
+	fab_unlock();
 	return ret;
 }
 
