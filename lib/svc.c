@@ -44,14 +44,43 @@ static int svc_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_attr 
 	return 0;
 }
 
+/*
+ * A PD for every device, made now so that memory can be registered before
+ * any connection arrives; a connection uses the one of its device.
+ */
+static int svc_alloc_pds(struct rpcrdma_svc *svc)
+{
+	struct ibv_context **devs;
+	int n, i;
+
+	/* Held until the server goes: the PDs live on these contexts. */
+	devs = rdma_get_devices(&n);
+	if (!devs)
+		return -ENODEV;
+	svc->sv_devs = devs;
+	for (i = 0; i < n && svc->sv_npds < SVC_RDMA_MAX_DEVICES; i++) {
+		struct ibv_pd *pd = ibv_alloc_pd(devs[i]);
+
+		if (!pd)
+			continue;
+		svc->sv_pds[svc->sv_npds].verbs = devs[i];
+		svc->sv_pds[svc->sv_npds].pd = pd;
+		svc->sv_npds++;
+	}
+	return svc->sv_npds ? 0 : -ENODEV;
+}
+
 static void svc_free(struct rpcrdma_svc *svc)
 {
 	unsigned int i;
 
 	if (svc->sv_listen_id)
 		rdma_destroy_id(svc->sv_listen_id);
+	rpcrdma_mem_destroy_all(&svc->sv_mems);
 	for (i = 0; i < svc->sv_npds; i++)
 		ibv_dealloc_pd(svc->sv_pds[i].pd);
+	if (svc->sv_devs)
+		rdma_free_devices(svc->sv_devs);
 	if (svc->sv_cm_channel)
 		rdma_destroy_event_channel(svc->sv_cm_channel);
 	if (svc->sv_epfd >= 0)
@@ -76,7 +105,11 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen(const struct rpcrdma_svc_attr *attr,
 	svc->sv_epfd = -1;
 	list_init(&svc->sv_conns);
 	list_init(&svc->sv_zombies);
+	list_init(&svc->sv_mems);
 	rc = svc_attr_fill(svc, attr);
+	if (rc)
+		goto out;
+	rc = svc_alloc_pds(svc);
 	if (rc)
 		goto out;
 	rc = rpcrdma_cm_channel_create(&svc->sv_cm_channel);
@@ -236,6 +269,21 @@ RPCRDMA_EXPORT int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms)
 	if (epoll_wait(svc->sv_epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	return rpcrdma_svc_poll(svc, 64);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_mem_register(struct rpcrdma_svc *svc, void *addr, size_t len,
+					    struct rpcrdma_mem **out)
+{
+	struct ibv_pd *pds[SVC_RDMA_MAX_DEVICES];
+	unsigned int i;
+
+	if (!svc || !out)
+		return -EINVAL;
+	for (i = 0; i < svc->sv_npds; i++)
+		pds[i] = svc->sv_pds[i].pd;
+	/* Local access only: the server reads from it to send, never exposes it. */
+	return rpcrdma_mem_create(&svc->sv_mems, &svc->sv_stats, addr, len, pds, svc->sv_npds, 0,
+				  out);
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_stats(const struct rpcrdma_svc *svc, struct rpcrdma_stats *stats)

@@ -17,6 +17,12 @@
 #define SVC_RDMA_RECV_BATCH 8
 /* Send contexts beyond one per credit: room for RDMA_ERROR replies. */
 #define SVC_RDMA_SEND_EXTRA 8
+/*
+ * Send-queue slots beyond one per send context: the Writes of one reply
+ * (Write chunks and a Reply chunk at the default caps: 8 x 16 + 16), plus
+ * room for Read waves. Chains wait in FIFO order when the queue is full.
+ */
+#define SVC_RDMA_SQ_EXTRA 256
 
 static struct ibv_pd *svc_rdma_get_pd(struct rpcrdma_svc *svc, struct ibv_context *verbs)
 {
@@ -25,14 +31,7 @@ static struct ibv_pd *svc_rdma_get_pd(struct rpcrdma_svc *svc, struct ibv_contex
 	for (i = 0; i < svc->sv_npds; i++)
 		if (svc->sv_pds[i].verbs == verbs)
 			return svc->sv_pds[i].pd;
-	if (svc->sv_npds == SVC_RDMA_MAX_DEVICES)
-		return NULL;
-	svc->sv_pds[i].pd = ibv_alloc_pd(verbs);
-	if (!svc->sv_pds[i].pd)
-		return NULL;
-	svc->sv_pds[i].verbs = verbs;
-	svc->sv_npds++;
-	return svc->sv_pds[i].pd;
+	return NULL;
 }
 
 static void *svc_rdma_alloc(struct svcxprt_rdma *rdma, size_t size)
@@ -94,6 +93,8 @@ static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32
 		struct svc_rdma_send_ctxt *ctxt = &rdma->sc_send_ctxts[i];
 
 		ctxt->sc_cqe.done = svc_rdma_wc_send;
+		ctxt->sc_write_cqe.done = svc_rdma_write_done;
+		ctxt->sc_reply_cqe.done = svc_rdma_reply_done;
 		ctxt->sc_xprt_buf = rpcrdma_slab_buf(&rdma->sc_send_slab, i);
 		ctxt->sc_sge.addr = (uintptr_t)ctxt->sc_xprt_buf;
 		ctxt->sc_sge.lkey = rpcrdma_slab_lkey(&rdma->sc_send_slab);
@@ -102,7 +103,7 @@ static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32
 		ctxt->sc_send_wr.num_sge = 1;
 		ctxt->sc_send_wr.opcode = IBV_WR_SEND;
 		ctxt->sc_send_wr.send_flags = IBV_SEND_SIGNALED;
-		list_add_tail(&rdma->sc_send_free, &ctxt->sc_list);
+		list_add_tail(&rdma->sc_send_free, &ctxt->sc_chain.list);
 	}
 	return 0;
 }
@@ -113,8 +114,15 @@ static void svc_rdma_free(struct svcxprt_rdma *rdma)
 	size_t slabs = rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
 		       rpcrdma_slab_bytes(&rdma->sc_send_slab);
 
+	uint32_t i;
+
 	list_del(&rdma->sc_node);
 	rdma->sc_stats->heap_bytes -= slabs;
+	for (i = 0; rdma->sc_send_ctxts && i < rdma->sc_nsend; i++) {
+		free(rdma->sc_send_ctxts[i].sc_wrs);
+		free(rdma->sc_send_ctxts[i].sc_wr_sges);
+		free(rdma->sc_send_ctxts[i].sc_releases);
+	}
 	rpcrdma_slab_free(&rdma->sc_recv_slab);
 	rpcrdma_slab_free(&rdma->sc_send_slab);
 	svc_rdma_free_mem(rdma, rdma->sc_recv_ctxts, sizeof(*rdma->sc_recv_ctxts) * rdma->sc_nrecv);
@@ -126,12 +134,15 @@ static void svc_rdma_free(struct svcxprt_rdma *rdma)
 /* Release the verbs and CM resources of a drained (or never connected) connection. */
 static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
 {
-	struct svc_rdma_send_ctxt *sctxt;
+	struct svc_rdma_chain *chain;
 	size_t slabs = rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
 		       rpcrdma_slab_bytes(&rdma->sc_send_slab);
 
-	while ((sctxt = list_pop(&rdma->sc_orphans, struct svc_rdma_send_ctxt, sc_list)))
-		svc_rdma_send_ctxt_put(rdma, sctxt);
+	/* The drain is over: partly posted chains can be released now. */
+	while ((chain = list_pop(&rdma->sc_orphans, struct svc_rdma_chain, list)))
+		chain->abort(rdma, chain);
+	/* Calls whose Reads finished during the drain are not handed up. */
+	svc_rdma_read_complete(rdma);
 	list_splice_tail(&rdma->sc_recv_free, &rdma->sc_rq_dto_q);
 	rpcrdma_ep_destroy(&rdma->sc_ep);
 	if (rdma->sc_svc && rdma->sc_epfd >= 0)
@@ -152,6 +163,26 @@ static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
 }
 
 /*
+ * Calls the application still holds keep their memory, but not their
+ * registrations: the PD they were made under may go away before them.
+ */
+static void svc_rdma_dereg_held(struct svcxprt_rdma *rdma)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < rdma->sc_nrecv; i++) {
+		struct svc_rdma_recv_ctxt *ctxt = &rdma->sc_recv_ctxts[i];
+
+		if (!ctxt->rc_held)
+			continue;
+		rpcrdma_buf_dereg(&ctxt->rc_call.pzrc.ch_buf, rdma->sc_stats);
+		rpcrdma_buf_dereg(&ctxt->rc_call.long_reply, rdma->sc_stats);
+		for (j = 0; j < ctxt->rc_call.nchunks; j++)
+			rpcrdma_buf_dereg(&ctxt->rc_call.chunks[j].ch_buf, rdma->sc_stats);
+	}
+}
+
+/*
  * Everything posted has completed or flushed. Tear down, tell the
  * application, and free now unless it still holds calls (which keep the
  * connection's memory, not its verbs resources).
@@ -161,6 +192,7 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 	struct rpcrdma_svc *svc = rdma->sc_svc;
 
 	svc_rdma_release_verbs(rdma);
+	svc_rdma_dereg_held(rdma);
 	rdma->sc_state = SVCXPRT_CLOSED;
 	rdma->sc_stats->disconnects++;
 	list_del(&rdma->sc_node);
@@ -174,10 +206,16 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 
 void svc_rdma_conn_put_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
 {
-	if (ctxt->rc_call.reply_ctxt) {
-		svc_rdma_send_ctxt_put(rdma, ctxt->rc_call.reply_ctxt);
-		ctxt->rc_call.reply_ctxt = NULL;
+	struct rpcrdma_svc_call *call = &ctxt->rc_call;
+
+	if (call->reply_ctxt) {
+		svc_rdma_send_ctxt_put(rdma, call->reply_ctxt);
+		call->reply_ctxt = NULL;
 	}
+	/* Payloads named for a reply that never went out are released now. */
+	svc_rdma_release_payloads(call);
+	svc_rdma_call_release_chunks(rdma, call);
+	ctxt->rc_held = false;
 	list_add_tail(&rdma->sc_recv_free, &ctxt->rc_list);
 	rdma->sc_calls_held--;
 	if (rdma->sc_state == SVCXPRT_CLOSED && rdma->sc_calls_held == 0)
@@ -320,6 +358,7 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	list_init(&rdma->sc_node);
 	list_init(&rdma->sc_recv_free);
 	list_init(&rdma->sc_rq_dto_q);
+	list_init(&rdma->sc_read_complete_q);
 	list_init(&rdma->sc_send_free);
 	list_init(&rdma->sc_send_waiters);
 	list_init(&rdma->sc_orphans);
@@ -351,9 +390,12 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	if (rc)
 		goto out_reject;
 
+	rdma->sc_pd = pd;
+	/* Room for replies, Read waves and the Writes of the largest reply. */
+	rdma->sc_sq_depth = rdma->sc_nsend + SVC_RDMA_SQ_EXTRA;
 	attr.pd = pd;
 	attr.context = rdma;
-	attr.send_wrs = rdma->sc_nsend;
+	attr.send_wrs = rdma->sc_sq_depth;
 	attr.recv_wrs = rdma->sc_max_requests;
 	attr.send_sges = 1;
 	rc = rpcrdma_ep_create(&rdma->sc_ep, req->id, &attr, rdma->sc_stats);
@@ -381,6 +423,7 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	}
 
 	svc_rdma_accept_params(rdma, req->id->verbs, req->initiator_depth, pdata, &param);
+	rdma->sc_ord = param.initiator_depth;
 	if (rdma_accept(req->id, &param)) {
 		rc = errno ? -errno : -ECONNABORTED;
 		rpcrdma_warn("server: rdma_accept failed: %s", strerror(-rc));

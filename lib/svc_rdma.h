@@ -12,43 +12,120 @@
 #include "cm.h"
 #include "ep.h"
 #include "list.h"
+#include "regmem.h"
 
 struct svcxprt_rdma;
+struct svc_rdma_recv_ctxt;
 
-/* What a received call is to the application (struct rpcrdma_svc_call). */
+/*
+ * A chain of send-queue WRs waiting, in FIFO order, for sq_avail to reach its
+ * sqecount. Send contexts and Read contexts both wait this way; @abort
+ * releases the owner when the connection closes before the chain is posted,
+ * @post_failed when posting it failed with nothing posted.
+ */
+struct svc_rdma_chain {
+	struct list_node list;
+	uint32_t sqecount;
+	struct ibv_send_wr *first;
+	void (*abort)(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
+};
+
+/* A Read chunk of a call, pulled into a registered sink. */
+struct svc_rdma_chunk {
+	struct rpcrdma_buf ch_buf;	/* the sink; its data is handed up */
+	uint64_t ch_len;		/* bytes of the chunk */
+	uint32_t ch_pos;		/* offset in the message that lacks the payloads */
+	uint32_t ch_first_seg;		/* its segments in the Read list */
+	uint32_t ch_nsegs;
+	bool ch_kept;			/* the application took the sink over */
+};
+
+/* Pulling a call's Read chunks: RDMA Reads in waves of at most the ORD. */
+struct svc_rdma_read_ctxt {
+	struct svc_rdma_chain rd_chain;
+	struct rpcrdma_cqe rd_done_cqe;		/* svc_rdma_wc_read_done: a wave's last Read */
+	struct rpcrdma_cqe rd_cqe;		/* svc_rdma_wc_read: the others (errors only) */
+	struct svc_rdma_recv_ctxt *rd_recv;
+	struct ibv_send_wr *rd_wrs;		/* one per Read segment */
+	struct ibv_sge *rd_sges;
+	uint32_t rd_nwrs;
+	uint32_t rd_next;			/* first WR of the next wave */
+	bool rd_failed;
+};
+
+/* A DDP result the application named for the reply. */
+struct svc_rdma_payload {
+	uint32_t pos;
+	const unsigned char *buf;
+	size_t len;
+	void (*release)(void *arg);
+	void *arg;
+};
+
+/* What the application sees: struct rpcrdma_svc_call. */
 struct rpcrdma_svc_call {
 	struct svcxprt_rdma *rdma;
 	uint32_t xid;
 	const unsigned char *msg;
 	size_t msg_len;
+	struct rpcrdma_hdr *hdr;		/* the call's transport header (chunk lists) */
 	struct svc_rdma_send_ctxt *reply_ctxt;	/* taken by rpcrdma_svc_reply_buf() */
-	uint32_t hdr_reserve;			/* bytes kept ahead of the reply for its header */
+	struct rpcrdma_buf long_reply;		/* rpcrdma_svc_reply_buf() for a Reply chunk */
+	uint32_t hdr_reserve;			/* bytes kept ahead of an inline reply */
+	struct svc_rdma_chunk pzrc;		/* a long call's message */
+	bool has_pzrc;
+	struct svc_rdma_chunk *chunks;		/* data-item Read chunks: the payloads */
+	unsigned int nchunks;
+	struct svc_rdma_read_ctxt *read;
+	struct svc_rdma_payload *payloads;	/* named by rpcrdma_svc_reply_payload() */
+	unsigned int npayloads;
+	uint32_t inv_rkey;
+	bool inv;				/* reply with Send With Invalidate of inv_rkey */
 };
 
 /* A receive buffer; while it holds a call the application owns, rc_call is live. */
 struct svc_rdma_recv_ctxt {
 	struct rpcrdma_cqe rc_cqe;		/* svc_rdma_wc_receive */
-	struct list_node rc_list;		/* sc_recv_free, or sc_rq_dto_q */
+	struct list_node rc_list;		/* sc_recv_free, sc_rq_dto_q or sc_read_complete_q */
 	struct ibv_recv_wr rc_recv_wr;
 	struct ibv_sge rc_recv_sge;
 	unsigned char *rc_recv_buf;
 	uint32_t rc_byte_len;
+	bool rc_held;				/* a call lent to the application or pulling */
 	struct rpcrdma_svc_call rc_call;
+	struct rpcrdma_hdr rc_hdr;
+};
+
+/* What a send context releases when its Send completes. */
+struct svc_rdma_release {
+	void (*release)(void *arg);
+	void *arg;
+	struct rpcrdma_buf buf;			/* a bounce or long-reply buffer to free */
+	struct rpcrdma_mem *mem;		/* a registration to unpin */
 };
 
 /*
  * A reply in the making and in flight. sc_sqecount counts every WR of the
  * chain ending in its Send; the Send completion (svc_rdma_wc_send) returns
- * them all and releases the context, exactly once, on success or error.
+ * them all and releases the context and what it holds, exactly once, on
+ * success or error.
  */
 struct svc_rdma_send_ctxt {
 	struct rpcrdma_cqe sc_cqe;		/* svc_rdma_wc_send */
-	struct list_node sc_list;		/* sc_send_free, sc_send_waiters or sc_orphans */
+	struct rpcrdma_cqe sc_write_cqe;	/* svc_rdma_write_done: Write-list Writes */
+	struct rpcrdma_cqe sc_reply_cqe;	/* svc_rdma_reply_done: Reply-chunk Writes */
+	struct svc_rdma_chain sc_chain;		/* sc_send_free, sc_send_waiters, sc_orphans */
 	struct ibv_send_wr sc_send_wr;
 	struct ibv_sge sc_sge;
-	struct ibv_send_wr *sc_wr_chain;	/* first WR to post */
 	uint32_t sc_sqecount;
 	unsigned char *sc_xprt_buf;		/* registered: header, then the inline reply */
+	struct ibv_send_wr *sc_wrs;		/* RDMA Writes ahead of the Send */
+	struct ibv_sge *sc_wr_sges;
+	uint32_t sc_nwrs;
+	uint32_t sc_max_wrs;
+	struct svc_rdma_release *sc_releases;
+	uint32_t sc_nreleases;
+	uint32_t sc_max_releases;
 };
 
 enum svcxprt_state {
@@ -67,9 +144,12 @@ struct svcxprt_rdma {
 	struct rdma_cm_id *sc_cm_id;
 	struct rdma_event_channel *sc_cm_channel;
 	int sc_epfd;
+	struct ibv_pd *sc_pd;
 	struct rpcrdma_ep sc_ep;
 	struct rpcrdma_inline sc_inline;
 	uint32_t sc_max_requests;		/* grant ceiling = receives kept posted */
+	uint32_t sc_ord;			/* RDMA Reads in flight at most (initiator depth) */
+	uint32_t sc_sq_depth;			/* data WRs the send queue holds */
 	struct rpcrdma_stats *sc_stats;		/* the server's, or sc_own_stats */
 	struct rpcrdma_stats sc_own_stats;
 
@@ -81,24 +161,25 @@ struct svcxprt_rdma {
 	uint32_t sc_nsend;
 	struct list_node sc_recv_free;
 	struct list_node sc_rq_dto_q;		/* received, not yet decoded */
+	struct list_node sc_read_complete_q;	/* Read chunks pulled, ready to hand up */
 	struct list_node sc_send_free;
 	struct list_node sc_send_waiters;	/* FIFO: chains waiting for SQ space */
 	struct list_node sc_orphans;		/* partly posted chains, released after the drain */
 
-	uint32_t sc_calls_held;			/* calls lent to the application */
+	uint32_t sc_calls_held;			/* calls lent to the application or pulling */
 	void *sc_app_ctx;
 	struct sockaddr_storage sc_local;
 	struct sockaddr_storage sc_peer;
 	size_t sc_heap;				/* bytes of heap this connection holds */
 };
 
-/* A PD per device, shared by the connections that arrive on it. */
+/* A PD per device, created at listen time for every device. */
 struct svc_rdma_pd {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
 };
 
-#define SVC_RDMA_MAX_DEVICES 8
+#define SVC_RDMA_MAX_DEVICES RPCRDMA_MEM_MAX_MRS
 
 struct rpcrdma_svc {
 	struct rpcrdma_svc_attr sv_attr;
@@ -106,8 +187,10 @@ struct rpcrdma_svc {
 	struct rdma_event_channel *sv_cm_channel;
 	struct rdma_cm_id *sv_listen_id;
 	int sv_epfd;
+	struct ibv_context **sv_devs;		/* rdma_get_devices(), held for the PDs */
 	struct svc_rdma_pd sv_pds[SVC_RDMA_MAX_DEVICES];
 	unsigned int sv_npds;
+	struct list_node sv_mems;		/* rpcrdma_svc_mem_register() */
 	struct list_node sv_conns;
 	struct list_node sv_zombies;		/* closed, calls still held */
 	struct rpcrdma_stats sv_stats;
@@ -123,6 +206,11 @@ static inline struct rpcrdma_svc_conn *svc_rdma_conn(struct svcxprt_rdma *rdma)
 	return (struct rpcrdma_svc_conn *)rdma;
 }
 
+static inline struct svc_rdma_recv_ctxt *svc_rdma_call_ctxt(struct rpcrdma_svc_call *call)
+{
+	return container_of(call, struct svc_rdma_recv_ctxt, rc_call);
+}
+
 /* svc_conn.c: accepting, polling and closing one connection. */
 struct svc_rdma_conn_req {
 	struct rdma_cm_id *id;
@@ -136,19 +224,35 @@ int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget);
 int svc_rdma_conn_arm(struct svcxprt_rdma *rdma);
 void svc_rdma_conn_destroy_sync(struct svcxprt_rdma *rdma);
 void svc_rdma_conn_put_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
+bool svc_rdma_can_send(const struct svcxprt_rdma *rdma);
 
 /* svc_recvfrom.c: the receive path. */
 void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc);
 void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma);
 void svc_rdma_recvfrom(struct svcxprt_rdma *rdma);
+void svc_rdma_hand_up(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
+void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call);
+
+/* svc_rw.c: RDMA Reads that pull Read chunks; Write WRs for the reply. */
+int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
+void svc_rdma_read_complete(struct svcxprt_rdma *rdma);
+void svc_rdma_wc_read_done(struct ibv_cq *cq, struct ibv_wc *wc);
+void svc_rdma_wc_read(struct ibv_cq *cq, struct ibv_wc *wc);
+void svc_rdma_write_done(struct ibv_cq *cq, struct ibv_wc *wc);
+void svc_rdma_reply_done(struct ibv_cq *cq, struct ibv_wc *wc);
+int svc_rdma_add_writes(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+			const struct rpcrdma_chunk *chunk, const unsigned char *src, uint64_t len,
+			uint32_t lkey, struct rpcrdma_cqe *cqe, uint32_t *written);
 
 /* svc_sendto.c: the reply path. */
 void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc);
 struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma);
 void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt);
 int svc_rdma_send_error(struct svcxprt_rdma *rdma, uint32_t xid, uint32_t err);
+int svc_rdma_post_chain(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
 void svc_rdma_post_waiters(struct svcxprt_rdma *rdma);
 void svc_rdma_fail_waiters(struct svcxprt_rdma *rdma);
 uint32_t svc_rdma_grant(const struct svcxprt_rdma *rdma);
+void svc_rdma_release_payloads(struct rpcrdma_svc_call *call);
 
 #endif /* RPCRDMA_SVC_RDMA_H */

@@ -2,15 +2,19 @@
 /*
  * Server receive path: the Receive completion handler, keeping receives
  * posted, and turning received messages into calls, error replies or drops
- * as RFC 8166 requires.
+ * as RFC 8166 requires. Calls with Read chunks are handed up only once their
+ * data has been pulled (svc_rw.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rpcrdma/proto.h>
 
 #include "svc_rdma.h"
+
+#define SVC_RDMA_DEF_MAX_READ (64ull << 20)
 
 void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 {
@@ -66,68 +70,253 @@ static void svc_rdma_put_recv(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ct
 	list_add_tail(&rdma->sc_recv_free, &ctxt->rc_list);
 }
 
-/* An accepted header whose lists this server does not serve yet. */
-static bool svc_rdma_has_chunks(const struct rpcrdma_hdr *hdr)
+static uint32_t round4(uint64_t len)
 {
-	return hdr->proc != RPCRDMA_MSG || hdr->read_segs || hdr->write_chunks || hdr->has_reply;
+	return (uint32_t)((len + 3) & ~3ull);
+}
+
+/*
+ * Group the Read list into chunks (runs of one position) and place each:
+ * the position-zero chunk is a long call's message; the others are
+ * payloads, whose wire positions count the bytes (padded to 4) of the
+ * payloads before them. Returns 0, or -EINVAL for a Read list that cannot
+ * be reassembled, -E2BIG for one larger than the server pulls.
+ */
+static int svc_rdma_map_reads(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call,
+			      size_t inline_len)
+{
+	const struct rpcrdma_hdr *hdr = call->hdr;
+	uint64_t max_read = rdma->sc_svc ? rdma->sc_svc->sv_attr.max_read : 0;
+	uint64_t total = 0, consumed = 0, base_len = inline_len;
+	struct rpcrdma_read_segment rs;
+	uint32_t i, prev_pos = 0, nchunks = 0;
+
+	if (!max_read)
+		max_read = SVC_RDMA_DEF_MAX_READ;
+	call->nchunks = 0;
+	call->has_pzrc = false;
+	if (hdr->read_chunks)
+		call->chunks = calloc(hdr->read_chunks, sizeof(*call->chunks));
+	if (hdr->read_chunks && !call->chunks)
+		return -ENOMEM;
+
+	for (i = 0; i < hdr->read_segs; i++) {
+		struct svc_rdma_chunk *ch;
+
+		rpcrdma_hdr_read_segment(hdr, i, &rs);
+		total += rs.seg.length;
+		if (total > max_read)
+			return -E2BIG;
+		if (rs.position == 0) {
+			ch = &call->pzrc;
+			if (!call->has_pzrc) {
+				memset(ch, 0, sizeof(*ch));
+				ch->ch_first_seg = i;
+				call->has_pzrc = true;
+			}
+			ch->ch_len += rs.seg.length;
+			ch->ch_nsegs++;
+			base_len = ch->ch_len;
+			continue;
+		}
+		if (nchunks == 0 || rs.position != prev_pos) {
+			if (nchunks)
+				consumed += round4(call->chunks[nchunks - 1].ch_len);
+			ch = &call->chunks[nchunks++];
+			ch->ch_first_seg = i;
+			/* Where the payload goes in a message that lacks the earlier ones. */
+			if (rs.position < consumed)
+				return -EINVAL;
+			ch->ch_pos = (uint32_t)(rs.position - consumed);
+			prev_pos = rs.position;
+		}
+		ch = &call->chunks[nchunks - 1];
+		ch->ch_len += rs.seg.length;
+		ch->ch_nsegs++;
+	}
+	call->nchunks = nchunks;
+	for (i = 0; i < nchunks; i++) {
+		const struct svc_rdma_chunk *ch = &call->chunks[i];
+
+		/* Chunks must not overlap, and must lie within the message. */
+		if (ch->ch_pos > base_len)
+			return -EINVAL;
+		if (i && ch->ch_pos < call->chunks[i - 1].ch_pos)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* The one rkey that a Send With Invalidate may retire, if there is exactly one. */
+static bool svc_rdma_get_inv_rkey(const struct rpcrdma_hdr *hdr, uint32_t *rkey)
+{
+	struct rpcrdma_read_segment rs;
+	struct rpcrdma_segment seg;
+	bool found = false;
+	uint32_t i, j;
+
+#define SVC_RDMA_CHECK_RKEY(h)				\
+	do {						\
+		if (!found) {				\
+			*rkey = (h);			\
+			found = true;			\
+		} else if (*rkey != (h)) {		\
+			return false;			\
+		}					\
+	} while (0)
+
+	for (i = 0; i < hdr->read_segs; i++) {
+		rpcrdma_hdr_read_segment(hdr, i, &rs);
+		SVC_RDMA_CHECK_RKEY(rs.seg.handle);
+	}
+	for (i = 0; i < hdr->write_chunks; i++) {
+		for (j = 0; j < hdr->write[i].nsegs; j++) {
+			rpcrdma_chunk_segment(&hdr->write[i], j, &seg);
+			SVC_RDMA_CHECK_RKEY(seg.handle);
+		}
+	}
+	if (hdr->has_reply) {
+		for (j = 0; j < hdr->reply.nsegs; j++) {
+			rpcrdma_chunk_segment(&hdr->reply, j, &seg);
+			SVC_RDMA_CHECK_RKEY(seg.handle);
+		}
+	}
+#undef SVC_RDMA_CHECK_RKEY
+	return found;
+}
+
+/* Bytes an inline RDMA_MSG reply header takes: the Write list is echoed. */
+static uint32_t svc_rdma_reply_reserve(const struct rpcrdma_hdr *hdr)
+{
+	uint32_t bytes = RPCRDMA_HDR_MIN_LEN, i;
+
+	for (i = 0; i < hdr->write_chunks; i++)
+		bytes += 8 + RPCRDMA_SEGMENT_LEN * hdr->write[i].nsegs;
+	return bytes;
+}
+
+void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call)
+{
+	unsigned int i;
+
+	if (call->has_pzrc)
+		rpcrdma_buf_free(&call->pzrc.ch_buf, rdma->sc_stats);
+	call->has_pzrc = false;
+	for (i = 0; i < call->nchunks; i++)
+		if (!call->chunks[i].ch_kept)
+			rpcrdma_buf_free(&call->chunks[i].ch_buf, rdma->sc_stats);
+	free(call->chunks);
+	call->chunks = NULL;
+	call->nchunks = 0;
+	rpcrdma_buf_free(&call->long_reply, rdma->sc_stats);
+}
+
+/* Hand a complete call up: its message is in place, inline or pulled. */
+void svc_rdma_hand_up(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+{
+	struct rpcrdma_svc_call *call = &ctxt->rc_call;
+	struct rpcrdma_svc *svc = rdma->sc_svc;
+
+	if (call->has_pzrc) {
+		call->msg = call->pzrc.ch_buf.data;
+		call->msg_len = call->pzrc.ch_len;
+	}
+	rdma->sc_stats->calls++;
+	if (!rdma->sc_announced) {
+		rdma->sc_announced = true;
+		if (svc->sv_attr.on_conn)
+			svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_ESTABLISHED,
+					     svc->sv_attr.arg);
+	}
+	svc->sv_attr.on_call(call, svc->sv_attr.arg);
+}
+
+/* An accepted header: check what RFC 8166 asks of a call's chunks. Returns an ERR_ code or 0. */
+static uint32_t svc_rdma_check_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+{
+	struct rpcrdma_svc_call *call = &ctxt->rc_call;
+	const struct rpcrdma_hdr *hdr = call->hdr;
+	size_t inline_len = ctxt->rc_byte_len - hdr->hdr_len;
+	uint32_t rpc_xid;
+	int rc;
+
+	if (hdr->proc == RPCRDMA_NOMSG) {
+		/* A long call: the message is in a position-zero Read chunk. */
+		inline_len = 0;
+	} else {
+		/* The RPC message must be there and carry the same XID (RFC 8166 4.1). */
+		if (inline_len < sizeof(rpc_xid))
+			return RPCRDMA_ERR_CHUNK;
+		memcpy(&rpc_xid, ctxt->rc_recv_buf + hdr->hdr_len, sizeof(rpc_xid));
+		if (ntohl(rpc_xid) != hdr->xid)
+			return RPCRDMA_ERR_CHUNK;
+	}
+	rc = svc_rdma_map_reads(rdma, call, inline_len);
+	if (rc) {
+		rpcrdma_info("server: XID 0x%08x: unusable Read list (%s)", hdr->xid,
+			     strerror(-rc));
+		return RPCRDMA_ERR_CHUNK;
+	}
+	/* NOMSG needs a position-zero chunk; MSG must not have one. */
+	if ((hdr->proc == RPCRDMA_NOMSG) != call->has_pzrc)
+		return RPCRDMA_ERR_CHUNK;
+	if (hdr->read_segs && rdma->sc_ord == 0)
+		return RPCRDMA_ERR_CHUNK;
+	call->msg = ctxt->rc_recv_buf + hdr->hdr_len;
+	call->msg_len = inline_len;
+	call->hdr_reserve = svc_rdma_reply_reserve(hdr);
+	call->inv = rdma->sc_inline.remote_inv && svc_rdma_get_inv_rkey(hdr, &call->inv_rkey);
+	return 0;
 }
 
 static void svc_rdma_handle_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
 {
 	struct rpcrdma_svc_call *call = &ctxt->rc_call;
-	struct rpcrdma_hdr hdr;
-	uint32_t rpc_xid;
+	uint32_t err;
 	int rc;
 
-	rc = rpcrdma_hdr_decode(ctxt->rc_recv_buf, ctxt->rc_byte_len, NULL, &hdr);
-	switch (rpcrdma_hdr_verdict(rc, &hdr)) {
+	memset(call, 0, sizeof(*call));
+	call->rdma = rdma;
+	call->hdr = &ctxt->rc_hdr;
+	rc = rpcrdma_hdr_decode(ctxt->rc_recv_buf, ctxt->rc_byte_len, NULL, call->hdr);
+	switch (rpcrdma_hdr_verdict(rc, call->hdr)) {
 	case RPCRDMA_ACCEPT:
 		break;
 	case RPCRDMA_REPLY_ERR_VERS:
 		rdma->sc_stats->dropped++;
-		svc_rdma_send_error(rdma, hdr.xid, RPCRDMA_ERR_VERS);
+		svc_rdma_send_error(rdma, call->hdr->xid, RPCRDMA_ERR_VERS);
 		goto out_put;
 	case RPCRDMA_REPLY_ERR_CHUNK:
 		rdma->sc_stats->dropped++;
 		rpcrdma_info("server: bad header from the client (%s)", strerror(-rc));
-		svc_rdma_send_error(rdma, hdr.xid, RPCRDMA_ERR_CHUNK);
+		svc_rdma_send_error(rdma, call->hdr->xid, RPCRDMA_ERR_CHUNK);
 		goto out_put;
 	case RPCRDMA_DROP:
 	default:
 		rdma->sc_stats->dropped++;
 		goto out_put;
 	}
-	if (svc_rdma_has_chunks(&hdr)) {
+	call->xid = call->hdr->xid;
+	err = svc_rdma_check_call(rdma, ctxt);
+	if (err) {
 		rdma->sc_stats->dropped++;
-		svc_rdma_send_error(rdma, hdr.xid, RPCRDMA_ERR_CHUNK);
+		svc_rdma_call_release_chunks(rdma, call);
+		svc_rdma_send_error(rdma, call->xid, err);
 		goto out_put;
 	}
-	call->msg = ctxt->rc_recv_buf + hdr.hdr_len;
-	call->msg_len = ctxt->rc_byte_len - hdr.hdr_len;
-	/* The RPC message must be there and carry the same XID (RFC 8166 4.1). */
-	if (call->msg_len < sizeof(rpc_xid)) {
-		rdma->sc_stats->dropped++;
-		goto out_put;
-	}
-	memcpy(&rpc_xid, call->msg, sizeof(rpc_xid));
-	if (ntohl(rpc_xid) != hdr.xid) {
-		rdma->sc_stats->dropped++;
-		svc_rdma_send_error(rdma, hdr.xid, RPCRDMA_ERR_CHUNK);
-		goto out_put;
-	}
-	call->rdma = rdma;
-	call->xid = hdr.xid;
-	call->reply_ctxt = NULL;
-	call->hdr_reserve = RPCRDMA_HDR_MIN_LEN;
 	rdma->sc_calls_held++;
-	rdma->sc_stats->calls++;
-	if (!rdma->sc_announced) {
-		rdma->sc_announced = true;
-		if (rdma->sc_svc->sv_attr.on_conn)
-			rdma->sc_svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_ESTABLISHED,
-						      rdma->sc_svc->sv_attr.arg);
+	ctxt->rc_held = true;
+	if (call->hdr->read_segs) {
+		rdma->sc_stats->read_chunks += call->hdr->read_chunks;
+		/* Handed up from svc_rdma_read_complete() once the data is in. */
+		if (svc_rdma_process_read_list(rdma, ctxt) == 0)
+			return;
+		rdma->sc_stats->dropped++;
+		svc_rdma_send_error(rdma, call->xid, RPCRDMA_ERR_CHUNK);
+		svc_rdma_conn_put_call(rdma, ctxt);
+		return;
 	}
-	rdma->sc_svc->sv_attr.on_call(call, rdma->sc_svc->sv_attr.arg);
+	svc_rdma_hand_up(rdma, ctxt);
 	return;
 
 out_put:
@@ -139,6 +328,7 @@ void svc_rdma_recvfrom(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_recv_ctxt *ctxt;
 
+	svc_rdma_read_complete(rdma);
 	while ((ctxt = list_pop(&rdma->sc_rq_dto_q, struct svc_rdma_recv_ctxt, rc_list))) {
 		if (rdma->sc_ep.close_pending || rdma->sc_state >= SVCXPRT_CLOSING) {
 			svc_rdma_put_recv(rdma, ctxt);
@@ -146,4 +336,56 @@ void svc_rdma_recvfrom(struct svcxprt_rdma *rdma)
 		}
 		svc_rdma_handle_call(rdma, ctxt);
 	}
+}
+
+/* Calls: accessors. */
+
+RPCRDMA_EXPORT unsigned int rpcrdma_svc_call_payloads(const struct rpcrdma_svc_call *call)
+{
+	return call ? call->nchunks : 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_call_payload(const struct rpcrdma_svc_call *call, unsigned int i,
+					    const void **data, size_t *len, uint32_t *pos)
+{
+	if (!call || i >= call->nchunks)
+		return -EINVAL;
+	if (data)
+		*data = call->chunks[i].ch_buf.data;
+	if (len)
+		*len = call->chunks[i].ch_len;
+	if (pos)
+		*pos = call->chunks[i].ch_pos;
+	return 0;
+}
+
+RPCRDMA_EXPORT void *rpcrdma_svc_call_keep_payload(struct rpcrdma_svc_call *call, unsigned int i,
+						   size_t *len)
+{
+	struct svc_rdma_chunk *ch;
+	void *data;
+
+	if (!call || i >= call->nchunks || call->chunks[i].ch_kept)
+		return NULL;
+	ch = &call->chunks[i];
+	if (len)
+		*len = ch->ch_len;
+	/* The data is in place and no RDMA will touch it again: keep the memory only. */
+	data = rpcrdma_buf_detach(&ch->ch_buf, call->rdma->sc_stats);
+	ch->ch_buf.data = data;
+	ch->ch_kept = true;
+	return data;
+}
+
+RPCRDMA_EXPORT void rpcrdma_svc_payload_free(void *data)
+{
+	free(data);
+}
+
+RPCRDMA_EXPORT uint64_t rpcrdma_svc_call_write_chunk(const struct rpcrdma_svc_call *call,
+						     unsigned int i)
+{
+	if (!call || i >= call->hdr->write_chunks)
+		return 0;
+	return call->hdr->write[i].total;
 }

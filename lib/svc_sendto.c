@@ -1,32 +1,75 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Server reply path: send contexts, send-queue accounting with FIFO waiters,
- * the Send completion handler, inline replies and RDMA_ERROR replies.
+ * the Send completion handler, and replies: inline, with Write-list payloads
+ * placed by RDMA Write, through a Reply chunk, by Send With Invalidate, or
+ * RDMA_ERROR.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rpcrdma/proto.h>
 
 #include "svc_rdma.h"
 
+#define SVC_RDMA_DEF_MAX_REPLY (64ull << 20)
+#define SVC_RDMA_MAX_PAYLOADS RPCRDMA_MAX_CHUNKS_LIMIT
+
+static void svc_rdma_send_abort(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
+{
+	svc_rdma_send_ctxt_put(rdma, container_of(chain, struct svc_rdma_send_ctxt, sc_chain));
+}
+
 struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_send_ctxt *ctxt;
 
-	ctxt = list_pop(&rdma->sc_send_free, struct svc_rdma_send_ctxt, sc_list);
+	ctxt = list_pop(&rdma->sc_send_free, struct svc_rdma_send_ctxt, sc_chain.list);
 	if (unlikely(!ctxt))
 		return NULL;
-	ctxt->sc_wr_chain = &ctxt->sc_send_wr;
-	ctxt->sc_sqecount = 1;
+	ctxt->sc_chain.first = &ctxt->sc_send_wr;
+	ctxt->sc_chain.sqecount = 1;
+	ctxt->sc_chain.abort = svc_rdma_send_abort;
+	ctxt->sc_nwrs = 0;
 	ctxt->sc_send_wr.next = NULL;
 	ctxt->sc_send_wr.opcode = IBV_WR_SEND;
+	ctxt->sc_sge.addr = (uintptr_t)ctxt->sc_xprt_buf;
 	return ctxt;
 }
 
+static int svc_rdma_add_release(struct svc_rdma_send_ctxt *ctxt,
+				const struct svc_rdma_release *rel)
+{
+	if (ctxt->sc_nreleases == ctxt->sc_max_releases) {
+		uint32_t n = ctxt->sc_max_releases ? 2 * ctxt->sc_max_releases : 4;
+		struct svc_rdma_release *r = realloc(ctxt->sc_releases, n * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		ctxt->sc_releases = r;
+		ctxt->sc_max_releases = n;
+	}
+	ctxt->sc_releases[ctxt->sc_nreleases++] = *rel;
+	return 0;
+}
+
+/* Release what the context holds: buffers, registrations, payloads (exactly once). */
 void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
 {
-	list_add_tail(&rdma->sc_send_free, &ctxt->sc_list);
+	uint32_t i;
+
+	for (i = 0; i < ctxt->sc_nreleases; i++) {
+		struct svc_rdma_release *rel = &ctxt->sc_releases[i];
+
+		rpcrdma_buf_free(&rel->buf, rdma->sc_stats);
+		if (rel->mem)
+			rel->mem->rm_users--;
+		if (rel->release)
+			rel->release(rel->arg);
+	}
+	ctxt->sc_nreleases = 0;
+	list_add_tail(&rdma->sc_send_free, &ctxt->sc_chain.list);
 }
 
 uint32_t svc_rdma_grant(const struct svcxprt_rdma *rdma)
@@ -51,75 +94,84 @@ void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc)
 	struct svc_rdma_send_ctxt *ctxt =
 		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_send_ctxt, sc_cqe);
 
-	rdma->sc_ep.sq_avail += ctxt->sc_sqecount;
+	rdma->sc_ep.sq_avail += ctxt->sc_chain.sqecount;
 	if (unlikely(wc->status != IBV_WC_SUCCESS))
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server send");
 	svc_rdma_send_ctxt_put(rdma, ctxt);
 }
 
-static bool svc_rdma_can_send(const struct svcxprt_rdma *rdma)
+bool svc_rdma_can_send(const struct svcxprt_rdma *rdma)
 {
 	return (rdma->sc_state == SVCXPRT_CONNECTED || rdma->sc_state == SVCXPRT_ACCEPTING) &&
 	       !rdma->sc_ep.close_pending;
 }
 
-/* Post a chain whose SQ slots were just taken. Consumes @ctxt on failure. */
-static int svc_rdma_post_chain(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
+/* Post a chain now; its slots are available. */
+static int svc_rdma_post_now(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
 {
 	int rc;
 
-	rdma->sc_ep.sq_avail -= ctxt->sc_sqecount;
-	rc = rpcrdma_ep_post_send(&rdma->sc_ep, ctxt->sc_wr_chain, ctxt->sc_sqecount);
+	rdma->sc_ep.sq_avail -= chain->sqecount;
+	rc = rpcrdma_ep_post_send(&rdma->sc_ep, chain->first, chain->sqecount);
 	if (likely(rc == 0))
 		return 0;
 	if (rc == -EINPROGRESS) {
-		/* The head is in flight: release the context after the drain. */
-		list_add_tail(&rdma->sc_orphans, &ctxt->sc_list);
+		/* The head is in flight: release the owner after the drain. */
+		list_add_tail(&rdma->sc_orphans, &chain->list);
 		return 0;
 	}
-	svc_rdma_send_ctxt_put(rdma, ctxt);
 	return rc;
 }
 
 /*
- * Send a prepared chain, or queue it behind earlier ones (FIFO) until the
- * send queue has room. Consumes @ctxt whatever the result.
+ * Post a chain, or queue it behind earlier ones (FIFO) until the send queue
+ * has room. Returns 0 (posted or queued: the chain is the connection's now)
+ * or -ENOTCONN (the caller still owns it).
  */
-static int svc_rdma_post_send(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
+int svc_rdma_post_chain(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
 {
-	if (unlikely(!svc_rdma_can_send(rdma))) {
-		svc_rdma_send_ctxt_put(rdma, ctxt);
+	if (unlikely(!svc_rdma_can_send(rdma)))
 		return -ENOTCONN;
-	}
 	if (unlikely(!list_empty(&rdma->sc_send_waiters) ||
-		     rdma->sc_ep.sq_avail < ctxt->sc_sqecount)) {
+		     rdma->sc_ep.sq_avail < chain->sqecount)) {
 		rdma->sc_stats->sq_waits++;
-		list_add_tail(&rdma->sc_send_waiters, &ctxt->sc_list);
+		list_add_tail(&rdma->sc_send_waiters, &chain->list);
 		return 0;
 	}
-	return svc_rdma_post_chain(rdma, ctxt);
+	return svc_rdma_post_now(rdma, chain);
 }
 
 void svc_rdma_post_waiters(struct svcxprt_rdma *rdma)
 {
 	while (!list_empty(&rdma->sc_send_waiters) && svc_rdma_can_send(rdma)) {
-		struct svc_rdma_send_ctxt *ctxt =
-			list_first_entry(&rdma->sc_send_waiters, struct svc_rdma_send_ctxt, sc_list);
+		struct svc_rdma_chain *chain =
+			list_first_entry(&rdma->sc_send_waiters, struct svc_rdma_chain, list);
 
-		if (rdma->sc_ep.sq_avail < ctxt->sc_sqecount)
+		if (rdma->sc_ep.sq_avail < chain->sqecount)
 			break;
-		list_del(&ctxt->sc_list);
-		svc_rdma_post_chain(rdma, ctxt);
+		list_del(&chain->list);
+		if (svc_rdma_post_now(rdma, chain))
+			chain->abort(rdma, chain);
 	}
 }
 
 /* Every close path comes here: queued chains are released, never posted. */
 void svc_rdma_fail_waiters(struct svcxprt_rdma *rdma)
 {
-	struct svc_rdma_send_ctxt *ctxt;
+	struct svc_rdma_chain *chain;
 
-	while ((ctxt = list_pop(&rdma->sc_send_waiters, struct svc_rdma_send_ctxt, sc_list)))
+	while ((chain = list_pop(&rdma->sc_send_waiters, struct svc_rdma_chain, list)))
+		chain->abort(rdma, chain);
+}
+
+/* Post a send context's chain; on -ENOTCONN release it. */
+static int svc_rdma_post_send(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
+{
+	int rc = svc_rdma_post_chain(rdma, &ctxt->sc_chain);
+
+	if (rc)
 		svc_rdma_send_ctxt_put(rdma, ctxt);
+	return rc;
 }
 
 int svc_rdma_send_error(struct svcxprt_rdma *rdma, uint32_t xid, uint32_t err)
@@ -143,47 +195,307 @@ int svc_rdma_send_error(struct svcxprt_rdma *rdma, uint32_t xid, uint32_t err)
 		svc_rdma_send_ctxt_put(rdma, ctxt);
 		return (int)len;
 	}
+	/* An error reply carries no chunks and never invalidates. */
+	ctxt->sc_send_wr.opcode = IBV_WR_SEND;
 	ctxt->sc_sge.length = (uint32_t)len;
 	rdma->sc_stats->rdma_errors++;
 	return svc_rdma_post_send(rdma, ctxt);
 }
 
-/* Encode the RDMA_MSG header ahead of the reply at hdr_reserve and send. */
-static int svc_rdma_send_reply(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call,
-			       struct svc_rdma_send_ctxt *ctxt, size_t len)
+static size_t round4(size_t len)
 {
-	struct rpcrdma_hdr_enc enc = { .xid = call->xid, .proc = RPCRDMA_MSG };
-	size_t total = call->hdr_reserve + len;
-	long hdr_len;
-
-	if (unlikely(!svc_rdma_can_send(rdma))) {
-		svc_rdma_send_ctxt_put(rdma, ctxt);
-		return -ENOTCONN;
-	}
-	if (unlikely(total > rdma->sc_inline.send_max)) {
-		/* No Reply chunk to carry it: tell the client rather than truncate. */
-		svc_rdma_send_ctxt_put(rdma, ctxt);
-		svc_rdma_send_error(rdma, call->xid, RPCRDMA_ERR_CHUNK);
-		return -EMSGSIZE;
-	}
-	enc.credit = svc_rdma_grant(rdma);
-	hdr_len = rpcrdma_hdr_encode(ctxt->sc_xprt_buf, call->hdr_reserve, &enc);
-	if (unlikely(hdr_len != (long)call->hdr_reserve)) {
-		svc_rdma_send_ctxt_put(rdma, ctxt);
-		return -EPROTO;
-	}
-	ctxt->sc_sge.length = (uint32_t)total;
-	rdma->sc_stats->replies++;
-	return svc_rdma_post_send(rdma, ctxt);
+	return (len + 3) & ~(size_t)3;
 }
 
-static struct svc_rdma_recv_ctxt *call_ctxt(struct rpcrdma_svc_call *call)
+/*
+ * Lay out @msg with the payloads @p[0..n) spliced in at their positions
+ * (each padded to 4 bytes with zeroes) at @dst. @dst may be @msg itself:
+ * the pieces are moved from the last one back.
+ */
+static void svc_rdma_splice(unsigned char *dst, const unsigned char *msg, size_t msg_len,
+			    const struct svc_rdma_payload *p, unsigned int n)
 {
-	return container_of(call, struct svc_rdma_recv_ctxt, rc_call);
+	size_t end = msg_len, shift = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		shift += round4(p[i].len);
+	for (i = n; i-- > 0;) {
+		memmove(dst + p[i].pos + shift, msg + p[i].pos, end - p[i].pos);
+		shift -= round4(p[i].len);
+		memcpy(dst + p[i].pos + shift, p[i].buf, p[i].len);
+		memset(dst + p[i].pos + shift + p[i].len, 0, round4(p[i].len) - p[i].len);
+		end = p[i].pos;
+	}
+	if (dst != msg)
+		memmove(dst, msg, end);
+}
+
+/* The lkey @buf[0..len) can be read under: a registration, or a bounce copy. */
+static int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+				 const struct svc_rdma_payload *p, const unsigned char **src,
+				 uint32_t *lkey)
+{
+	struct svc_rdma_release rel = { 0 };
+	struct ibv_mr *mr;
+	int rc;
+
+	if (rdma->sc_svc) {
+		rel.mem = rpcrdma_mem_find(&rdma->sc_svc->sv_mems, p->buf, p->len, rdma->sc_pd, &mr);
+		if (rel.mem) {
+			rel.mem->rm_users++;
+			*src = p->buf;
+			*lkey = mr->lkey;
+			return svc_rdma_add_release(ctxt, &rel);
+		}
+	}
+	rc = rpcrdma_buf_alloc(&rel.buf, rdma->sc_pd, p->len, 0, rdma->sc_stats);
+	if (rc)
+		return rc;
+	memcpy(rel.buf.data, p->buf, p->len);
+	rdma->sc_stats->bounce_bytes += p->len;
+	*src = rel.buf.data;
+	*lkey = rel.buf.mr->lkey;
+	rc = svc_rdma_add_release(ctxt, &rel);
+	if (rc)
+		rpcrdma_buf_free(&rel.buf, rdma->sc_stats);
+	return rc;
+}
+
+/* The payloads' release callbacks move to the context: they run at its Send completion. */
+static int svc_rdma_take_payloads(struct svc_rdma_send_ctxt *ctxt, struct rpcrdma_svc_call *call)
+{
+	unsigned int i;
+
+	for (i = 0; i < call->npayloads; i++) {
+		struct svc_rdma_release rel = {
+			.release = call->payloads[i].release,
+			.arg = call->payloads[i].arg,
+		};
+
+		if (!rel.release)
+			continue;
+		if (svc_rdma_add_release(ctxt, &rel))
+			return -ENOMEM;
+		call->payloads[i].release = NULL;
+	}
+	return 0;
+}
+
+void svc_rdma_release_payloads(struct rpcrdma_svc_call *call)
+{
+	unsigned int i;
+
+	for (i = 0; i < call->npayloads; i++)
+		if (call->payloads[i].release)
+			call->payloads[i].release(call->payloads[i].arg);
+	free(call->payloads);
+	call->payloads = NULL;
+	call->npayloads = 0;
+}
+
+/* Where a reply's RPC message is: copied, encoded in place, or in a long-reply buffer. */
+struct svc_rdma_msg {
+	const unsigned char *msg;
+	size_t len;
+	bool in_place;			/* at sc_xprt_buf + hdr_reserve */
+	struct rpcrdma_buf *long_buf;	/* the call's long-reply buffer, handed over */
+};
+
+/* Echo a client chunk with the bytes written into each segment. */
+static void svc_rdma_echo(const struct rpcrdma_chunk *chunk, const uint32_t *written,
+			  struct rpcrdma_segment *segs, struct rpcrdma_chunk_desc *desc)
+{
+	uint32_t i;
+
+	for (i = 0; i < chunk->nsegs; i++) {
+		rpcrdma_chunk_segment(chunk, i, &segs[i]);
+		segs[i].length = written[i];
+	}
+	desc->nsegs = chunk->nsegs;
+	desc->segs = segs;
+}
+
+/*
+ * Build and post the reply. Consumes @ctxt and the call's payloads whatever
+ * happens. Returns 0, -ENOTCONN, -EMSGSIZE (the client got ERR_CHUNK), or
+ * -ENOMEM.
+ */
+static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call,
+			   struct svc_rdma_send_ctxt *ctxt, const struct svc_rdma_msg *m)
+{
+	const struct rpcrdma_hdr *hdr = call->hdr;
+	struct rpcrdma_hdr_enc enc = { .xid = call->xid, .proc = RPCRDMA_MSG };
+	struct rpcrdma_chunk_desc wdesc[RPCRDMA_MAX_CHUNKS_LIMIT], rdesc;
+	unsigned int ddp = call->npayloads < hdr->write_chunks ? call->npayloads :
+				hdr->write_chunks;
+	uint32_t nsegs = hdr->has_reply ? hdr->reply.nsegs : 0, i, *written = NULL;
+	struct rpcrdma_segment *echo = NULL;
+	size_t stream_len = m->len, off;
+	unsigned char *hdr_buf;
+	long hdr_len;
+	int rc;
+
+	if (!svc_rdma_can_send(rdma)) {
+		rc = -ENOTCONN;
+		goto out_put;
+	}
+	rc = svc_rdma_take_payloads(ctxt, call);
+	if (rc)
+		goto out_put;
+	for (i = 0; i < call->npayloads; i++) {
+		if (call->payloads[i].pos > m->len) {
+			rc = -EINVAL;
+			goto out_err;
+		}
+		if (i >= ddp)
+			stream_len += round4(call->payloads[i].len);
+	}
+	for (i = 0; i < hdr->write_chunks; i++)
+		nsegs += hdr->write[i].nsegs;
+	written = calloc(nsegs ? nsegs : 1, sizeof(*written));
+	echo = calloc(nsegs ? nsegs : 1, sizeof(*echo));
+	if (!written || !echo) {
+		rc = -ENOMEM;
+		goto out_put;
+	}
+
+	/* DDP payloads go by RDMA Write into the Write chunks, in order. */
+	for (off = 0, i = 0; i < hdr->write_chunks; off += hdr->write[i].nsegs, i++) {
+		if (i < ddp) {
+			const unsigned char *src;
+			uint32_t lkey;
+
+			rc = svc_rdma_payload_lkey(rdma, ctxt, &call->payloads[i], &src, &lkey);
+			if (!rc)
+				rc = svc_rdma_add_writes(rdma, ctxt, &hdr->write[i], src,
+							 call->payloads[i].len, lkey,
+							 &ctxt->sc_write_cqe, written + off);
+			if (rc)
+				goto out_err;
+			rdma->sc_stats->write_chunks++;
+		}
+		svc_rdma_echo(&hdr->write[i], written + off, echo + off, &wdesc[i]);
+	}
+	enc.write_chunks = hdr->write_chunks;
+	enc.write = wdesc;
+
+	if (hdr->has_reply) {
+		/* RFC 8166: a Reply chunk offered is a Reply chunk used, never truncated. */
+		struct svc_rdma_release rel = { 0 };
+		const unsigned char *src;
+		uint32_t lkey;
+
+		if (stream_len > hdr->reply.total) {
+			rc = -EMSGSIZE;
+			goto out_err;
+		}
+		if (m->long_buf && ddp == call->npayloads) {
+			rel.buf = *m->long_buf;		/* written from where it was encoded */
+			memset(m->long_buf, 0, sizeof(*m->long_buf));
+		} else {
+			rc = rpcrdma_buf_alloc(&rel.buf, rdma->sc_pd, stream_len ? stream_len : 4, 0,
+					       rdma->sc_stats);
+			if (rc)
+				goto out_err;
+			svc_rdma_splice(rel.buf.data, m->msg, m->len, call->payloads + ddp,
+					call->npayloads - ddp);
+		}
+		src = rel.buf.data;
+		lkey = rel.buf.mr->lkey;
+		rc = svc_rdma_add_release(ctxt, &rel);
+		if (rc) {
+			rpcrdma_buf_free(&rel.buf, rdma->sc_stats);
+			goto out_err;
+		}
+		rc = svc_rdma_add_writes(rdma, ctxt, &hdr->reply, src, stream_len, lkey,
+					 &ctxt->sc_reply_cqe, written + off);
+		if (rc)
+			goto out_err;
+		svc_rdma_echo(&hdr->reply, written + off, echo + off, &rdesc);
+		enc.reply = &rdesc;
+		enc.proc = RPCRDMA_NOMSG;
+		rdma->sc_stats->reply_chunks++;
+	}
+
+	enc.credit = svc_rdma_grant(rdma);
+	hdr_len = rpcrdma_hdr_encoded_len(&enc);
+	if (hdr_len < 0) {
+		rc = -EMSGSIZE;
+		goto out_err;
+	}
+	if (enc.proc == RPCRDMA_NOMSG) {
+		if ((size_t)hdr_len > rdma->sc_inline.send_max) {
+			rc = -EMSGSIZE;
+			goto out_err;
+		}
+		hdr_buf = ctxt->sc_xprt_buf;
+		ctxt->sc_sge.length = (uint32_t)hdr_len;
+	} else {
+		/* Inline: the header ends where the message starts, at hdr_reserve. */
+		if ((size_t)hdr_len != call->hdr_reserve ||
+		    call->hdr_reserve + stream_len > rdma->sc_inline.send_max ||
+		    call->hdr_reserve + stream_len > rdma->sc_send_slab.bufsize) {
+			rc = -EMSGSIZE;
+			goto out_err;
+		}
+		hdr_buf = ctxt->sc_xprt_buf;
+		svc_rdma_splice(ctxt->sc_xprt_buf + call->hdr_reserve,
+				m->in_place ? ctxt->sc_xprt_buf + call->hdr_reserve : m->msg, m->len,
+				call->payloads + ddp, call->npayloads - ddp);
+		ctxt->sc_sge.length = (uint32_t)(hdr_len + stream_len);
+	}
+	if (rpcrdma_hdr_encode(hdr_buf, (size_t)hdr_len, &enc) != hdr_len) {
+		rc = -EPROTO;
+		goto out_err;
+	}
+	ctxt->sc_sge.addr = (uintptr_t)hdr_buf;
+
+	if (call->inv) {
+		ctxt->sc_send_wr.opcode = IBV_WR_SEND_WITH_INV;
+		ctxt->sc_send_wr.invalidate_rkey = call->inv_rkey;
+	} else {
+		ctxt->sc_send_wr.opcode = IBV_WR_SEND;
+	}
+	/* The Writes go first on the send queue; the Send, signaled, ends the chain. */
+	for (i = 0; i < ctxt->sc_nwrs; i++)
+		ctxt->sc_wrs[i].next = i + 1 < ctxt->sc_nwrs ? &ctxt->sc_wrs[i + 1] : &ctxt->sc_send_wr;
+	ctxt->sc_chain.first = ctxt->sc_nwrs ? &ctxt->sc_wrs[0] : &ctxt->sc_send_wr;
+	ctxt->sc_chain.sqecount = ctxt->sc_nwrs + 1;
+	if (ctxt->sc_chain.sqecount > rdma->sc_sq_depth) {
+		rc = -EMSGSIZE;
+		goto out_err;
+	}
+	free(written);
+	free(echo);
+	rdma->sc_stats->replies++;
+	return svc_rdma_post_send(rdma, ctxt);
+
+out_err:
+	/* Never a truncated or half-built reply: the client gets ERR_CHUNK. */
+	svc_rdma_send_ctxt_put(rdma, ctxt);
+	free(written);
+	free(echo);
+	svc_rdma_send_error(rdma, call->xid, RPCRDMA_ERR_CHUNK);
+	return rc == -EINVAL ? -EINVAL : -EMSGSIZE;
+out_put:
+	svc_rdma_send_ctxt_put(rdma, ctxt);
+	free(written);
+	free(echo);
+	return rc;
+}
+
+static struct svc_rdma_send_ctxt *svc_rdma_call_take_ctxt(struct rpcrdma_svc_call *call)
+{
+	struct svc_rdma_send_ctxt *ctxt = call->reply_ctxt;
+
+	call->reply_ctxt = NULL;
+	return ctxt ? ctxt : svc_rdma_send_ctxt_get(call->rdma);
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *msg, size_t len)
 {
+	struct svc_rdma_msg m = { .msg = msg, .len = len };
 	struct svcxprt_rdma *rdma;
 	struct svc_rdma_send_ctxt *ctxt;
 	int rc;
@@ -191,28 +503,23 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *
 	if (!call)
 		return -EINVAL;
 	rdma = call->rdma;
-	if (!msg && len) {
+	if (!msg && len)
 		rc = -EINVAL;
-	} else if (!svc_rdma_can_send(rdma)) {
+	else if (!svc_rdma_can_send(rdma))
 		rc = -ENOTCONN;
-	} else {
-		ctxt = call->reply_ctxt;
-		call->reply_ctxt = NULL;
-		if (!ctxt)
-			ctxt = svc_rdma_send_ctxt_get(rdma);
-		if (!ctxt) {
-			rc = -ENOMEM;
-		} else if (call->hdr_reserve + len > rdma->sc_send_slab.bufsize) {
-			svc_rdma_send_ctxt_put(rdma, ctxt);
-			svc_rdma_send_error(rdma, call->xid, RPCRDMA_ERR_CHUNK);
-			rc = -EMSGSIZE;
-		} else {
-			memcpy(ctxt->sc_xprt_buf + call->hdr_reserve, msg, len);
-			rc = svc_rdma_send_reply(rdma, call, ctxt, len);
-		}
-	}
-	svc_rdma_conn_put_call(rdma, call_ctxt(call));
+	else if (!(ctxt = svc_rdma_call_take_ctxt(call)))
+		rc = -ENOMEM;
+	else
+		rc = svc_rdma_sendto(rdma, call, ctxt, &m);
+	svc_rdma_conn_put_call(rdma, svc_rdma_call_ctxt(call));
 	return rc;
+}
+
+static uint64_t svc_rdma_max_reply(const struct svcxprt_rdma *rdma)
+{
+	uint64_t max = rdma->sc_svc ? rdma->sc_svc->sv_attr.max_reply : 0;
+
+	return max ? max : SVC_RDMA_DEF_MAX_REPLY;
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **buf, size_t *max)
@@ -224,6 +531,23 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **b
 	rdma = call->rdma;
 	if (!svc_rdma_can_send(rdma))
 		return -ENOTCONN;
+	if (call->hdr->has_reply) {
+		/* A long reply is encoded where the RDMA Writes will read it. */
+		uint64_t room = call->hdr->reply.total;
+		int rc;
+
+		if (room > svc_rdma_max_reply(rdma))
+			room = svc_rdma_max_reply(rdma);
+		if (!call->long_reply.data) {
+			rc = rpcrdma_buf_alloc(&call->long_reply, rdma->sc_pd, room ? room : 4, 0,
+					       rdma->sc_stats);
+			if (rc)
+				return rc;
+		}
+		*buf = call->long_reply.data;
+		*max = room;
+		return 0;
+	}
 	if (!call->reply_ctxt) {
 		call->reply_ctxt = svc_rdma_send_ctxt_get(rdma);
 		if (!call->reply_ctxt)
@@ -236,6 +560,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **b
 
 RPCRDMA_EXPORT int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_t len)
 {
+	struct svc_rdma_msg m = { .len = len };
 	struct svc_rdma_send_ctxt *ctxt;
 	struct svcxprt_rdma *rdma;
 	int rc;
@@ -243,22 +568,66 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_
 	if (!call)
 		return -EINVAL;
 	rdma = call->rdma;
-	ctxt = call->reply_ctxt;
-	call->reply_ctxt = NULL;
-	if (!ctxt) {
-		rc = -EINVAL;
-	} else if (call->hdr_reserve + len > rdma->sc_send_slab.bufsize) {
-		svc_rdma_send_ctxt_put(rdma, ctxt);
-		rc = -EINVAL;
+	if (call->hdr->has_reply && call->long_reply.data) {
+		m.msg = call->long_reply.data;
+		m.long_buf = &call->long_reply;
+		if (len > call->long_reply.len)
+			rc = -EINVAL;
+		else if (!(ctxt = svc_rdma_call_take_ctxt(call)))
+			rc = -ENOMEM;
+		else
+			rc = svc_rdma_sendto(rdma, call, ctxt, &m);
+	} else if (call->reply_ctxt && !call->hdr->has_reply) {
+		ctxt = svc_rdma_call_take_ctxt(call);
+		m.in_place = true;
+		m.msg = ctxt->sc_xprt_buf + call->hdr_reserve;
+		if (call->hdr_reserve + len > rdma->sc_send_slab.bufsize) {
+			svc_rdma_send_ctxt_put(rdma, ctxt);
+			rc = -EINVAL;
+		} else {
+			rc = svc_rdma_sendto(rdma, call, ctxt, &m);
+		}
 	} else {
-		rc = svc_rdma_send_reply(rdma, call, ctxt, len);
+		rc = -EINVAL;
 	}
-	svc_rdma_conn_put_call(rdma, call_ctxt(call));
+	svc_rdma_conn_put_call(rdma, svc_rdma_call_ctxt(call));
+	return rc;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_reply_payload(struct rpcrdma_svc_call *call, uint32_t pos,
+					     const void *buf, size_t len,
+					     void (*release)(void *arg), void *arg)
+{
+	struct svc_rdma_payload *p;
+	int rc = -EINVAL;
+
+	if (!call || (!buf && len) || (pos & 3) || call->npayloads == SVC_RDMA_MAX_PAYLOADS ||
+	    (call->npayloads && pos < call->payloads[call->npayloads - 1].pos))
+		goto fail;
+	rc = -ENOTCONN;
+	if (!svc_rdma_can_send(call->rdma))
+		goto fail;
+	rc = -ENOMEM;
+	if (!call->payloads) {
+		call->payloads = calloc(SVC_RDMA_MAX_PAYLOADS, sizeof(*call->payloads));
+		if (!call->payloads)
+			goto fail;
+	}
+	p = &call->payloads[call->npayloads++];
+	p->pos = pos;
+	p->buf = buf;
+	p->len = len;
+	p->release = release;
+	p->arg = arg;
+	return 0;
+fail:
+	if (release)
+		release(arg);
 	return rc;
 }
 
 RPCRDMA_EXPORT void rpcrdma_svc_call_drop(struct rpcrdma_svc_call *call)
 {
 	if (call)
-		svc_rdma_conn_put_call(call->rdma, call_ctxt(call));
+		svc_rdma_conn_put_call(call->rdma, svc_rdma_call_ctxt(call));
 }

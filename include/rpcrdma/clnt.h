@@ -24,6 +24,20 @@ extern "C" {
 #endif
 
 struct rpcrdma_clnt;
+struct rpcrdma_mem;
+
+/**
+ * RPCRDMA_CLNT_PERSISTENT_REG - expose registered memory for the life of the
+ * connection instead of binding a memory window per RPC.
+ *
+ * Faster (no bind and invalidate work requests per RPC), weaker: memory
+ * registered with rpcrdma_clnt_mem_register() and the library's bounce
+ * buffers stay open to the server for reading and writing until they are
+ * deregistered or the client is destroyed, so a faulty or hostile server
+ * can touch them at any time, not only during the RPC that named them.
+ * Use it only with trusted servers.
+ */
+#define RPCRDMA_CLNT_PERSISTENT_REG 0x1u
 
 /**
  * struct rpcrdma_clnt_attr - how to connect
@@ -41,7 +55,10 @@ struct rpcrdma_clnt;
  *	new connection, with the same XID (default 0: it fails instead)
  * @rnr_retry: rnr_retry_count of the connection, 0..7 (default 0: the
  *	credit protocol guarantees a posted receive, so RNR means a bug)
- * @flags: 0 (reserved)
+ * @flags: 0 or %RPCRDMA_CLNT_PERSISTENT_REG
+ * @max_segment: largest RDMA segment of a chunk, in bytes; longer buffers
+ *	are split into several segments (default 1 MiB, at least 4096); a
+ *	chunk holds at most 16 segments
  */
 struct rpcrdma_clnt_attr {
 	const struct sockaddr *addr;
@@ -53,16 +70,31 @@ struct rpcrdma_clnt_attr {
 	unsigned int retries;
 	uint8_t rnr_retry;
 	uint32_t flags;
+	uint32_t max_segment;
 };
 
 /**
  * struct rpcrdma_call - one RPC, owned by the caller, lent to the library
  * from rpcrdma_clnt_submit() until @done runs
- * @msg: the RPC call message (XDR, starting with the XID); copied before
- *	submit returns when it fits inline
+ * @msg: the RPC call message (XDR, starting with the XID), without the
+ *	bytes of @payload. When it does not fit inline it goes as a long call
+ *	(RDMA_NOMSG, the server pulls it with RDMA Reads); it must then stay
+ *	unchanged until @done runs
  * @msg_len: its length in bytes
- * @reply: where the RPC reply message is placed
+ * @payload: a DDP-eligible argument (RFC 8267: NFS WRITE data, ...) that
+ *	the server pulls with RDMA Reads (a Read chunk), or NULL; unchanged
+ *	until @done runs
+ * @payload_len: its length in bytes (its XDR padding is not sent)
+ * @payload_pos: where it belongs in the XDR stream of the call: an offset
+ *	into @msg, a multiple of 4, at most @msg_len
+ * @reply: where the RPC reply message is placed. When @reply_max exceeds
+ *	what fits inline the client offers a Reply chunk over it, and a long
+ *	reply lands there by RDMA Write
  * @reply_max: bytes available at @reply
+ * @result: where a DDP-eligible result (NFS READ data, ...) is placed by
+ *	the server's RDMA Writes (a Write chunk), or NULL; the reply at @reply
+ *	then lacks those bytes, as RFC 8166 says
+ * @result_max: bytes available at @result
  * @timeout_ms: bound on this call, or 0 for the client's default
  * @done: run once, on the client's thread, when the call is over: the reply
  *	is in place, the Send has completed and the library no longer touches
@@ -70,21 +102,37 @@ struct rpcrdma_clnt_attr {
  * @arg: for the caller
  * @status: set before @done runs: 0, or -ETIMEDOUT (timed out; the
  *	connection was closed), -ECONNRESET (the connection was lost),
- *	-EMSGSIZE (the reply did not fit @reply_max, or the peer could not
- *	carry it), -EPROTO (RDMA_ERROR or a malformed reply from the server),
- *	-ECANCELED (the client is being destroyed)
+ *	-EMSGSIZE (the reply did not fit @reply_max or a result @result_max),
+ *	-EREMOTEIO (the server answered RDMA_ERROR: it could not parse the
+ *	call's transport header or carry the reply), -EPROTO (a malformed
+ *	reply), -ECANCELED (rpcrdma_clnt_cancel(), or the client is being
+ *	destroyed)
  * @reply_len: set before @done runs: bytes of the reply at @reply
+ * @result_len: set before @done runs: bytes the server wrote at @result
+ *
+ * Buffers that lie in memory registered with rpcrdma_clnt_mem_register()
+ * are exposed to the server directly, through memory windows bound for this
+ * RPC only (no copy); others go through the library's registered bounce
+ * buffers (a copy, counted in &struct rpcrdma_stats.bounce_bytes). Either
+ * way the server can reach them only until the RPC completes: @done runs
+ * after every window the call opened has been invalidated.
  */
 struct rpcrdma_call {
 	const void *msg;
 	size_t msg_len;
+	const void *payload;
+	size_t payload_len;
+	uint32_t payload_pos;
 	void *reply;
 	size_t reply_max;
+	void *result;
+	size_t result_max;
 	int timeout_ms;
 	void (*done)(struct rpcrdma_call *call);
 	void *arg;
 	int status;
 	size_t reply_len;
+	size_t result_len;
 };
 
 /**
@@ -120,12 +168,53 @@ void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt);
  * connection was lost, first re-establishes it (blocking, bounded).
  *
  * Returns 0 (then @call->done will run exactly once), or -EINVAL (bad
- * @call, or a message shorter than an XID), -EMSGSIZE (the message does
- * not fit inline; long calls come with the chunk support), -EAGAIN
- * (@max_requests calls are already in flight or queued: poll, then retry),
- * -ENOTCONN (cannot reconnect).
+ * @call: a message shorter than an XID, a misplaced payload), -EMSGSIZE
+ * (a buffer too large for 16 segments of @max_segment bytes), -EEXIST (its
+ * XID is already in flight), -EAGAIN (@max_requests calls are already in
+ * flight or queued: poll, then retry), -ENOMEM, -ENOTCONN (cannot
+ * reconnect).
  */
 int rpcrdma_clnt_submit(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call);
+
+/**
+ * rpcrdma_clnt_cancel - abandon a call in flight
+ * @clnt: the client
+ * @call: a call submitted on @clnt whose @done has not run
+ *
+ * Invalidates the memory windows the call opened, waiting (polling) until
+ * that is done, so that the server can no longer touch its buffers; then
+ * @done runs with -ECANCELED before this returns. A reply that arrives
+ * later is dropped. Returns 0, or -ENOENT if @call is not in flight.
+ */
+int rpcrdma_clnt_cancel(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call);
+
+/**
+ * rpcrdma_clnt_mem_register - register memory for zero-copy calls
+ * @clnt: the client
+ * @addr: start of the region
+ * @len: its length (> 0)
+ * @out: the registration
+ *
+ * Buffers of a call that lie entirely within a registered region are
+ * exposed to the server without copying, each through a memory window over
+ * its exact bytes, for the duration of one RPC (or, with
+ * %RPCRDMA_CLNT_PERSISTENT_REG, through the region itself). The region must
+ * stay allocated until rpcrdma_mem_deregister().
+ *
+ * Returns 0, -EINVAL, -ENOMEM, or a -errno from the device.
+ */
+int rpcrdma_clnt_mem_register(struct rpcrdma_clnt *clnt, void *addr, size_t len,
+			      struct rpcrdma_mem **out);
+
+/**
+ * rpcrdma_mem_deregister - undo rpcrdma_clnt_mem_register() or
+ * rpcrdma_svc_mem_register()
+ * @mem: the registration, or NULL
+ *
+ * Returns 0, or -EBUSY while a call in flight uses the region (nothing is
+ * changed then).
+ */
+int rpcrdma_mem_deregister(struct rpcrdma_mem *mem);
 
 /**
  * rpcrdma_clnt_poll - make progress without blocking (busy polling)

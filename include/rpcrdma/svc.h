@@ -27,6 +27,7 @@ extern "C" {
 struct rpcrdma_svc;
 struct rpcrdma_svc_conn;
 struct rpcrdma_svc_call;
+struct rpcrdma_mem;
 
 /** Connection events reported through &rpcrdma_svc_attr.on_conn. */
 enum rpcrdma_conn_event {
@@ -48,6 +49,10 @@ enum rpcrdma_conn_event {
  * @on_conn: a connection was established or closed; optional
  * @arg: passed to the callbacks
  * @flags: 0 (reserved)
+ * @max_read: largest call the server pulls by RDMA Read (all of a call's
+ *	Read chunks together; default 64 MiB): larger ones get ERR_CHUNK
+ * @max_reply: largest reply sent through a client's Reply chunk (default
+ *	64 MiB)
  */
 struct rpcrdma_svc_attr {
 	const struct sockaddr *addr;
@@ -58,6 +63,8 @@ struct rpcrdma_svc_attr {
 	void (*on_conn)(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_event event, void *arg);
 	void *arg;
 	uint32_t flags;
+	uint64_t max_read;
+	uint64_t max_reply;
 };
 
 /**
@@ -137,6 +144,23 @@ int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms);
 /** rpcrdma_svc_stats - the server's counters (see &struct rpcrdma_stats); returns 0 */
 int rpcrdma_svc_stats(const struct rpcrdma_svc *svc, struct rpcrdma_stats *stats);
 
+/**
+ * rpcrdma_svc_mem_register - register memory the server sends from
+ * @svc: the server
+ * @addr: start of the region
+ * @len: its length (> 0)
+ * @out: the registration; undo with rpcrdma_mem_deregister()
+ *
+ * Reply payloads (rpcrdma_svc_reply_payload()) that lie within a registered
+ * region go to the client by RDMA Write without a copy; others are copied
+ * into a bounce buffer first. The region is registered for local access
+ * only: the server never exposes memory to a peer.
+ *
+ * Returns 0, -EINVAL, -ENOMEM, or a -errno from the device.
+ */
+int rpcrdma_svc_mem_register(struct rpcrdma_svc *svc, void *addr, size_t len,
+			     struct rpcrdma_mem **out);
+
 /* Per-connection control, for adapters that poll each connection by itself. */
 
 /**
@@ -213,9 +237,86 @@ int rpcrdma_svc_conn_close(struct rpcrdma_svc_conn *conn);
  * @call: the call
  * @len: set to its length in bytes
  *
- * Returns a pointer valid until the call is finished.
+ * The message arrived inline, or was pulled by RDMA Read from a long call's
+ * position-zero Read chunk; either way it lacks the bytes of its payloads
+ * (rpcrdma_svc_call_payload()). Returns a pointer valid until the call is
+ * finished.
  */
 const void *rpcrdma_svc_call_msg(const struct rpcrdma_svc_call *call, size_t *len);
+
+/**
+ * rpcrdma_svc_call_payloads - how many DDP payloads (data-item Read chunks) a call has
+ * @call: the call
+ */
+unsigned int rpcrdma_svc_call_payloads(const struct rpcrdma_svc_call *call);
+
+/**
+ * rpcrdma_svc_call_payload - one DDP payload of a call (NFS WRITE data, ...)
+ * @call: the call
+ * @i: which, below rpcrdma_svc_call_payloads()
+ * @data: set to the bytes, pulled by RDMA Read before the call was handed up
+ * @len: set to their length
+ * @pos: set to their XDR position: the offset in the message (see
+ *	rpcrdma_svc_call_msg()) where they belong; the message resumes after
+ *	them rounded up to a multiple of 4 (the XDR padding is not sent)
+ *
+ * @data stays valid until the call is finished, or for ever once kept with
+ * rpcrdma_svc_call_keep_payload(). Returns 0 or -EINVAL.
+ */
+int rpcrdma_svc_call_payload(const struct rpcrdma_svc_call *call, unsigned int i,
+			     const void **data, size_t *len, uint32_t *pos);
+
+/**
+ * rpcrdma_svc_call_keep_payload - take a payload's buffer over, without a copy
+ * @call: the call
+ * @i: which payload
+ * @len: set to its length
+ *
+ * The buffer becomes the application's: it outlives the call and the
+ * connection, and is released with rpcrdma_svc_payload_free(). Returns it,
+ * or NULL if @i is out of range or already kept.
+ */
+void *rpcrdma_svc_call_keep_payload(struct rpcrdma_svc_call *call, unsigned int i, size_t *len);
+
+/** rpcrdma_svc_payload_free - release a buffer from rpcrdma_svc_call_keep_payload(); NULL is a no-op */
+void rpcrdma_svc_payload_free(void *data);
+
+/**
+ * rpcrdma_svc_call_write_chunk - the room a client offered for a DDP result
+ * @call: the call
+ * @i: which Write chunk
+ *
+ * Returns the bytes the client's @i'th Write chunk can take, or 0 when it
+ * offered fewer chunks.
+ */
+uint64_t rpcrdma_svc_call_write_chunk(const struct rpcrdma_svc_call *call, unsigned int i);
+
+/**
+ * rpcrdma_svc_reply_payload - name a DDP result for the reply (no copy)
+ * @call: the call, not yet answered
+ * @pos: its XDR position in the reply message that rpcrdma_svc_reply() or
+ *	rpcrdma_svc_reply_commit() will send, which lacks its bytes: a
+ *	multiple of 4
+ * @buf: the payload (NFS READ data, ...)
+ * @len: its length
+ * @release: called with @arg exactly once, when the library is done with
+ *	@buf: after the Send that ends the reply has completed (or flushed), or
+ *	at once when the reply is never posted; may be NULL
+ * @arg: for @release
+ *
+ * Payloads fill the client's Write chunks in the order they are named: the
+ * first goes to the first Write chunk, and so on. The library chains RDMA
+ * Writes for them ahead of the reply's Send and reports to the client the
+ * bytes actually written. A payload without a Write chunk to take it is
+ * sent inside the reply at @pos instead (with its XDR padding). A payload
+ * larger than its Write chunk makes the reply fail with -EMSGSIZE and the
+ * client get ERR_CHUNK (never a truncated reply).
+ *
+ * Returns 0, -EINVAL (misplaced, or more than 32 payloads), or -ENOTCONN;
+ * on failure @release has already run.
+ */
+int rpcrdma_svc_reply_payload(struct rpcrdma_svc_call *call, uint32_t pos, const void *buf,
+			      size_t len, void (*release)(void *arg), void *arg);
 
 /** rpcrdma_svc_call_xid - the call's XID (host byte order) */
 uint32_t rpcrdma_svc_call_xid(const struct rpcrdma_svc_call *call);
@@ -229,10 +330,17 @@ struct rpcrdma_svc_conn *rpcrdma_svc_call_conn(const struct rpcrdma_svc_call *ca
  * @msg: the RPC reply message
  * @len: its length
  *
+ * The reply goes inline when it fits the client's receive size, through
+ * the client's Reply chunk if the call offered one (then always, as RFC
+ * 8166 says), with its payloads (rpcrdma_svc_reply_payload()) by RDMA
+ * Write into the call's Write chunks, and by Send With Invalidate when the
+ * client allows it and the call named exactly one rkey.
+ *
  * Returns 0 when the reply is posted (or queued behind others for send-queue
  * space), -ENOTCONN if the connection is gone, -EMSGSIZE if the reply does
- * not fit the client's inline receive size and the client offered no Reply
- * chunk: the client then gets RDMA_ERROR / ERR_CHUNK instead.
+ * not fit: larger than the client's inline receive size with no Reply
+ * chunk, larger than the Reply chunk, or a payload larger than its Write
+ * chunk; the client then gets RDMA_ERROR / ERR_CHUNK instead.
  */
 int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *msg, size_t len);
 
@@ -243,7 +351,9 @@ int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *msg, size_t len
  * @max: set to its size
  *
  * Encode the RPC reply at @buf, then send it with
- * rpcrdma_svc_reply_commit(). Returns 0, -ENOTCONN, or -ENOMEM.
+ * rpcrdma_svc_reply_commit(). When the call offered a Reply chunk, @max is
+ * what that chunk can take (capped by &rpcrdma_svc_attr.max_reply), else
+ * what fits inline. Returns 0, -ENOTCONN, or -ENOMEM.
  */
 int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **buf, size_t *max);
 

@@ -176,7 +176,7 @@ static void t_every_defect_class(void **state)
 	body(&vecs[n++], 0x10d, 40);
 	build(&vecs[n], "RPC XID differs from rdma_xid", EXPECT_ERR_CHUNK, 0x10e, 1, 0, empty3, 3);
 	body(&vecs[n++], 0xdead, 40);
-	build(&vecs[n], "RDMA_MSG without an RPC message", EXPECT_DROP, 0x10f, 1, 0, empty3, 3);
+	build(&vecs[n], "RDMA_MSG without an RPC message", EXPECT_ERR_CHUNK, 0x10f, 1, 0, empty3, 3);
 	n++;
 	build(&vecs[n], "a good call", EXPECT_ECHO, 0x110, 1, 0, empty3, 3);
 	body(&vecs[n++], 0x110, 100);

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Server RDMA Read and Write work: pulling a call's Read chunks into
+ * registered sinks with RDMA Reads, posted in waves of at most the
+ * negotiated initiator depth and never waited for by a thread; and the RDMA
+ * Writes of a reply's Write-list payloads and Reply chunk, chained ahead of
+ * its Send. Their completion handlers mirror the kernel's.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "svc_rdma.h"
+
+static void svc_rdma_read_free(struct svcxprt_rdma *rdma, struct svc_rdma_read_ctxt *rd)
+{
+	free(rd->rd_wrs);
+	free(rd->rd_sges);
+	free(rd);
+}
+
+/*
+ * The wave was never posted (the connection closed while it waited for SQ
+ * space, or posting failed outright), or only its head was and the drain is
+ * over: release the call now.
+ */
+static void svc_rdma_read_abort(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
+{
+	struct svc_rdma_read_ctxt *rd = container_of(chain, struct svc_rdma_read_ctxt, rd_chain);
+	struct svc_rdma_recv_ctxt *ctxt = rd->rd_recv;
+
+	ctxt->rc_call.read = NULL;
+	svc_rdma_read_free(rdma, rd);
+	svc_rdma_conn_put_call(rdma, ctxt);
+}
+
+/* Post (or queue for SQ space) the next wave of at most sc_ord Reads. */
+static void svc_rdma_read_wave(struct svcxprt_rdma *rdma, struct svc_rdma_read_ctxt *rd)
+{
+	uint32_t n = rd->rd_nwrs - rd->rd_next, i;
+
+	if (n > rdma->sc_ord)
+		n = rdma->sc_ord;
+	for (i = 0; i < n; i++) {
+		struct ibv_send_wr *wr = &rd->rd_wrs[rd->rd_next + i];
+
+		wr->next = i + 1 < n ? wr + 1 : NULL;
+		wr->wr_id = rpcrdma_cqe_id(i + 1 < n ? &rd->rd_cqe : &rd->rd_done_cqe);
+		wr->send_flags = i + 1 < n ? 0 : IBV_SEND_SIGNALED;
+	}
+	rd->rd_chain.first = &rd->rd_wrs[rd->rd_next];
+	rd->rd_chain.sqecount = n;
+	rd->rd_chain.abort = svc_rdma_read_abort;
+	if (svc_rdma_post_chain(rdma, &rd->rd_chain) == -ENOTCONN)
+		svc_rdma_read_abort(rdma, &rd->rd_chain);
+}
+
+/* Build one RDMA Read per segment into the chunk's sink, at its offset. */
+static void svc_rdma_read_build(struct svc_rdma_read_ctxt *rd, struct svc_rdma_chunk *ch,
+				const struct rpcrdma_hdr *hdr)
+{
+	struct rpcrdma_read_segment rs;
+	uint64_t off = 0;
+	uint32_t i;
+
+	for (i = 0; i < ch->ch_nsegs; i++) {
+		struct ibv_send_wr *wr;
+		struct ibv_sge *sge;
+
+		rpcrdma_hdr_read_segment(hdr, ch->ch_first_seg + i, &rs);
+		if (rs.seg.length == 0)
+			continue;
+		wr = &rd->rd_wrs[rd->rd_nwrs];
+		sge = &rd->rd_sges[rd->rd_nwrs];
+		rd->rd_nwrs++;
+		sge->addr = (uintptr_t)(ch->ch_buf.data + off);
+		sge->length = rs.seg.length;
+		sge->lkey = ch->ch_buf.mr->lkey;
+		memset(wr, 0, sizeof(*wr));
+		wr->opcode = IBV_WR_RDMA_READ;
+		wr->sg_list = sge;
+		wr->num_sge = 1;
+		wr->wr.rdma.remote_addr = rs.seg.offset;
+		wr->wr.rdma.rkey = rs.seg.handle;
+		off += rs.seg.length;
+	}
+}
+
+static int svc_rdma_sink(struct svcxprt_rdma *rdma, struct svc_rdma_chunk *ch)
+{
+	/* Room for the XDR padding the client left out, zeroed: it is restored. */
+	uint64_t len = ((ch->ch_len + 3) & ~3ull);
+
+	return rpcrdma_buf_alloc(&ch->ch_buf, rdma->sc_pd, len ? len : 4, IBV_ACCESS_LOCAL_WRITE,
+				 rdma->sc_stats);
+}
+
+int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+{
+	struct rpcrdma_svc_call *call = &ctxt->rc_call;
+	const struct rpcrdma_hdr *hdr = call->hdr;
+	struct svc_rdma_read_ctxt *rd;
+	unsigned int i;
+	int rc;
+
+	if (call->has_pzrc) {
+		rc = svc_rdma_sink(rdma, &call->pzrc);
+		if (rc)
+			return rc;
+	}
+	for (i = 0; i < call->nchunks; i++) {
+		rc = svc_rdma_sink(rdma, &call->chunks[i]);
+		if (rc)
+			return rc;
+		memset(call->chunks[i].ch_buf.data + call->chunks[i].ch_len, 0,
+		       (call->chunks[i].ch_buf.len - call->chunks[i].ch_len) & 3);
+	}
+	rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return -ENOMEM;
+	rd->rd_wrs = calloc(hdr->read_segs, sizeof(*rd->rd_wrs));
+	rd->rd_sges = calloc(hdr->read_segs, sizeof(*rd->rd_sges));
+	if (!rd->rd_wrs || !rd->rd_sges) {
+		svc_rdma_read_free(rdma, rd);
+		return -ENOMEM;
+	}
+	rd->rd_recv = ctxt;
+	rd->rd_done_cqe.done = svc_rdma_wc_read_done;
+	rd->rd_cqe.done = svc_rdma_wc_read;
+	call->read = rd;
+	if (call->has_pzrc)
+		svc_rdma_read_build(rd, &call->pzrc, hdr);
+	for (i = 0; i < call->nchunks; i++)
+		svc_rdma_read_build(rd, &call->chunks[i], hdr);
+	if (rd->rd_nwrs == 0) {
+		/* Only zero-length segments: nothing to pull. */
+		list_add_tail(&rdma->sc_read_complete_q, &ctxt->rc_list);
+		return 0;
+	}
+	svc_rdma_read_wave(rdma, rd);
+	return 0;
+}
+
+/*
+ * The last Read of a wave completed: by RC ordering so did the wave. Return
+ * its SQ slots first; the call goes on from svc_rdma_read_complete(), after
+ * the batch, to the next wave or up to the application. A failed Read
+ * closes the connection and the call is released there.
+ */
+void svc_rdma_wc_read_done(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct svcxprt_rdma *rdma = cq->cq_context;
+	struct svc_rdma_read_ctxt *rd =
+		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_read_ctxt, rd_done_cqe);
+
+	rdma->sc_ep.sq_avail += rd->rd_chain.sqecount;
+	rd->rd_next += rd->rd_chain.sqecount;
+	if (unlikely(wc->status != IBV_WC_SUCCESS)) {
+		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server RDMA Read");
+		rd->rd_failed = true;
+	}
+	list_add_tail(&rdma->sc_read_complete_q, &rd->rd_recv->rc_list);
+}
+
+/* An unsignaled Read of a wave: seen only when it failed or flushed. */
+void svc_rdma_wc_read(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct svcxprt_rdma *rdma = cq->cq_context;
+
+	if (wc->status != IBV_WC_SUCCESS)
+		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server RDMA Read");
+}
+
+void svc_rdma_read_complete(struct svcxprt_rdma *rdma)
+{
+	struct svc_rdma_recv_ctxt *ctxt;
+
+	while ((ctxt = list_pop(&rdma->sc_read_complete_q, struct svc_rdma_recv_ctxt,
+				rc_list))) {
+		struct rpcrdma_svc_call *call = &ctxt->rc_call;
+		struct svc_rdma_read_ctxt *rd = call->read;
+
+		if (rd->rd_failed || rdma->sc_ep.close_pending || rdma->sc_state >= SVCXPRT_CLOSING) {
+			call->read = NULL;
+			svc_rdma_read_free(rdma, rd);
+			svc_rdma_conn_put_call(rdma, ctxt);
+			continue;
+		}
+		if (rd->rd_next < rd->rd_nwrs) {
+			svc_rdma_read_wave(rdma, rd);
+			continue;
+		}
+		call->read = NULL;
+		svc_rdma_read_free(rdma, rd);
+		svc_rdma_hand_up(rdma, ctxt);
+	}
+}
+
+/*
+ * Write-list and Reply-chunk Writes are unsignaled: these run only for a
+ * flush or an error, which leaves the client's reply incomplete, so the
+ * connection closes. They free nothing and return no SQ slots: the pages
+ * under I/O are released by the Send completion that follows them on the
+ * same send queue (svc_rdma_wc_send), which also returns every slot of the
+ * chain.
+ */
+void svc_rdma_write_done(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct svcxprt_rdma *rdma = cq->cq_context;
+
+	if (unlikely(wc->status != IBV_WC_SUCCESS))
+		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server RDMA Write (Write list)");
+}
+
+void svc_rdma_reply_done(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct svcxprt_rdma *rdma = cq->cq_context;
+
+	if (unlikely(wc->status != IBV_WC_SUCCESS))
+		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server RDMA Write (Reply chunk)");
+}
+
+static int svc_rdma_grow_wrs(struct svc_rdma_send_ctxt *ctxt, uint32_t need)
+{
+	struct ibv_send_wr *wrs;
+	struct ibv_sge *sges;
+	uint32_t n, i;
+
+	if (ctxt->sc_nwrs + need <= ctxt->sc_max_wrs)
+		return 0;
+	n = ctxt->sc_max_wrs ? ctxt->sc_max_wrs * 2 : 16;
+	while (n < ctxt->sc_nwrs + need)
+		n *= 2;
+	wrs = realloc(ctxt->sc_wrs, n * sizeof(*wrs));
+	if (!wrs)
+		return -ENOMEM;
+	ctxt->sc_wrs = wrs;
+	sges = realloc(ctxt->sc_wr_sges, n * sizeof(*sges));
+	if (!sges)
+		return -ENOMEM;
+	ctxt->sc_wr_sges = sges;
+	/* The arrays moved: point each WR at its own SGE again. */
+	for (i = 0; i < ctxt->sc_nwrs; i++)
+		wrs[i].sg_list = &sges[i];
+	ctxt->sc_max_wrs = n;
+	return 0;
+}
+
+/*
+ * Append RDMA Writes that place @len bytes from @src (under @lkey) into the
+ * client's @chunk, segment by segment, recording the bytes each segment
+ * received in @written. Returns 0, or -EMSGSIZE if the chunk is too small.
+ */
+int svc_rdma_add_writes(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+			const struct rpcrdma_chunk *chunk, const unsigned char *src, uint64_t len,
+			uint32_t lkey, struct rpcrdma_cqe *cqe, uint32_t *written)
+{
+	struct rpcrdma_segment seg;
+	uint64_t off = 0;
+	uint32_t i;
+
+	if (len > chunk->total)
+		return -EMSGSIZE;
+	if (svc_rdma_grow_wrs(ctxt, chunk->nsegs))
+		return -ENOMEM;
+	for (i = 0; i < chunk->nsegs; i++) {
+		struct ibv_send_wr *wr = &ctxt->sc_wrs[ctxt->sc_nwrs];
+		struct ibv_sge *sge = &ctxt->sc_wr_sges[ctxt->sc_nwrs];
+		uint64_t n;
+
+		rpcrdma_chunk_segment(chunk, i, &seg);
+		n = len - off < seg.length ? len - off : seg.length;
+		written[i] = (uint32_t)n;
+		if (n == 0)
+			continue;
+		sge->addr = (uintptr_t)(src + off);
+		sge->length = (uint32_t)n;
+		sge->lkey = lkey;
+		memset(wr, 0, sizeof(*wr));
+		wr->wr_id = rpcrdma_cqe_id(cqe);
+		wr->opcode = IBV_WR_RDMA_WRITE;
+		wr->sg_list = sge;
+		wr->num_sge = 1;
+		wr->wr.rdma.remote_addr = seg.offset;
+		wr->wr.rdma.rkey = seg.handle;
+		ctxt->sc_nwrs++;
+		off += n;
+	}
+	return 0;
+}
