@@ -127,7 +127,10 @@ socklen_t cm_addr_len(const struct sockaddr *sa);
 uint16_t cm_addr_port(const struct sockaddr *sa);
 struct soft_cm_id *cm_find_listener_locked(const struct sockaddr *dst, enum rdma_port_space ps);
 void cm_set_device_locked(struct soft_cm_id *id);
-/* The shared device context; rdma_create_id holds a reference per id. */
+/*
+ * The device context rdma_cm ids share, open for the life of the process;
+ * each id holds a reference on its default PD (see cm_id.c).
+ */
 int cm_device_get(void);
 void cm_device_put(void);
 void cm_addr_done_locked(struct soft_cm_id *sid, int status);

@@ -14,39 +14,71 @@
 
 /* ---- the shared device -------------------------------------------------- */
 
-/* Serialises opening and closing; the count itself is fab.cm_ctx_refs (fab.lock). */
+/*
+ * As librdmacm (rdma-core 44, ucma_get_device/ucma_put_device): the device
+ * context is opened once and stays open for the life of the process; ids hold
+ * references on its default PD, allocated for the first and deallocated when
+ * the last goes. Applications keep PDs and MRs on id->verbs across
+ * reconnects with no id alive in between. A default PD that the application
+ * still uses when the last id goes cannot be deallocated: librdmacm forgets
+ * it and allocates a new one for the next id; we keep it on a list so that
+ * cm_device_exit() can release it.
+ *
+ * cm_dev_mutex serialises opening, allocating and releasing; fab.cm_ctx and
+ * fab.cm_pd are written under it and fab.lock, so either lock reads them.
+ */
 static pthread_mutex_t cm_dev_mutex = PTHREAD_MUTEX_INITIALIZER;
 
-int cm_device_get(void)
+struct orphan_pd {
+	struct orphan_pd *next;
+	struct ibv_pd *pd;
+};
+
+static struct orphan_pd *orphans;
+
+/* Called with cm_dev_mutex held. */
+static int open_device(void)
 {
 	struct ibv_device **list;
 	struct ibv_context *ctx;
+
+	if (fab.cm_ctx)
+		return 0;
+	list = ibv_get_device_list(NULL);
+	ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
+	ibv_free_device_list(list);
+	if (!ctx)
+		return -1;
+	fab_lock();
+	fab.cm_ctx = to_sctx(ctx);
+	fab_unlock();
+	return 0;
+}
+
+int cm_device_get(void)
+{
 	struct ibv_pd *pd;
 	int ret = 0;
 
 	pthread_mutex_lock(&cm_dev_mutex);
-	fab_lock();
-	if (fab.cm_ctx) {
-		fab.cm_ctx_refs++;
-		fab_unlock();
-		goto out;
-	}
-	fab_unlock();
-	list = ibv_get_device_list(NULL);
-	ctx = list ? ibv_open_device(list[0]) : NULL;
-	ibv_free_device_list(list);
-	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
-	if (!pd) {
-		if (ctx)
-			ibv_close_device(ctx);
+	if (open_device()) {
 		ret = -1;
 		goto out;
 	}
 	fab_lock();
-	fab.cm_ctx = to_sctx(ctx);
-	fab.cm_pd = pd;
-	fab.cm_ctx_refs++;
+	if (fab.cm_ctx_refs++ > 0) {
+		fab_unlock();
+		goto out;
+	}
 	fab_unlock();
+	pd = ibv_alloc_pd(&fab.cm_ctx->vctx.context);
+	fab_lock();
+	if (pd)
+		fab.cm_pd = pd;
+	else
+		fab.cm_ctx_refs--;
+	fab_unlock();
+	ret = pd ? 0 : -1;
 out:
 	pthread_mutex_unlock(&cm_dev_mutex);
 	return ret;
@@ -54,7 +86,7 @@ out:
 
 void cm_device_put(void)
 {
-	struct ibv_context *ctx;
+	struct orphan_pd *o;
 	struct ibv_pd *pd;
 
 	pthread_mutex_lock(&cm_dev_mutex);
@@ -64,18 +96,52 @@ void cm_device_put(void)
 		goto out;
 	}
 	/* No id is left, so no progress unit can take a reference meanwhile. */
-	ctx = &fab.cm_ctx->vctx.context;
 	pd = fab.cm_pd;
+	fab.cm_pd = NULL;
 	fab_unlock();
-	/* Objects the application left on the default PD keep the device open. */
-	if (ibv_dealloc_pd(pd) == 0) {
-		fab_lock();
-		fab.cm_ctx = NULL;
-		fab.cm_pd = NULL;
-		fab_unlock();
-		ibv_close_device(ctx);
+	if (ibv_dealloc_pd(pd) == 0)
+		goto out;
+	/* The application still has objects on it. */
+	o = malloc(sizeof(*o));
+	if (o) {
+		o->pd = pd;
+		o->next = orphans;
+		orphans = o;
 	}
 out:
+	pthread_mutex_unlock(&cm_dev_mutex);
+}
+
+/*
+ * Process exit: release the context when nothing is left on it, so that a
+ * program that cleaned up after itself is leak-free under valgrind and ASan.
+ * Runs before the fabric's own destructor (fab_exit).
+ */
+__attribute__((destructor)) static void cm_device_exit(void)
+{
+	struct ibv_context *ctx;
+	struct orphan_pd **pos = &orphans;
+	bool idle;
+
+	pthread_mutex_lock(&cm_dev_mutex);
+	while (*pos) {
+		struct orphan_pd *o = *pos;
+
+		if (ibv_dealloc_pd(o->pd) == 0) {
+			*pos = o->next;
+			free(o);
+		} else {
+			pos = &o->next;
+		}
+	}
+	fab_lock();
+	ctx = fab.cm_ctx ? &fab.cm_ctx->vctx.context : NULL;
+	idle = ctx && fab.cm_ctx_refs == 0 && fab.cm_ctx->objects == 0;
+	if (idle)
+		fab.cm_ctx = NULL;
+	fab_unlock();
+	if (idle)
+		ibv_close_device(ctx);
 	pthread_mutex_unlock(&cm_dev_mutex);
 }
 
@@ -86,19 +152,28 @@ void cm_set_device_locked(struct soft_cm_id *sid)
 	sid->id.port_num = 1;
 }
 
+/* As librdmacm: the list names the open contexts and holds no reference. */
 struct ibv_context **rdma_get_devices(int *num_devices)
 {
 	struct ibv_context **list;
+	int ret;
 
-	if (cm_device_get())
+	pthread_mutex_lock(&cm_dev_mutex);
+	ret = open_device();
+	pthread_mutex_unlock(&cm_dev_mutex);
+	if (ret) {
+		if (num_devices)
+			*num_devices = 0;
 		return NULL;
+	}
 	list = calloc(2, sizeof(*list));
 	if (!list) {
-		cm_device_put();
 		errno = ENOMEM;
 		return NULL;
 	}
+	fab_lock();
 	list[0] = &fab.cm_ctx->vctx.context;
+	fab_unlock();
 	if (num_devices)
 		*num_devices = 1;
 	return list;
@@ -107,7 +182,6 @@ struct ibv_context **rdma_get_devices(int *num_devices)
 void rdma_free_devices(struct ibv_context **list)
 {
 	free(list);
-	cm_device_put();
 }
 
 /* ---- addresses ---------------------------------------------------------- */

@@ -226,7 +226,8 @@ void fab_get_user_locked(void)
 
 void fab_put_user_locked(void)
 {
-	if (--fab.users == 0)
+	/* After fab_exit() (a destructor closing what is left) the count is already 0. */
+	if (fab.users && --fab.users == 0)
 		stop_thread_locked();
 }
 
@@ -237,8 +238,12 @@ void fab_kick_locked(void)
 		pthread_cond_signal(&fab.work_cv);
 }
 
-/* A process that exits with objects still open must not leave the thread running. */
-__attribute__((destructor)) static void fab_exit(void)
+/*
+ * A process that exits with objects still open must not leave the thread
+ * running. Priority 101 runs it after the unprioritised destructors (such as
+ * rdma_cm's, which closes its device context), which may still need it.
+ */
+__attribute__((destructor(101))) static void fab_exit(void)
 {
 	fab_lock();
 	fab.users = 0;

@@ -95,8 +95,8 @@ struct soft_fabric {
 	/* cm */
 	struct list_node cm_ids;
 	struct soft_context *cm_ctx;	/* the device context rdma_cm ids share */
-	struct ibv_pd *cm_pd;		/* its default PD */
-	unsigned int cm_ctx_refs;
+	struct ibv_pd *cm_pd;		/* its default PD, while cm_ctx_refs > 0 */
+	unsigned int cm_ctx_refs;	/* ids on cm_ctx */
 };
 
 extern struct soft_fabric fab;

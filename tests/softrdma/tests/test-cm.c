@@ -3,7 +3,8 @@
  * softrdma conformance: rdma_cm. Addresses and ports, resolution errors,
  * connect/accept with IB-sized private data, reject, unlistened ports,
  * disconnect on both sides with QP flush, TIMEWAIT_EXIT, destroy after ack,
- * migration, rdma_init_qp_attr and the negotiated QP attributes.
+ * migration, rdma_init_qp_attr and the negotiated QP attributes, and the
+ * device context that outlives every id.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -439,6 +440,101 @@ static void test_ipv6_loopback(void **state)
 	assert_int_equal(rdma_destroy_id(l6), 0);
 }
 
+/* Bind a new id to 127.0.0.1 (port 0): it gets the device context. */
+static struct rdma_cm_id *bound_id(struct rdma_event_channel *ch)
+{
+	struct sockaddr_in sin = loopback(0);
+	struct rdma_cm_id *id;
+
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&sin), 0);
+	assert_non_null(id->verbs);
+	assert_non_null(id->pd);
+	return id;
+}
+
+/*
+ * As librdmacm: the device context outlives every id. Only the default PD
+ * goes with the last id; the application's own PD on id->verbs keeps
+ * working with no id alive, and the next id gets the same context.
+ */
+static void test_context_outlives_ids(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct softrdma_counts before, between, after;
+	struct h_opts o;
+	struct ibv_context *ctx, **devs;
+	struct ibv_qp *qp[2];
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	struct rdma_cm_id *id;
+	char mem[128] = "kept across reconnects";
+	char *buf = mem, *copy = mem + 64;
+	int i, n;
+
+	(void)state;
+	assert_non_null(ch);
+	softrdma_get_counts(&before);
+	assert_int_equal(before.cm_ids, 0);
+	id = bound_id(ch);
+	ctx = id->verbs;
+	pd = ibv_alloc_pd(ctx);
+	assert_non_null(pd);
+	mr = h_reg(pd, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(rdma_destroy_id(id), 0);
+
+	/* No id left: the default PD is gone, ours and the context are not. */
+	softrdma_get_counts(&between);
+	assert_int_equal(between.cm_ids, 0);
+	assert_int_equal(between.pds, before.pds + 1);
+	assert_int_equal(between.mrs, before.mrs + 1);
+	h_opts_default(&o);
+	cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	assert_non_null(cq);
+	for (i = 0; i < 2; i++) {
+		struct ibv_qp_init_attr qa = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+				 .max_recv_sge = 1 },
+		};
+
+		qp[i] = ibv_create_qp(pd, &qa);
+		assert_non_null(qp[i]);
+	}
+	h_qp_to_rts(qp[0], qp[1]->qp_num, &o);
+	h_qp_to_rts(qp[1], qp[0]->qp_num, &o);
+	assert_int_equal(h_post(qp[0], 7, IBV_WR_RDMA_WRITE, buf, 64, mr->lkey,
+				IBV_SEND_SIGNALED, (uintptr_t)copy, mr->rkey), 0);
+	n = h_poll(cq, &wc, 1);
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 7);
+	assert_string_equal(copy, buf);
+
+	/* A new id, and the device list, name the same context. */
+	id = bound_id(ch);
+	assert_ptr_equal(id->verbs, ctx);
+	assert_ptr_not_equal(id->pd, pd);
+	devs = rdma_get_devices(&n);
+	assert_non_null(devs);
+	assert_int_equal(n, 1);
+	assert_ptr_equal(devs[0], ctx);
+	rdma_free_devices(devs);
+	assert_int_equal(rdma_destroy_id(id), 0);
+
+	for (i = 0; i < 2; i++)
+		assert_int_equal(ibv_destroy_qp(qp[i]), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	rdma_destroy_event_channel(ch);
+	softrdma_get_counts(&after);
+	assert_int_equal(after.pds, before.pds);
+	assert_int_equal(after.cm_ids, 0);
+}
+
 static int mode_step(void **state)
 {
 	(void)state;
@@ -469,6 +565,7 @@ int main(void)
 		T(test_init_qp_attr_unconnected),
 		T(test_getaddrinfo),
 		T(test_ipv6_loopback),
+		cmocka_unit_test(test_context_outlives_ids),
 	};
 	int failed = 0;
 
