@@ -16,13 +16,15 @@
 
 /*
  * As librdmacm (rdma-core 44, ucma_get_device/ucma_put_device): the device
- * context is opened once and stays open for the life of the process; ids hold
- * references on its default PD, allocated for the first and deallocated when
- * the last goes. Applications keep PDs and MRs on id->verbs across
- * reconnects with no id alive in between. A default PD that the application
- * still uses when the last id goes cannot be deallocated: librdmacm forgets
- * it and allocates a new one for the next id; we keep it on a list so that
- * cm_device_exit() can release it.
+ * context is opened once and stays open for the life of the process. Ids and
+ * device lists (rdma_get_devices) hold references; ids share a default PD,
+ * allocated for the first id and deallocated when the last reference goes.
+ * Applications keep PDs and MRs on id->verbs across reconnects with no id
+ * alive in between. A default PD that the application still uses when the
+ * last reference goes cannot be deallocated: librdmacm forgets it and
+ * allocates a new one for the next id; we keep it on a list so that
+ * cm_device_exit() can release it. (rdma-core 44 also leaves the PD allocated
+ * when the last reference is a device list; we deallocate it then too.)
  *
  * cm_dev_mutex serialises opening, allocating and releasing; fab.cm_ctx and
  * fab.cm_pd are written under it and fab.lock, so either lock reads them.
@@ -36,80 +38,75 @@ struct orphan_pd {
 
 static struct orphan_pd *orphans;
 
-/* Called with cm_dev_mutex held. */
-static int open_device(void)
+/* Open the context if needed and take a reference. Called with cm_dev_mutex held. */
+static int device_ref(void)
 {
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 
-	if (fab.cm_ctx)
-		return 0;
-	list = ibv_get_device_list(NULL);
-	ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
-	ibv_free_device_list(list);
-	if (!ctx)
-		return -1;
+	if (!fab.cm_ctx) {
+		list = ibv_get_device_list(NULL);
+		ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
+		ibv_free_device_list(list);
+		if (!ctx)
+			return -1;
+		fab_lock();
+		fab.cm_ctx = to_sctx(ctx);
+		fab_unlock();
+	}
 	fab_lock();
-	fab.cm_ctx = to_sctx(ctx);
+	fab.cm_ctx_refs++;
 	fab_unlock();
 	return 0;
 }
 
-int cm_device_get(void)
-{
-	struct ibv_pd *pd;
-	int ret = 0;
-
-	pthread_mutex_lock(&cm_dev_mutex);
-	if (open_device()) {
-		ret = -1;
-		goto out;
-	}
-	fab_lock();
-	if (fab.cm_ctx_refs++ > 0) {
-		fab_unlock();
-		goto out;
-	}
-	fab_unlock();
-	pd = ibv_alloc_pd(&fab.cm_ctx->vctx.context);
-	fab_lock();
-	if (pd)
-		fab.cm_pd = pd;
-	else
-		fab.cm_ctx_refs--;
-	fab_unlock();
-	ret = pd ? 0 : -1;
-out:
-	pthread_mutex_unlock(&cm_dev_mutex);
-	return ret;
-}
-
-void cm_device_put(void)
+static void device_unref(void)
 {
 	struct orphan_pd *o;
 	struct ibv_pd *pd;
 
 	pthread_mutex_lock(&cm_dev_mutex);
 	fab_lock();
-	if (--fab.cm_ctx_refs > 0) {
-		fab_unlock();
-		goto out;
-	}
-	/* No id is left, so no progress unit can take a reference meanwhile. */
-	pd = fab.cm_pd;
-	fab.cm_pd = NULL;
+	pd = --fab.cm_ctx_refs == 0 ? fab.cm_pd : NULL;
+	/* No reference is left, so no progress unit can take one meanwhile. */
+	if (pd)
+		fab.cm_pd = NULL;
 	fab_unlock();
-	if (ibv_dealloc_pd(pd) == 0)
-		goto out;
-	/* The application still has objects on it. */
-	o = malloc(sizeof(*o));
-	if (o) {
-		o->pd = pd;
-		o->next = orphans;
-		orphans = o;
+	if (pd && ibv_dealloc_pd(pd)) {
+		/* The application still has objects on it. */
+		o = malloc(sizeof(*o));
+		if (o) {
+			o->pd = pd;
+			o->next = orphans;
+			orphans = o;
+		}
 	}
-out:
 	pthread_mutex_unlock(&cm_dev_mutex);
+}
+
+int cm_device_get(void)
+{
+	struct ibv_pd *pd = NULL;
+	int ret;
+
+	pthread_mutex_lock(&cm_dev_mutex);
+	ret = device_ref();
+	if (!ret && !fab.cm_pd) {
+		pd = ibv_alloc_pd(&fab.cm_ctx->vctx.context);
+		fab_lock();
+		fab.cm_pd = pd;
+		if (!pd)
+			fab.cm_ctx_refs--;
+		fab_unlock();
+		ret = pd ? 0 : -1;
+	}
+	pthread_mutex_unlock(&cm_dev_mutex);
+	return ret;
+}
+
+void cm_device_put(void)
+{
+	device_unref();
 }
 
 /*
@@ -152,22 +149,21 @@ void cm_set_device_locked(struct soft_cm_id *sid)
 	sid->id.port_num = 1;
 }
 
-/* As librdmacm: the list names the open contexts and holds no reference. */
 struct ibv_context **rdma_get_devices(int *num_devices)
 {
 	struct ibv_context **list;
 	int ret;
 
+	if (num_devices)
+		*num_devices = 0;
 	pthread_mutex_lock(&cm_dev_mutex);
-	ret = open_device();
+	ret = device_ref();
 	pthread_mutex_unlock(&cm_dev_mutex);
-	if (ret) {
-		if (num_devices)
-			*num_devices = 0;
+	if (ret)
 		return NULL;
-	}
 	list = calloc(2, sizeof(*list));
 	if (!list) {
+		device_unref();
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -182,6 +178,7 @@ struct ibv_context **rdma_get_devices(int *num_devices)
 void rdma_free_devices(struct ibv_context **list)
 {
 	free(list);
+	device_unref();
 }
 
 /* ---- addresses ---------------------------------------------------------- */
