@@ -23,6 +23,13 @@
 #define RPCRDMA_MAX_INLINE 65536
 #define RPCRDMA_CLNT_DEF_CONNECT_MS 5000
 #define RPCRDMA_CLNT_DEF_CALL_MS 30000
+#define RPCRDMA_CLNT_DEF_SEGMENT (1u << 20)
+#define RPCRDMA_CLNT_MIN_SEGMENT 4096u
+/*
+ * Send-queue slots: a call's Send with the binds of up to four chunks of
+ * 16 segments ahead of it, or a reply's LOCAL_INVs; calls wait when full.
+ */
+#define RPCRDMA_CLNT_SQ_MIN 256u
 /* Receives beyond one per slot: slack for replies racing a reconnect. */
 #define RPCRDMA_CLNT_EXTRA_RECVS 4
 
@@ -31,7 +38,7 @@ static int clnt_attr_fill(struct rpcrdma_xprt *x, const struct rpcrdma_clnt_attr
 	struct rpcrdma_clnt_attr *a = &x->rx_attr;
 	socklen_t len;
 
-	if (!in->addr || in->flags)
+	if (!in->addr)
 		return -EINVAL;
 	*a = *in;
 	len = rpcrdma_sockaddr_len(in->addr);
@@ -53,9 +60,12 @@ static int clnt_attr_fill(struct rpcrdma_xprt *x, const struct rpcrdma_clnt_attr
 		a->connect_timeout_ms = RPCRDMA_CLNT_DEF_CONNECT_MS;
 	if (!a->call_timeout_ms)
 		a->call_timeout_ms = RPCRDMA_CLNT_DEF_CALL_MS;
+	if (!a->max_segment)
+		a->max_segment = RPCRDMA_CLNT_DEF_SEGMENT;
 	if (a->max_requests > RPCRDMA_CLNT_MAX_REQUESTS || a->inline_size < RPCRDMA_MIN_INLINE ||
 	    a->inline_size > RPCRDMA_MAX_INLINE || a->connect_timeout_ms < 0 ||
-	    a->call_timeout_ms < 0 || a->rnr_retry > 7)
+	    a->call_timeout_ms < 0 || a->rnr_retry > 7 || a->max_segment < RPCRDMA_CLNT_MIN_SEGMENT ||
+	    (a->flags & ~RPCRDMA_CLNT_PERSISTENT_REG))
 		return -EINVAL;
 	/* RFC 8797 expresses sizes in whole KiB. */
 	a->inline_size &= ~(uint32_t)1023;
@@ -70,6 +80,7 @@ static int clnt_alloc(struct rpcrdma_xprt *x)
 
 	x->rx_nreqs = x->rx_attr.max_requests;
 	x->rx_nreps = x->rx_nreqs + RPCRDMA_CLNT_EXTRA_RECVS;
+	x->rx_sq_depth = 4 * x->rx_nreqs > RPCRDMA_CLNT_SQ_MIN ? 4 * x->rx_nreqs : RPCRDMA_CLNT_SQ_MIN;
 	while (hash_size < 2 * x->rx_nreqs)
 		hash_size <<= 1;
 	x->rx_hash_mask = hash_size - 1;
@@ -89,6 +100,7 @@ static int clnt_alloc(struct rpcrdma_xprt *x)
 		req->rl_send_wr.num_sge = 1;
 		req->rl_send_wr.opcode = IBV_WR_SEND;
 		req->rl_send_wr.send_flags = IBV_SEND_SIGNALED;
+		list_init(&req->rl_registered);
 		list_add_tail(&x->rb_reqs_free, &req->rl_list);
 	}
 	for (i = 0; i < x->rx_nreps; i++) {
@@ -135,6 +147,9 @@ RPCRDMA_EXPORT int rpcrdma_clnt_connect(const struct rpcrdma_clnt_attr *attr,
 	list_init(&x->rb_pending);
 	list_init(&x->rb_inflight);
 	list_init(&x->rb_done);
+	list_init(&x->rb_linv);
+	list_init(&x->rx_mems);
+	list_init(&x->rx_mws_free);
 	list_init(&x->rb_reps_free);
 	list_init(&x->rb_reps_ready);
 
@@ -263,26 +278,24 @@ RPCRDMA_EXPORT int rpcrdma_clnt_poll(struct rpcrdma_clnt *clnt, int budget)
 RPCRDMA_EXPORT int rpcrdma_clnt_submit(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
 {
 	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
-	struct rpcrdma_hdr_enc enc = { .credit = 0, .proc = RPCRDMA_MSG };
 	struct rpcrdma_req *req;
-	uint32_t send_max, xid;
-	long hdr_len;
+	uint32_t xid;
+	int rc;
 
 	if (!clnt || !call || !call->msg || call->msg_len < sizeof(xid) || !call->done ||
 	    (!call->reply && call->reply_max) || call->timeout_ms < 0)
 		return -EINVAL;
 	if (x->rx_destroying)
 		return -ESHUTDOWN;
-	send_max = x->rx_connected ? x->rx_inline.send_max : x->rx_attr.inline_size;
-	if (call->msg_len > send_max - RPCRDMA_HDR_MIN_LEN)
-		return -EMSGSIZE;
+	rc = frwr_check_call(x, call);
+	if (rc)
+		return rc;
 	memcpy(&xid, call->msg, sizeof(xid));
 	xid = ntohl(xid);
 	if (xprt_rdma_lookup(x, xid))
 		return -EEXIST;
 	if (!x->rx_have_ep) {
-		int rc = xprt_rdma_connect(x);
-
+		rc = xprt_rdma_connect(x);
 		if (rc)
 			return rc == -ETIMEDOUT ? -ETIMEDOUT : -ENOTCONN;
 	}
@@ -290,27 +303,94 @@ RPCRDMA_EXPORT int rpcrdma_clnt_submit(struct rpcrdma_clnt *clnt, struct rpcrdma
 	if (!req)
 		return -EAGAIN;
 
-	enc.xid = xid;
-	enc.credit = x->rx_nreqs;
-	hdr_len = rpcrdma_hdr_encode(req->rl_buf, RPCRDMA_HDR_MIN_LEN, &enc);
-	memcpy(req->rl_buf + hdr_len, call->msg, call->msg_len);
-	req->rl_sge.length = (uint32_t)(hdr_len + call->msg_len);
 	req->rl_xid = xid;
 	req->rl_call = call;
 	req->rl_flags = 0;
+	req->rl_status = 0;
+	call->status = 0;
+	call->reply_len = 0;
+	call->result_len = 0;
+	/* Inline messages are copied now; what goes by chunk is exposed now. */
+	rc = frwr_map_call(x, req, false);
+	if (rc) {
+		frwr_release(x, req);
+		req->rl_call = NULL;
+		list_add_tail(&x->rb_reqs_free, &req->rl_list);
+		return rc;
+	}
 	req->rl_retries = x->rx_attr.retries;
 	req->rl_deadline = rpcrdma_now_ms() +
 			   (call->timeout_ms ? call->timeout_ms : x->rx_attr.call_timeout_ms);
 	if (req->rl_deadline < x->rx_next_deadline)
 		x->rx_next_deadline = req->rl_deadline;
-	call->status = 0;
-	call->reply_len = 0;
 	xprt_rdma_hash_add(x, req);
 	if (x->rx_outstanding >= x->rx_credits)
 		x->rx_stats.credit_stalls++;
 	list_add_tail(&x->rb_pending, &req->rl_list);
 	xprt_rdma_kick(x);
 	return 0;
+}
+
+static struct rpcrdma_req *clnt_find_call(struct rpcrdma_xprt *x, const struct rpcrdma_call *call)
+{
+	uint32_t i;
+
+	for (i = 0; i < x->rx_nreqs; i++)
+		if (x->rx_reqs[i].rl_call == call)
+			return &x->rx_reqs[i];
+	return NULL;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_cancel(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
+{
+	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
+	struct rpcrdma_req *req;
+
+	if (!clnt || !call)
+		return -EINVAL;
+	req = clnt_find_call(x, call);
+	if (!req || (req->rl_flags & RPCRDMA_REQ_CANCELED))
+		return -ENOENT;
+	if (req->rl_flags & RPCRDMA_REQ_REPLIED || !(req->rl_flags & RPCRDMA_REQ_SENT)) {
+		/*
+		 * Answered already (it completes as it is), or never sent (on the
+		 * pending queue, or waiting for a connection): nothing to fence.
+		 */
+		if (!(req->rl_flags & RPCRDMA_REQ_REPLIED))
+			xprt_rdma_finish(x, req, -ECANCELED);
+		while (req->rl_call == call)
+			if (rpcrdma_clnt_poll(clnt, 16) <= 0)
+				xprt_rdma_run_done(x);
+		return 0;
+	}
+	/*
+	 * In flight: fence its memory first (frwr_unmap_sync), then let the
+	 * caller have it back. The slot stays taken, and counts against the
+	 * grant, until the server's reply or the connection's end.
+	 */
+	frwr_unmap_sync(x, req);
+	req->rl_status = -ECANCELED;
+	call->reply_len = 0;
+	call->result_len = 0;
+	frwr_release(x, req);
+	req->rl_call = NULL;
+	req->rl_flags |= RPCRDMA_REQ_CANCELED;
+	call->status = -ECANCELED;
+	call->done(call);
+	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_mem_register(struct rpcrdma_clnt *clnt, void *addr, size_t len,
+					     struct rpcrdma_mem **out)
+{
+	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
+
+	if (!clnt || !out)
+		return -EINVAL;
+	if (!x->rx_pd)
+		return -ENOTCONN;
+	return rpcrdma_mem_create(&x->rx_mems, &x->rx_stats, addr, len, &x->rx_pd, 1,
+				  frwr_mr_access(x), out);
 }
 
 RPCRDMA_EXPORT int rpcrdma_clnt_fd(const struct rpcrdma_clnt *clnt)
@@ -447,6 +527,7 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt)
 			xprt_rdma_finish(x, req, -ECANCELED);
 		}
 	}
+	frwr_conn_lost(x);
 	xprt_rdma_run_done(x);
 	clnt_free(x);
 }

@@ -69,6 +69,8 @@ void xprt_rdma_free_buffers(struct rpcrdma_xprt *x)
 {
 	if (!x->rx_pd)
 		return;
+	frwr_destroy_all(x);
+	rpcrdma_mem_destroy_all(&x->rx_mems);
 	x->rx_stats.registered_bytes -= rpcrdma_slab_bytes(&x->rx_send_slab) +
 					rpcrdma_slab_bytes(&x->rx_recv_slab);
 	x->rx_stats.heap_bytes -= rpcrdma_slab_bytes(&x->rx_send_slab) +
@@ -194,7 +196,7 @@ int xprt_rdma_connect(struct rpcrdma_xprt *x)
 
 	attr.pd = x->rx_pd;
 	attr.context = x;
-	attr.send_wrs = x->rx_nreqs;
+	attr.send_wrs = x->rx_sq_depth;
 	attr.recv_wrs = x->rx_nreps;
 	attr.send_sges = 1;
 	rc = rpcrdma_ep_create(&x->rx_ep, id, &attr, &x->rx_stats);
@@ -274,9 +276,19 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 	struct rpcrdma_req *req;
 
 	list_init(&retry);
+	/* Replies waiting to invalidate are as lost as the calls still in flight. */
+	list_splice_tail(&x->rb_inflight, &x->rb_linv);
 	while ((req = list_pop(&x->rb_inflight, struct rpcrdma_req, rl_list))) {
-		req->rl_flags &= ~RPCRDMA_REQ_SENT;
-		if (req->rl_flags & RPCRDMA_REQ_TIMEDOUT) {
+		req->rl_flags &= ~(RPCRDMA_REQ_SENT | RPCRDMA_REQ_SEND_PENDING |
+				   RPCRDMA_REQ_LINV_PENDING | RPCRDMA_REQ_LINV_FAILED |
+				   RPCRDMA_REQ_REPLIED);
+		req->rl_linv_pending = 0;
+		if (req->rl_flags & RPCRDMA_REQ_CANCELED) {
+			xprt_rdma_hash_del(x, req);
+			frwr_release(x, req);
+			req->rl_flags = 0;
+			list_add_tail(&x->rb_reqs_free, &req->rl_list);
+		} else if (req->rl_flags & RPCRDMA_REQ_TIMEDOUT) {
 			xprt_rdma_finish(x, req, -ETIMEDOUT);
 		} else if (x->rx_destroying) {
 			xprt_rdma_finish(x, req, -ECANCELED);
@@ -291,6 +303,8 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 	/* Retransmissions go first, in their original order. */
 	list_splice_tail(&retry, &x->rb_pending);
 	list_splice_tail(&x->rb_pending, &retry);
+	/* Windows bound on the dead QP are not reused; queued calls bind new ones. */
+	frwr_conn_lost(x);
 
 	/* Replies that arrived before the loss are no use now. */
 	list_splice_tail(&x->rb_reps_free, &x->rb_reps_ready);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Client receive side: the Receive completion handler, reply matching by XID,
- * credit updates, and keeping receives posted.
+ * credit updates, the reply's chunks (Write list, Reply chunk, remote
+ * invalidation), and keeping receives posted.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include <rpcrdma/proto.h>
@@ -36,17 +38,66 @@ static uint32_t clamp_credits(const struct rpcrdma_xprt *x, uint32_t credits)
 	return credits < x->rx_nreqs ? credits : x->rx_nreqs;
 }
 
-/* Place an RDMA_MSG reply's RPC message. Returns 0 or a call status. */
-static int rpcrdma_reply_msg(struct rpcrdma_xprt *x, const struct rpcrdma_hdr *hdr,
-			     const struct rpcrdma_rep *rep, struct rpcrdma_call *call)
+/*
+ * The bytes a server reports having written into one of our chunks: the
+ * same segments as offered, none longer than offered. Returns the total,
+ * or -1 for an echo that does not match.
+ */
+static int64_t chunk_written(const struct rpcrdma_chunk *echo, const struct rpcrdma_segment *ours,
+			     uint32_t nours)
 {
+	struct rpcrdma_segment seg;
+	bool ended = false;
+	int64_t total = 0;
+	uint32_t i;
+
+	if (echo->nsegs != nours)
+		return -1;
+	for (i = 0; i < nours; i++) {
+		rpcrdma_chunk_segment(echo, i, &seg);
+		if (seg.handle != ours[i].handle || seg.offset != ours[i].offset ||
+		    seg.length > ours[i].length)
+			return -1;
+		/* Segments fill in order, so the data is contiguous: a short one ends it. */
+		if (ended && seg.length)
+			return -1;
+		if (seg.length < ours[i].length)
+			ended = true;
+		total += seg.length;
+	}
+	return total;
+}
+
+/* Account the reply's chunks and place its inline part. Returns 0 or a call status. */
+static int rpcrdma_reply_body(const struct rpcrdma_hdr *hdr, const struct rpcrdma_rep *rep,
+			      struct rpcrdma_req *req)
+{
+	struct rpcrdma_call *call = req->rl_call;
 	const unsigned char *body = rep->rr_buf + hdr->hdr_len;
 	size_t len = rep->rr_byte_len - hdr->hdr_len;
 	uint32_t rpc_xid;
+	int64_t n;
 
-	/* Without chunk support offered, a reply must carry no chunks. */
-	if (hdr->read_segs || hdr->write_chunks || hdr->has_reply)
+	/* Chunks the call did not offer, or a Read list: not a reply to this call. */
+	if (hdr->read_segs || hdr->write_chunks > (req->rl_nwrite ? 1u : 0u) ||
+	    (hdr->has_reply && !req->rl_nreply))
 		return -EPROTO;
+	if (hdr->write_chunks) {
+		n = chunk_written(&hdr->write[0], req->rl_write, req->rl_nwrite);
+		if (n < 0 || (uint64_t)n > call->result_max)
+			return -EPROTO;
+		call->result_len = (size_t)n;
+	}
+	if (hdr->proc == RPCRDMA_NOMSG) {
+		/* The whole reply came by RDMA Write into the Reply chunk. */
+		if (!hdr->has_reply)
+			return -EPROTO;
+		n = chunk_written(&hdr->reply, req->rl_reply, req->rl_nreply);
+		if (n < (int64_t)sizeof(rpc_xid) || (uint64_t)n > call->reply_max)
+			return -EPROTO;
+		call->reply_len = (size_t)n;
+		return 0;
+	}
 	if (len < sizeof(rpc_xid))
 		return -EPROTO;
 	memcpy(&rpc_xid, body, sizeof(rpc_xid));
@@ -84,38 +135,31 @@ static void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_r
 			     strerror(-rc));
 	} else {
 		x->rx_credits = clamp_credits(x, hdr.credit);
-		switch (hdr.proc) {
-		case RPCRDMA_MSG:
-			status = rpcrdma_reply_msg(x, &hdr, rep, req->rl_call);
-			break;
-		case RPCRDMA_ERROR:
+		if (req->rl_flags & RPCRDMA_REQ_CANCELED) {
+			status = -ECANCELED;
+		} else if (hdr.proc == RPCRDMA_MSG || hdr.proc == RPCRDMA_NOMSG) {
+			status = rpcrdma_reply_body(&hdr, rep, req);
+		} else if (hdr.proc == RPCRDMA_ERROR) {
 			x->rx_stats.rdma_errors++;
 			status = -EREMOTEIO;
-			break;
-		default:
-			/* RDMA_NOMSG needs a Reply chunk, which this call did not offer. */
+		} else {
 			status = -EPROTO;
-			break;
 		}
 	}
 	if (status == -EPROTO)
 		x->rx_stats.dropped++;
-	if (rep->rr_with_inv)
-		rpcrdma_warn("client: XID 0x%08x invalidated rkey 0x%x we never offered", hdr.xid,
-			     rep->rr_inv_rkey);
 
 	x->rx_stats.replies++;
-	list_del(&req->rl_list);
 	req->rl_flags |= RPCRDMA_REQ_REPLIED;
 	req->rl_flags &= ~RPCRDMA_REQ_SENT;
 	x->rx_outstanding--;
 	xprt_rdma_hash_del(x, req);
 	req->rl_status = status;
-	if (status)
-		req->rl_call->reply_len = 0;
-	/* Finished now unless its Send has yet to complete (rpcrdma_wc_send). */
-	if (!(req->rl_flags & RPCRDMA_REQ_SEND_PENDING))
-		list_add_tail(&x->rb_done, &req->rl_list);
+	/* Fence the call's memory before anyone looks at the reply (RFC 8166). */
+	if (rep->rr_with_inv)
+		frwr_reminv(x, req, rep->rr_inv_rkey);
+	frwr_unmap_async(x, req);
+	xprt_rdma_req_ready(x, req);
 }
 
 void xprt_rdma_process_replies(struct rpcrdma_xprt *x)

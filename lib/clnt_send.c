@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Client send side: the XID table, sending queued calls within the credit
- * grant, the Send completion handler, and finishing calls.
+ * grant and the send queue's room, the Send completion handler, and
+ * finishing calls.
  */
 #include <errno.h>
 
@@ -49,9 +50,39 @@ void xprt_rdma_finish(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int statu
 {
 	xprt_rdma_hash_del(x, req);
 	req->rl_status = status;
-	if (status)
+	if (status) {
 		req->rl_call->reply_len = 0;
+		req->rl_call->result_len = 0;
+	}
+	list_del(&req->rl_list);
 	list_add_tail(&x->rb_done, &req->rl_list);
+}
+
+/* A slot whose call is gone (canceled) and whose last WR is done: reusable. */
+static void xprt_rdma_free_slot(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	xprt_rdma_hash_del(x, req);
+	frwr_release(x, req);
+	req->rl_flags = 0;
+	list_del(&req->rl_list);
+	list_add_tail(&x->rb_reqs_free, &req->rl_list);
+}
+
+/*
+ * A call completes once its reply is consumed, its windows are invalidated
+ * and its Send has completed, in whatever order those happen.
+ */
+void xprt_rdma_req_ready(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	unsigned int f = req->rl_flags;
+
+	if (!(f & RPCRDMA_REQ_REPLIED) ||
+	    (f & (RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_LINV_PENDING | RPCRDMA_REQ_LINV_FAILED)))
+		return;
+	if (f & RPCRDMA_REQ_CANCELED)
+		xprt_rdma_free_slot(x, req);
+	else
+		xprt_rdma_finish(x, req, req->rl_status);
 }
 
 void xprt_rdma_run_done(struct rpcrdma_xprt *x)
@@ -61,6 +92,8 @@ void xprt_rdma_run_done(struct rpcrdma_xprt *x)
 	while ((req = list_pop(&x->rb_done, struct rpcrdma_req, rl_list))) {
 		struct rpcrdma_call *call = req->rl_call;
 
+		/* Bounced results and replies come back now, past the fence. */
+		frwr_release(x, req);
 		call->status = req->rl_status;
 		req->rl_call = NULL;
 		req->rl_flags = 0;
@@ -71,57 +104,78 @@ void xprt_rdma_run_done(struct rpcrdma_xprt *x)
 }
 
 /*
- * The Send has completed, so its buffer is free. If the reply was consumed
- * already, the call is over.
+ * The Send has completed, and with it the binds chained ahead of it: return
+ * the chain's slots; the send buffer is free. The call may be complete.
  */
 void rpcrdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	struct rpcrdma_xprt *x = cq->cq_context;
 	struct rpcrdma_req *req = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_req, rl_cqe);
 
-	x->rx_ep.sq_avail++;
+	x->rx_ep.sq_avail += req->rl_sqecount;
 	req->rl_flags &= ~RPCRDMA_REQ_SEND_PENDING;
 	if (unlikely(wc->status != IBV_WC_SUCCESS))
 		rpcrdma_ep_wc_error(&x->rx_ep, wc, "client send");
-	if (req->rl_flags & RPCRDMA_REQ_REPLIED)
-		list_add_tail(&x->rb_done, &req->rl_list);
+	xprt_rdma_req_ready(x, req);
 }
 
 static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
+	uint32_t posted;
 	int rc;
 
-	x->rx_ep.sq_avail--;
+	x->rx_ep.sq_avail -= req->rl_sqecount;
 	req->rl_flags |= RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT;
 	list_add_tail(&x->rb_inflight, &req->rl_list);
 	x->rx_outstanding++;
 	x->rx_stats.calls++;
-	rc = rpcrdma_ep_post_send(&x->rx_ep, &req->rl_send_wr, 1);
-	if (unlikely(rc)) {
-		/* Not posted: it waits for the next connection, unsent. */
-		req->rl_flags &= ~(RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT);
-		list_del(&req->rl_list);
-		list_add_head(&x->rb_pending, &req->rl_list);
-		x->rx_outstanding--;
-		x->rx_stats.calls--;
+	rc = rpcrdma_ep_post_send(&x->rx_ep, req->rl_chain, req->rl_sqecount, &posted);
+	if (likely(rc == 0))
+		return;
+	if (rc == -EINPROGRESS) {
+		/* Binds went out, the Send did not: the loss of the connection settles it. */
+		req->rl_flags &= ~RPCRDMA_REQ_SEND_PENDING;
+		return;
 	}
+	/* Nothing went out: it waits for the next connection, unsent. */
+	req->rl_flags &= ~(RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT);
+	list_del(&req->rl_list);
+	list_add_head(&x->rb_pending, &req->rl_list);
+	x->rx_outstanding--;
+	x->rx_stats.calls--;
 }
 
-/* Send queued calls while the grant and the send queue allow, in order. */
+/*
+ * Invalidations first (they complete calls and free windows), then queued
+ * calls while the grant and the send queue allow, in order.
+ */
 void xprt_rdma_kick(struct rpcrdma_xprt *x)
 {
+	while (x->rx_connected && !x->rx_ep.close_pending && !list_empty(&x->rb_linv)) {
+		struct rpcrdma_req *req = list_first_entry(&x->rb_linv, struct rpcrdma_req, rl_list);
+
+		if (x->rx_ep.sq_avail < req->rl_linv_pending)
+			return;
+		list_del(&req->rl_list);
+		list_add_tail(&x->rb_inflight, &req->rl_list);
+		frwr_post_linv(x, req);
+	}
 	while (x->rx_connected && !list_empty(&x->rb_pending) &&
 	       x->rx_outstanding < x->rx_credits && !x->rx_ep.close_pending) {
 		struct rpcrdma_req *req = list_first_entry(&x->rb_pending, struct rpcrdma_req,
 							   rl_list);
 
-		if (unlikely(req->rl_sge.length > x->rx_inline.send_max)) {
-			/* The server's receive size shrank below this call. */
-			list_del(&req->rl_list);
-			xprt_rdma_finish(x, req, -EMSGSIZE);
-			continue;
+		if (!(req->rl_flags & RPCRDMA_REQ_MAPPED)) {
+			/* Sent again on a new connection: new windows, new sizes. */
+			int rc = frwr_map_call(x, req, true);
+
+			if (rc) {
+				frwr_release(x, req);
+				xprt_rdma_finish(x, req, rc);
+				continue;
+			}
 		}
-		if (unlikely(x->rx_ep.sq_avail == 0)) {
+		if (unlikely(x->rx_ep.sq_avail < req->rl_sqecount)) {
 			x->rx_stats.sq_waits++;
 			break;
 		}

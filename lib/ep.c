@@ -284,9 +284,11 @@ int rpcrdma_ep_post_recv(struct rpcrdma_ep *ep, struct ibv_recv_wr *first, uint3
 	return verbs_err(rc);
 }
 
-int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint32_t sqecount)
+int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint32_t sqecount,
+			 uint32_t *posted)
 {
-	struct ibv_send_wr *bad = NULL;
+	struct ibv_send_wr *bad = NULL, *wr;
+	uint32_t n = 0;
 	int rc;
 
 	rc = ibv_post_send(ep->qp, first, &bad);
@@ -299,5 +301,9 @@ int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint3
 		return -ENOTCONN;
 	}
 	/* The head of the chain is in flight; its flushes are still to come. */
+	for (wr = first; wr && wr != bad; wr = wr->next)
+		n++;
+	if (posted)
+		*posted = n;
 	return -EINPROGRESS;
 }

@@ -222,11 +222,14 @@ int rpcrdma_ep_post_recv(struct rpcrdma_ep *ep, struct ibv_recv_wr *first, uint3
 
 /*
  * Post a chain of @sqecount send WRs whose slots the caller has taken from
- * sq_avail. On failure: if nothing was posted the slots are given back and
- * -ENOTCONN returned; if part was posted a close is requested and 0
- * returned, because the completions of the posted part return the slots.
+ * sq_avail. On failure a close is requested, and: if nothing was posted the
+ * slots are given back and -ENOTCONN returned; if only the chain's head was
+ * posted, -EINPROGRESS is returned and *@posted (when not NULL) tells how
+ * many WRs: their completions, flushes included, are still to come, and
+ * the caller settles the slots of the rest.
  */
-int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint32_t sqecount);
+int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint32_t sqecount,
+			 uint32_t *posted);
 
 /* Async events (async.c): register endpoints so events can find them. */
 void rpcrdma_async_register(struct rpcrdma_ep *ep);

@@ -112,7 +112,7 @@ static int svc_rdma_post_now(struct svcxprt_rdma *rdma, struct svc_rdma_chain *c
 	int rc;
 
 	rdma->sc_ep.sq_avail -= chain->sqecount;
-	rc = rpcrdma_ep_post_send(&rdma->sc_ep, chain->first, chain->sqecount);
+	rc = rpcrdma_ep_post_send(&rdma->sc_ep, chain->first, chain->sqecount, NULL);
 	if (likely(rc == 0))
 		return 0;
 	if (rc == -EINPROGRESS) {

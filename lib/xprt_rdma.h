@@ -12,6 +12,34 @@
 #include "cm.h"
 #include "ep.h"
 #include "list.h"
+#include "regmem.h"
+
+/* Segments per chunk the client offers (the server's default cap). */
+#define RPCRDMA_CLNT_MAX_SEGS 16
+
+/*
+ * A type-2 memory window. One rpcrdma_cqe serves its BIND_MW (done =
+ * frwr_wc_fastreg, seen only on error: binds are unsignaled) and its
+ * LOCAL_INV (frwr_wc_localinv, _done or _wake).
+ */
+struct rpcrdma_mw {
+	struct rpcrdma_cqe mw_cqe;
+	struct list_node mw_list;		/* rx_mws_free, or its req's rl_registered */
+	struct ibv_mw *mw_mw;
+	uint32_t mw_rkey;			/* the rkey of the last bind */
+	struct rpcrdma_req *mw_req;
+	bool mw_bad;				/* saw a flush or an error: never reused */
+	struct ibv_send_wr mw_wr;
+};
+
+/* Which of a call's buffers a bounce buffer stands in for. */
+enum rpcrdma_bounce {
+	RPCRDMA_BOUNCE_MSG,
+	RPCRDMA_BOUNCE_PAYLOAD,
+	RPCRDMA_BOUNCE_RESULT,
+	RPCRDMA_BOUNCE_REPLY,
+	RPCRDMA_BOUNCE_MAX,
+};
 
 /* A receive buffer for replies. */
 struct rpcrdma_rep {
@@ -29,27 +57,50 @@ enum rpcrdma_req_flags {
 	RPCRDMA_REQ_SEND_PENDING = 1u << 0,	/* Send posted, its completion not yet seen */
 	RPCRDMA_REQ_REPLIED = 1u << 1,		/* reply matched and consumed */
 	RPCRDMA_REQ_TIMEDOUT = 1u << 2,		/* deadline passed while in flight */
-	RPCRDMA_REQ_SENT = 1u << 3,		/* on rb_inflight: sent on this connection */
+	RPCRDMA_REQ_SENT = 1u << 3,		/* sent on this connection, reply awaited */
+	RPCRDMA_REQ_LINV_PENDING = 1u << 4,	/* LOCAL_INVs posted or queued, not all done */
+	RPCRDMA_REQ_LINV_FAILED = 1u << 5,	/* an invalidation failed: the reply is void */
+	RPCRDMA_REQ_CANCELED = 1u << 6,		/* done() ran; the slot waits for its reply */
+	RPCRDMA_REQ_MAPPED = 1u << 7,		/* windows and bounces prepared for this call */
 };
 
 /*
  * A call slot. The call is over (its done() may run) once the reply has been
- * consumed or the connection lost, and its own Send has completed: only then
- * is the send buffer free again.
+ * consumed, its memory windows invalidated (or found remotely invalidated)
+ * and its own Send completed; or once the connection is lost and every WR
+ * of it flushed. Only then are its buffers free again.
  */
 struct rpcrdma_req {
 	struct rpcrdma_cqe rl_cqe;		/* rpcrdma_wc_send */
-	struct list_node rl_list;		/* free, pending, in-flight or done */
+	struct list_node rl_list;		/* free, pending, in flight, linv queue or done */
 	struct rpcrdma_req *rl_hash_next;
 	struct rpcrdma_call *rl_call;
 	struct ibv_send_wr rl_send_wr;
 	struct ibv_sge rl_sge;
-	unsigned char *rl_buf;			/* transport header, then the RPC message */
+	unsigned char *rl_buf;			/* transport header, then an inline message */
 	uint32_t rl_xid;
 	unsigned int rl_flags;
 	unsigned int rl_retries;
 	int64_t rl_deadline;
 	int rl_status;
+
+	/* Direct data placement (frwr.c). */
+	struct list_node rl_registered;		/* memory windows bound for this call */
+	uint32_t rl_nmws;
+	uint32_t rl_sqecount;			/* WRs of the send chain: binds + Send */
+	uint32_t rl_linv_pending;		/* LOCAL_INVs not yet completed */
+	struct ibv_send_wr *rl_chain;		/* first WR of the send chain */
+	struct rpcrdma_buf rl_bounce[RPCRDMA_BOUNCE_MAX];
+	struct rpcrdma_mem *rl_mems[RPCRDMA_BOUNCE_MAX];
+	uint32_t rl_nreads;
+	struct rpcrdma_read_segment rl_reads[2 * RPCRDMA_CLNT_MAX_SEGS];
+	uint32_t rl_nwrite;
+	struct rpcrdma_segment rl_write[RPCRDMA_CLNT_MAX_SEGS];
+	uint32_t rl_nreply;
+	struct rpcrdma_segment rl_reply[RPCRDMA_CLNT_MAX_SEGS];
+	uint32_t rl_hdr_len;			/* transport header bytes at rl_buf */
+	bool rl_long_call;
+	bool rl_wake;				/* frwr_wc_localinv_wake ran */
 };
 
 /* rpcrdma_clnt is the handle; struct rpcrdma_xprt is what it points to. */
@@ -63,6 +114,10 @@ struct rpcrdma_xprt {
 	int rx_epfd;
 	struct ibv_pd *rx_pd;
 	struct rpcrdma_slab rx_send_slab;	/* one inline buffer per req */
+	struct list_node rx_mems;		/* rpcrdma_clnt_mem_register() */
+	struct list_node rx_mws_free;
+	uint32_t rx_nmws;			/* windows allocated */
+	uint32_t rx_sq_depth;
 	struct rpcrdma_slab rx_recv_slab;	/* one inline buffer per rep */
 
 	struct rpcrdma_req *rx_reqs;
@@ -76,6 +131,7 @@ struct rpcrdma_xprt {
 	struct list_node rb_pending;		/* waiting for a credit or a connection */
 	struct list_node rb_inflight;		/* sent, reply not consumed */
 	struct list_node rb_done;		/* finished; done() still to run */
+	struct list_node rb_linv;		/* replies whose LOCAL_INVs wait for SQ space */
 	struct list_node rb_reps_free;		/* not posted */
 	struct list_node rb_reps_ready;		/* received, to be processed */
 
@@ -112,7 +168,24 @@ void xprt_rdma_free_buffers(struct rpcrdma_xprt *x);
 void xprt_rdma_process_replies(struct rpcrdma_xprt *x);
 void xprt_rdma_post_reps(struct rpcrdma_xprt *x);
 
+/* frwr.c: memory windows for a call's chunks, and their invalidation. */
+int frwr_check_call(const struct rpcrdma_xprt *x, const struct rpcrdma_call *call);
+int frwr_mr_access(const struct rpcrdma_xprt *x);
+int frwr_map_call(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap);
+void frwr_reminv(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t rkey);
+void frwr_unmap_async(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
+void frwr_post_linv(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
+int frwr_unmap_sync(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
+void frwr_release(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
+void frwr_conn_lost(struct rpcrdma_xprt *x);
+void frwr_destroy_all(struct rpcrdma_xprt *x);
+void frwr_wc_fastreg(struct ibv_cq *cq, struct ibv_wc *wc);
+void frwr_wc_localinv(struct ibv_cq *cq, struct ibv_wc *wc);
+void frwr_wc_localinv_done(struct ibv_cq *cq, struct ibv_wc *wc);
+void frwr_wc_localinv_wake(struct ibv_cq *cq, struct ibv_wc *wc);
+
 /* clnt_send.c: XID table, sending within the credit grant, finishing calls. */
+void xprt_rdma_req_ready(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 struct rpcrdma_req *xprt_rdma_lookup(struct rpcrdma_xprt *x, uint32_t xid);
 void xprt_rdma_hash_add(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 void xprt_rdma_hash_del(struct rpcrdma_xprt *x, struct rpcrdma_req *req);

@@ -63,7 +63,8 @@ static void t_roundtrip_10000(void **state)
 
 	for (i = 0; i < 10000; i++) {
 		size_t len = 4 + (i * 37) % (max_msg - 3);
-		size_t rlen = sizeof(reply);
+		/* A reply buffer that fits inline: no Reply chunk, so the whole call fits too. */
+		size_t rlen = len;
 
 		harness_fill_msg(msg, len, i + 1, i);
 		assert_int_equal(rpcrdma_clnt_call(clnt, msg, len, reply, &rlen, 0), 0);
@@ -75,20 +76,22 @@ static void t_roundtrip_10000(void **state)
 	assert_int_equal(st.replies, 10000);
 	assert_int_equal(st.wc_errors, 0);
 	assert_int_equal(st.dropped, 0);
+	assert_int_equal(st.read_chunks + st.write_chunks + st.reply_chunks, 0);
 	assert_int_equal(atomic_load(&hs.calls), 10000);
 	assert_int_equal(atomic_load(&hs.reply_errors), 0);
 
-	/* One byte past the inline limit is refused up front. */
+	/* One byte past the inline limit goes as a long call (RDMA_NOMSG, Read chunk). */
 	{
-		size_t rlen = sizeof(reply);
+		size_t rlen = max_msg + 1;
 
 		harness_fill_msg(msg, max_msg + 1, 999999, 1);
-		assert_int_equal(rpcrdma_clnt_call(clnt, msg, max_msg + 1, reply, &rlen, 0),
-				 -EMSGSIZE);
-		harness_fill_msg(msg, max_msg, 999999, 1);
-		rlen = sizeof(reply);
-		assert_int_equal(rpcrdma_clnt_call(clnt, msg, max_msg, reply, &rlen, 0), 0);
-		assert_int_equal(rlen, max_msg);
+		assert_int_equal(rpcrdma_clnt_call(clnt, msg, max_msg + 1, reply, &rlen, 0), 0);
+		assert_int_equal(rlen, max_msg + 1);
+		assert_memory_equal(reply, msg, max_msg + 1);
+		assert_int_equal(rpcrdma_clnt_stats(clnt, &st), 0);
+		/* A long call, and a Reply chunk for the reply that cannot come inline. */
+		assert_int_equal(st.read_chunks, 1);
+		assert_int_equal(st.reply_chunks, 1);
 	}
 	rpcrdma_clnt_destroy(clnt);
 	harness_server_stop(&hs);

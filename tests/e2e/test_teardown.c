@@ -191,9 +191,12 @@ static void t_client_destroy_sends_outstanding(void **state)
 	softrdma_get_counts(&c);
 	assert_true(c.send_wrs > 0);
 	rpcrdma_clnt_destroy(clnt);
-	/* Nothing of the client's is left in the fabric: no completion can come later. */
+	/*
+	 * Nothing of the client's is left in the fabric: no completion can come
+	 * later. (The server's QP may or may not have gone yet.)
+	 */
 	softrdma_get_counts(&c);
-	assert_int_equal(c.qps, 1);
+	assert_true(c.qps <= 1);
 	for (i = 0; i < NCALLS; i++) {
 		assert_int_equal(calls[i].finished, 1);
 		assert_true(calls[i].call.status == 0 || calls[i].call.status == -ECANCELED);

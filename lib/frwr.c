@@ -1,0 +1,564 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Client memory registration for chunks: each buffer a call exposes (a long
+ * call's message, a payload, a result, a long reply) is covered by type-2
+ * memory windows bound over its exact bytes, with remote access only as
+ * needed (read for Read chunks, write for Write and Reply chunks), by
+ * BIND_MW work requests chained unsignaled ahead of the call's Send. The key
+ * byte of a window's rkey changes at every bind. After the reply, windows
+ * the server invalidated remotely are retired (frwr_reminv) and the others
+ * are invalidated with one chain of LOCAL_INVs (frwr_unmap_async), whose
+ * last completion lets the call complete: the server can no longer reach the
+ * call's memory by then (RFC 8166: fence before the ULP sees the reply).
+ * Windows that saw a flush or an error are never reused: they are
+ * deallocated, and new ones are allocated on the next connection.
+ *
+ * With RPCRDMA_CLNT_PERSISTENT_REG there are no windows: the registrations
+ * themselves carry remote access and their rkeys are advertised.
+ *
+ * The names of the handlers are the kernel's (net/sunrpc/xprtrdma/frwr_ops.c).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rpcrdma/proto.h>
+
+#include "xprt_rdma.h"
+
+static bool frwr_persistent(const struct rpcrdma_xprt *x)
+{
+	return x->rx_attr.flags & RPCRDMA_CLNT_PERSISTENT_REG;
+}
+
+/* Access a registration or bounce buffer needs for the exposure mode. */
+int frwr_mr_access(const struct rpcrdma_xprt *x)
+{
+	if (frwr_persistent(x))
+		return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+	return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND;
+}
+
+static uint32_t nsegs_for(const struct rpcrdma_xprt *x, size_t len)
+{
+	return (uint32_t)((len + x->rx_attr.max_segment - 1) / x->rx_attr.max_segment);
+}
+
+int frwr_check_call(const struct rpcrdma_xprt *x, const struct rpcrdma_call *call)
+{
+	size_t max = (size_t)x->rx_attr.max_segment * RPCRDMA_CLNT_MAX_SEGS;
+
+	if ((call->payload_len && !call->payload) || (call->result_max && !call->result))
+		return -EINVAL;
+	if (call->payload_len && ((call->payload_pos & 3) || call->payload_pos > call->msg_len))
+		return -EINVAL;
+	if (call->msg_len > max || call->payload_len > max || call->result_max > max ||
+	    call->reply_max > max)
+		return -EMSGSIZE;
+	return 0;
+}
+
+static struct rpcrdma_mw *frwr_mw_get(struct rpcrdma_xprt *x)
+{
+	struct rpcrdma_mw *mw = list_pop(&x->rx_mws_free, struct rpcrdma_mw, mw_list);
+
+	if (mw)
+		return mw;
+	mw = rpcrdma_zalloc(&x->rx_stats, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	mw->mw_mw = ibv_alloc_mw(x->rx_pd, IBV_MW_TYPE_2);
+	if (!mw->mw_mw) {
+		rpcrdma_free(&x->rx_stats, mw, sizeof(*mw));
+		return NULL;
+	}
+	mw->mw_rkey = mw->mw_mw->rkey;
+	list_init(&mw->mw_list);
+	x->rx_nmws++;
+	return mw;
+}
+
+static void frwr_mw_destroy(struct rpcrdma_xprt *x, struct rpcrdma_mw *mw)
+{
+	list_del(&mw->mw_list);
+	ibv_dealloc_mw(mw->mw_mw);
+	rpcrdma_free(&x->rx_stats, mw, sizeof(*mw));
+	x->rx_nmws--;
+}
+
+/* A window is done with this call: back to the free list, or gone if its state is unknown. */
+static void frwr_mw_put(struct rpcrdma_xprt *x, struct rpcrdma_mw *mw)
+{
+	if (mw->mw_req) {
+		mw->mw_req->rl_nmws--;
+		mw->mw_req = NULL;
+	}
+	if (mw->mw_bad) {
+		frwr_mw_destroy(x, mw);
+		return;
+	}
+	list_del(&mw->mw_list);
+	list_add_tail(&x->rx_mws_free, &mw->mw_list);
+}
+
+/*
+ * Expose [@addr, @addr + @len) under @mr with @access, as segments of at
+ * most max_segment bytes, each through a window bound for this call.
+ */
+static int frwr_map(struct rpcrdma_xprt *x, struct rpcrdma_req *req, struct ibv_mr *mr,
+		    const unsigned char *addr, size_t len, int access,
+		    struct rpcrdma_segment *segs, uint32_t *nsegs)
+{
+	size_t off = 0;
+
+	*nsegs = 0;
+	while (off < len) {
+		uint32_t n = len - off < x->rx_attr.max_segment ? (uint32_t)(len - off) :
+								 x->rx_attr.max_segment;
+		struct rpcrdma_segment *seg = &segs[(*nsegs)++];
+		struct rpcrdma_mw *mw;
+		struct ibv_send_wr *wr;
+
+		seg->length = n;
+		seg->offset = (uintptr_t)(addr + off);
+		off += n;
+		if (frwr_persistent(x)) {
+			seg->handle = mr->rkey;
+			continue;
+		}
+		mw = frwr_mw_get(x);
+		if (!mw)
+			return -ENOMEM;
+		mw->mw_req = req;
+		mw->mw_cqe.done = frwr_wc_fastreg;
+		mw->mw_rkey = ibv_inc_rkey(mw->mw_rkey);
+		wr = &mw->mw_wr;
+		memset(wr, 0, sizeof(*wr));
+		wr->wr_id = rpcrdma_cqe_id(&mw->mw_cqe);
+		wr->opcode = IBV_WR_BIND_MW;
+		wr->bind_mw.mw = mw->mw_mw;
+		wr->bind_mw.rkey = mw->mw_rkey;
+		wr->bind_mw.bind_info.mr = mr;
+		wr->bind_mw.bind_info.addr = seg->offset;
+		wr->bind_mw.bind_info.length = n;
+		wr->bind_mw.bind_info.mw_access_flags = (unsigned int)access;
+		list_add_tail(&req->rl_registered, &mw->mw_list);
+		req->rl_nmws++;
+		seg->handle = mw->mw_rkey;
+	}
+	return 0;
+}
+
+/*
+ * The MR a call buffer lies in: a registration of the application's, or a
+ * bounce buffer of ours (filled now for what the server reads). Returns
+ * the address to expose, or NULL.
+ */
+static const unsigned char *frwr_region(struct rpcrdma_xprt *x, struct rpcrdma_req *req,
+					enum rpcrdma_bounce kind, const void *buf, size_t len,
+					bool to_server, struct ibv_mr **mr)
+{
+	struct rpcrdma_buf *bounce = &req->rl_bounce[kind];
+	struct rpcrdma_mem *mem;
+
+	if (!req->rl_mems[kind] && !bounce->data) {
+		mem = rpcrdma_mem_find(&x->rx_mems, buf, len, x->rx_pd, mr);
+		if (mem) {
+			mem->rm_users++;
+			req->rl_mems[kind] = mem;
+			return buf;
+		}
+		if (rpcrdma_buf_alloc(bounce, x->rx_pd, len, frwr_mr_access(x), &x->rx_stats))
+			return NULL;
+		if (to_server) {
+			memcpy(bounce->data, buf, len);
+			x->rx_stats.bounce_bytes += len;
+		}
+	}
+	if (req->rl_mems[kind]) {
+		rpcrdma_mem_find(&x->rx_mems, buf, len, x->rx_pd, mr);
+		return buf;
+	}
+	*mr = bounce->mr;
+	return bounce->data;
+}
+
+static int frwr_map_buf(struct rpcrdma_xprt *x, struct rpcrdma_req *req, enum rpcrdma_bounce kind,
+			const void *buf, size_t len, bool to_server, struct rpcrdma_segment *segs,
+			uint32_t *nsegs)
+{
+	const unsigned char *addr;
+	struct ibv_mr *mr;
+
+	addr = frwr_region(x, req, kind, buf, len, to_server, &mr);
+	if (!addr)
+		return -ENOMEM;
+	return frwr_map(x, req, mr, addr, len,
+			to_server ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE, segs, nsegs);
+}
+
+/* Bytes of the header for these chunk shapes. */
+static uint32_t frwr_hdr_len(uint32_t nreads, uint32_t nwrite, uint32_t nreply)
+{
+	uint32_t len = RPCRDMA_HDR_MIN_LEN + nreads * 24;
+
+	if (nwrite)
+		len += 8 + RPCRDMA_SEGMENT_LEN * nwrite;
+	if (nreply)
+		len += 4 + RPCRDMA_SEGMENT_LEN * nreply;
+	return len;
+}
+
+/*
+ * Prepare a call for the current connection: decide inline or long call and
+ * whether to offer a Reply chunk, bind windows over what the server must
+ * reach, encode the transport header and, inline, place the message after
+ * it. With @remap (a call sent again on a new connection) the inline
+ * message already in the send buffer is kept. Returns 0 or -errno.
+ */
+int frwr_map_call(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
+{
+	struct rpcrdma_call *call = req->rl_call;
+	struct rpcrdma_hdr_enc enc = { .xid = req->rl_xid, .credit = x->rx_nreqs };
+	struct rpcrdma_chunk_desc wdesc, rdesc;
+	struct rpcrdma_segment *segs;
+	uint32_t npay = call->payload_len ? nsegs_for(x, call->payload_len) : 0;
+	uint32_t nres = call->result_max ? nsegs_for(x, call->result_max) : 0;
+	uint32_t send_max = x->rx_inline.send_max, nreply = 0, n, i, hdr_len;
+	size_t bufsize = x->rx_send_slab.bufsize;
+	bool long_call, offer_reply;
+	int rc;
+
+	if (send_max > bufsize)
+		send_max = (uint32_t)bufsize;
+	/* A reply that may not fit inline gets a Reply chunk over the caller's buffer. */
+	offer_reply = call->reply_max > x->rx_inline.recv_max - frwr_hdr_len(0, nres, 0);
+	if (offer_reply)
+		nreply = nsegs_for(x, call->reply_max);
+	long_call = frwr_hdr_len(npay, nres, nreply) + call->msg_len > send_max;
+	if (long_call && remap)
+		return -EMSGSIZE;	/* the message was copied, and no longer fits */
+	hdr_len = frwr_hdr_len(npay + (long_call ? nsegs_for(x, call->msg_len) : 0), nres, nreply);
+	if (hdr_len > send_max)
+		return -EMSGSIZE;
+
+	req->rl_nreads = req->rl_nwrite = req->rl_nreply = 0;
+	if (long_call) {
+		segs = req->rl_write;	/* scratch until the Write chunk is mapped */
+		rc = frwr_map_buf(x, req, RPCRDMA_BOUNCE_MSG, call->msg, call->msg_len, true, segs,
+				  &n);
+		if (rc)
+			return rc;
+		for (i = 0; i < n; i++) {
+			req->rl_reads[req->rl_nreads].position = 0;
+			req->rl_reads[req->rl_nreads++].seg = segs[i];
+		}
+		x->rx_stats.read_chunks++;
+	}
+	if (npay) {
+		segs = req->rl_write;
+		rc = frwr_map_buf(x, req, RPCRDMA_BOUNCE_PAYLOAD, call->payload, call->payload_len,
+				  true, segs, &n);
+		if (rc)
+			return rc;
+		for (i = 0; i < n; i++) {
+			req->rl_reads[req->rl_nreads].position = call->payload_pos;
+			req->rl_reads[req->rl_nreads++].seg = segs[i];
+		}
+		x->rx_stats.read_chunks++;
+	}
+	if (nres) {
+		rc = frwr_map_buf(x, req, RPCRDMA_BOUNCE_RESULT, call->result, call->result_max,
+				  false, req->rl_write, &req->rl_nwrite);
+		if (rc)
+			return rc;
+		wdesc.nsegs = req->rl_nwrite;
+		wdesc.segs = req->rl_write;
+		enc.write_chunks = 1;
+		enc.write = &wdesc;
+		x->rx_stats.write_chunks++;
+	}
+	if (offer_reply) {
+		rc = frwr_map_buf(x, req, RPCRDMA_BOUNCE_REPLY, call->reply, call->reply_max, false,
+				  req->rl_reply, &req->rl_nreply);
+		if (rc)
+			return rc;
+		rdesc.nsegs = req->rl_nreply;
+		rdesc.segs = req->rl_reply;
+		enc.reply = &rdesc;
+		x->rx_stats.reply_chunks++;
+	}
+	enc.proc = long_call ? RPCRDMA_NOMSG : RPCRDMA_MSG;
+	enc.read_segs = req->rl_nreads;
+	enc.read = req->rl_reads;
+	if (!long_call && remap && req->rl_hdr_len != hdr_len)
+		memmove(req->rl_buf + hdr_len, req->rl_buf + req->rl_hdr_len, call->msg_len);
+	if (rpcrdma_hdr_encode(req->rl_buf, hdr_len, &enc) != (long)hdr_len)
+		return -EPROTO;
+	if (!long_call && !remap)
+		memcpy(req->rl_buf + hdr_len, call->msg, call->msg_len);
+	req->rl_hdr_len = hdr_len;
+	req->rl_long_call = long_call;
+	req->rl_sge.length = hdr_len + (long_call ? 0 : (uint32_t)call->msg_len);
+
+	/* The binds go first on the send queue, unsignaled; the Send ends the chain. */
+	req->rl_chain = &req->rl_send_wr;
+	req->rl_sqecount = 1;
+	if (req->rl_nmws) {
+		struct list_node *pos;
+		struct ibv_send_wr **link = &req->rl_chain;
+
+		list_for_each(&req->rl_registered, pos) {
+			struct rpcrdma_mw *mw = list_entry(pos, struct rpcrdma_mw, mw_list);
+
+			*link = &mw->mw_wr;
+			link = &mw->mw_wr.next;
+			req->rl_sqecount++;
+		}
+		*link = &req->rl_send_wr;
+	}
+	req->rl_flags |= RPCRDMA_REQ_MAPPED;
+	return 0;
+}
+
+/* The server invalidated @rkey with its Send: that window is free without a LOCAL_INV. */
+void frwr_reminv(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t rkey)
+{
+	struct list_node *pos;
+
+	list_for_each(&req->rl_registered, pos) {
+		struct rpcrdma_mw *mw = list_entry(pos, struct rpcrdma_mw, mw_list);
+
+		if (mw->mw_rkey == rkey) {
+			frwr_mw_put(x, mw);
+			return;
+		}
+	}
+	/* Not one of this call's: the server invalidated memory it had no business with. */
+	rpcrdma_err("client: XID 0x%08x: server invalidated rkey 0x%x the call never offered",
+		    req->rl_xid, rkey);
+	rpcrdma_ep_close_deferred(&x->rx_ep);
+}
+
+/* Chain a LOCAL_INV for each window left; the last one's handler is @last. */
+static struct ibv_send_wr *frwr_linv_chain(struct rpcrdma_req *req,
+					   void (*last)(struct ibv_cq *, struct ibv_wc *))
+{
+	struct ibv_send_wr *first = NULL, **link = &first;
+	struct list_node *pos;
+
+	list_for_each(&req->rl_registered, pos) {
+		struct rpcrdma_mw *mw = list_entry(pos, struct rpcrdma_mw, mw_list);
+		struct ibv_send_wr *wr = &mw->mw_wr;
+
+		memset(wr, 0, sizeof(*wr));
+		mw->mw_cqe.done = pos->next == &req->rl_registered ? last : frwr_wc_localinv;
+		wr->wr_id = rpcrdma_cqe_id(&mw->mw_cqe);
+		wr->opcode = IBV_WR_LOCAL_INV;
+		wr->send_flags = IBV_SEND_SIGNALED;
+		wr->invalidate_rkey = mw->mw_rkey;
+		*link = wr;
+		link = &wr->next;
+	}
+	return first;
+}
+
+/* Post a call's LOCAL_INV chain now; its slots are available. */
+void frwr_post_linv(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	uint32_t n = req->rl_linv_pending, posted = 0;
+	int rc;
+
+	x->rx_ep.sq_avail -= n;
+	rc = rpcrdma_ep_post_send(&x->rx_ep, frwr_linv_chain(req, frwr_wc_localinv_done), n,
+				  &posted);
+	if (likely(rc == 0))
+		return;
+	/*
+	 * The reply is void: the call goes again on the next connection (or
+	 * fails), as the kernel does. What was posted still completes.
+	 */
+	req->rl_flags |= RPCRDMA_REQ_LINV_FAILED;
+	if (rc == -EINPROGRESS) {
+		x->rx_ep.sq_avail += n - posted;
+		req->rl_linv_pending = posted;
+	} else {
+		req->rl_linv_pending = 0;
+		req->rl_flags &= ~RPCRDMA_REQ_LINV_PENDING;
+	}
+}
+
+/* After the reply: invalidate what the server did not, without waiting here. */
+void frwr_unmap_async(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	if (!req->rl_nmws)
+		return;
+	req->rl_flags |= RPCRDMA_REQ_LINV_PENDING;
+	req->rl_linv_pending = req->rl_nmws;
+	if (!list_empty(&x->rb_linv) || x->rx_ep.sq_avail < req->rl_linv_pending) {
+		x->rx_stats.sq_waits++;
+		list_add_tail(&x->rb_linv, &req->rl_list);
+		return;
+	}
+	frwr_post_linv(x, req);
+}
+
+/*
+ * Invalidate a call's windows and wait (polling) until it is done: for a
+ * call abandoned while the server may still reach its memory. Returns 0,
+ * or -ENOTCONN when the connection went down meanwhile (which fences the
+ * windows just as well: they flush, and their QP dies).
+ */
+int frwr_unmap_sync(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	uint32_t n = req->rl_nmws, posted = 0;
+	int64_t deadline = rpcrdma_now_ms() + x->rx_attr.connect_timeout_ms;
+	int rc;
+
+	if (!n)
+		return 0;
+	while (x->rx_connected && !x->rx_ep.close_pending && x->rx_ep.sq_avail < n) {
+		if (rpcrdma_now_ms() > deadline || rpcrdma_ep_poll(&x->rx_ep, 16) < 0)
+			return -ENOTCONN;
+	}
+	if (!x->rx_connected || x->rx_ep.close_pending)
+		return -ENOTCONN;
+	req->rl_wake = false;
+	req->rl_linv_pending = n;
+	req->rl_flags |= RPCRDMA_REQ_LINV_PENDING;
+	x->rx_ep.sq_avail -= n;
+	rc = rpcrdma_ep_post_send(&x->rx_ep, frwr_linv_chain(req, frwr_wc_localinv_wake), n,
+				  &posted);
+	if (rc == -EINPROGRESS)
+		x->rx_ep.sq_avail += n - posted;
+	/* An unposted last WR never wakes anyone: wait only when it went out. */
+	if (rc)
+		return -ENOTCONN;
+	while (!req->rl_wake) {
+		if (rpcrdma_now_ms() > deadline)
+			return -ETIMEDOUT;
+		if (rpcrdma_ep_poll(&x->rx_ep, 16) < 0)
+			return -ENOTCONN;
+	}
+	return 0;
+}
+
+/*
+ * The call is finished: bring back what the server placed in bounce
+ * buffers (fenced by now), free them, unpin registrations, and let go of
+ * any window still listed (never posted, or of unknown state after a flush).
+ */
+void frwr_release(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	struct rpcrdma_call *call = req->rl_call;
+	unsigned int k;
+
+	if (call && req->rl_status == 0) {
+		struct rpcrdma_buf *b = &req->rl_bounce[RPCRDMA_BOUNCE_RESULT];
+
+		if (b->data && call->result_len) {
+			memcpy(call->result, b->data, call->result_len);
+			x->rx_stats.bounce_bytes += call->result_len;
+		}
+		b = &req->rl_bounce[RPCRDMA_BOUNCE_REPLY];
+		if (b->data && req->rl_flags & RPCRDMA_REQ_REPLIED && call->reply_len &&
+		    req->rl_nreply) {
+			memcpy(call->reply, b->data, call->reply_len);
+			x->rx_stats.bounce_bytes += call->reply_len;
+		}
+	}
+	for (k = 0; k < RPCRDMA_BOUNCE_MAX; k++) {
+		rpcrdma_buf_free(&req->rl_bounce[k], &x->rx_stats);
+		if (req->rl_mems[k])
+			req->rl_mems[k]->rm_users--;
+		req->rl_mems[k] = NULL;
+	}
+	while (!list_empty(&req->rl_registered))
+		frwr_mw_put(x, list_first_entry(&req->rl_registered, struct rpcrdma_mw, mw_list));
+	req->rl_nmws = 0;
+	req->rl_flags &= ~RPCRDMA_REQ_MAPPED;
+}
+
+/*
+ * The connection is gone and drained: every window a call still lists was
+ * bound on the dead QP and may still be valid on it; none is reused.
+ * Requests keep their bounce buffers (for sending again) but will bind new
+ * windows.
+ */
+void frwr_conn_lost(struct rpcrdma_xprt *x)
+{
+	uint32_t i;
+
+	for (i = 0; i < x->rx_nreqs; i++) {
+		struct rpcrdma_req *req = &x->rx_reqs[i];
+
+		while (!list_empty(&req->rl_registered)) {
+			struct rpcrdma_mw *mw = list_first_entry(&req->rl_registered,
+								 struct rpcrdma_mw, mw_list);
+
+			mw->mw_bad = true;
+			frwr_mw_put(x, mw);
+		}
+		req->rl_nmws = 0;
+		req->rl_flags &= ~RPCRDMA_REQ_MAPPED;
+	}
+}
+
+void frwr_destroy_all(struct rpcrdma_xprt *x)
+{
+	while (!list_empty(&x->rx_mws_free))
+		frwr_mw_destroy(x, list_first_entry(&x->rx_mws_free, struct rpcrdma_mw, mw_list));
+}
+
+/* A BIND_MW is unsignaled: this runs only when it failed or flushed. */
+void frwr_wc_fastreg(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct rpcrdma_xprt *x = cq->cq_context;
+	struct rpcrdma_mw *mw = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_mw, mw_cqe);
+
+	if (wc->status != IBV_WC_SUCCESS) {
+		mw->mw_bad = true;
+		rpcrdma_ep_wc_error(&x->rx_ep, wc, "client BIND_MW");
+	}
+}
+
+/* One LOCAL_INV done: the window is free again, or (on error) never reused. */
+static struct rpcrdma_req *frwr_mw_done(struct rpcrdma_xprt *x, struct ibv_wc *wc)
+{
+	struct rpcrdma_mw *mw = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_mw, mw_cqe);
+	struct rpcrdma_req *req = mw->mw_req;
+
+	x->rx_ep.sq_avail++;
+	req->rl_linv_pending--;
+	if (unlikely(wc->status != IBV_WC_SUCCESS)) {
+		mw->mw_bad = true;
+		req->rl_flags |= RPCRDMA_REQ_LINV_FAILED;
+		rpcrdma_ep_wc_error(&x->rx_ep, wc, "client LOCAL_INV");
+	}
+	frwr_mw_put(x, mw);
+	return req;
+}
+
+void frwr_wc_localinv(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	frwr_mw_done(cq->cq_context, wc);
+}
+
+/* The last LOCAL_INV of a reply's chain: every window of the call is fenced. */
+void frwr_wc_localinv_done(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct rpcrdma_xprt *x = cq->cq_context;
+	struct rpcrdma_req *req = frwr_mw_done(x, wc);
+
+	req->rl_flags &= ~RPCRDMA_REQ_LINV_PENDING;
+	xprt_rdma_req_ready(x, req);
+}
+
+/* The last LOCAL_INV of a synchronous unmap: wake the waiter (frwr_unmap_sync). */
+void frwr_wc_localinv_wake(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct rpcrdma_xprt *x = cq->cq_context;
+	struct rpcrdma_req *req = frwr_mw_done(x, wc);
+
+	req->rl_flags &= ~RPCRDMA_REQ_LINV_PENDING;
+	req->rl_wake = true;
+}
