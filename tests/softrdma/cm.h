@@ -95,9 +95,7 @@ enum cm_work_kind {
 };
 
 struct soft_cm_work {
-	struct list_node link;
-	uint64_t seq;
-	uint64_t not_before;
+	struct soft_work work;
 	enum cm_work_kind kind;
 	struct soft_cm_id *target;
 	struct soft_cm_id *from;
@@ -119,6 +117,8 @@ void cm_deliver_locked(struct soft_cm_id *id, enum rdma_cm_event_type type, int 
 void cm_forget_events_locked(struct soft_cm_id *id);
 struct soft_cm_work *cm_work_new_locked(enum cm_work_kind kind, struct soft_cm_id *target,
 					struct soft_cm_id *from);
+/* Is this unit a CM message (cm_work_run)? */
+struct soft_cm_work *cm_work_of(struct soft_work *w);
 
 /* cm_id.c */
 bool cm_addr_is_loopback(const struct sockaddr *sa);
@@ -142,5 +142,7 @@ struct soft_cm_id *cm_id_alloc(struct soft_cm_channel *ch, void *context,
 void cm_id_link_locked(struct soft_cm_id *sid);
 int cm_qp_init_attr_locked(struct soft_cm_id *sid, struct ibv_qp_attr *attr, int *mask);
 void cm_id_teardown_locked(struct soft_cm_id *sid);
+void cm_work_run(struct soft_work *work);
+extern const struct soft_cm_ops cm_ops;
 
 #endif /* SOFT_CM_H */

@@ -21,6 +21,7 @@ struct rdma_event_channel *rdma_create_event_channel(void)
 	}
 	sch->ch.fd = sch->q.fd;
 	fab_lock();
+	fab.cm_ops = &cm_ops;
 	fab.counts.event_channels++;
 	fab_get_user_locked();
 	fab_unlock();
@@ -188,23 +189,12 @@ struct soft_cm_work *cm_work_new_locked(enum cm_work_kind kind, struct soft_cm_i
 	w->kind = kind;
 	w->target = target;
 	w->from = from;
-	w->seq = ++fab.seq;
-	list_add_tail(&w->link, &fab.cm_work);
-	fab_kick_locked();
+	w->work.run = cm_work_run;
+	work_queue_locked(&w->work);
 	return w;
 }
 
-uint64_t cm_work_seq(const struct soft_cm_work *w)
+struct soft_cm_work *cm_work_of(struct soft_work *w)
 {
-	return w->seq;
-}
-
-uint64_t cm_work_not_before(const struct soft_cm_work *w)
-{
-	return w->not_before;
-}
-
-struct soft_cm_work *cm_work_first(struct list_node *node)
-{
-	return list_entry(node, struct soft_cm_work, link);
+	return w->run == cm_work_run ? container_of(w, struct soft_cm_work, work) : NULL;
 }

@@ -252,7 +252,7 @@ void rdma_destroy_qp(struct rdma_cm_id *id)
 	destroy_own_cqs(id);
 }
 
-void cm_qp_destroyed_locked(struct soft_cm_id *sid)
+static void cm_qp_destroyed_locked(struct soft_cm_id *sid)
 {
 	sid->id.qp = NULL;
 }
@@ -548,10 +548,10 @@ static void dreq_arrived_locked(struct soft_cm_work *w)
 	cm_deliver_locked(target, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0, 0, NULL);
 	tw = cm_work_new_locked(CMW_TIMEWAIT, target, NULL);
 	if (tw)
-		tw->not_before = soft_now_ns() + SOFT_TIMEWAIT_NS;
+		tw->work.not_before = soft_now_ns() + SOFT_TIMEWAIT_NS;
 }
 
-int cm_fault_disconnect_locked(struct soft_cm_id *sid)
+static int cm_fault_disconnect_locked(struct soft_cm_id *sid)
 {
 	struct soft_cm_id *peer = sid->peer;
 
@@ -580,9 +580,10 @@ int softrdma_cm_disconnect(struct rdma_cm_id *id)
 	return ret;
 }
 
-void cm_work_run_locked(struct soft_cm_work *w)
+void cm_work_run(struct soft_work *work)
 {
-	list_del(&w->link);
+	struct soft_cm_work *w = container_of(work, struct soft_cm_work, work);
+
 	switch (w->kind) {
 	case CMW_ADDR:
 		if (w->target)
@@ -633,9 +634,11 @@ void cm_id_teardown_locked(struct soft_cm_id *sid)
 		if (other->listener == sid)
 			other->listener = NULL;
 	}
-	list_for_each_safe(pos, tmp, &fab.cm_work) {
-		struct soft_cm_work *w = list_entry(pos, struct soft_cm_work, link);
+	list_for_each_safe(pos, tmp, &fab.work) {
+		struct soft_cm_work *w = cm_work_of(list_entry(pos, struct soft_work, link));
 
+		if (!w)
+			continue;
 		if (w->target == sid) {
 			list_del(pos);
 			free(w);
@@ -648,3 +651,8 @@ void cm_id_teardown_locked(struct soft_cm_id *sid)
 	sid->port_held = false;
 	sid->peer = NULL;
 }
+
+const struct soft_cm_ops cm_ops = {
+	.fault_disconnect = cm_fault_disconnect_locked,
+	.qp_destroyed = cm_qp_destroyed_locked,
+};

@@ -316,7 +316,7 @@ static bool apply_fault_locked(struct soft_qp *qp, struct soft_send_wqe *wqe,
 		async_event_locked(qp->qp.context, IBV_EVENT_QP_FATAL, &qp->qp);
 		return true;
 	case SOFTRDMA_FAULT_DISCONNECT:
-		if (!qp->cm_id || cm_fault_disconnect_locked(qp->cm_id))
+		if (!qp->cm_id || fab.cm_ops->fault_disconnect(qp->cm_id))
 			qp_to_error_locked(qp);
 		return true;
 	case SOFTRDMA_FAULT_DELAY:

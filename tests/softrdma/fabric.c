@@ -16,7 +16,7 @@
 struct soft_fabric fab = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.active_qps = { &fab.active_qps, &fab.active_qps },
-	.cm_work = { &fab.cm_work, &fab.cm_work },
+	.work = { &fab.work, &fab.work },
 	.qps = { &fab.qps, &fab.qps },
 	.faults = { &fab.faults, &fab.faults },
 	.cm_ids = { &fab.cm_ids, &fab.cm_ids },
@@ -80,13 +80,13 @@ bool fab_honours_time(void)
 enum unit_kind {
 	UNIT_NONE,
 	UNIT_QP,
-	UNIT_CM,
+	UNIT_WORK,
 };
 
 struct unit {
 	enum unit_kind kind;
 	struct soft_qp *qp;
-	struct soft_cm_work *work;
+	struct soft_work *work;
 };
 
 /*
@@ -118,18 +118,17 @@ static struct unit pick_unit_locked(bool honour_time, uint64_t now, uint64_t *ne
 			best.qp = qp;
 		}
 	}
-	list_for_each_safe(pos, tmp, &fab.cm_work) {
-		struct soft_cm_work *w = cm_work_first(pos);
-		uint64_t nb = cm_work_not_before(w);
+	list_for_each_safe(pos, tmp, &fab.work) {
+		struct soft_work *w = list_entry(pos, struct soft_work, link);
 
-		if (honour_time && nb > now) {
-			if (nb < *next_wake)
-				*next_wake = nb;
+		if (honour_time && w->not_before > now) {
+			if (w->not_before < *next_wake)
+				*next_wake = w->not_before;
 			continue;
 		}
-		if (cm_work_seq(w) < best_seq) {
-			best_seq = cm_work_seq(w);
-			best.kind = UNIT_CM;
+		if (w->seq < best_seq) {
+			best_seq = w->seq;
+			best.kind = UNIT_WORK;
 			best.qp = NULL;
 			best.work = w;
 		}
@@ -141,8 +140,17 @@ static void run_unit_locked(struct unit u)
 {
 	if (u.kind == UNIT_QP)
 		engine_run_locked(u.qp);
-	else if (u.kind == UNIT_CM)
-		cm_work_run_locked(u.work);
+	else if (u.kind == UNIT_WORK) {
+		list_del(&u.work->link);
+		u.work->run(u.work);
+	}
+}
+
+void work_queue_locked(struct soft_work *w)
+{
+	w->seq = ++fab.seq;
+	list_add_tail(&w->link, &fab.work);
+	fab_kick_locked();
 }
 
 static void *progress_main(void *arg)

@@ -177,7 +177,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	mw_qp_gone_locked(sqp);
 	async_forget_locked(qp->context, qp);
 	if (sqp->cm_id)
-		cm_qp_destroyed_locked(sqp->cm_id);
+		fab.cm_ops->qp_destroyed(sqp->cm_id);
 	fab.counts.send_wrs -= sqp->sq_tail - sqp->sq_exec;
 	fab.counts.recv_wrs -= sqp->rq.count;
 	sqp->pd->users--;

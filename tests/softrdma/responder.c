@@ -120,7 +120,7 @@ static bool recv_fault(struct soft_qp *qp, struct soft_rq *rq, struct wire_resp 
 		resp->status = WIRE_NO_ANSWER;
 		return true;
 	case SOFTRDMA_FAULT_DISCONNECT:
-		if (!qp->cm_id || cm_fault_disconnect_locked(qp->cm_id))
+		if (!qp->cm_id || fab.cm_ops->fault_disconnect(qp->cm_id))
 			qp_to_error_locked(qp);
 		resp->status = WIRE_NO_ANSWER;
 		return true;

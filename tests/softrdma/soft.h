@@ -78,7 +78,7 @@ struct soft_fabric {
 	unsigned int users;		/* open contexts + CM channels: thread runs while > 0 */
 	uint64_t seq;			/* posting order of WQEs and CM messages */
 	struct list_node active_qps;	/* QPs with send WQEs left to execute */
-	struct list_node cm_work;	/* CM messages in flight */
+	struct list_node work;		/* other units: CM messages, lost links (soft_work) */
 	struct list_node qps;		/* every QP, for lookup by number */
 	uint32_t next_qpn;
 	struct softrdma_counts counts;
@@ -93,6 +93,7 @@ struct soft_fabric {
 	unsigned int cm_drop[RDMA_CM_EVENT_TIMEWAIT_EXIT + 1];
 	unsigned int cm_reject;
 	/* cm */
+	const struct soft_cm_ops *cm_ops;
 	struct list_node cm_ids;
 	struct soft_context *cm_ctx;	/* the device context rdma_cm ids share */
 	struct ibv_pd *cm_pd;		/* its default PD, while cm_ctx_refs > 0 */
@@ -387,17 +388,45 @@ const struct softrdma_fault *fault_check_recv_locked(struct soft_qp *qp);
 bool fault_cm_drop_locked(enum rdma_cm_event_type type);
 bool fault_cm_reject_locked(void);
 
-/* ---- cm ---------------------------------------------------------------------- */
+/* ---- units other than send WQEs --------------------------------------------- */
 
-/* Run the oldest CM message whose time has come: one progress unit. */
-struct soft_cm_work;
-uint64_t cm_work_seq(const struct soft_cm_work *w);
-uint64_t cm_work_not_before(const struct soft_cm_work *w);
-struct soft_cm_work *cm_work_first(struct list_node *node);
-void cm_work_run_locked(struct soft_cm_work *w);
-/* Tear a connection down as a fault: both QPs to ERR, both ids DISCONNECTED. */
-int cm_fault_disconnect_locked(struct soft_cm_id *id);
-/* ibv_destroy_qp() on a QP that rdma_create_qp() made. */
-void cm_qp_destroyed_locked(struct soft_cm_id *id);
+/*
+ * A unit of work the scheduler runs in posting order with the send WQEs: a CM
+ * message, a connection lost to a dead peer. run() is called with the lock
+ * held, after the work was unlinked, and frees it.
+ */
+struct soft_work {
+	struct list_node link;		/* fab.work */
+	uint64_t seq;
+	uint64_t not_before;		/* THREAD mode: not before this time */
+	void (*run)(struct soft_work *w);
+};
+
+/* Give w the next posting sequence number and queue it. */
+void work_queue_locked(struct soft_work *w);
+
+/* ---- the rdma_cm half, as seen from the verbs half ------------------------------- */
+
+struct soft_cm_id;
+struct net_link;
+
+/*
+ * What the verbs core needs from rdma_cm. The drop-in libraries put rdma_cm
+ * in librdmacm.so.1 on top of libibverbs.so.1, so the core calls it only
+ * through these, which rdma_cm installs (fab.cm_ops) before it creates an
+ * id. All are called with the lock held.
+ */
+struct soft_cm_ops {
+	/* A fault disconnects the connection of id: both QPs to ERR. 0 or -ENOTCONN. */
+	int (*fault_disconnect)(struct soft_cm_id *id);
+	/* ibv_destroy_qp() on a QP that rdma_create_qp() made. */
+	void (*qp_destroyed)(struct soft_cm_id *id);
+	/* The link to another process that carries qp's connection, if any (net.c). */
+	struct net_link *(*qp_link)(struct soft_qp *qp);
+	/* A CM message arrived on a link. */
+	void (*link_message)(struct net_link *link, const void *msg, uint32_t len);
+	/* The peer process closed the link or died (a unit, in order with its messages). */
+	void (*link_down)(struct net_link *link);
+};
 
 #endif /* SOFT_H */
