@@ -146,7 +146,13 @@ static int xprt_rdma_establish(struct rpcrdma_xprt *x, struct rdma_cm_id *id, in
 
 	if (ibv_query_device(id->verbs, &dev))
 		memset(&dev, 0, sizeof(dev));
-	rpcrdma_cm_private_build(pdata, x->rx_attr.inline_size, RPCRDMA_CM_REMOTE_INVALIDATE);
+	/*
+	 * Remote invalidation retires memory windows; with persistent
+	 * registration the rkeys are MRs, which a peer must not invalidate.
+	 */
+	rpcrdma_cm_private_build(pdata, x->rx_attr.inline_size,
+				 x->rx_attr.flags & RPCRDMA_CLNT_PERSISTENT_REG ?
+				 0 : RPCRDMA_CM_REMOTE_INVALIDATE);
 	memset(&param, 0, sizeof(param));
 	param.private_data = pdata;
 	param.private_data_len = sizeof(pdata);

@@ -240,6 +240,12 @@ static int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send
 	struct ibv_mr *mr;
 	int rc;
 
+	if (p->len == 0) {
+		/* Nothing to write: no lkey needed. */
+		*src = p->buf;
+		*lkey = 0;
+		return 0;
+	}
 	if (rdma->sc_svc) {
 		rel.mem = rpcrdma_mem_find(&rdma->sc_svc->sv_mems, p->buf, p->len, rdma->sc_pd, &mr);
 		if (rel.mem) {

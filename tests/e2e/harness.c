@@ -3,9 +3,12 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "ddp.h"
 #include "harness.h"
 
 static void harness_on_conn(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_event event,
@@ -68,6 +71,9 @@ static void harness_on_call(struct rpcrdma_svc_call *call, void *arg)
 	case HARNESS_DROP:
 		rpcrdma_svc_call_drop(call);
 		break;
+	case HARNESS_DDP:
+		ddp_serve_call(call);
+		break;
 	case HARNESS_HOLD:
 		if (hs->nheld == HARNESS_MAX_HELD) {
 			rpcrdma_svc_call_drop(call);
@@ -115,9 +121,17 @@ static void *harness_thread(void *arg)
 	return NULL;
 }
 
+static void harness_log(int level, const char *msg, void *arg)
+{
+	fprintf(stderr, "rpcrdma[%d]: %s\n", level, msg);
+}
+
 int harness_server_start(struct harness_server *hs, uint32_t max_requests, uint32_t inline_size,
 			 enum harness_mode mode)
 {
+	/* RPCRDMA_TEST_LOG=7 shows the library's log while debugging a test. */
+	if (getenv("RPCRDMA_TEST_LOG"))
+		rpcrdma_set_log(harness_log, NULL, atoi(getenv("RPCRDMA_TEST_LOG")));
 	struct sockaddr_in sin;
 	socklen_t len = sizeof(hs->addr);
 	int rc;

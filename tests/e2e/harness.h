@@ -22,6 +22,7 @@ enum harness_mode {
 	HARNESS_HOLD,		/* keep calls until harness_server_release() */
 	HARNESS_DROP,		/* finish calls without replying */
 	HARNESS_ECHO_BUF,	/* echo through rpcrdma_svc_reply_buf/commit */
+	HARNESS_DDP,		/* ddp_serve_call() (ddp.h) */
 };
 
 #define HARNESS_MAX_HELD 4096

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp.h"
+
+struct ddp_counters ddp_counters;
+
+void ddp_fill(unsigned char *buf, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = ddp_pattern(seed, i);
+}
+
+size_t ddp_check(const unsigned char *buf, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (buf[i] != ddp_pattern(seed, i))
+			return i;
+	return len;
+}
+
+static uint32_t word(const unsigned char *p, size_t i)
+{
+	uint32_t w;
+
+	memcpy(&w, p + 4 * i, 4);
+	return ntohl(w);
+}
+
+struct ddp_buf {
+	void *data;
+	int kept;	/* 1: from rpcrdma_svc_call_keep_payload */
+};
+
+static void ddp_release(void *arg)
+{
+	struct ddp_buf *b = arg;
+
+	if (b->kept)
+		rpcrdma_svc_payload_free(b->data);
+	else
+		free(b->data);
+	free(b);
+	atomic_fetch_add(&ddp_counters.released, 1);
+}
+
+static int ddp_name(struct rpcrdma_svc_call *call, uint32_t pos, void *data, size_t len, int kept)
+{
+	struct ddp_buf *b = malloc(sizeof(*b));
+
+	if (!b) {
+		if (kept)
+			rpcrdma_svc_payload_free(data);
+		else
+			free(data);
+		return -ENOMEM;
+	}
+	b->data = data;
+	b->kept = kept;
+	atomic_fetch_add(&ddp_counters.named, 1);
+	/* On failure the library has run the release already. */
+	return rpcrdma_svc_reply_payload(call, pos, data, len, ddp_release, b);
+}
+
+void ddp_serve_call(struct rpcrdma_svc_call *call)
+{
+	size_t len;
+	const unsigned char *msg = rpcrdma_svc_call_msg(call, &len);
+	unsigned int i, n = rpcrdma_svc_call_payloads(call);
+	int rc = 0;
+
+	atomic_fetch_add(&ddp_counters.calls, 1);
+	if (len < 8) {
+		rpcrdma_svc_call_drop(call);
+		return;
+	}
+	if (word(msg, 1) == DDP_OP_READ && len >= 16) {
+		uint32_t xid_status[2] = { htonl(word(msg, 0)), 0 };
+		size_t bytes = word(msg, 2);
+		unsigned char *data = malloc(bytes ? bytes : 1);
+
+		if (!data) {
+			rpcrdma_svc_call_drop(call);
+			return;
+		}
+		ddp_fill(data, bytes, word(msg, 3));
+		rc = ddp_name(call, 8, data, bytes, 0);
+		if (!rc)
+			rc = rpcrdma_svc_reply(call, xid_status, sizeof(xid_status));
+		else
+			rpcrdma_svc_call_drop(call);
+	} else {
+		for (i = 0; i < n && !rc; i++) {
+			const void *pdata;
+			size_t plen, klen;
+			uint32_t pos;
+			void *kept;
+
+			rpcrdma_svc_call_payload(call, i, &pdata, &plen, &pos);
+			atomic_fetch_add(&ddp_counters.payload_bytes, (unsigned int)plen);
+			/* Keep the pulled buffer (no copy) and send it back from there. */
+			kept = rpcrdma_svc_call_keep_payload(call, i, &klen);
+			if (!kept || klen != plen) {
+				rc = -EIO;
+				break;
+			}
+			rc = ddp_name(call, pos, kept, plen, 1);
+		}
+		if (!rc)
+			rc = rpcrdma_svc_reply(call, msg, len);
+		else
+			rpcrdma_svc_call_drop(call);
+	}
+	if (rc)
+		atomic_fetch_add(&ddp_counters.reply_errors, 1);
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A small RPC-like protocol for the DDP tests, served by ddp_serve_call():
+ *
+ *   call:  xid | op | arg0 | arg1 | ...
+ *   DDP_OP_ECHO:  the reply is the call message itself, and every payload of
+ *                 the call comes back as a result payload at its position
+ *                 (into the client's Write chunk if it offered one, else
+ *                 spliced into the reply)
+ *   DDP_OP_READ:  arg0 = bytes, arg1 = seed: the reply is xid | 0, with a
+ *                 result payload of the pattern (seed) at position 8
+ *
+ * The server counts the release callbacks of the payloads it names, so that
+ * tests can check each runs exactly once.
+ */
+#ifndef E2E_DDP_H
+#define E2E_DDP_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rpcrdma/rpcrdma.h>
+
+enum { DDP_OP_ECHO = 1, DDP_OP_READ = 2 };
+
+struct ddp_counters {
+	atomic_uint named;		/* payloads named for replies */
+	atomic_uint released;		/* their release callbacks */
+	atomic_uint reply_errors;
+	atomic_uint calls;
+	atomic_uint payload_bytes;	/* bytes of call payloads received */
+};
+
+extern struct ddp_counters ddp_counters;
+
+/* Answer one call per the protocol above. */
+void ddp_serve_call(struct rpcrdma_svc_call *call);
+
+/* The pattern byte at offset @i for @seed. */
+static inline unsigned char ddp_pattern(uint32_t seed, size_t i)
+{
+	uint64_t x = (seed + 1) * 0x9e3779b97f4a7c15ull + i * 0xbf58476d1ce4e5b9ull;
+
+	return (unsigned char)(x >> 37);
+}
+
+void ddp_fill(unsigned char *buf, size_t len, uint32_t seed);
+/* The offset of the first byte that differs from the pattern, or @len. */
+size_t ddp_check(const unsigned char *buf, size_t len, uint32_t seed);
+
+#endif /* E2E_DDP_H */

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Direct data placement end to end: payloads (Read chunks), results (Write
+ * chunks), long calls (position-zero Read chunks) and long replies (Reply
+ * chunks), at sizes around every boundary, in each combination, through
+ * bounce buffers, registered memory (memory windows) and persistent
+ * registration, each checked byte for byte; and the release callbacks of
+ * the server's payloads run exactly once.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <softrdma.h>
+
+#include "ddp.h"
+#include "harness.h"
+
+#define MiB (1024 * 1024)
+#define ARENA (48 * MiB)
+
+enum reg_mode { REG_BOUNCE, REG_WINDOWS, REG_PERSISTENT };
+
+static const char *const reg_names[] = { "bounce", "windows", "persistent" };
+
+struct fixture {
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	struct rpcrdma_mem *mem;
+	unsigned char *arena;
+	size_t used;
+	enum reg_mode mode;
+	uint32_t xid;
+};
+
+static size_t round4(size_t n)
+{
+	return (n + 3) & ~(size_t)3;
+}
+
+/* Calls run one at a time: each case starts the arena afresh. */
+static void arena_reset(struct fixture *fx)
+{
+	fx->used = 0;
+}
+
+static void *arena_get(struct fixture *fx, size_t len)
+{
+	void *p;
+
+	/* Registered memory, or plain heap for the bounce path. */
+	if (fx->mode == REG_BOUNCE)
+		return malloc(len ? len : 1);
+	len = round4(len ? len : 1) + 64;
+	assert_true(fx->used + len <= ARENA);
+	p = fx->arena + fx->used;
+	fx->used += len;
+	return p;
+}
+
+static void arena_put(struct fixture *fx, void *p)
+{
+	if (fx->mode == REG_BOUNCE)
+		free(p);
+}
+
+static void fixture_up(struct fixture *fx, enum reg_mode mode)
+{
+	struct rpcrdma_clnt_attr attr;
+
+	memset(fx, 0, sizeof(*fx));
+	fx->mode = mode;
+	fx->xid = 0x10000;
+	memset(&ddp_counters, 0, sizeof(ddp_counters));
+	assert_int_equal(harness_server_start(&fx->hs, 16, 0, HARNESS_DDP), 0);
+	harness_clnt_attr(&fx->hs, &attr);
+	if (mode == REG_PERSISTENT)
+		attr.flags = RPCRDMA_CLNT_PERSISTENT_REG;
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &fx->clnt), 0);
+	if (mode != REG_BOUNCE) {
+		fx->arena = aligned_alloc(4096, ARENA);
+		assert_non_null(fx->arena);
+		assert_int_equal(rpcrdma_clnt_mem_register(fx->clnt, fx->arena, ARENA, &fx->mem), 0);
+	}
+}
+
+static void fixture_down(struct fixture *fx)
+{
+	struct rpcrdma_stats st;
+	struct softrdma_counts c;
+
+	assert_int_equal(rpcrdma_clnt_stats(fx->clnt, &st), 0);
+	if (fx->mode == REG_BOUNCE)
+		assert_true(st.bounce_bytes > 0);
+	else
+		assert_int_equal(st.bounce_bytes, 0);
+	assert_int_equal(rpcrdma_mem_deregister(fx->mem), 0);
+	rpcrdma_clnt_destroy(fx->clnt);
+	harness_server_stop(&fx->hs);
+	free(fx->arena);
+	/* Every payload the server named was released, once. */
+	assert_int_equal(atomic_load(&ddp_counters.released), atomic_load(&ddp_counters.named));
+	assert_int_equal(atomic_load(&ddp_counters.reply_errors), 0);
+	softrdma_get_counts(&c);
+	assert_int_equal(c.qps, 0);
+	assert_int_equal(c.mrs, 0);
+	assert_int_equal(c.mws, 0);
+	assert_int_equal(c.send_wrs, 0);
+	assert_int_equal(c.recv_wrs, 0);
+}
+
+static void put32(unsigned char *p, size_t i, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(p + 4 * i, &v, 4);
+}
+
+static void sync_done(struct rpcrdma_call *call)
+{
+	*(int *)call->arg = 1;
+}
+
+static int run_call(struct fixture *fx, struct rpcrdma_call *call)
+{
+	int finished = 0, rc;
+
+	call->done = sync_done;
+	call->arg = &finished;
+	rc = rpcrdma_clnt_submit(fx->clnt, call);
+	if (rc)
+		return rc;
+	while (!finished)
+		rpcrdma_clnt_wait(fx->clnt, 100);
+	return call->status;
+}
+
+/*
+ * DDP_OP_ECHO of a @msg_len-byte message with a @payload_len-byte payload
+ * at @pos; a Write chunk for the echoed payload when @want_result.
+ */
+static void echo_case(struct fixture *fx, size_t msg_len, size_t payload_len, uint32_t pos,
+		      bool want_result)
+{
+	size_t expect_len = msg_len + (want_result || !payload_len ? 0 : round4(payload_len));
+	unsigned char *msg = (arena_reset(fx), arena_get(fx, msg_len));
+	unsigned char *payload = arena_get(fx, payload_len);
+	unsigned char *reply = arena_get(fx, expect_len);
+	unsigned char *result = want_result ? arena_get(fx, payload_len) : NULL;
+	uint32_t pseed = fx->xid * 7 + 1;
+	size_t off;
+	int rc;
+	struct rpcrdma_call call = {
+		.msg = msg,
+		.msg_len = msg_len,
+		.payload = payload_len ? payload : NULL,
+		.payload_len = payload_len,
+		.payload_pos = pos,
+		.reply = reply,
+		.reply_max = expect_len,
+		.result = result,
+		.result_max = want_result ? payload_len : 0,
+	};
+
+	ddp_fill(msg, msg_len, fx->xid);
+	put32(msg, 0, ++fx->xid);
+	put32(msg, 1, DDP_OP_ECHO);
+	ddp_fill(payload, payload_len, pseed);
+	rc = run_call(fx, &call);
+	if (expect_len > 16 * MiB) {
+		/* A reply of more than 16 segments of 1 MiB cannot be offered a Reply chunk. */
+		assert_int_equal(rc, -EMSGSIZE);
+		goto out;
+	}
+	if (rc)
+		fail_msg("%s: echo msg %zu payload %zu at %u result %d: status %d", reg_names[fx->mode],
+			 msg_len, payload_len, pos, want_result, rc);
+	if (call.reply_len != expect_len)
+		fail_msg("%s: echo msg %zu payload %zu: reply %zu bytes, expected %zu",
+			 reg_names[fx->mode], msg_len, payload_len, call.reply_len, expect_len);
+	if (want_result || !payload_len) {
+		assert_memory_equal(reply, msg, msg_len);
+	} else {
+		/* The payload came back inline, spliced at its position and padded. */
+		assert_memory_equal(reply, msg, pos);
+		off = ddp_check(reply + pos, payload_len, pseed);
+		if (off != payload_len)
+			fail_msg("%s: spliced payload differs at %zu", reg_names[fx->mode], off);
+		for (off = payload_len; off < round4(payload_len); off++)
+			assert_int_equal(reply[pos + off], 0);
+		assert_memory_equal(reply + pos + round4(payload_len), msg + pos, msg_len - pos);
+	}
+	if (want_result) {
+		assert_int_equal(call.result_len, payload_len);
+		off = ddp_check(result, payload_len, pseed);
+		if (off != payload_len)
+			fail_msg("%s: result of %zu bytes differs at %zu", reg_names[fx->mode],
+				 payload_len, off);
+	}
+out:
+	arena_put(fx, msg);
+	arena_put(fx, payload);
+	arena_put(fx, reply);
+	if (result)
+		arena_put(fx, result);
+}
+
+/* DDP_OP_READ of @bytes: a result by Write chunk, or spliced into the reply. */
+static void read_case(struct fixture *fx, size_t bytes, bool want_result)
+{
+	size_t expect_len = want_result ? 8 : 8 + round4(bytes);
+	bool too_big = expect_len > 16 * MiB;
+	unsigned char *msg = (arena_reset(fx), arena_get(fx, 16));
+	unsigned char *reply = arena_get(fx, expect_len);
+	/* Room beyond what comes (the reply says how much was written), within 16 MiB. */
+	size_t room = bytes + 100 > 16 * MiB ? bytes : bytes + 100;
+	unsigned char *result = want_result ? arena_get(fx, room) : NULL;
+	uint32_t seed = fx->xid * 3 + 5;
+	size_t off;
+	int rc;
+	struct rpcrdma_call call = {
+		.msg = msg,
+		.msg_len = 16,
+		.reply = reply,
+		.reply_max = expect_len,
+		.result = result,
+		.result_max = want_result ? room : 0,
+	};
+
+	put32(msg, 0, ++fx->xid);
+	put32(msg, 1, DDP_OP_READ);
+	put32(msg, 2, (uint32_t)bytes);
+	put32(msg, 3, seed);
+	rc = run_call(fx, &call);
+	if (too_big) {
+		assert_int_equal(rc, -EMSGSIZE);
+		goto out;
+	}
+	if (rc)
+		fail_msg("%s: read %zu result %d: status %d", reg_names[fx->mode], bytes, want_result,
+			 rc);
+	assert_int_equal(call.reply_len, expect_len);
+	if (want_result) {
+		assert_int_equal(call.result_len, bytes);
+		off = ddp_check(result, bytes, seed);
+	} else {
+		off = ddp_check(reply + 8, bytes, seed);
+	}
+	if (off != bytes)
+		fail_msg("%s: read of %zu bytes differs at %zu", reg_names[fx->mode], bytes, off);
+out:
+	arena_put(fx, msg);
+	arena_put(fx, reply);
+	if (result)
+		arena_put(fx, result);
+}
+
+static const size_t payload_sizes[] = {
+	0, 1, 2, 3, 4, 5, 6, 7, 4095, 4096, 4097, MiB + 3, 5 * MiB + 1, 16 * MiB,
+};
+
+static void run_matrix(enum reg_mode mode)
+{
+	static const size_t msg_sizes[] = { 8, 100, 4000, 4040, 4067, 4068, 4069, 4100, 9000, MiB };
+	struct fixture fx;
+	size_t i;
+
+	fixture_up(&fx, mode);
+	/* Long calls and long replies: the message itself, echoed. */
+	for (i = 0; i < sizeof(msg_sizes) / sizeof(msg_sizes[0]); i++)
+		echo_case(&fx, msg_sizes[i], 0, 0, false);
+	/* Payloads by Read chunk, back by Write chunk or inline/Reply chunk. */
+	for (i = 0; i < sizeof(payload_sizes) / sizeof(payload_sizes[0]); i++) {
+		echo_case(&fx, 40, payload_sizes[i], 24, true);
+		echo_case(&fx, 40, payload_sizes[i], 24, false);
+		read_case(&fx, payload_sizes[i], true);
+		read_case(&fx, payload_sizes[i], false);
+	}
+	/* A long call carrying a payload too, at the message's end. */
+	echo_case(&fx, 9000, MiB + 1, 9000, true);
+	echo_case(&fx, 9000, 3, 8, false);
+	fixture_down(&fx);
+}
+
+static void t_bounce(void **state)
+{
+	run_matrix(REG_BOUNCE);
+}
+
+static void t_windows(void **state)
+{
+	run_matrix(REG_WINDOWS);
+}
+
+static void t_persistent(void **state)
+{
+	run_matrix(REG_PERSISTENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_windows),
+		cmocka_unit_test(t_bounce),
+		cmocka_unit_test(t_persistent),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
