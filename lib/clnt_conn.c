@@ -301,6 +301,9 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 		} else if (req->rl_retries > 0) {
 			req->rl_retries--;
 			x->rx_stats.retransmits++;
+			/* A reply consumed before the loss took it out of the XID table. */
+			xprt_rdma_hash_del(x, req);
+			xprt_rdma_hash_add(x, req);
 			list_add_tail(&retry, &req->rl_list);
 		} else {
 			xprt_rdma_finish(x, req, -ECONNRESET);
