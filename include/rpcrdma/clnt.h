@@ -155,7 +155,9 @@ int rpcrdma_clnt_connect(const struct rpcrdma_clnt_attr *attr, struct rpcrdma_cl
  *
  * Calls still in flight complete with -ECANCELED (their @done runs) before
  * this returns; every buffer is released and every work request has been
- * flushed when it returns.
+ * flushed when it returns. Registrations made with
+ * rpcrdma_clnt_mem_register() are released too: do not deregister them
+ * afterwards.
  */
 void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt);
 

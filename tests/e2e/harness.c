@@ -100,7 +100,7 @@ static void harness_release_held(struct harness_server *hs)
 static void *harness_thread(void *arg)
 {
 	struct harness_server *hs = arg;
-	unsigned int released = 0, closed = 0;
+	unsigned int released = 0, closed = 0, ran = 0;
 
 	while (!atomic_load(&hs->stop)) {
 		unsigned int i;
@@ -116,6 +116,11 @@ static void *harness_thread(void *arg)
 				rpcrdma_svc_conn_close(hs->conns[i]);
 			closed++;
 			atomic_store(&hs->close_done, closed);
+		}
+		if (atomic_load(&hs->run_requests) != ran) {
+			hs->run_fn(hs, hs->run_arg);
+			ran++;
+			atomic_store(&hs->run_done, ran);
 		}
 	}
 	return NULL;
@@ -196,6 +201,15 @@ void harness_server_release(struct harness_server *hs)
 void harness_server_close_conns(struct harness_server *hs)
 {
 	harness_request(&hs->close_requests, &hs->close_done);
+}
+
+void harness_server_run(struct harness_server *hs, void (*fn)(struct harness_server *hs, void *arg),
+			void *arg)
+{
+	/* Published before the request counter moves (its atomic store orders them). */
+	hs->run_fn = fn;
+	hs->run_arg = arg;
+	harness_request(&hs->run_requests, &hs->run_done);
 }
 
 void harness_clnt_attr(const struct harness_server *hs, struct rpcrdma_clnt_attr *attr)

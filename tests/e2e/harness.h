@@ -50,6 +50,10 @@ struct harness_server {
 	atomic_uint release_done;
 	atomic_uint close_requests;	/* the test asks: close every connection */
 	atomic_uint close_done;
+	void (*run_fn)(struct harness_server *hs, void *arg);	/* harness_server_run() */
+	void *run_arg;
+	atomic_uint run_requests;
+	atomic_uint run_done;
 	struct rpcrdma_svc_conn *conns[64];
 	unsigned int nconns;
 };
@@ -66,6 +70,10 @@ void harness_server_stop(struct harness_server *hs);
 void harness_server_release(struct harness_server *hs);
 /* Ask the server thread to close every connection; waits until done. */
 void harness_server_close_conns(struct harness_server *hs);
+
+/* Run @fn(@hs, @arg) on the server thread (which owns the server) and wait for it. */
+void harness_server_run(struct harness_server *hs, void (*fn)(struct harness_server *hs, void *arg),
+			void *arg);
 
 /* Client attributes aimed at @hs. */
 void harness_clnt_attr(const struct harness_server *hs, struct rpcrdma_clnt_attr *attr);

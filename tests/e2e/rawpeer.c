@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +9,8 @@
 
 #include "rawpeer.h"
 
-#define SEND_WRID 0xfffffffful
+/* Receives use wr_ids 0..RAWPEER_RECVS-1; everything we send counts up from here. */
+#define SEND_WRID_BASE 0x100000000ull
 
 static long long ms_now(void)
 {
@@ -17,7 +20,12 @@ static long long ms_now(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-static int wait_event(struct rawpeer *rp, enum rdma_cm_event_type want, int timeout_ms)
+/*
+ * Wait for the next CM event on our channel; it must be @want. On a
+ * client's ESTABLISHED, keep the server's private data.
+ */
+static int wait_event(struct rawpeer *rp, enum rdma_cm_event_type want, int timeout_ms,
+		      bool keep_pdata)
 {
 	struct pollfd pfd = { .fd = rp->ch->fd, .events = POLLIN };
 	struct rdma_cm_event *ev;
@@ -28,7 +36,7 @@ static int wait_event(struct rawpeer *rp, enum rdma_cm_event_type want, int time
 	if (rdma_get_cm_event(rp->ch, &ev))
 		return -errno;
 	rc = ev->event == want ? 0 : -ECONNREFUSED;
-	if (!rc && want == RDMA_CM_EVENT_ESTABLISHED && ev->param.conn.private_data) {
+	if (!rc && keep_pdata && ev->param.conn.private_data) {
 		rp->pdata_len = ev->param.conn.private_data_len;
 		if (rp->pdata_len > sizeof(rp->pdata))
 			rp->pdata_len = sizeof(rp->pdata);
@@ -50,30 +58,12 @@ static int post_recv(struct rawpeer *rp, unsigned int i)
 	return ibv_post_recv(rp->id->qp, &wr, &bad) ? -EIO : 0;
 }
 
-int rawpeer_connect(struct rawpeer *rp, const struct sockaddr *addr, const void *pdata,
-		    size_t pdata_len, uint8_t rnr_retry)
+/* PD, CQ, buffers and an RC QP on rp->id, with every receive posted. */
+static int setup_qp(struct rawpeer *rp)
 {
 	struct ibv_qp_init_attr qpa = { 0 };
-	struct rdma_conn_param param = { 0 };
 	unsigned int i;
-	int rc;
 
-	memset(rp, 0, sizeof(*rp));
-	rp->ch = rdma_create_event_channel();
-	if (!rp->ch)
-		return -ENODEV;
-	if (rdma_create_id(rp->ch, &rp->id, rp, RDMA_PS_TCP))
-		return -errno;
-	if (rdma_resolve_addr(rp->id, NULL, (struct sockaddr *)addr, 2000))
-		return -errno;
-	rc = wait_event(rp, RDMA_CM_EVENT_ADDR_RESOLVED, 2000);
-	if (rc)
-		return rc;
-	if (rdma_resolve_route(rp->id, 2000))
-		return -errno;
-	rc = wait_event(rp, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000);
-	if (rc)
-		return rc;
 	rp->pd = ibv_alloc_pd(rp->id->verbs);
 	rp->cq = ibv_create_cq(rp->id->verbs, 64, NULL, NULL, 0);
 	rp->mem = calloc(RAWPEER_RECVS + 1, RAWPEER_BUF);
@@ -96,21 +86,162 @@ int rawpeer_connect(struct rawpeer *rp, const struct sockaddr *addr, const void 
 	for (i = 0; i < RAWPEER_RECVS; i++)
 		if (post_recv(rp, i))
 			return -EIO;
-	param.private_data = pdata;
-	param.private_data_len = (uint8_t)pdata_len;
-	param.rnr_retry_count = rnr_retry;
+	return 0;
+}
+
+int rawpeer_connect_opts(struct rawpeer *rp, const struct sockaddr *addr,
+			 const struct rawpeer_opts *opts)
+{
+	struct rdma_conn_param param = { 0 };
+	int rc;
+
+	memset(rp, 0, sizeof(*rp));
+	rp->ch = rdma_create_event_channel();
+	if (!rp->ch)
+		return -ENODEV;
+	if (rdma_create_id(rp->ch, &rp->id, rp, RDMA_PS_TCP))
+		return -errno;
+	if (rdma_resolve_addr(rp->id, NULL, (struct sockaddr *)addr, 2000))
+		return -errno;
+	rc = wait_event(rp, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, false);
+	if (rc)
+		return rc;
+	if (rdma_resolve_route(rp->id, 2000))
+		return -errno;
+	rc = wait_event(rp, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, false);
+	if (rc)
+		return rc;
+	rc = setup_qp(rp);
+	if (rc)
+		return rc;
+	param.private_data = opts->pdata;
+	param.private_data_len = (uint8_t)opts->pdata_len;
+	param.rnr_retry_count = opts->rnr_retry;
+	param.responder_resources = opts->responder_resources;
 	param.retry_count = 6;
 	if (rdma_connect(rp->id, &param))
 		return -errno;
-	return wait_event(rp, RDMA_CM_EVENT_ESTABLISHED, 3000);
+	return wait_event(rp, RDMA_CM_EVENT_ESTABLISHED, 3000, true);
+}
+
+int rawpeer_connect(struct rawpeer *rp, const struct sockaddr *addr, const void *pdata,
+		    size_t pdata_len, uint8_t rnr_retry)
+{
+	struct rawpeer_opts opts = {
+		.pdata = pdata,
+		.pdata_len = pdata_len,
+		.rnr_retry = rnr_retry,
+	};
+
+	return rawpeer_connect_opts(rp, addr, &opts);
+}
+
+int rawpeer_listen(struct rawpeer *rp)
+{
+	struct sockaddr_in sin;
+
+	memset(rp, 0, sizeof(*rp));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	rp->ch = rdma_create_event_channel();
+	if (!rp->ch)
+		return -ENODEV;
+	if (rdma_create_id(rp->ch, &rp->listen_id, rp, RDMA_PS_TCP))
+		return -errno;
+	if (rdma_bind_addr(rp->listen_id, (struct sockaddr *)&sin) ||
+	    rdma_listen(rp->listen_id, 4))
+		return -errno;
+	memcpy(&rp->addr, rdma_get_local_addr(rp->listen_id), sizeof(struct sockaddr_in));
+	return 0;
+}
+
+int rawpeer_accept(struct rawpeer *rp, const void *pdata, size_t pdata_len, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = rp->ch->fd, .events = POLLIN };
+	struct rdma_conn_param param = { 0 };
+	struct rdma_cm_event *ev;
+	uint8_t depth;
+	int rc;
+
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return -ETIMEDOUT;
+	if (rdma_get_cm_event(rp->ch, &ev))
+		return -errno;
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		rdma_ack_cm_event(ev);
+		return -EPROTO;
+	}
+	rp->id = ev->id;
+	rp->pdata_len = 0;
+	if (ev->param.conn.private_data) {
+		rp->pdata_len = ev->param.conn.private_data_len;
+		if (rp->pdata_len > sizeof(rp->pdata))
+			rp->pdata_len = sizeof(rp->pdata);
+		memcpy(rp->pdata, ev->param.conn.private_data, rp->pdata_len);
+	}
+	/* The request seen from here: the client's responder resources are our depth. */
+	depth = ev->param.conn.initiator_depth;
+	rdma_ack_cm_event(ev);
+	rc = setup_qp(rp);
+	if (rc)
+		return rc;
+	param.private_data = pdata;
+	param.private_data_len = (uint8_t)pdata_len;
+	param.initiator_depth = depth;
+	param.responder_resources = 0;
+	param.rnr_retry_count = 0;
+	if (rdma_accept(rp->id, &param))
+		return -errno;
+	return wait_event(rp, RDMA_CM_EVENT_ESTABLISHED, timeout_ms, false);
+}
+
+static void *accept_main(void *arg)
+{
+	struct rawpeer *rp = arg;
+
+	rp->accept_rc = rawpeer_accept(rp, rp->accept_has_pdata ? rp->accept_pdata : NULL,
+				       rp->accept_pdata_len, 5000);
+	return NULL;
+}
+
+int rawpeer_accept_start(struct rawpeer *rp, const void *pdata, size_t pdata_len)
+{
+	int rc;
+
+	if (pdata_len > sizeof(rp->accept_pdata))
+		return -EINVAL;
+	rp->accept_has_pdata = pdata != NULL;
+	rp->accept_pdata_len = pdata ? pdata_len : 0;
+	if (pdata)
+		memcpy(rp->accept_pdata, pdata, pdata_len);
+	rc = -pthread_create(&rp->accept_thread, NULL, accept_main, rp);
+	if (rc == 0)
+		rp->accepting = true;
+	return rc;
+}
+
+int rawpeer_accept_join(struct rawpeer *rp)
+{
+	if (!rp->accepting)
+		return -EINVAL;
+	pthread_join(rp->accept_thread, NULL);
+	rp->accepting = false;
+	return rp->accept_rc;
 }
 
 void rawpeer_close(struct rawpeer *rp)
 {
+	unsigned int i;
+
+	if (rp->accepting)
+		rawpeer_accept_join(rp);
 	if (rp->id && rp->id->qp) {
 		rdma_disconnect(rp->id);
 		rdma_destroy_qp(rp->id);
 	}
+	for (i = 0; i < rp->nmrs; i++)
+		ibv_dereg_mr(rp->mrs[i]);
 	if (rp->mr)
 		ibv_dereg_mr(rp->mr);
 	if (rp->cq)
@@ -119,13 +250,27 @@ void rawpeer_close(struct rawpeer *rp)
 		ibv_dealloc_pd(rp->pd);
 	if (rp->id)
 		rdma_destroy_id(rp->id);
+	if (rp->listen_id)
+		rdma_destroy_id(rp->listen_id);
 	if (rp->ch)
 		rdma_destroy_event_channel(rp->ch);
 	free(rp->mem);
 	memset(rp, 0, sizeof(*rp));
 }
 
-/* Poll for one completion, up to @timeout_ms. Returns 1, 0 on timeout. */
+struct ibv_mr *rawpeer_reg(struct rawpeer *rp, void *addr, size_t len, int access)
+{
+	struct ibv_mr *mr;
+
+	if (!rp->pd || rp->nmrs == RAWPEER_MAX_MRS)
+		return NULL;
+	mr = ibv_reg_mr(rp->pd, addr, len, access);
+	if (mr)
+		rp->mrs[rp->nmrs++] = mr;
+	return mr;
+}
+
+/* Poll for one completion, up to @timeout_ms. Returns 1, 0 on timeout, -EIO. */
 static int poll_one(struct rawpeer *rp, struct ibv_wc *wc, int timeout_ms)
 {
 	long long deadline = ms_now() + timeout_ms;
@@ -141,52 +286,116 @@ static int poll_one(struct rawpeer *rp, struct ibv_wc *wc, int timeout_ms)
 	}
 }
 
-/* Received messages that arrived while a Send was awaited. */
-static struct ibv_wc early[RAWPEER_RECVS];
-static unsigned int nearly;
-
-int rawpeer_send(struct rawpeer *rp, const void *buf, size_t len)
+/*
+ * Post @wr (its wr_id assigned here) and wait for its completion, keeping
+ * receive completions that come first for rawpeer_recv(). Returns the
+ * completion's status or -errno.
+ */
+static int post_wait(struct rawpeer *rp, struct ibv_send_wr *wr)
 {
-	unsigned char *sbuf = rp->mem + (size_t)RAWPEER_RECVS * RAWPEER_BUF;
-	struct ibv_sge sge = { .addr = (uintptr_t)sbuf, .length = (uint32_t)len, .lkey = rp->mr->lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = SEND_WRID, .sg_list = &sge, .num_sge = 1,
-		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
+	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
 
-	if (len > RAWPEER_BUF)
-		return -EMSGSIZE;
-	memcpy(sbuf, buf, len);
-	if (ibv_post_send(rp->id->qp, &wr, &bad))
+	wr->wr_id = SEND_WRID_BASE + rp->next_wrid++;
+	wr->send_flags |= IBV_SEND_SIGNALED;
+	if (!rp->id || !rp->id->qp || ibv_post_send(rp->id->qp, wr, &bad))
 		return -EIO;
 	for (;;) {
-		if (poll_one(rp, &wc, 3000) != 1)
-			return -EIO;
-		if (wc.wr_id == SEND_WRID)
-			return wc.status == IBV_WC_SUCCESS ? 0 : -EIO;
-		if (nearly < RAWPEER_RECVS)
-			early[nearly++] = wc;
-	}
-}
-
-int rawpeer_recv(struct rawpeer *rp, void *buf, size_t max, int timeout_ms)
-{
-	struct ibv_wc wc;
-	size_t len;
-
-	if (nearly) {
-		wc = early[0];
-		memmove(early, early + 1, --nearly * sizeof(early[0]));
-	} else {
-		int n = poll_one(rp, &wc, timeout_ms);
+		int n = poll_one(rp, &wc, 3000);
 
 		if (n == 0)
 			return -ETIMEDOUT;
 		if (n < 0)
 			return -EIO;
+		if (wc.wr_id == wr->wr_id)
+			return (int)wc.status;
+		if (wc.wr_id < RAWPEER_RECVS && rp->nearly < RAWPEER_RECVS)
+			rp->early[rp->nearly++] = wc;
 	}
-	if (wc.status != IBV_WC_SUCCESS || wc.wr_id == SEND_WRID)
+}
+
+static int send_op(struct rawpeer *rp, const void *buf, size_t len, enum ibv_wr_opcode op,
+		   uint32_t rkey)
+{
+	unsigned char *sbuf = rp->mem + (size_t)RAWPEER_RECVS * RAWPEER_BUF;
+	struct ibv_sge sge = { .addr = (uintptr_t)sbuf, .length = (uint32_t)len, .lkey = rp->mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = op };
+
+	if (len > RAWPEER_BUF)
+		return -EMSGSIZE;
+	memcpy(sbuf, buf, len);
+	if (op == IBV_WR_SEND_WITH_INV)
+		wr.invalidate_rkey = rkey;
+	return post_wait(rp, &wr);
+}
+
+int rawpeer_send(struct rawpeer *rp, const void *buf, size_t len)
+{
+	int rc = send_op(rp, buf, len, IBV_WR_SEND, 0);
+
+	if (rc == -EMSGSIZE)
+		return rc;
+	return rc == IBV_WC_SUCCESS ? 0 : -EIO;
+}
+
+int rawpeer_send_inv(struct rawpeer *rp, const void *buf, size_t len, uint32_t rkey)
+{
+	return send_op(rp, buf, len, IBV_WR_SEND_WITH_INV, rkey);
+}
+
+int rawpeer_rdma(struct rawpeer *rp, enum ibv_wr_opcode op, void *local, uint32_t len,
+		 uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)local, .length = len };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = op };
+	const unsigned char *p = local;
+	unsigned int i;
+
+	if (op != IBV_WR_RDMA_READ && op != IBV_WR_RDMA_WRITE)
+		return -EINVAL;
+	for (i = 0; i < rp->nmrs; i++) {
+		const unsigned char *base = rp->mrs[i]->addr;
+
+		if (p >= base && len <= rp->mrs[i]->length &&
+		    (size_t)(p - base) <= rp->mrs[i]->length - len)
+			break;
+	}
+	if (i == rp->nmrs)
+		return -EINVAL;
+	sge.lkey = rp->mrs[i]->lkey;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return post_wait(rp, &wr);
+}
+
+int rawpeer_recv(struct rawpeer *rp, void *buf, size_t max, int timeout_ms)
+{
+	long long deadline = ms_now() + timeout_ms;
+	struct ibv_wc wc;
+	size_t len;
+
+	for (;;) {
+		if (rp->nearly) {
+			wc = rp->early[0];
+			memmove(rp->early, rp->early + 1, --rp->nearly * sizeof(rp->early[0]));
+		} else {
+			long long left = deadline - ms_now();
+			int n = poll_one(rp, &wc, left > 0 ? (int)left : 0);
+
+			if (n == 0)
+				return -ETIMEDOUT;
+			if (n < 0)
+				return -EIO;
+		}
+		/* A late completion of something we sent: not a message. */
+		if (wc.wr_id >= RAWPEER_RECVS) {
+			if (wc.status != IBV_WC_SUCCESS)
+				return -EIO;
+			continue;
+		}
+		break;
+	}
+	if (wc.status != IBV_WC_SUCCESS)
 		return -EIO;
 	len = wc.byte_len < max ? wc.byte_len : max;
 	memcpy(buf, rp->mem + wc.wr_id * RAWPEER_BUF, len);

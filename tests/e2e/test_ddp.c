@@ -22,6 +22,8 @@
 
 #include "ddp.h"
 #include "harness.h"
+#include "svc_rdma.h"
+#include "xprt_rdma.h"
 
 #define MiB (1024 * 1024)
 #define ARENA (48 * MiB)
@@ -303,12 +305,133 @@ static void t_persistent(void **state)
 	run_matrix(REG_PERSISTENT);
 }
 
+struct cancel_wait {
+	int finished;
+	int status;
+};
+
+static void cancel_done(struct rpcrdma_call *call)
+{
+	struct cancel_wait *w = call->arg;
+
+	w->finished++;
+	w->status = call->status;
+}
+
+static bool server_holds_one(void *arg)
+{
+	return atomic_load(&((struct harness_server *)arg)->held_now) == 1;
+}
+
+/*
+ * A call abandoned while the server holds it: its windows are invalidated
+ * synchronously (frwr_unmap_sync) before done() runs with -ECANCELED, so the
+ * server can no longer reach its memory; the server's late reply then breaks
+ * the connection (its RDMA Write hits a dead window), and the client
+ * recovers on a new one.
+ */
+static void t_cancel_in_flight(void **state)
+{
+	struct fixture fx;
+	struct cancel_wait w = { 0 };
+	struct rpcrdma_xprt *x;
+	struct rpcrdma_req *req = NULL;
+	uint32_t rkeys[64], nkeys = 0, i, linv;
+	unsigned char *msg, *reply;
+	struct rpcrdma_call call;
+
+	fixture_up(&fx, REG_WINDOWS);
+	atomic_store(&fx.hs.mode, HARNESS_HOLD);
+	msg = arena_get(&fx, 9000);
+	reply = arena_get(&fx, 9000);
+	ddp_fill(msg, 9000, 1);
+	put32(msg, 0, ++fx.xid);
+	memset(&call, 0, sizeof(call));
+	call.msg = msg;
+	call.msg_len = 9000;		/* a long call ... */
+	call.reply = reply;
+	call.reply_max = 9000;		/* ... offering a Reply chunk */
+	call.done = cancel_done;
+	call.arg = &w;
+	assert_int_equal(rpcrdma_clnt_submit(fx.clnt, &call), 0);
+	assert_true(harness_wait_for(server_holds_one, &fx.hs, 5000));
+
+	x = rpcrdma_clnt_xprt(fx.clnt);
+	for (i = 0; i < x->rx_nreqs; i++)
+		if (x->rx_reqs[i].rl_call == &call)
+			req = &x->rx_reqs[i];
+	assert_non_null(req);
+	for (i = 0; i < req->rl_nreads; i++)
+		rkeys[nkeys++] = req->rl_reads[i].seg.handle;
+	for (i = 0; i < req->rl_nreply; i++)
+		rkeys[nkeys++] = req->rl_reply[i].handle;
+	assert_true(nkeys >= 2);
+	for (i = 0; i < nkeys; i++)
+		assert_int_equal(softrdma_rkey_reach(rkeys[i], NULL, NULL, NULL), 0);
+
+	linv = (uint32_t)softrdma_executed(IBV_WR_LOCAL_INV);
+	assert_int_equal(rpcrdma_clnt_cancel(fx.clnt, &call), 0);
+	assert_int_equal(w.finished, 1);
+	assert_int_equal(w.status, -ECANCELED);
+	assert_int_equal(softrdma_executed(IBV_WR_LOCAL_INV) - linv, nkeys);
+	for (i = 0; i < nkeys; i++)
+		assert_int_equal(softrdma_rkey_reach(rkeys[i], NULL, NULL, NULL), -ENOENT);
+	assert_int_equal(rpcrdma_clnt_cancel(fx.clnt, &call), -ENOENT);
+
+	/* The server answers late: its Reply-chunk Write meets a dead window. */
+	harness_server_release(&fx.hs);
+	atomic_store(&fx.hs.mode, HARNESS_DDP);
+	echo_case(&fx, 100, 10, 8, true);
+	assert_int_equal(w.finished, 1);
+	fixture_down(&fx);
+}
+
+/* On the server thread: force the last connection's initiator depth to 2. */
+static void set_ord_2(struct harness_server *hs, void *arg)
+{
+	struct svcxprt_rdma *rdma = svc_conn_rdma(hs->conns[hs->nconns - 1]);
+
+	*(uint32_t *)arg = rdma->sc_ord;
+	rdma->sc_ord = 2;
+}
+
+/*
+ * The server pulls a Read chunk in waves of at most its initiator depth:
+ * with the depth forced to 2, a 16-segment payload takes 8 waves and still
+ * arrives intact.
+ */
+static void t_read_waves(void **state)
+{
+	struct rpcrdma_clnt_attr attr;
+	struct fixture fx;
+	unsigned long reads;
+	uint32_t ord = 0;
+
+	fixture_up(&fx, REG_WINDOWS);
+	assert_int_equal(rpcrdma_mem_deregister(fx.mem), 0);
+	rpcrdma_clnt_destroy(fx.clnt);
+	/* 4 KiB segments: a 64 KiB payload is 16 of them. */
+	harness_clnt_attr(&fx.hs, &attr);
+	attr.max_segment = 4096;
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &fx.clnt), 0);
+	assert_int_equal(rpcrdma_clnt_mem_register(fx.clnt, fx.arena, ARENA, &fx.mem), 0);
+	echo_case(&fx, 40, 8, 24, true);	/* the server has the connection now */
+	harness_server_run(&fx.hs, set_ord_2, &ord);
+	assert_true(ord >= 2);
+	reads = softrdma_executed(IBV_WR_RDMA_READ);
+	echo_case(&fx, 40, 16 * 4096, 24, true);
+	assert_int_equal(softrdma_executed(IBV_WR_RDMA_READ) - reads, 16);
+	fixture_down(&fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_windows),
 		cmocka_unit_test(t_bounce),
 		cmocka_unit_test(t_persistent),
+		cmocka_unit_test(t_cancel_in_flight),
+		cmocka_unit_test(t_read_waves),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
