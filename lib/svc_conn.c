@@ -434,6 +434,8 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	rdma->sc_state = SVCXPRT_ACCEPTING;
 	list_add_tail(&svc->sv_conns, &rdma->sc_node);
 	rdma->sc_stats->connects++;
+	if (svc->sv_attr.on_conn)
+		svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_ACCEPTED, svc->sv_attr.arg);
 	return 0;
 
 out_drain:

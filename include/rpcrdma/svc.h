@@ -33,6 +33,13 @@ struct rpcrdma_mem;
 enum rpcrdma_conn_event {
 	RPCRDMA_CONN_ESTABLISHED = 1,	/* ready for calls */
 	RPCRDMA_CONN_CLOSED,		/* gone: no more calls; the pointer dies after the callback */
+	/*
+	 * Accepted, from inside rpcrdma_svc_listen_poll(): the connection and
+	 * its descriptor (rpcrdma_svc_conn_fd()) exist from now on, before
+	 * ESTABLISHED, so that an adapter polling each connection by itself
+	 * can start watching it.
+	 */
+	RPCRDMA_CONN_ACCEPTED,
 };
 
 /**

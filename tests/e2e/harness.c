@@ -17,6 +17,8 @@ static void harness_on_conn(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_eve
 	struct harness_server *hs = arg;
 	unsigned int i;
 
+	if (event == RPCRDMA_CONN_ACCEPTED)
+		return;
 	if (event == RPCRDMA_CONN_ESTABLISHED) {
 		atomic_fetch_add(&hs->conns_established, 1);
 		if (hs->nconns < 64)
