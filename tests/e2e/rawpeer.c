@@ -403,3 +403,59 @@ int rawpeer_recv(struct rawpeer *rp, void *buf, size_t max, int timeout_ms)
 		return -EIO;
 	return (int)wc.byte_len;
 }
+
+int rawpeer_recv_call(struct rawpeer *rp, struct rawpeer_call *call, int timeout_ms)
+{
+	memset(&call->hdr, 0, sizeof(call->hdr));
+	call->len = rawpeer_recv(rp, call->buf, sizeof(call->buf), timeout_ms);
+	if (call->len < 0)
+		return call->len;
+	if ((size_t)call->len > sizeof(call->buf))
+		return -EMSGSIZE;
+	return rpcrdma_hdr_decode(call->buf, (size_t)call->len, NULL, &call->hdr);
+}
+
+long rawpeer_pull(struct rawpeer *rp, const struct rpcrdma_hdr *hdr, uint32_t position,
+		  unsigned char *dst, size_t max)
+{
+	struct rpcrdma_read_segment rs;
+	bool found = false;
+	size_t off = 0;
+	uint32_t i;
+
+	for (i = 0; i < hdr->read_segs; i++) {
+		rpcrdma_hdr_read_segment(hdr, i, &rs);
+		if (rs.position != position)
+			continue;
+		found = true;
+		if (rs.seg.length > max - off)
+			return -EMSGSIZE;
+		if (rs.seg.length && rawpeer_rdma(rp, IBV_WR_RDMA_READ, dst + off, rs.seg.length,
+						  rs.seg.offset, rs.seg.handle) != IBV_WC_SUCCESS)
+			return -EIO;
+		off += rs.seg.length;
+	}
+	return found ? (long)off : -ENOENT;
+}
+
+int rawpeer_push(struct rawpeer *rp, const struct rpcrdma_chunk *chunk, const unsigned char *src,
+		 size_t len, struct rpcrdma_segment *echo)
+{
+	size_t off = 0;
+	uint32_t i;
+
+	if (len > chunk->total)
+		return -EMSGSIZE;
+	for (i = 0; i < chunk->nsegs; i++) {
+		uint32_t n;
+
+		rpcrdma_chunk_segment(chunk, i, &echo[i]);
+		n = len - off < echo[i].length ? (uint32_t)(len - off) : echo[i].length;
+		if (n && rawpeer_rdma(rp, IBV_WR_RDMA_WRITE, (void *)(src + off), n, echo[i].offset,
+				      echo[i].handle) != IBV_WC_SUCCESS)
+			return -EIO;
+		echo[i].length = n;
+		off += n;
+	}
+	return 0;
+}

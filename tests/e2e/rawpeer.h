@@ -25,6 +25,8 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <rpcrdma/proto.h>
+
 #define RAWPEER_BUF 8192
 #define RAWPEER_RECVS 16
 #define RAWPEER_MAX_MRS 8
@@ -130,5 +132,38 @@ int rawpeer_rdma(struct rawpeer *rp, enum ibv_wr_opcode op, void *local, uint32_
  * completion (a flushed receive: the connection is gone).
  */
 int rawpeer_recv(struct rawpeer *rp, void *buf, size_t max, int timeout_ms);
+
+/* Server role: a call as received, its transport header decoded. */
+struct rawpeer_call {
+	unsigned char buf[RAWPEER_BUF];
+	int len;			/* bytes received */
+	struct rpcrdma_hdr hdr;		/* points into buf */
+};
+
+/*
+ * Wait up to @timeout_ms for a call and decode its header (default caps).
+ * Returns 0, what rawpeer_recv() returned on failure, or what
+ * rpcrdma_hdr_decode() returned (-EBADMSG, ...).
+ */
+int rawpeer_recv_call(struct rawpeer *rp, struct rawpeer_call *call, int timeout_ms);
+
+/*
+ * Pull the Read chunk of @hdr at XDR @position by RDMA Read into @dst (in
+ * memory from rawpeer_reg()), segment after segment. Returns the bytes
+ * pulled, -EMSGSIZE if they exceed @max, -ENOENT if there is no such chunk,
+ * or -EIO if a Read did not complete successfully.
+ */
+long rawpeer_pull(struct rawpeer *rp, const struct rpcrdma_hdr *hdr, uint32_t position,
+		  unsigned char *dst, size_t max);
+
+/*
+ * Place @len bytes of @src (in memory from rawpeer_reg()) into @chunk by RDMA
+ * Write, filling its segments in order; @echo (room for chunk->nsegs) gets
+ * the segments with the bytes each received, as a reply echoes them.
+ * Returns 0, -EMSGSIZE if @len exceeds the chunk, or -EIO if a Write did not
+ * complete successfully.
+ */
+int rawpeer_push(struct rawpeer *rp, const struct rpcrdma_chunk *chunk, const unsigned char *src,
+		 size_t len, struct rpcrdma_segment *echo);
 
 #endif /* E2E_RAWPEER_H */
