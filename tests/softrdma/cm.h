@@ -4,12 +4,17 @@
  * RTU, REJ, DREQ) that travel through the fabric as progress units, so that
  * STEP mode can hold them back and THREAD mode delivers them asynchronously,
  * as the kernel's CM does. Each message ends in an event on a channel.
+ *
+ * The peer of a connection is an id in this process (peer) or, with the
+ * socket backend, an id in another process reached over a link (link): the
+ * messages then travel over the link (cm_net.c) and arrive as the same units.
  */
 #ifndef SOFT_CM_H
 #define SOFT_CM_H
 
 #include <sys/socket.h>
 
+#include "net.h"
 #include "soft.h"
 
 /* IB CM private data sizes less the rdma_cm header: what IB and RoCE deliver. */
@@ -28,7 +33,7 @@ enum cm_state {
 	CM_CONNECT,		/* active: REQ sent */
 	CM_REQ_RCVD,		/* passive: CONNECT_REQUEST delivered */
 	CM_ACCEPTED,		/* passive: REP sent, waiting for RTU */
-	CM_REP_RCVD,		/* active without QP: CONNECT_RESPONSE, waiting for rdma_establish */
+	CM_REP_RCVD,		/* active without QP: CONNECT_RESPONSE, awaits rdma_establish */
 	CM_ESTABLISHED,
 	CM_DISCONNECTED,
 };
@@ -57,19 +62,29 @@ struct cm_params {
 	uint32_t qp_num;
 };
 
+struct rdv_claim;
+
 struct soft_cm_id {
 	struct rdma_cm_id id;
 	struct soft_cm_channel *ch;
 	enum cm_state state;
 	struct list_node link;		/* fab.cm_ids */
-	struct soft_cm_id *peer;
+	struct soft_cm_id *peer;	/* the other side, in this process */
+	struct net_link *conn;		/* the other side, in another process (a reference) */
 	struct soft_cm_id *listener;	/* passive ids: the listener that spawned them */
+	/* A sync child's CONNECT_REQUEST waits on its listener's channel, not on ch. */
+	struct soft_cm_channel *req_ch;
+	struct rdv_claim *claim;	/* a listener published for other processes */
+	struct net_listener *listen_sock;	/* ... and its socket, with the net thread */
 	bool port_held;
+	bool port_auto;			/* bound to port 0: the port was picked here */
 	bool reuseaddr;
 	bool afonly;
 	bool own_cqs;			/* rdma_create_qp made the CQs and channels */
 	bool disconnect_seen;		/* DISCONNECTED already queued for this id */
 	bool destroying;
+	bool sync;			/* no channel given: calls wait for their event */
+	struct ibv_qp_init_attr *ep_qp_attr;	/* rdma_create_ep of a listener */
 	int backlog;
 	unsigned int events_read;
 	unsigned int events_acked;
@@ -94,12 +109,36 @@ enum cm_work_kind {
 	CMW_TIMEWAIT,		/* -> target: TIMEWAIT_EXIT */
 };
 
+/* Where a REQ comes from, as the active side sees it. */
+struct cm_addressing {
+	struct sockaddr_storage src;
+	struct sockaddr_storage dst;
+	union ibv_gid sgid;
+	union ibv_gid dgid;
+	__be16 pkey;
+	uint32_t ps;		/* enum rdma_port_space */
+	struct ibv_sa_path_rec path;
+};
+
+/* A CM message to the peer (cm_send_locked). */
+struct cm_msg {
+	enum cm_work_kind kind;
+	int status;			/* REJ: the reason */
+	struct cm_params params;	/* REQ, REP */
+	const void *pdata;
+	uint8_t pdata_len;
+	bool qp_error;			/* DREQ of a fault: the peer's QP goes to ERR too */
+};
+
 struct soft_cm_work {
 	struct soft_work work;
 	enum cm_work_kind kind;
 	struct soft_cm_id *target;
 	struct soft_cm_id *from;
+	struct net_link *conn;		/* it came over this link (a reference) */
+	struct cm_addressing *addr;	/* a REQ that came over a link */
 	int status;
+	bool qp_error;
 	struct cm_params params;
 	uint8_t pdata[CM_REP_PDATA];
 	uint8_t pdata_len;
@@ -111,6 +150,7 @@ static inline struct soft_cm_id *to_scm(struct rdma_cm_id *id)
 }
 
 /* cm_channel.c */
+struct soft_cm_channel *cm_channel_new_locked(void);
 void cm_deliver_locked(struct soft_cm_id *id, enum rdma_cm_event_type type, int status,
 		       const struct cm_params *params, const void *pdata, uint8_t pdata_len,
 		       uint8_t padded_len, struct soft_cm_id *listen);
@@ -119,30 +159,87 @@ struct soft_cm_work *cm_work_new_locked(enum cm_work_kind kind, struct soft_cm_i
 					struct soft_cm_id *from);
 /* Is this unit a CM message (cm_work_run)? */
 struct soft_cm_work *cm_work_of(struct soft_work *w);
+void cm_work_free_locked(struct soft_cm_work *w);
 
-/* cm_id.c */
+/* cm_addr.c: socket addresses of loopback (the only ones softrdma0 has) */
 bool cm_addr_is_loopback(const struct sockaddr *sa);
 bool cm_addr_is_any(const struct sockaddr *sa);
 socklen_t cm_addr_len(const struct sockaddr *sa);
 uint16_t cm_addr_port(const struct sockaddr *sa);
-struct soft_cm_id *cm_find_listener_locked(const struct sockaddr *dst, enum rdma_port_space ps);
-void cm_set_device_locked(struct soft_cm_id *id);
+void cm_addr_set_port(struct sockaddr *sa, uint16_t port);
+void cm_addr_set_loopback(struct sockaddr *sa);
+/* Does a bound address (with its AFONLY option) cover addr? */
+bool cm_addr_covers(const struct sockaddr *bound, bool afonly, const struct sockaddr *addr);
+/* The GID of an IP address: RoCEv2 uses the address itself (IPv4-mapped). */
+void cm_addr_to_gid(const struct sockaddr *sa, union ibv_gid *gid);
+
+/* cm_device.c */
 /*
  * The device context rdma_cm ids share, open for the life of the process;
- * each id holds a reference on its default PD (see cm_id.c).
+ * each id holds a reference on its default PD.
  */
 int cm_device_get(void);
 void cm_device_put(void);
+void cm_set_device_locked(struct soft_cm_id *id);
+
+/* cm_id.c */
+struct soft_cm_id *cm_find_listener_locked(const struct sockaddr *dst, enum rdma_port_space ps);
 void cm_addr_done_locked(struct soft_cm_id *sid, int status);
 void cm_route_done_locked(struct soft_cm_id *sid);
-
-/* cm_conn.c */
 struct soft_cm_id *cm_id_alloc(struct soft_cm_channel *ch, void *context,
 			       enum rdma_port_space ps);
 void cm_id_link_locked(struct soft_cm_id *sid);
+
+/* cm_qp.c: the QP of an id */
 int cm_qp_init_attr_locked(struct soft_cm_id *sid, struct ibv_qp_attr *attr, int *mask);
-void cm_id_teardown_locked(struct soft_cm_id *sid);
+/* As librdmacm on REP / accept: INIT again, RTR, RTS with the negotiated values. */
+int cm_qp_connect_locked(struct soft_cm_id *sid);
+void cm_qp_destroyed_locked(struct soft_cm_id *sid);
+
+/* cm_conn.c: the handshake */
+bool cm_connected(const struct soft_cm_id *sid);
+/* Send m to sid's peer, in this process or over its link. */
+void cm_send_locked(struct soft_cm_id *sid, const struct cm_msg *m);
+/* The connection attempt or the connection is over: forget the peer, close the link. */
+void cm_unpeer_locked(struct soft_cm_id *sid);
 void cm_work_run(struct soft_work *work);
+void cm_req_arrived_locked(struct soft_cm_work *w);
+void cm_rep_arrived_locked(struct soft_cm_work *w);
+void cm_rtu_arrived_locked(struct soft_cm_work *w);
+void cm_rej_arrived_locked(struct soft_cm_work *w);
 extern const struct soft_cm_ops cm_ops;
+
+/* cm_disc.c: disconnection, teardown, a peer that died */
+void cm_dreq_arrived_locked(struct soft_cm_work *w);
+int cm_fault_disconnect_locked(struct soft_cm_id *sid);
+void cm_id_teardown_locked(struct soft_cm_id *sid);
+/* The link to sid's peer is gone without a goodbye: the peer process died. */
+void cm_peer_lost_locked(struct soft_cm_id *sid);
+
+/* cm_net.c: CM messages over links */
+/* Connect to a listener in another process: 0, or -ECONNREFUSED if none. */
+int cm_net_connect_locked(struct soft_cm_id *client, const struct cm_msg *req);
+void cm_net_send_locked(struct soft_cm_id *sid, const struct cm_msg *m);
+/* Answer a REQ that came over link with a REJ, and let the link go. */
+void cm_net_refuse_locked(struct net_link *link, int reason);
+void cm_net_link_message(struct net_link *link, const void *body, uint32_t len);
+void cm_net_link_down(struct net_link *link);
+struct net_link *cm_net_qp_link(struct soft_qp *qp);
+
+/* cm_rdv.c: the rendezvous directory of listeners (socket backend) */
+/* The directory, or NULL when the socket backend is off. */
+const char *rdv_dir(void);
+/* Publish a listener on addr: 0, -EADDRINUSE, or another -errno. */
+int rdv_listen(const struct sockaddr *addr, enum rdma_port_space ps, bool afonly,
+	       struct rdv_claim **out);
+/* The listening socket of claim, handed over to the caller (the net thread). */
+int rdv_claim_take_fd(struct rdv_claim *claim);
+void rdv_unlisten(struct rdv_claim *claim);
+/* A socket connected to the listener that covers dst: fd, or -ECONNREFUSED. */
+int rdv_connect(const struct sockaddr *dst, enum rdma_port_space ps);
+
+/* cm_sync.c: ids without a channel */
+/* A sync id waits for the event that ends its call; 0 or -1 with errno (as librdmacm). */
+int cm_complete(struct soft_cm_id *sid);
 
 #endif /* SOFT_CM_H */

@@ -6,7 +6,7 @@
 
 #include "cm.h"
 
-struct rdma_event_channel *rdma_create_event_channel(void)
+struct soft_cm_channel *cm_channel_new_locked(void)
 {
 	struct soft_cm_channel *sch = calloc(1, sizeof(*sch));
 
@@ -20,12 +20,20 @@ struct rdma_event_channel *rdma_create_event_channel(void)
 		return NULL;
 	}
 	sch->ch.fd = sch->q.fd;
-	fab_lock();
 	fab.cm_ops = &cm_ops;
 	fab.counts.event_channels++;
 	fab_get_user_locked();
+	return sch;
+}
+
+struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct soft_cm_channel *sch;
+
+	fab_lock();
+	sch = cm_channel_new_locked();
 	fab_unlock();
-	return &sch->ch;
+	return sch ? &sch->ch : NULL;
 }
 
 void rdma_destroy_event_channel(struct rdma_event_channel *channel)
@@ -40,6 +48,8 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 
 		if (sid->ch == sch)
 			sid->ch = NULL;
+		if (sid->req_ch == sch)
+			sid->req_ch = NULL;
 	}
 	while ((node = list_pop(&sch->q.items))) {
 		free(list_entry(node, struct soft_cm_event, link));
@@ -47,6 +57,10 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	}
 	fab.counts.event_channels--;
 	fab_put_user_locked();
+	if (!evq_retire_locked(&sch->q)) {
+		fab_unlock();
+		return;
+	}
 	fab_unlock();
 	evq_fini(&sch->q);
 	free(sch);
@@ -87,21 +101,27 @@ void cm_deliver_locked(struct soft_cm_id *id, enum rdma_cm_event_type type, int 
 	fab.counts.unacked_events++;
 }
 
-void cm_forget_events_locked(struct soft_cm_id *id)
+static void forget_on_locked(struct soft_cm_channel *ch, struct soft_cm_id *id)
 {
 	struct list_node *pos, *tmp;
 
-	if (!id->ch)
-		return;
-	list_for_each_safe(pos, tmp, &id->ch->q.items) {
+	list_for_each_safe(pos, tmp, &ch->q.items) {
 		struct soft_cm_event *e = list_entry(pos, struct soft_cm_event, link);
 
 		if (e->owner == id) {
-			evq_forget_locked(&id->ch->q, pos);
+			evq_forget_locked(&ch->q, pos);
 			free(e);
 			fab.counts.unacked_events--;
 		}
 	}
+}
+
+void cm_forget_events_locked(struct soft_cm_id *id)
+{
+	if (id->ch)
+		forget_on_locked(id->ch, id);
+	if (id->req_ch && id->req_ch != id->ch)
+		forget_on_locked(id->req_ch, id);
 }
 
 int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
@@ -146,18 +166,27 @@ int rdma_ack_cm_event(struct rdma_cm_event *event)
 	return 0;
 }
 
+/* As librdmacm: a NULL channel makes the id synchronous, with a channel of its own. */
 int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
 	struct soft_cm_id *sid = to_scm(id);
-	struct soft_cm_channel *to;
+	struct soft_cm_channel *to, *own = NULL;
 	struct list_node *pos, *tmp;
 
-	if (!channel) {
-		errno = EINVAL;	/* synchronous ids are not modelled */
+	if (!channel && sid->sync) {
+		errno = EINVAL;
 		return -1;
 	}
-	to = container_of(channel, struct soft_cm_channel, ch);
+	if (sid->sync && id->event) {
+		rdma_ack_cm_event(id->event);
+		id->event = NULL;
+	}
 	fab_lock();
+	to = channel ? container_of(channel, struct soft_cm_channel, ch) : cm_channel_new_locked();
+	if (!to) {
+		fab_unlock();
+		return -1;
+	}
 	while (sid->events_acked < sid->events_read)
 		pthread_cond_wait(&fab.ack_cv, &fab.lock);
 	if (sid->ch) {
@@ -172,11 +201,21 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 		}
 		sid->ch->ids--;
 	}
+	if (sid->sync)
+		own = sid->ch;
 	sid->ch = to;
+	sid->sync = channel == NULL;
 	to->ids++;
-	id->channel = channel;
+	id->channel = &to->ch;
 	fab_unlock();
+	if (own)
+		rdma_destroy_event_channel(&own->ch);
 	return 0;
+}
+
+static void cm_work_discard(struct soft_work *work)
+{
+	cm_work_free_locked(container_of(work, struct soft_cm_work, work));
 }
 
 struct soft_cm_work *cm_work_new_locked(enum cm_work_kind kind, struct soft_cm_id *target,
@@ -190,8 +229,17 @@ struct soft_cm_work *cm_work_new_locked(enum cm_work_kind kind, struct soft_cm_i
 	w->target = target;
 	w->from = from;
 	w->work.run = cm_work_run;
+	w->work.discard = cm_work_discard;
 	work_queue_locked(&w->work);
 	return w;
+}
+
+void cm_work_free_locked(struct soft_cm_work *w)
+{
+	if (w->conn)
+		net_link_put_locked(w->conn);
+	free(w->addr);
+	free(w);
 }
 
 struct soft_cm_work *cm_work_of(struct soft_work *w)

@@ -1,265 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma_cm ids: creation and destruction, addresses and ports (loopback only),
- * bind, listen, address and route resolution, options, and the one device
- * context that every id shares (librdmacm opens each device once).
+ * rdma_cm ids: creation and destruction, ports, bind, listen (published to
+ * other processes with the socket backend), address and route resolution,
+ * options.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include "cm.h"
-
-/* ---- the shared device -------------------------------------------------- */
-
-/*
- * As librdmacm (rdma-core 44, ucma_get_device/ucma_put_device): the device
- * context is opened once and stays open for the life of the process. Ids and
- * device lists (rdma_get_devices) hold references; ids share a default PD,
- * allocated for the first id and deallocated when the last reference goes.
- * Applications keep PDs and MRs on id->verbs across reconnects with no id
- * alive in between. A default PD that the application still uses when the
- * last reference goes cannot be deallocated: librdmacm forgets it and
- * allocates a new one for the next id; we keep it on a list so that
- * cm_device_exit() can release it. (rdma-core 44 also leaves the PD allocated
- * when the last reference is a device list; we deallocate it then too.)
- *
- * cm_dev_mutex serialises opening, allocating and releasing; fab.cm_ctx and
- * fab.cm_pd are written under it and fab.lock, so either lock reads them.
- */
-static pthread_mutex_t cm_dev_mutex = PTHREAD_MUTEX_INITIALIZER;
-
-struct orphan_pd {
-	struct orphan_pd *next;
-	struct ibv_pd *pd;
-};
-
-static struct orphan_pd *orphans;
-
-/* Open the context if needed and take a reference. Called with cm_dev_mutex held. */
-static int device_ref(void)
-{
-	struct ibv_device **list;
-	struct ibv_context *ctx;
-
-	if (!fab.cm_ctx) {
-		list = ibv_get_device_list(NULL);
-		ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
-		ibv_free_device_list(list);
-		if (!ctx)
-			return -1;
-		fab_lock();
-		fab.cm_ctx = to_sctx(ctx);
-		fab_unlock();
-	}
-	fab_lock();
-	fab.cm_ctx_refs++;
-	fab_unlock();
-	return 0;
-}
-
-static void device_unref(void)
-{
-	struct orphan_pd *o;
-	struct ibv_pd *pd;
-
-	pthread_mutex_lock(&cm_dev_mutex);
-	fab_lock();
-	pd = --fab.cm_ctx_refs == 0 ? fab.cm_pd : NULL;
-	/* No reference is left, so no progress unit can take one meanwhile. */
-	if (pd)
-		fab.cm_pd = NULL;
-	fab_unlock();
-	if (pd && ibv_dealloc_pd(pd)) {
-		/* The application still has objects on it. */
-		o = malloc(sizeof(*o));
-		if (o) {
-			o->pd = pd;
-			o->next = orphans;
-			orphans = o;
-		}
-	}
-	pthread_mutex_unlock(&cm_dev_mutex);
-}
-
-int cm_device_get(void)
-{
-	struct ibv_pd *pd = NULL;
-	int ret;
-
-	pthread_mutex_lock(&cm_dev_mutex);
-	ret = device_ref();
-	if (!ret && !fab.cm_pd) {
-		pd = ibv_alloc_pd(&fab.cm_ctx->vctx.context);
-		fab_lock();
-		fab.cm_pd = pd;
-		if (!pd)
-			fab.cm_ctx_refs--;
-		fab_unlock();
-		ret = pd ? 0 : -1;
-	}
-	pthread_mutex_unlock(&cm_dev_mutex);
-	return ret;
-}
-
-void cm_device_put(void)
-{
-	device_unref();
-}
-
-/*
- * Process exit: release the context when nothing is left on it, so that a
- * program that cleaned up after itself is leak-free under valgrind and ASan.
- * Runs before the fabric's own destructor (fab_exit).
- */
-__attribute__((destructor)) static void cm_device_exit(void)
-{
-	struct ibv_context *ctx;
-	struct orphan_pd **pos = &orphans;
-	bool idle;
-
-	pthread_mutex_lock(&cm_dev_mutex);
-	while (*pos) {
-		struct orphan_pd *o = *pos;
-
-		if (ibv_dealloc_pd(o->pd) == 0) {
-			*pos = o->next;
-			free(o);
-		} else {
-			pos = &o->next;
-		}
-	}
-	fab_lock();
-	ctx = fab.cm_ctx ? &fab.cm_ctx->vctx.context : NULL;
-	idle = ctx && fab.cm_ctx_refs == 0 && fab.cm_ctx->objects == 0;
-	if (idle)
-		fab.cm_ctx = NULL;
-	fab_unlock();
-	if (idle)
-		ibv_close_device(ctx);
-	pthread_mutex_unlock(&cm_dev_mutex);
-}
-
-void cm_set_device_locked(struct soft_cm_id *sid)
-{
-	sid->id.verbs = &fab.cm_ctx->vctx.context;
-	sid->id.pd = fab.cm_pd;
-	sid->id.port_num = 1;
-}
-
-struct ibv_context **rdma_get_devices(int *num_devices)
-{
-	struct ibv_context **list;
-	int ret;
-
-	if (num_devices)
-		*num_devices = 0;
-	pthread_mutex_lock(&cm_dev_mutex);
-	ret = device_ref();
-	pthread_mutex_unlock(&cm_dev_mutex);
-	if (ret)
-		return NULL;
-	list = calloc(2, sizeof(*list));
-	if (!list) {
-		device_unref();
-		errno = ENOMEM;
-		return NULL;
-	}
-	fab_lock();
-	list[0] = &fab.cm_ctx->vctx.context;
-	fab_unlock();
-	if (num_devices)
-		*num_devices = 1;
-	return list;
-}
-
-void rdma_free_devices(struct ibv_context **list)
-{
-	free(list);
-	device_unref();
-}
-
-/* ---- addresses ---------------------------------------------------------- */
-
-bool cm_addr_is_loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-	if (sa->sa_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-	return false;
-}
-
-bool cm_addr_is_any(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
-	if (sa->sa_family == AF_INET6)
-		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-	return false;
-}
-
-socklen_t cm_addr_len(const struct sockaddr *sa)
-{
-	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
-uint16_t cm_addr_port(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET6)
-		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
-	return ntohs(((const struct sockaddr_in *)sa)->sin_port);
-}
-
-static void addr_set_port(struct sockaddr *sa, uint16_t port)
-{
-	if (sa->sa_family == AF_INET6)
-		((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
-	else
-		((struct sockaddr_in *)sa)->sin_port = htons(port);
-}
-
-static void addr_set_loopback(struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET6)
-		((struct sockaddr_in6 *)sa)->sin6_addr = in6addr_loopback;
-	else
-		((struct sockaddr_in *)sa)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-}
-
-static bool same_ip(const struct sockaddr *a, const struct sockaddr *b)
-{
-	if (a->sa_family != b->sa_family)
-		return false;
-	if (a->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-		       &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
-}
-
-/* Does a bound address (with its AFONLY option) cover addr? */
-static bool addr_covers(const struct sockaddr *bound, bool afonly, const struct sockaddr *addr)
-{
-	if (bound->sa_family == addr->sa_family)
-		return cm_addr_is_any(bound) || same_ip(bound, addr);
-	return bound->sa_family == AF_INET6 && !afonly && cm_addr_is_any(bound);
-}
-
-/* The GID of an IP address: RoCEv2 uses the address itself (IPv4-mapped). */
-static void addr_to_gid(const struct sockaddr *sa, union ibv_gid *gid)
-{
-	memset(gid, 0, sizeof(*gid));
-	if (sa->sa_family == AF_INET6) {
-		memcpy(gid->raw, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-	} else {
-		gid->raw[10] = 0xff;
-		gid->raw[11] = 0xff;
-		memcpy(gid->raw + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	}
-}
 
 /* ---- ports ---------------------------------------------------------------- */
 
@@ -275,8 +27,8 @@ static bool port_taken_locked(struct soft_cm_id *self, const struct sockaddr *ad
 		if (other == self || !other->port_held || other->id.ps != self->id.ps ||
 		    cm_addr_port(oaddr) != port)
 			continue;
-		if (!addr_covers(oaddr, other->afonly, addr) &&
-		    !addr_covers(addr, self->afonly, oaddr))
+		if (!cm_addr_covers(oaddr, other->afonly, addr) &&
+		    !cm_addr_covers(addr, self->afonly, oaddr))
 			continue;
 		if (self->reuseaddr && other->reuseaddr && other->state != CM_LISTEN)
 			continue;
@@ -285,12 +37,34 @@ static bool port_taken_locked(struct soft_cm_id *self, const struct sockaddr *ad
 	return false;
 }
 
+/*
+ * A free port for addr. With the socket backend each process starts at its
+ * own place in the range, so that processes rarely pick the same one.
+ */
+static int pick_port_locked(struct soft_cm_id *sid, const struct sockaddr *addr, uint16_t *out)
+{
+	static uint16_t next_port;
+	unsigned int tries;
+
+	if (!next_port)
+		next_port = (uint16_t)(40000 + (rdv_dir() ? getpid() % 20000 : 0));
+	for (tries = 0; tries < 20000; tries++) {
+		uint16_t port = next_port;
+
+		next_port = next_port >= 59999 ? 40000 : next_port + 1;
+		if (!port_taken_locked(sid, addr, port)) {
+			*out = port;
+			return 0;
+		}
+	}
+	return EADDRNOTAVAIL;
+}
+
 static int bind_locked(struct soft_cm_id *sid, const struct sockaddr *addr)
 {
-	static uint16_t next_port = 40000;
 	struct sockaddr *src = &sid->id.route.addr.src_addr;
 	uint16_t port = cm_addr_port(addr);
-	unsigned int tries;
+	int ret;
 
 	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
 		return EAFNOSUPPORT;
@@ -300,25 +74,21 @@ static int bind_locked(struct soft_cm_id *sid, const struct sockaddr *addr)
 	if (!cm_addr_is_loopback(addr) && !cm_addr_is_any(addr))
 		return ENODEV;
 	if (port == 0) {
-		for (tries = 0; tries < 20000; tries++) {
-			port = next_port;
-			next_port = next_port >= 59999 ? 40000 : next_port + 1;
-			if (!port_taken_locked(sid, addr, port))
-				break;
-		}
-		if (tries == 20000)
-			return EADDRNOTAVAIL;
+		ret = pick_port_locked(sid, addr, &port);
+		if (ret)
+			return ret;
+		sid->port_auto = true;
 	} else if (port_taken_locked(sid, addr, port)) {
 		return EADDRINUSE;
 	}
 	memset(&sid->id.route.addr.src_storage, 0, sizeof(struct sockaddr_storage));
 	memcpy(src, addr, cm_addr_len(addr));
-	addr_set_port(src, port);
+	cm_addr_set_port(src, port);
 	sid->port_held = true;
 	sid->state = CM_BOUND;
 	if (!cm_addr_is_any(src)) {
 		cm_set_device_locked(sid);
-		addr_to_gid(src, &sid->id.route.addr.addr.ibaddr.sgid);
+		cm_addr_to_gid(src, &sid->id.route.addr.addr.ibaddr.sgid);
 	}
 	return 0;
 }
@@ -341,6 +111,66 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	return ret ? fail(ret) : 0;
 }
 
+/*
+ * Socket backend: publish the listener in the rendezvous directory so that
+ * other processes can connect. Across processes a port conflict shows here,
+ * at listen; a port picked by bind (port 0) is then picked again.
+ */
+static int publish(struct soft_cm_id *sid)
+{
+	struct sockaddr_storage addr;
+	struct rdv_claim *claim = NULL;
+	unsigned int tries;
+	int ret, fd;
+
+	for (tries = 0;; tries++) {
+		uint16_t port;
+
+		fab_lock();
+		memcpy(&addr, &sid->id.route.addr.src_storage, sizeof(addr));
+		fab_unlock();
+		ret = rdv_listen((struct sockaddr *)&addr, sid->id.ps, sid->afonly, &claim);
+		if (ret != -EADDRINUSE || !sid->port_auto || tries == 100)
+			break;
+		fab_lock();
+		ret = -pick_port_locked(sid, (struct sockaddr *)&addr, &port);
+		if (!ret)
+			cm_addr_set_port(&sid->id.route.addr.src_addr, port);
+		fab_unlock();
+		if (ret)
+			break;
+	}
+	if (ret)
+		return -ret;
+	fab_lock();
+	fd = rdv_claim_take_fd(claim);
+	sid->listen_sock = net_listener_add_locked(fd);
+	if (sid->listen_sock)
+		sid->claim = claim;
+	fab_unlock();
+	if (!sid->listen_sock) {
+		close(fd);
+		rdv_unlisten(claim);
+		return ENOMEM;
+	}
+	return 0;
+}
+
+static void unpublish(struct soft_cm_id *sid)
+{
+	struct rdv_claim *claim;
+
+	fab_lock();
+	claim = sid->claim;
+	sid->claim = NULL;
+	if (sid->listen_sock)
+		net_listener_close_locked(sid->listen_sock);
+	sid->listen_sock = NULL;
+	fab_unlock();
+	if (claim)
+		rdv_unlisten(claim);
+}
+
 int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	struct soft_cm_id *sid = to_scm(id);
@@ -357,6 +187,14 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 		sid->backlog = backlog;
 	}
 	fab_unlock();
+	if (!ret && rdv_dir()) {
+		ret = publish(sid);
+		if (ret) {
+			fab_lock();
+			sid->state = CM_BOUND;
+			fab_unlock();
+		}
+	}
 	return ret ? fail(ret) : 0;
 }
 
@@ -370,7 +208,7 @@ struct soft_cm_id *cm_find_listener_locked(const struct sockaddr *dst, enum rdma
 		const struct sockaddr *la = &l->id.route.addr.src_addr;
 
 		if (l->state != CM_LISTEN || l->id.ps != ps || l->destroying ||
-		    cm_addr_port(la) != cm_addr_port(dst) || !addr_covers(la, l->afonly, dst))
+		    cm_addr_port(la) != cm_addr_port(dst) || !cm_addr_covers(la, l->afonly, dst))
 			continue;
 		/* An exact address wins over a wildcard, as in the kernel. */
 		if (!cm_addr_is_any(la))
@@ -407,13 +245,13 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct s
 	memcpy(dst, dst_addr, cm_addr_len(dst_addr));
 	/* The kernel resolves the wildcard address to the local host. */
 	if (cm_addr_is_any(dst))
-		addr_set_loopback(dst);
+		cm_addr_set_loopback(dst);
 	sid->state = CM_ADDR_QUERY;
 	w = cm_work_new_locked(CMW_ADDR, sid, NULL);
 	if (w)
 		w->status = cm_addr_is_loopback(dst) ? 0 : -EHOSTUNREACH;
 	fab_unlock();
-	return 0;
+	return cm_complete(sid);
 }
 
 /* Progress unit: address resolution finished. */
@@ -432,13 +270,13 @@ void cm_addr_done_locked(struct soft_cm_id *sid, int status)
 			uint16_t port = cm_addr_port(src);
 
 			src->sa_family = sid->id.route.addr.dst_addr.sa_family;
-			addr_set_port(src, port);
+			cm_addr_set_port(src, port);
 		}
-		addr_set_loopback(src);
+		cm_addr_set_loopback(src);
 	}
 	cm_set_device_locked(sid);
-	addr_to_gid(src, &sid->id.route.addr.addr.ibaddr.sgid);
-	addr_to_gid(&sid->id.route.addr.dst_addr, &sid->id.route.addr.addr.ibaddr.dgid);
+	cm_addr_to_gid(src, &sid->id.route.addr.addr.ibaddr.sgid);
+	cm_addr_to_gid(&sid->id.route.addr.dst_addr, &sid->id.route.addr.addr.ibaddr.dgid);
 	sid->id.route.addr.addr.ibaddr.pkey = htons(0xffff);
 	sid->state = CM_ADDR_RESOLVED;
 	cm_deliver_locked(sid, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL, 0, 0, NULL);
@@ -459,7 +297,7 @@ int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 			ret = ENOMEM;
 	}
 	fab_unlock();
-	return ret ? fail(ret) : 0;
+	return ret ? fail(ret) : cm_complete(sid);
 }
 
 /* Progress unit: route resolution finished. */
@@ -524,21 +362,60 @@ int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 	return fail(ENOSYS);
 }
 
+struct soft_cm_id *cm_id_alloc(struct soft_cm_channel *ch, void *context,
+			       enum rdma_port_space ps)
+{
+	struct soft_cm_id *sid = calloc(1, sizeof(*sid));
+
+	if (!sid)
+		return NULL;
+	sid->ch = ch;
+	sid->id.channel = ch ? &ch->ch : NULL;
+	sid->id.context = context;
+	sid->id.ps = ps;
+	sid->id.qp_type = IBV_QPT_RC;
+	sid->state = CM_IDLE;
+	list_init(&sid->link);
+	return sid;
+}
+
+void cm_id_link_locked(struct soft_cm_id *sid)
+{
+	list_add_tail(&sid->link, &fab.cm_ids);
+	if (sid->ch)
+		sid->ch->ids++;
+	fab.counts.cm_ids++;
+}
+
+/* Without a channel the id is synchronous: librdmacm gives it a channel of its own. */
 int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
 		   enum rdma_port_space ps)
 {
+	struct rdma_event_channel *own = NULL;
 	struct soft_cm_id *sid;
 
-	/* Synchronous ids (no channel) and datagram port spaces are not modelled. */
-	if (!channel || !id || (ps != RDMA_PS_TCP && ps != RDMA_PS_IB))
+	/* Datagram port spaces are not modelled. */
+	if (!id || (ps != RDMA_PS_TCP && ps != RDMA_PS_IB))
 		return fail(EINVAL);
-	if (cm_device_get())
+	if (!channel) {
+		own = rdma_create_event_channel();
+		if (!own)
+			return -1;
+		channel = own;
+	}
+	if (cm_device_get()) {
+		if (own)
+			rdma_destroy_event_channel(own);
 		return fail(ENODEV);
+	}
 	sid = cm_id_alloc(container_of(channel, struct soft_cm_channel, ch), context, ps);
 	if (!sid) {
 		cm_device_put();
+		if (own)
+			rdma_destroy_event_channel(own);
 		return fail(ENOMEM);
 	}
+	sid->sync = own != NULL;
 	fab_lock();
 	cm_id_link_locked(sid);
 	fab_unlock();
@@ -549,7 +426,14 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	struct soft_cm_id *sid = to_scm(id);
+	struct soft_cm_channel *own;
 
+	/* A sync id holds the event of its last call. */
+	if (id->event) {
+		rdma_ack_cm_event(id->event);
+		id->event = NULL;
+	}
+	unpublish(sid);
 	fab_lock();
 	sid->destroying = true;
 	/* As librdmacm: every event handed out for this id must be acked first. */
@@ -561,8 +445,12 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	if (sid->ch)
 		sid->ch->ids--;
 	fab.counts.cm_ids--;
+	own = sid->sync ? sid->ch : NULL;
 	fab_unlock();
+	free(sid->ep_qp_attr);
 	free(sid);
+	if (own)
+		rdma_destroy_event_channel(&own->ch);
 	cm_device_put();
 	return 0;
 }

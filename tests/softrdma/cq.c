@@ -45,6 +45,10 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	}
 	fab.counts.comp_channels--;
 	to_sctx(channel->context)->objects--;
+	if (!evq_retire_locked(&sch->q)) {
+		fab_unlock();
+		return 0;
+	}
 	fab_unlock();
 	evq_fini(&sch->q);
 	free(sch);

@@ -258,6 +258,10 @@ int ibv_close_device(struct ibv_context *context)
 		free(list_entry(node, struct soft_async_event, link));
 	fab.counts.contexts--;
 	fab_put_user_locked();
+	if (!evq_retire_locked(&sctx->async_q)) {
+		fab_unlock();
+		return 0;
+	}
 	fab_unlock();
 	evq_fini(&sctx->async_q);
 	pthread_mutex_destroy(&context->mutex);

@@ -20,8 +20,17 @@ void engine_activate_locked(struct soft_qp *qp)
 	list_add_tail(&qp->active_link, &fab.active_qps);
 }
 
+static void stop_waiting_locked(struct soft_qp *qp)
+{
+	if (!qp->wait_resp)
+		return;
+	qp->wait_resp = false;
+	fab.waiting--;
+}
+
 void engine_deactivate_locked(struct soft_qp *qp)
 {
+	stop_waiting_locked(qp);
 	if (!qp->active)
 		return;
 	list_del(&qp->active_link);
@@ -154,13 +163,14 @@ static enum wire_op wire_op_of(enum ibv_wr_opcode op)
 }
 
 /*
- * Resolve the WQE's local SGEs. A READ scatters into them (needs local write);
- * everything else gathers from them.
+ * Resolve the WQE's local SGEs. A READ scatters into them (needs local write),
+ * so only their rights are checked now; everything else gathers from them.
  */
 static enum ibv_wc_status gather_locked(struct soft_qp *qp, const struct soft_send_wqe *wqe,
-					struct wire_req *req, uint8_t **dst, uint32_t *dst_len)
+					struct wire_req *req)
 {
-	int need = wqe->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
+	bool read = wqe->opcode == IBV_WR_RDMA_READ;
+	int need = read ? IBV_ACCESS_LOCAL_WRITE : 0;
 	uint64_t total = 0;
 	uint32_t i;
 
@@ -181,11 +191,11 @@ static enum ibv_wc_status gather_locked(struct soft_qp *qp, const struct soft_se
 		ptr = mem_local_locked(qp->pd, sge->lkey, sge->addr, sge->length, need);
 		if (!ptr)
 			return IBV_WC_LOC_PROT_ERR;
-		dst[req->nsegs] = ptr;
-		dst_len[req->nsegs] = sge->length;
-		req->segs[req->nsegs].addr = ptr;
-		req->segs[req->nsegs].len = sge->length;
-		req->nsegs++;
+		if (!read) {
+			req->segs[req->nsegs].addr = ptr;
+			req->segs[req->nsegs].len = sge->length;
+			req->nsegs++;
+		}
 		total += sge->length;
 	}
 	if (total > SOFT_MAX_MSG)
@@ -194,20 +204,37 @@ static enum ibv_wc_status gather_locked(struct soft_qp *qp, const struct soft_se
 	return IBV_WC_SUCCESS;
 }
 
-static void scatter_read(const struct wire_resp *resp, uint8_t **dst, const uint32_t *dst_len,
-			 unsigned int n)
+/*
+ * READ data arrived: scatter it into the WQE's buffers, resolved again since
+ * the answer may come from another process after the lock was dropped.
+ */
+static enum ibv_wc_status scatter_read_locked(struct soft_qp *qp, const struct soft_send_wqe *wqe,
+					      const struct wire_resp *resp, uint32_t *byte_len)
 {
 	const uint8_t *src = resp->data;
-	uint32_t left = resp->data_len;
-	unsigned int i;
+	uint32_t left = resp->data_len, i;
 
-	for (i = 0; i < n && left; i++) {
-		uint32_t len = dst_len[i] < left ? dst_len[i] : left;
+	*byte_len = 0;
+	for (i = 0; i < wqe->num_sge; i++) {
+		const struct ibv_sge *sge = &wqe->sge[i];
+		uint8_t *dst;
 
-		memcpy(dst[i], src, len);
-		src += len;
-		left -= len;
+		if (!sge->length)
+			continue;
+		dst = mem_local_locked(qp->pd, sge->lkey, sge->addr, sge->length,
+				       IBV_ACCESS_LOCAL_WRITE);
+		if (!dst)
+			return IBV_WC_LOC_PROT_ERR;
+		*byte_len += sge->length;
+		if (left) {
+			uint32_t len = sge->length < left ? sge->length : left;
+
+			memcpy(dst, src, len);
+			src += len;
+			left -= len;
+		}
 	}
+	return IBV_WC_SUCCESS;
 }
 
 static uint64_t retry_time(void)
@@ -215,20 +242,17 @@ static uint64_t retry_time(void)
 	return soft_now_ns() + SOFT_RETRY_DELAY_NS;
 }
 
-/* Send the WQE over the wire and act on the answer. */
+/* Send the WQE over the wire; act on the answer now or when it comes. */
 static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 {
-	uint8_t *dst[WIRE_MAX_SEGS];
-	uint32_t dst_len[WIRE_MAX_SEGS];
 	struct wire_req req;
 	struct wire_resp resp = { .status = WIRE_NO_ANSWER };
 	bool is_send = wqe->opcode == IBV_WR_SEND || wqe->opcode == IBV_WR_SEND_WITH_IMM ||
 		wqe->opcode == IBV_WR_SEND_WITH_INV;
-
 	enum ibv_wc_status local;
 
 	memset(&req, 0, sizeof(req));
-	local = gather_locked(qp, wqe, &req, dst, dst_len);
+	local = gather_locked(qp, wqe, &req);
 	if (local != IBV_WC_SUCCESS) {
 		finish_wqe_locked(qp, wqe, local, 0);
 		return;
@@ -247,24 +271,47 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 	req.inv_rkey = wqe->imm_or_inv;
 	req.rkey = wqe->rkey;
 	req.raddr = wqe->remote_addr;
+	req.token = wqe->seq;
+	req.psn = wqe->psn;
 
 	if (wqe->force_rnr && is_send)
 		resp.status = WIRE_NAK_RNR;
 	else
 		wire_transmit(qp, &req, &resp);
+	if (resp.status == WIRE_PENDING) {
+		qp->wait_resp = true;
+		fab.waiting++;
+		return;
+	}
+	engine_answer_locked(qp, &resp);
+}
+
+void engine_answer_locked(struct soft_qp *qp, const struct wire_resp *resp)
+{
+	struct soft_send_wqe *wqe = &qp->sq[qp->sq_exec % qp->sq_size];
+	enum ibv_wc_status st;
+	uint32_t byte_len;
+
+	if (qp->wait_resp) {
+		stop_waiting_locked(qp);
+		fab_kick_locked();
+	}
 	/* The responder's error handling may have torn our connection down. */
-	if (qp->attr.qp_state != IBV_QPS_RTS)
+	if (qp->attr.qp_state != IBV_QPS_RTS || qp->sq_exec == qp->sq_tail)
 		return;
 
-	switch (resp.status) {
+	switch (resp->status) {
 	case WIRE_ACK:
-		if (wqe->opcode == IBV_WR_RDMA_READ)
-			scatter_read(&resp, dst, dst_len, req.nsegs);
-		finish_wqe_locked(qp, wqe, IBV_WC_SUCCESS,
-				  wqe->opcode == IBV_WR_RDMA_READ ? req.length : 0);
+		if (wqe->opcode != IBV_WR_RDMA_READ) {
+			finish_wqe_locked(qp, wqe, IBV_WC_SUCCESS, 0);
+			break;
+		}
+		st = scatter_read_locked(qp, wqe, resp, &byte_len);
+		finish_wqe_locked(qp, wqe, st, st == IBV_WC_SUCCESS ? byte_len : 0);
 		break;
 	case WIRE_NAK_RNR:
-		if (wqe->rnr_left == 7 && !wqe->force_rnr) {
+		/* Across processes a posted receive wakes nobody: retry on the clock. */
+		if (wqe->rnr_left == 7 && !wqe->force_rnr && !qp->remote) {
 			qp->wait_recv = true;	/* retry forever: until a receive shows up */
 		} else if (wqe->rnr_left) {
 			if (wqe->rnr_left != 7)
@@ -285,6 +332,7 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 		finish_wqe_locked(qp, wqe, IBV_WC_REM_OP_ERR, 0);
 		break;
 	case WIRE_NO_ANSWER:
+	case WIRE_PENDING:
 		if (wqe->retry_left) {
 			wqe->retry_left--;
 			qp->wake_at = retry_time();
@@ -293,6 +341,21 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 		}
 		break;
 	}
+}
+
+void engine_peer_lost_locked(struct soft_qp *qp)
+{
+	enum ibv_qp_state state = qp->attr.qp_state;
+
+	if (state == IBV_QPS_RESET || state == IBV_QPS_ERR)
+		return;
+	if (state == IBV_QPS_RTS && qp->sq_exec != qp->sq_tail) {
+		stop_waiting_locked(qp);
+		finish_wqe_locked(qp, &qp->sq[qp->sq_exec % qp->sq_size],
+				  IBV_WC_RETRY_EXC_ERR, 0);
+		return;
+	}
+	qp_to_error_locked(qp);
 }
 
 /* Returns true if the fault consumed the unit (the WQE must not execute now). */
@@ -328,6 +391,22 @@ static bool apply_fault_locked(struct soft_qp *qp, struct soft_send_wqe *wqe,
 	return false;
 }
 
+/* Packets the WQE's request takes at the path MTU (a READ: its response packets). */
+static uint32_t wqe_packets(const struct soft_qp *qp, const struct soft_send_wqe *wqe)
+{
+	uint64_t len = 0;
+	uint32_t mtu = 128u << qp->attr.path_mtu, i;
+
+	if (wqe->opcode == IBV_WR_LOCAL_INV || wqe->opcode == IBV_WR_BIND_MW)
+		return 0;
+	if (wqe->flags & IBV_SEND_INLINE)
+		len = wqe->inline_len;
+	else
+		for (i = 0; i < wqe->num_sge; i++)
+			len += wqe->sge[i].length;
+	return len ? (uint32_t)((len + mtu - 1) / mtu) : 1;
+}
+
 void engine_run_locked(struct soft_qp *qp)
 {
 	struct soft_send_wqe *wqe = &qp->sq[qp->sq_exec % qp->sq_size];
@@ -342,6 +421,8 @@ void engine_run_locked(struct soft_qp *qp)
 		wqe->started = true;
 		wqe->rnr_left = qp->attr.rnr_retry;
 		wqe->retry_left = qp->attr.retry_cnt;
+		wqe->psn = qp->next_psn;
+		qp->next_psn = (qp->next_psn + wqe_packets(qp, wqe)) & 0xffffff;
 		f = fault_check_send_locked(qp, wqe);
 		if (f && apply_fault_locked(qp, wqe, f))
 			return;

@@ -47,6 +47,7 @@ void evq_forget_locked(struct soft_evq *q, struct list_node *item)
 
 struct list_node *evq_pop_locked(struct soft_evq *q)
 {
+	q->readers++;
 	for (;;) {
 		uint64_t token;
 		ssize_t n;
@@ -58,12 +59,26 @@ struct list_node *evq_pop_locked(struct soft_evq *q)
 		err = errno;
 		fab_lock();
 		if (n != sizeof(token)) {
+			q->readers--;
 			errno = n < 0 ? err : EIO;
 			return NULL;
 		}
-		if (!list_empty(&q->items))
+		/* Its owner was destroyed meanwhile: block on, as a reader in the kernel does. */
+		if (q->retired)
+			continue;
+		if (!list_empty(&q->items)) {
+			q->readers--;
 			return list_pop(&q->items);
+		}
 		if (q->stale)
 			q->stale--;
 	}
+}
+
+bool evq_retire_locked(struct soft_evq *q)
+{
+	if (!q->readers)
+		return true;
+	q->retired = true;
+	return false;
 }

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "net.h"
 #include "soft.h"
+#include "tap.h"
 
 struct soft_fabric fab = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -40,6 +42,7 @@ static void fab_init(void)
 	fab.mode = SOFTRDMA_MODE_THREAD;
 	if (mode && strcmp(mode, "step") == 0)
 		fab.mode = SOFTRDMA_MODE_STEP;
+	pcap_init();
 }
 
 void fab_lock(void)
@@ -104,7 +107,7 @@ static struct unit pick_unit_locked(bool honour_time, uint64_t now, uint64_t *ne
 		struct soft_qp *qp = list_entry(pos, struct soft_qp, active_link);
 		uint64_t seq;
 
-		if (qp->wait_recv)
+		if (qp->wait_recv || qp->wait_resp)
 			continue;
 		if (honour_time && qp->wake_at > now) {
 			if (qp->wake_at < *next_wake)
@@ -246,10 +249,22 @@ void fab_kick_locked(void)
 		pthread_cond_signal(&fab.work_cv);
 }
 
+/* Free the units that will never run. */
+static void discard_work_locked(void)
+{
+	struct list_node *node;
+
+	while ((node = list_pop(&fab.work))) {
+		struct soft_work *w = list_entry(node, struct soft_work, link);
+
+		w->discard(w);
+	}
+}
+
 /*
- * A process that exits with objects still open must not leave the thread
+ * A process that exits with objects still open must not leave the threads
  * running. Priority 101 runs it after the unprioritised destructors (such as
- * rdma_cm's, which closes its device context), which may still need it.
+ * rdma_cm's, which closes its device context), which may still need them.
  */
 __attribute__((destructor(101))) static void fab_exit(void)
 {
@@ -257,6 +272,11 @@ __attribute__((destructor(101))) static void fab_exit(void)
 	fab.users = 0;
 	stop_thread_locked();
 	fab_unlock();
+	net_stop();
+	fab_lock();
+	discard_work_locked();
+	fab_unlock();
+	net_free();
 }
 
 int softrdma_set_mode(enum softrdma_mode mode)
@@ -284,12 +304,13 @@ enum softrdma_mode softrdma_get_mode(void)
 	return mode;
 }
 
+/* Idle: nothing to run, nothing scheduled, no answer awaited from another process. */
 static bool fabric_idle_locked(void)
 {
 	uint64_t next_wake;
 	struct unit u = pick_unit_locked(true, soft_now_ns(), &next_wake);
 
-	return u.kind == UNIT_NONE && next_wake == UINT64_MAX;
+	return u.kind == UNIT_NONE && next_wake == UINT64_MAX && fab.waiting == 0;
 }
 
 static void wait_idle_locked(void)

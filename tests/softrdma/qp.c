@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net.h"
 #include "soft.h"
 
 int rq_init(struct soft_rq *rq, uint32_t size, uint32_t max_sge)
@@ -175,6 +176,8 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 			other->peer = NULL;
 	}
 	mw_qp_gone_locked(sqp);
+	if (sqp->remote)
+		net_link_put_locked(sqp->remote);
 	async_forget_locked(qp->context, qp);
 	if (sqp->cm_id)
 		fab.cm_ops->qp_destroyed(sqp->cm_id);
@@ -284,6 +287,9 @@ static void qp_reset_locked(struct soft_qp *sqp)
 	sqp->rq.head = 0;
 	sqp->rq.count = 0;
 	sqp->peer = NULL;
+	if (sqp->remote)
+		net_link_put_locked(sqp->remote);
+	sqp->remote = NULL;
 }
 
 int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
@@ -321,8 +327,10 @@ int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
 	}
 	if (mask & IBV_QP_RQ_PSN)
 		sqp->attr.rq_psn = attr->rq_psn;
-	if (mask & IBV_QP_SQ_PSN)
-		sqp->attr.sq_psn = attr->sq_psn;
+	if (mask & IBV_QP_SQ_PSN) {
+		sqp->attr.sq_psn = attr->sq_psn & 0xffffff;
+		sqp->next_psn = sqp->attr.sq_psn;
+	}
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
 		sqp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)

@@ -48,6 +48,8 @@ struct soft_evq {
 	struct list_node items;
 	/* Tokens left in the eventfd by items removed without being read. */
 	unsigned int stale;
+	unsigned int readers;		/* threads inside evq_pop_locked() */
+	bool retired;			/* its owner is gone; readers block forever */
 };
 
 int evq_init(struct soft_evq *q);
@@ -61,6 +63,14 @@ void evq_forget_locked(struct soft_evq *q, struct list_node *item);
  * item or NULL with errno set.
  */
 struct list_node *evq_pop_locked(struct soft_evq *q);
+/*
+ * The queue's owner is being destroyed. True if nobody waits in
+ * evq_pop_locked(): the owner may close and free it. Otherwise the waiters
+ * block on for good, as a thread blocked in a read() of the kernel's event
+ * file does when another thread closes it, and the owner must stay
+ * allocated (it is left to the end of the process).
+ */
+bool evq_retire_locked(struct soft_evq *q);
 
 /* ---- fabric.c: global state, progress thread, scheduler ------------------- */
 
@@ -77,6 +87,7 @@ struct soft_fabric {
 	pthread_t thread;
 	unsigned int users;		/* open contexts + CM channels: thread runs while > 0 */
 	uint64_t seq;			/* posting order of WQEs and CM messages */
+	unsigned int waiting;		/* QPs waiting for an answer from another process */
 	struct list_node active_qps;	/* QPs with send WQEs left to execute */
 	struct list_node work;		/* other units: CM messages, lost links (soft_work) */
 	struct list_node qps;		/* every QP, for lookup by number */
@@ -314,9 +325,11 @@ struct soft_send_wqe {
 	bool force_rnr;
 	unsigned int rnr_left;
 	unsigned int retry_left;
+	uint32_t psn;			/* of its first packet (the capture), set when started */
 };
 
 struct soft_cm_id;
+struct net_link;
 
 struct soft_qp {
 	struct ibv_qp qp;
@@ -342,8 +355,12 @@ struct soft_qp {
 	bool active;
 	uint64_t wake_at;		/* not before this time (retry delay, DELAY fault) */
 	bool wait_recv;			/* RNR with rnr_retry 7: waits for the peer's receive */
+	bool wait_resp;			/* its request is out on a link, waiting for the answer */
 	struct soft_qp *peer;		/* cached responder, resolved from attr.dest_qp_num */
+	struct net_link *remote;	/* link to a responder in another process (a reference) */
 	struct soft_cm_id *cm_id;
+	uint32_t next_psn;		/* the capture: PSN of the next request packet */
+	uint32_t msn;			/* the capture: messages completed as responder */
 	unsigned int async_read;
 	unsigned int async_acked;
 };
@@ -376,6 +393,14 @@ void engine_flush_locked(struct soft_qp *qp);
 /* A receive was posted on qp: wake requesters waiting for one (RNR retry 7). */
 void engine_recv_posted_locked(struct soft_qp *qp);
 void engine_complete_recv_locked(struct soft_qp *qp, const struct ibv_wc *wc, bool solicited);
+/* The answer to the request qp is waiting for (wait_resp) came over its link. */
+void engine_answer_locked(struct soft_qp *qp, const struct wire_resp *resp);
+/*
+ * The process at the other end of qp's connection died: the oldest
+ * outstanding send WR completes with IBV_WC_RETRY_EXC_ERR, as on hardware
+ * whose peer vanished, and the QP goes to ERR, flushing the rest.
+ */
+void engine_peer_lost_locked(struct soft_qp *qp);
 
 /* ---- fault.c ---------------------------------------------------------------- */
 
@@ -400,6 +425,7 @@ struct soft_work {
 	uint64_t seq;
 	uint64_t not_before;		/* THREAD mode: not before this time */
 	void (*run)(struct soft_work *w);
+	void (*discard)(struct soft_work *w);	/* free it unrun (process exit) */
 };
 
 /* Give w the next posting sequence number and queue it. */

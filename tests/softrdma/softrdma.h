@@ -117,6 +117,19 @@ int softrdma_cm_reject_connects(unsigned int count);
 #define SOFTRDMA_REJ_INVALID_SERVICE_ID	8
 #define SOFTRDMA_REJ_CONSUMER_DEFINED	28
 
+/* ---- Capture ------------------------------------------------------------- */
+
+/*
+ * Write every packet the fabric carries to a pcap file as RoCEv2 frames
+ * (Ethernet, IPv4 or IPv6, UDP 4791, BTH and the extended headers, payload,
+ * ICRC), segmented at each QP's path MTU with consecutive PSNs, for
+ * Wireshark and tshark. The environment variable SOFTRDMA_PCAP=<file> opens
+ * one at start. The file is appended to (processes may share one); remove it
+ * first to start afresh. Opening another file closes the current one.
+ */
+int softrdma_pcap_open(const char *path);
+int softrdma_pcap_close(void);
+
 /* ---- Introspection ------------------------------------------------------- */
 
 struct softrdma_counts {

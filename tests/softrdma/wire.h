@@ -46,6 +46,8 @@ struct wire_req {
 	uint32_t rkey;
 	uint64_t raddr;
 	uint32_t length;	/* payload bytes (SEND/WRITE) or bytes requested (READ) */
+	uint64_t token;		/* which WQE of the requester (its posting sequence) */
+	uint32_t psn;		/* PSN of its first packet (the capture) */
 	unsigned int nsegs;
 	struct wire_seg segs[WIRE_MAX_SEGS];
 };
@@ -57,6 +59,7 @@ enum wire_status {
 	WIRE_NAK_REM_ACCESS,	/* rkey, bounds or rights */
 	WIRE_NAK_REM_OP,	/* the responder failed locally (its receive buffers) */
 	WIRE_NO_ANSWER,		/* no responder in RTR/RTS: the requester times out */
+	WIRE_PENDING,		/* sent to another process: the answer comes later */
 };
 
 struct wire_resp {
@@ -71,10 +74,12 @@ struct wire_resp {
 };
 
 /*
- * Carry req to the responder named by (dgid, dst_qpn) and wait for its answer.
+ * Carry req to the responder named by (dgid, dst_qpn) and get its answer.
  * Called with the fabric lock held, from the progress unit that executes the
  * WQE; it must not call back into the requester QP. The in-process transport
- * calls responder_receive() directly.
+ * calls responder_receive() directly; a QP whose connection goes to another
+ * process sends the request over its link and answers WIRE_PENDING (the
+ * answer reaches engine_answer_locked() from the net thread).
  */
 void wire_transmit(struct soft_qp *requester, const struct wire_req *req,
 		   struct wire_resp *resp);

@@ -1,0 +1,531 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The net thread: all socket I/O of the links to other processes (net.h).
+ * It polls the listening sockets, the links and a wake-up eventfd; it reads
+ * whole messages and dispatches them under the fabric lock, writes queued
+ * buffers without it, and turns EOF or an error into a dead link and a
+ * link-down unit, which runs in order after the messages that came before.
+ */
+#define _GNU_SOURCE	/* accept4 */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include "net.h"
+#include "soft.h"
+#include "wire_net.h"
+
+/* Messages read from one link before the others get a turn. */
+#define NET_READ_BURST 64
+
+struct net_listener {
+	int fd;
+	bool closing;
+	struct list_node node;
+};
+
+/* Under fab.lock. */
+static struct {
+	bool started;
+	bool stop;
+	pthread_t thread;
+	int wake_fd;
+	struct list_node links;
+	struct list_node listeners;
+} net = {
+	.wake_fd = -1,
+	.links = { &net.links, &net.links },
+	.listeners = { &net.listeners, &net.listeners },
+};
+
+static void net_kick_locked(void)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	if (net.wake_fd < 0)
+		return;
+	/* Cannot fail: the counter would have to reach 2^64 - 1. */
+	n = write(net.wake_fd, &one, sizeof(one));
+	(void)n;
+}
+
+static void free_bufs(struct list_node *head)
+{
+	struct list_node *node;
+
+	while ((node = list_pop(head)))
+		free(list_entry(node, struct net_buf, link));
+}
+
+void net_link_get_locked(struct net_link *link)
+{
+	link->refs++;
+}
+
+void net_link_put_locked(struct net_link *link)
+{
+	if (--link->refs)
+		return;
+	free_bufs(&link->out);
+	free(link->in_body);
+	free(link);
+}
+
+void net_link_close_locked(struct net_link *link)
+{
+	link->closing = true;
+	net_kick_locked();
+	net_link_put_locked(link);
+}
+
+struct net_buf *net_buf_new(enum net_msg_type type, uint32_t body_len)
+{
+	struct net_buf *buf = malloc(sizeof(*buf) + sizeof(struct net_hdr) + body_len);
+	struct net_hdr hdr = { .magic = NET_MAGIC, .type = type, .len = body_len };
+
+	if (!buf)
+		return NULL;
+	buf->len = (uint32_t)sizeof(hdr) + body_len;
+	memcpy(buf->data, &hdr, sizeof(hdr));
+	return buf;
+}
+
+bool net_any_link_locked(void)
+{
+	return !list_empty(&net.links);
+}
+
+void net_send_locked(struct net_link *link, struct net_buf *buf)
+{
+	if (link->dead) {
+		free(buf);
+		return;
+	}
+	list_add_tail(&buf->link, &link->out);
+	net_kick_locked();
+}
+
+/* ---- the link-down unit ----------------------------------------------------- */
+
+struct link_down {
+	struct soft_work work;
+	struct net_link *link;
+};
+
+static void link_down_run(struct soft_work *work)
+{
+	struct link_down *d = container_of(work, struct link_down, work);
+
+	if (d->link->id && fab.cm_ops)
+		fab.cm_ops->link_down(d->link);
+	/* Requests still waiting for an answer get none: the requesters time out. */
+	wire_net_link_lost_locked(d->link);
+	net_link_put_locked(d->link);
+	free(d);
+}
+
+static void link_down_discard(struct soft_work *work)
+{
+	struct link_down *d = container_of(work, struct link_down, work);
+
+	net_link_put_locked(d->link);
+	free(d);
+}
+
+/* The link can carry nothing more: tell its owner and its waiting requesters. */
+static void link_dead_locked(struct net_link *link)
+{
+	struct link_down *d;
+
+	if (link->dead)
+		return;
+	link->dead = true;
+	free_bufs(&link->out);
+	if (!link->id && !wire_net_link_busy_locked(link))
+		return;
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fprintf(stderr, "softrdma: out of memory: a lost peer goes unnoticed\n");
+		return;
+	}
+	d->link = link;
+	net_link_get_locked(link);
+	d->work.run = link_down_run;
+	d->work.discard = link_down_discard;
+	work_queue_locked(&d->work);
+}
+
+/* ---- the net thread ------------------------------------------------------------ */
+
+static void dispatch_locked(struct net_link *link, const struct net_hdr *hdr, const void *body)
+{
+	switch (hdr->type) {
+	case NET_MSG_CM:
+		if (fab.cm_ops)
+			fab.cm_ops->link_message(link, body, hdr->len);
+		break;
+	case NET_MSG_WIRE_REQ:
+		wire_net_serve_locked(link, body, hdr->len);
+		break;
+	case NET_MSG_WIRE_RESP:
+		wire_net_answer_locked(link, body, hdr->len);
+		break;
+	}
+}
+
+static bool header_ok(const struct net_hdr *hdr)
+{
+	return hdr->magic == NET_MAGIC && hdr->len <= NET_MAX_BODY &&
+	       hdr->type >= NET_MSG_CM && hdr->type <= NET_MSG_WIRE_RESP;
+}
+
+/* Read until a message is complete (1), the socket runs dry (0) or the link is lost (-1). */
+static int read_message(struct net_link *link)
+{
+	for (;;) {
+		uint32_t hdr_len = sizeof(link->in_hdr);
+		uint8_t *dst;
+		size_t want;
+		ssize_t n;
+
+		if (link->in_body && link->in_got == hdr_len + link->in_hdr.len)
+			return 1;
+		if (link->in_got < hdr_len) {
+			dst = (uint8_t *)&link->in_hdr + link->in_got;
+			want = hdr_len - link->in_got;
+		} else {
+			dst = link->in_body + (link->in_got - hdr_len);
+			want = hdr_len + link->in_hdr.len - link->in_got;
+		}
+		n = read(link->fd, dst, want);
+		if (n == 0)
+			return -1;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -1;
+		}
+		link->in_got += (uint32_t)n;
+		if (link->in_got == hdr_len && !link->in_body) {
+			if (!header_ok(&link->in_hdr))
+				return -1;
+			/* One spare byte: a zero-length body still gets a buffer. */
+			link->in_body = malloc((size_t)link->in_hdr.len + 1);
+			if (!link->in_body)
+				return -1;
+		}
+	}
+}
+
+static void link_read(struct net_link *link)
+{
+	int burst;
+
+	for (burst = 0; burst < NET_READ_BURST; burst++) {
+		int ret = read_message(link);
+
+		if (ret == 0)
+			return;
+		fab_lock();
+		if (ret < 0)
+			link_dead_locked(link);
+		else if (!link->dead)
+			dispatch_locked(link, &link->in_hdr, link->in_body);
+		fab_unlock();
+		if (ret < 0)
+			return;
+		free(link->in_body);
+		link->in_body = NULL;
+		link->in_got = 0;
+	}
+}
+
+static void link_write(struct net_link *link)
+{
+	for (;;) {
+		struct net_buf *buf = NULL;
+		ssize_t n;
+
+		fab_lock();
+		if (!link->dead && !list_empty(&link->out))
+			buf = list_entry(link->out.next, struct net_buf, link);
+		fab_unlock();
+		if (!buf)
+			return;
+		/* Only this thread removes buffers, so buf stays valid unlocked. */
+		n = send(link->fd, buf->data + link->out_off, buf->len - link->out_off,
+			 MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			fab_lock();
+			link_dead_locked(link);
+			fab_unlock();
+			return;
+		}
+		link->out_off += (uint32_t)n;
+		if (link->out_off < buf->len)
+			continue;
+		link->out_off = 0;
+		fab_lock();
+		list_del(&buf->link);
+		fab_unlock();
+		free(buf);
+	}
+}
+
+static void listener_accept(struct net_listener *l)
+{
+	for (;;) {
+		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct net_link *link;
+
+		if (fd < 0)
+			return;
+		fab_lock();
+		link = net_link_new_locked(fd);
+		/* Nobody owns it until its REQ arrives: the thread's reference is enough. */
+		if (link)
+			net_link_put_locked(link);
+		else
+			close(fd);
+		fab_unlock();
+	}
+}
+
+/* Close what its owners let go of, and dead links. */
+static void reap_locked(void)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &net.links) {
+		struct net_link *link = list_entry(pos, struct net_link, node);
+
+		if (!link->dead && !(link->closing && list_empty(&link->out)))
+			continue;
+		link_dead_locked(link);
+		close(link->fd);
+		link->fd = -1;
+		list_del(&link->node);
+		net_link_put_locked(link);
+	}
+	list_for_each_safe(pos, tmp, &net.listeners) {
+		struct net_listener *l = list_entry(pos, struct net_listener, node);
+
+		if (!l->closing)
+			continue;
+		close(l->fd);
+		list_del(&l->node);
+		free(l);
+	}
+}
+
+struct poll_set {
+	struct pollfd *fds;
+	void **what;		/* NULL: the wake fd; else a link or a listener */
+	bool *is_link;
+	size_t n, cap;
+};
+
+static bool poll_add(struct poll_set *p, int fd, short events, void *what, bool is_link)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 16;
+		struct pollfd *fds = realloc(p->fds, cap * sizeof(*fds));
+		void **w;
+		bool *il;
+
+		if (!fds)
+			return false;
+		p->fds = fds;
+		w = realloc(p->what, cap * sizeof(*w));
+		if (!w)
+			return false;
+		p->what = w;
+		il = realloc(p->is_link, cap * sizeof(*il));
+		if (!il)
+			return false;
+		p->is_link = il;
+		p->cap = cap;
+	}
+	p->fds[p->n] = (struct pollfd){ .fd = fd, .events = events };
+	p->what[p->n] = what;
+	p->is_link[p->n] = is_link;
+	p->n++;
+	return true;
+}
+
+/* The links in the set hold the thread's reference: they outlive the poll. */
+static bool poll_build_locked(struct poll_set *p)
+{
+	struct list_node *pos, *tmp;
+
+	p->n = 0;
+	if (!poll_add(p, net.wake_fd, POLLIN, NULL, false))
+		return false;
+	list_for_each_safe(pos, tmp, &net.listeners) {
+		struct net_listener *l = list_entry(pos, struct net_listener, node);
+
+		if (!poll_add(p, l->fd, POLLIN, l, false))
+			return false;
+	}
+	list_for_each_safe(pos, tmp, &net.links) {
+		struct net_link *link = list_entry(pos, struct net_link, node);
+		short events = POLLIN | (list_empty(&link->out) ? 0 : POLLOUT);
+
+		if (!poll_add(p, link->fd, events, link, true))
+			return false;
+	}
+	return true;
+}
+
+static void *net_main(void *arg)
+{
+	struct poll_set p = { 0 };
+	uint64_t token;
+	size_t i;
+
+	(void)arg;
+	fab_lock();
+	while (!net.stop) {
+		reap_locked();
+		if (!poll_build_locked(&p)) {
+			fprintf(stderr, "softrdma: out of memory in the net thread\n");
+			abort();
+		}
+		fab_unlock();
+		if (poll(p.fds, p.n, -1) < 0 && errno != EINTR) {
+			perror("softrdma: poll");
+			abort();
+		}
+		if (p.fds[0].revents & POLLIN && read(net.wake_fd, &token, sizeof(token)) < 0 &&
+		    errno != EAGAIN)
+			perror("softrdma: net wake-up");
+		for (i = 1; i < p.n; i++) {
+			short rev = p.fds[i].revents;
+
+			if (!rev)
+				continue;
+			if (!p.is_link[i]) {
+				listener_accept(p.what[i]);
+				continue;
+			}
+			if (rev & POLLOUT)
+				link_write(p.what[i]);
+			if (rev & (POLLIN | POLLHUP | POLLERR))
+				link_read(p.what[i]);
+		}
+		fab_lock();
+	}
+	fab_unlock();
+	free(p.fds);
+	free(p.what);
+	free(p.is_link);
+	return NULL;
+}
+
+static bool net_start_locked(void)
+{
+	int ret;
+
+	if (net.started)
+		return true;
+	net.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (net.wake_fd < 0)
+		return false;
+	ret = pthread_create(&net.thread, NULL, net_main, NULL);
+	if (ret) {
+		close(net.wake_fd);
+		net.wake_fd = -1;
+		errno = ret;
+		return false;
+	}
+	net.started = true;
+	return true;
+}
+
+struct net_link *net_link_new_locked(int fd)
+{
+	struct net_link *link;
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || !net_start_locked())
+		return NULL;
+	link = calloc(1, sizeof(*link));
+	if (!link)
+		return NULL;
+	link->fd = fd;
+	link->refs = 2;		/* the caller's and the net thread's */
+	list_init(&link->out);
+	list_add_tail(&link->node, &net.links);
+	net_kick_locked();
+	return link;
+}
+
+struct net_listener *net_listener_add_locked(int fd)
+{
+	struct net_listener *l;
+
+	if (!net_start_locked())
+		return NULL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->fd = fd;
+	list_add_tail(&l->node, &net.listeners);
+	net_kick_locked();
+	return l;
+}
+
+void net_listener_close_locked(struct net_listener *l)
+{
+	l->closing = true;
+	net_kick_locked();
+}
+
+void net_stop(void)
+{
+	fab_lock();
+	if (!net.started) {
+		fab_unlock();
+		return;
+	}
+	net.stop = true;
+	net_kick_locked();
+	fab_unlock();
+	pthread_join(net.thread, NULL);
+}
+
+void net_free(void)
+{
+	struct list_node *node;
+
+	fab_lock();
+	while ((node = list_pop(&net.listeners))) {
+		struct net_listener *l = list_entry(node, struct net_listener, node);
+
+		close(l->fd);
+		free(l);
+	}
+	/* Whatever still refers to a link is going away with the process. */
+	while ((node = list_pop(&net.links))) {
+		struct net_link *link = list_entry(node, struct net_link, node);
+
+		close(link->fd);
+		free_bufs(&link->out);
+		free(link->in_body);
+		free(link);
+	}
+	if (net.wake_fd >= 0)
+		close(net.wake_fd);
+	net.wake_fd = -1;
+	net.started = false;
+	fab_unlock();
+}

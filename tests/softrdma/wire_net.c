@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire over links: requests and answers between processes (wire_net.h).
+ * A request carries the wire_req's fields and its gathered payload, copied
+ * when the requester executes the WQE (as an HCA reads the buffer then); the
+ * answer carries the status and, for a READ, the bytes read, copied while the
+ * responder holds its lock. The token (the WQE's posting sequence) matches an
+ * answer to the request its QP still waits for; anything else is dropped.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "net.h"
+#include "soft.h"
+#include "tap.h"
+#include "wire_net.h"
+
+struct net_wire_req {
+	uint64_t token;
+	uint64_t raddr;
+	uint32_t op;
+	uint32_t src_qpn;
+	uint32_t dst_qpn;
+	uint32_t solicited;
+	uint32_t imm;
+	uint32_t inv_rkey;
+	uint32_t rkey;
+	uint32_t length;
+	uint32_t psn;
+	uint32_t carries_payload;
+	/* then the payload: length bytes, unless a READ */
+};
+
+struct net_wire_resp {
+	uint64_t token;
+	uint32_t src_qpn;	/* the requester */
+	uint32_t status;
+	uint32_t data_len;
+	uint32_t pad;
+	/* then the READ data: data_len bytes */
+};
+
+struct net_link *wire_route_locked(struct soft_qp *qp)
+{
+	struct net_link *link;
+
+	if (qp->remote || qp->cm_id || !fab.cm_ops || !net_any_link_locked())
+		return qp->remote;
+	/* A QP the application made itself and connected through rdma_cm's ids. */
+	link = fab.cm_ops->qp_link(qp);
+	if (link) {
+		net_link_get_locked(link);
+		qp->remote = link;
+	}
+	return link;
+}
+
+void wire_net_send_locked(struct soft_qp *qp, struct net_link *link, const struct wire_req *req,
+			  struct wire_resp *resp)
+{
+	bool payload = req->op != WIRE_READ;
+	struct net_wire_req *m;
+	struct net_buf *buf;
+	uint8_t *dst;
+	unsigned int i;
+
+	(void)qp;
+	buf = link->dead ? NULL : net_buf_new(NET_MSG_WIRE_REQ,
+					      (uint32_t)sizeof(*m) + (payload ? req->length : 0));
+	if (!buf) {
+		resp->status = WIRE_NO_ANSWER;
+		return;
+	}
+	m = net_body(buf);
+	memset(m, 0, sizeof(*m));
+	m->token = req->token;
+	m->raddr = req->raddr;
+	m->op = req->op;
+	m->src_qpn = req->src_qpn;
+	m->dst_qpn = req->dst_qpn;
+	m->solicited = req->solicited;
+	m->imm = req->imm;
+	m->inv_rkey = req->inv_rkey;
+	m->rkey = req->rkey;
+	m->length = req->length;
+	m->psn = req->psn;
+	m->carries_payload = payload;
+	dst = (uint8_t *)(m + 1);
+	for (i = 0; payload && i < req->nsegs; i++) {
+		memcpy(dst, req->segs[i].addr, req->segs[i].len);
+		dst += req->segs[i].len;
+	}
+	net_send_locked(link, buf);
+	resp->status = WIRE_PENDING;
+}
+
+static void send_answer_locked(struct net_link *link, const struct net_wire_req *m,
+			       const struct wire_resp *resp)
+{
+	uint32_t data_len = resp->status == WIRE_ACK && m->op == WIRE_READ ? resp->data_len : 0;
+	struct net_wire_resp *a;
+	struct net_buf *buf;
+
+	/* A requester that hears nothing retries: dropping an answer is allowed. */
+	if (resp->status == WIRE_NO_ANSWER)
+		return;
+	buf = net_buf_new(NET_MSG_WIRE_RESP, (uint32_t)sizeof(*a) + data_len);
+	if (!buf)
+		return;
+	a = net_body(buf);
+	memset(a, 0, sizeof(*a));
+	a->token = m->token;
+	a->src_qpn = m->src_qpn;
+	a->status = resp->status;
+	a->data_len = data_len;
+	if (data_len)
+		memcpy(a + 1, resp->data, data_len);
+	net_send_locked(link, buf);
+}
+
+void wire_net_serve_locked(struct net_link *link, const void *body, uint32_t len)
+{
+	const struct net_wire_req *m = body;
+	struct wire_resp resp = { .status = WIRE_NO_ANSWER };
+	struct wire_req req;
+	struct soft_qp *qp;
+
+	if (len < sizeof(*m) || m->op > WIRE_READ ||
+	    len != sizeof(*m) + (m->carries_payload ? m->length : 0))
+		return;
+	memset(&req, 0, sizeof(req));
+	req.op = m->op;
+	req.src_qpn = m->src_qpn;
+	req.dst_qpn = m->dst_qpn;
+	req.solicited = m->solicited != 0;
+	req.imm = m->imm;
+	req.inv_rkey = m->inv_rkey;
+	req.rkey = m->rkey;
+	req.raddr = m->raddr;
+	req.length = m->length;
+	req.token = m->token;
+	req.psn = m->psn;
+	if (m->carries_payload && m->length) {
+		req.segs[0].addr = m + 1;
+		req.segs[0].len = m->length;
+		req.nsegs = 1;
+	}
+	/* Only the QP of this link's connection answers on it. */
+	qp = qp_lookup_locked(m->dst_qpn);
+	if (qp && wire_route_locked(qp) == link) {
+		req.dgid = qp->attr.ah_attr.grh.dgid;
+		responder_receive(qp, &req, &resp);
+		tap_response_locked(qp, &req, &resp);
+	}
+	send_answer_locked(link, m, &resp);
+}
+
+void wire_net_answer_locked(struct net_link *link, const void *body, uint32_t len)
+{
+	const struct net_wire_resp *a = body;
+	struct wire_resp resp;
+	struct soft_qp *qp;
+
+	if (len < sizeof(*a) || len != sizeof(*a) + a->data_len || a->status > WIRE_NO_ANSWER)
+		return;
+	qp = qp_lookup_locked(a->src_qpn);
+	if (!qp || qp->remote != link || !qp->wait_resp ||
+	    qp->sq[qp->sq_exec % qp->sq_size].seq != a->token)
+		return;
+	resp.status = a->status;
+	resp.data = a + 1;
+	resp.data_len = a->data_len;
+	engine_answer_locked(qp, &resp);
+}
+
+bool wire_net_link_busy_locked(struct net_link *link)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &fab.qps) {
+		struct soft_qp *qp = list_entry(pos, struct soft_qp, link);
+
+		if (qp->remote == link && qp->wait_resp)
+			return true;
+	}
+	return false;
+}
+
+void wire_net_link_lost_locked(struct net_link *link)
+{
+	struct wire_resp none = { .status = WIRE_NO_ANSWER };
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &fab.qps) {
+		struct soft_qp *qp = list_entry(pos, struct soft_qp, link);
+
+		if (qp->remote == link && qp->wait_resp)
+			engine_answer_locked(qp, &none);
+	}
+}
