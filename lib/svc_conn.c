@@ -192,6 +192,7 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 	struct rpcrdma_svc *svc = rdma->sc_svc;
 
 	svc_rdma_release_verbs(rdma);
+	svc_rdma_sinks_free(rdma);
 	svc_rdma_dereg_held(rdma);
 	rdma->sc_state = SVCXPRT_CLOSED;
 	rdma->sc_stats->disconnects++;

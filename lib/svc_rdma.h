@@ -128,6 +128,12 @@ struct svc_rdma_send_ctxt {
 	uint32_t sc_max_releases;
 };
 
+/*
+ * Read sinks kept for reuse per connection: registering memory is costly on
+ * a real device, and fresh large buffers fault their pages in.
+ */
+#define SVC_RDMA_SINK_CACHE 4
+
 enum svcxprt_state {
 	SVCXPRT_ACCEPTING = 0,	/* accepted; ESTABLISHED not seen yet */
 	SVCXPRT_CONNECTED,
@@ -166,6 +172,8 @@ struct svcxprt_rdma {
 	struct list_node sc_send_waiters;	/* FIFO: chains waiting for SQ space */
 	struct list_node sc_orphans;		/* partly posted chains, released after the drain */
 
+	struct rpcrdma_buf sc_sinks[SVC_RDMA_SINK_CACHE];	/* registered Read sinks for reuse */
+	unsigned int sc_nsinks;
 	uint32_t sc_calls_held;			/* calls lent to the application or pulling */
 	void *sc_app_ctx;
 	struct sockaddr_storage sc_local;
@@ -235,6 +243,8 @@ void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_
 
 /* svc_rw.c: RDMA Reads that pull Read chunks; Write WRs for the reply. */
 int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
+void svc_rdma_sink_put(struct svcxprt_rdma *rdma, struct rpcrdma_buf *buf);
+void svc_rdma_sinks_free(struct svcxprt_rdma *rdma);
 void svc_rdma_read_complete(struct svcxprt_rdma *rdma);
 void svc_rdma_wc_read_done(struct ibv_cq *cq, struct ibv_wc *wc);
 void svc_rdma_wc_read(struct ibv_cq *cq, struct ibv_wc *wc);

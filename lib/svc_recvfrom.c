@@ -200,11 +200,11 @@ void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_
 	unsigned int i;
 
 	if (call->has_pzrc)
-		rpcrdma_buf_free(&call->pzrc.ch_buf, rdma->sc_stats);
+		svc_rdma_sink_put(rdma, &call->pzrc.ch_buf);
 	call->has_pzrc = false;
 	for (i = 0; i < call->nchunks; i++)
 		if (!call->chunks[i].ch_kept)
-			rpcrdma_buf_free(&call->chunks[i].ch_buf, rdma->sc_stats);
+			svc_rdma_sink_put(rdma, &call->chunks[i].ch_buf);
 	free(call->chunks);
 	call->chunks = NULL;
 	call->nchunks = 0;

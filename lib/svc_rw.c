@@ -86,13 +86,42 @@ static void svc_rdma_read_build(struct svc_rdma_read_ctxt *rd, struct svc_rdma_c
 	}
 }
 
+/* A registered sink of at least @len bytes: a cached one not much larger, or a new one. */
 static int svc_rdma_sink(struct svcxprt_rdma *rdma, struct svc_rdma_chunk *ch)
 {
 	/* Room for the XDR padding the client left out, zeroed: it is restored. */
 	uint64_t len = ((ch->ch_len + 3) & ~3ull);
+	unsigned int i;
 
-	return rpcrdma_buf_alloc(&ch->ch_buf, rdma->sc_pd, len ? len : 4, IBV_ACCESS_LOCAL_WRITE,
+	if (!len)
+		len = 4;
+	for (i = 0; i < rdma->sc_nsinks; i++) {
+		struct rpcrdma_buf *b = &rdma->sc_sinks[i];
+
+		if (b->len >= len && b->len / 2 <= len) {
+			ch->ch_buf = *b;
+			*b = rdma->sc_sinks[--rdma->sc_nsinks];
+			return 0;
+		}
+	}
+	return rpcrdma_buf_alloc(&ch->ch_buf, rdma->sc_pd, len, IBV_ACCESS_LOCAL_WRITE,
 				 rdma->sc_stats);
+}
+
+void svc_rdma_sink_put(struct svcxprt_rdma *rdma, struct rpcrdma_buf *buf)
+{
+	if (buf->mr && rdma->sc_state < SVCXPRT_CLOSING && rdma->sc_nsinks < SVC_RDMA_SINK_CACHE) {
+		rdma->sc_sinks[rdma->sc_nsinks++] = *buf;
+		memset(buf, 0, sizeof(*buf));
+		return;
+	}
+	rpcrdma_buf_free(buf, rdma->sc_stats);
+}
+
+void svc_rdma_sinks_free(struct svcxprt_rdma *rdma)
+{
+	while (rdma->sc_nsinks)
+		rpcrdma_buf_free(&rdma->sc_sinks[--rdma->sc_nsinks], rdma->sc_stats);
 }
 
 int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
@@ -113,7 +142,7 @@ int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_c
 		if (rc)
 			return rc;
 		memset(call->chunks[i].ch_buf.data + call->chunks[i].ch_len, 0,
-		       (call->chunks[i].ch_buf.len - call->chunks[i].ch_len) & 3);
+		       (4 - (call->chunks[i].ch_len & 3)) & 3);
 	}
 	rd = calloc(1, sizeof(*rd));
 	if (!rd)
