@@ -322,6 +322,18 @@ static void svc_rdma_echo(const struct rpcrdma_chunk *chunk, const uint32_t *wri
 	desc->segs = segs;
 }
 
+/* Chunk segments echoed from the stack; more than this come from the heap. */
+#define SVC_RDMA_STACK_SEGS 32
+
+static void svc_rdma_free_echo(uint32_t *written, uint32_t *written_stack,
+			       struct rpcrdma_segment *echo, struct rpcrdma_segment *echo_stack)
+{
+	if (written != written_stack)
+		free(written);
+	if (echo != echo_stack)
+		free(echo);
+}
+
 /*
  * Build and post the reply. Consumes @ctxt and the call's payloads whatever
  * happens. Returns 0, -ENOTCONN, -EMSGSIZE (the client got ERR_CHUNK), or
@@ -336,7 +348,8 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 	unsigned int ddp = call->npayloads < hdr->write_chunks ? call->npayloads :
 				hdr->write_chunks;
 	uint32_t nsegs = hdr->has_reply ? hdr->reply.nsegs : 0, i, *written = NULL;
-	struct rpcrdma_segment *echo = NULL;
+	uint32_t written_stack[SVC_RDMA_STACK_SEGS];
+	struct rpcrdma_segment *echo = NULL, echo_stack[SVC_RDMA_STACK_SEGS];
 	size_t stream_len = m->len, off;
 	unsigned char *hdr_buf;
 	long hdr_len;
@@ -359,8 +372,15 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 	}
 	for (i = 0; i < hdr->write_chunks; i++)
 		nsegs += hdr->write[i].nsegs;
-	written = calloc(nsegs ? nsegs : 1, sizeof(*written));
-	echo = calloc(nsegs ? nsegs : 1, sizeof(*echo));
+	/* Most replies echo a few segments, or none: the stack serves them. */
+	if (nsegs <= SVC_RDMA_STACK_SEGS) {
+		/* Segments of chunks left unused are echoed with 0 bytes written. */
+		written = memset(written_stack, 0, nsegs * sizeof(*written));
+		echo = echo_stack;
+	} else {
+		written = calloc(nsegs, sizeof(*written));
+		echo = calloc(nsegs, sizeof(*echo));
+	}
 	if (!written || !echo) {
 		rc = -ENOMEM;
 		goto out_put;
@@ -472,22 +492,19 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 		rc = -EMSGSIZE;
 		goto out_err;
 	}
-	free(written);
-	free(echo);
+	svc_rdma_free_echo(written, written_stack, echo, echo_stack);
 	rdma->sc_stats->replies++;
 	return svc_rdma_post_send(rdma, ctxt);
 
 out_err:
 	/* Never a truncated or half-built reply: the client gets ERR_CHUNK. */
 	svc_rdma_send_ctxt_put(rdma, ctxt);
-	free(written);
-	free(echo);
+	svc_rdma_free_echo(written, written_stack, echo, echo_stack);
 	svc_rdma_send_error(rdma, call->xid, RPCRDMA_ERR_CHUNK);
 	return rc == -EINVAL ? -EINVAL : -EMSGSIZE;
 out_put:
 	svc_rdma_send_ctxt_put(rdma, ctxt);
-	free(written);
-	free(echo);
+	svc_rdma_free_echo(written, written_stack, echo, echo_stack);
 	return rc;
 }
 
