@@ -263,6 +263,33 @@ out:
 		arena_put(fx, result);
 }
 
+/* A Write chunk offered and left unused: echoed with zero bytes written. */
+static void unused_write_chunk_case(struct fixture *fx)
+{
+	unsigned char *msg = (arena_reset(fx), arena_get(fx, 40));
+	unsigned char *reply = arena_get(fx, 40);
+	unsigned char *result = arena_get(fx, 3 * 4096);
+	struct rpcrdma_call call = {
+		.msg = msg,
+		.msg_len = 40,
+		.reply = reply,
+		.reply_max = 40,
+		.result = result,
+		.result_max = 3 * 4096,
+	};
+
+	ddp_fill(msg, 40, 9);
+	put32(msg, 0, ++fx->xid);
+	put32(msg, 1, DDP_OP_ECHO);
+	assert_int_equal(run_call(fx, &call), 0);
+	assert_int_equal(call.reply_len, 40);
+	assert_memory_equal(reply, msg, 40);
+	assert_int_equal(call.result_len, 0);
+	arena_put(fx, msg);
+	arena_put(fx, reply);
+	arena_put(fx, result);
+}
+
 static const size_t payload_sizes[] = {
 	0, 1, 2, 3, 4, 5, 6, 7, 4095, 4096, 4097, MiB + 3, 5 * MiB + 1, 16 * MiB,
 };
@@ -284,6 +311,7 @@ static void run_matrix(enum reg_mode mode)
 		read_case(&fx, payload_sizes[i], true);
 		read_case(&fx, payload_sizes[i], false);
 	}
+	unused_write_chunk_case(&fx);
 	/* A long call carrying a payload too, at the message's end. */
 	echo_case(&fx, 9000, MiB + 1, 9000, true);
 	echo_case(&fx, 9000, 3, 8, false);
