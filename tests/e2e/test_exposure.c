@@ -329,7 +329,7 @@ struct shape {
 	size_t result_len;	/* bytes the server writes into the Write chunk */
 	size_t reply_max;
 	size_t reply_len;	/* the reply message's length */
-	bool reminv;		/* answer with Send With Invalidate of the call's only rkey */
+	uint32_t reminv;	/* answer with Send With Invalidate of the reminv'th rkey (1-based) */
 };
 
 enum probe_kind { PROBE_NONE, PROBE_PZRC, PROBE_PAYLOAD, PROBE_WRITE, PROBE_REPLY };
@@ -437,8 +437,9 @@ static uint32_t run_shape(struct fixture *fx, const struct shape *sh, enum probe
 		hlen += (long)sh->reply_len;
 	}
 	if (sh->reminv) {
-		assert_int_equal(nkeys, 1);
-		st_send = rawpeer_send_inv(&fx->srv, out, (size_t)hlen, ad->seg[0].handle);
+		assert_true(sh->reminv <= nkeys);
+		st_send = rawpeer_send_inv(&fx->srv, out, (size_t)hlen,
+					   ad->seg[sh->reminv - 1].handle);
 		assert_int_equal(st_send, IBV_WC_SUCCESS);
 	} else {
 		assert_int_equal(rawpeer_send(&fx->srv, out, (size_t)hlen), 0);
@@ -461,10 +462,12 @@ static uint32_t run_shape(struct fixture *fx, const struct shape *sh, enum probe
 		assert_int_equal(softrdma_executed(IBV_WR_LOCAL_INV), linv);
 	} else {
 		check_dead(fx, ad);
-		/* Fenced by LOCAL_INV, one per window, unless the server invalidated the one. */
-		assert_int_equal(softrdma_executed(IBV_WR_LOCAL_INV) - linv, sh->reminv ? 0 : nkeys);
+		/* Fenced by LOCAL_INV, one per window but the one the server invalidated. */
+		assert_int_equal(softrdma_executed(IBV_WR_LOCAL_INV) - linv,
+				 nkeys - (sh->reminv ? 1 : 0));
 		if (sh->reminv)
-			assert_int_equal(softrdma_mw_state(ad->seg[0].handle), SOFTRDMA_MW_FREE);
+			assert_int_equal(softrdma_mw_state(ad->seg[sh->reminv - 1].handle),
+					 SOFTRDMA_MW_FREE);
 	}
 	assert_int_equal(rpcrdma_clnt_stats(fx->clnt, &st), 0);
 	if (fx->mode == REG_BOUNCE)
@@ -559,18 +562,27 @@ static void t_bounce_every_chunk(void **state)
 /* Calls with exactly one rkey, answered by Send With Invalidate of it. */
 static const struct shape reminv_shapes[] = {
 	{ .name = "reminv result", .msg_len = 16, .result_max = 3000, .result_len = 2999,
-	  .reply_max = 64, .reply_len = 8, .reminv = true },
+	  .reply_max = 64, .reply_len = 8, .reminv = 1 },
 	{ .name = "reminv long reply", .msg_len = 16, .reply_max = 4096, .reply_len = 4001,
-	  .reminv = true },
+	  .reminv = 1 },
 	{ .name = "reminv long call", .msg_len = 4080, .reply_max = 64, .reply_len = 8,
-	  .reminv = true },
+	  .reminv = 1 },
 };
 
 static const enum probe_kind reminv_probe[] = { PROBE_WRITE, PROBE_REPLY, PROBE_PZRC };
 
+/* Every kind of chunk, the server invalidating one of the 12 rkeys: a Write chunk's. */
+static const struct shape reminv_one_of_many = {
+	.name = "reminv one of many", .msg_len = 9000, .payload_len = 5000, .payload_pos = 8000,
+	.result_max = 6000, .result_len = 6000, .reply_max = 20000, .reply_len = 12345,
+	.reminv = 3 + 2 + 2,
+};
+
 /*
  * Remote invalidation retires the window without a LOCAL_INV, the call
- * completes, and the rkey is as dead as after a local invalidation.
+ * completes, and the rkey is as dead as after a local invalidation. When
+ * the call had more windows (the server may invalidate only one), the
+ * others get their LOCAL_INV.
  */
 static void t_remote_invalidation(void **state)
 {
@@ -585,6 +597,9 @@ static void t_remote_invalidation(void **state)
 			assert_int_equal(run_shape(&fx, &reminv_shapes[i], reminv_probe[i], &ad), 1);
 			fixture_down(&fx);
 		}
+		fixture_up(&fx, modes[m], 0);
+		assert_int_equal(run_shape(&fx, &reminv_one_of_many, PROBE_WRITE, &ad), 12);
+		fixture_down(&fx);
 	}
 }
 
