@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libtirpc transports over RPC-over-RDMA: an SVCXPRT and a CLIENT, so that
+ * rpcgen-generated programs run over RDMA by changing only the call that
+ * creates the transport.
+ *
+ * Server: rpcrdma_svc_create() returns a listener SVCXPRT, registered with
+ * libtirpc (xprt_register) like svc_vc_create()'s. Each accepted connection
+ * gets an SVCXPRT of its own, with its own pollable descriptor, so svc_run(),
+ * svc_getreq_poll() and svc_getreq_common() drive everything and services
+ * registered with svc_reg() are dispatched as over TCP. Every SVCXPRT of one
+ * listener belongs to the thread that runs svc_run() (or calls
+ * svc_getreq_*()); create, destroy and call the functions below on that
+ * thread, or while it is not running.
+ *
+ * Client: rpcrdma_clnt_create() returns a CLIENT like clnt_vc_create()'s;
+ * several threads may call clnt_call() on it at once.
+ *
+ * Differences from TCP that a program may notice:
+ * - Sizes are bounded: a call larger than the client's sendsize, or a reply
+ *   larger than its recvsize (0: the inline size, 4 KiB by default), fails
+ *   (RPC_CANTENCODEARGS, RPC_CANTDECODERES); the server answers a reply
+ *   that does not fit with SYSTEM_ERR. A recvsize above the inline size
+ *   makes every call offer a Reply chunk (one memory window per call).
+ * - Destroying the listener ends its connections too (see
+ *   rpcrdma_svc_create()).
+ *
+ * Direct data placement (RFC 8166, RFC 8267): calls and replies larger than
+ * the inline size travel by RDMA Read and Write on their own. A server can
+ * hand a result payload (NFS READ data) to the client's Write chunk without
+ * copying it (rpcrdma_svc_reply_ddp()), and take an argument payload (NFS
+ * WRITE data) without copying it (rpcrdma_svc_getpayload()); a client names
+ * the buffer such payloads come from or go to with clnt_control()
+ * (RPCRDMA_CLSET_DDP_ARG, RPCRDMA_CLSET_DDP_RESULT).
+ */
+#ifndef RPCRDMA_TIRPC_H
+#define RPCRDMA_TIRPC_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include <rpc/rpc.h>
+
+#include <rpcrdma/rpcrdma.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The TCP-like port at which NFS/RDMA servers listen by convention. */
+#define RPCRDMA_NFS_PORT 20049
+
+/**
+ * rpcrdma_svc_create - a listener SVCXPRT on an RDMA address
+ * @addr: the address to listen on (IPv4 or IPv6; port 0 picks a free one)
+ * @sendsize: largest reply sent through a client's Reply chunk, in bytes
+ *	(0: 64 MiB)
+ * @recvsize: largest call pulled from a client by RDMA Read, in bytes
+ *	(0: 64 MiB)
+ *
+ * The listener is registered with libtirpc (xprt_register()); its xp_fd is
+ * the rdma_cm event channel's descriptor, its xp_netid "rdma" (IPv4) or
+ * "rdma6" (IPv6), xp_ltaddr the bound address (with the port picked) and
+ * xp_port that port. Register services on it with svc_reg(xprt, prog,
+ * vers, dispatch, NULL); they serve every connection it accepts.
+ *
+ * Connections: each accepted connection is an SVCXPRT registered with
+ * libtirpc at once, with the connection's descriptor as xp_fd, the peer as
+ * xp_rtaddr (and xp_raddr), and the listener's netid. It reports
+ * XPRT_MOREREQS while calls it received wait to be dispatched (and once
+ * more before it sleeps), and XPRT_DIED after the connection closed; then
+ * libtirpc destroys it. Destroying it (svc_destroy()) from the server
+ * thread disconnects, waits for the connection's work requests to complete
+ * or flush (at most 10 s), and frees it; a call it received and did not
+ * answer gets no reply.
+ *
+ * Destroying the listener (svc_destroy()) ends its connections too, unlike
+ * svc_vc: the connections' SVCXPRTs are unregistered, disconnected,
+ * drained and freed, and then the server itself, with every registration
+ * made on it. Only the connection whose call is being dispatched at that
+ * moment (when a service destroys the listener) is spared until libtirpc
+ * has finished with it: it turns XPRT_DIED and libtirpc destroys it when
+ * the dispatch returns; its reply, if any, is not sent.
+ *
+ * Credentials: AUTH_NONE and AUTH_SYS work as over TCP (libtirpc checks
+ * them before dispatching: svc_getcaller(), svc_getrpccaller() and the
+ * authsys_parms in rq_clntcred).
+ *
+ * Returns the listener, or NULL with errno set (EINVAL, EADDRINUSE, ENODEV,
+ * ENOMEM, EMFILE when the descriptor is beyond libtirpc's table, ...).
+ */
+SVCXPRT *rpcrdma_svc_create(const struct sockaddr *addr, u_int sendsize, u_int recvsize);
+
+/**
+ * rpcrdma_svc_register - advertise a program on the listener with rpcbind
+ * @xprt: a listener from rpcrdma_svc_create()
+ * @prog: the program
+ * @vers: its version
+ *
+ * Calls rpcb_set() with a netconfig for netid "rdma" ("rdma6"), which is
+ * not in /etc/netconfig (semantics tpi_cots_ord, family inet or inet6,
+ * protocol "tcp" so that universal addresses are the usual
+ * h1.h2.h3.h4.p1.p2), and the listener's address. rpcb_getaddr() with the
+ * same netconfig, and `rpcinfo` (netid column), then find it. Needs a local
+ * rpcbind that accepts the caller's registrations (root, as for any
+ * rpcb_set()).
+ *
+ * Returns TRUE, or FALSE with rpc_createerr set (RPC_UNKNOWNPROTO for an
+ * @xprt that is not a listener; rpcbind's errors otherwise).
+ */
+bool_t rpcrdma_svc_register(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers);
+
+/**
+ * rpcrdma_svc_unregister - withdraw what rpcrdma_svc_register() advertised
+ * @xprt: the listener
+ * @prog: the program
+ * @vers: its version
+ *
+ * Returns what rpcb_unset() returned for the listener's netid.
+ */
+bool_t rpcrdma_svc_unregister(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers);
+
+/**
+ * rpcrdma_svc_native - the native server behind an SVCXPRT
+ * @xprt: a listener or connection SVCXPRT of this library
+ *
+ * For rpcrdma_svc_mem_register() (payloads in registered memory are sent
+ * without a bounce copy) and rpcrdma_svc_stats(). Same thread rules as the
+ * SVCXPRT; the server lives as long as its listener.
+ *
+ * Returns the server, or NULL if @xprt is not one of ours or its listener
+ * was destroyed.
+ */
+struct rpcrdma_svc *rpcrdma_svc_native(SVCXPRT *xprt);
+
+/**
+ * rpcrdma_svc_getpayload - take a DDP argument payload without a copy
+ * @xprt: the connection SVCXPRT being dispatched (rqstp->rq_xprt)
+ * @i: which payload of the current call (0 for NFS WRITE data)
+ * @data: set to the bytes
+ * @len: set to their length
+ *
+ * A client may send an argument (RFC 8267: NFS WRITE data) as a Read chunk:
+ * its bytes then arrive apart from the call message. svc_getargs() decodes
+ * the arguments as if they were inline, copying the payload where the
+ * decoder puts it (no copy at all if the decoder's destination pointer
+ * already is @data). This function hands the payload's buffer over instead:
+ * it stays valid after the call is answered, until the caller passes it to
+ * rpcrdma_svc_payload_free(). It may be called before or after
+ * svc_getargs(), before the reply.
+ *
+ * Returns 0, -EINVAL (not a connection SVCXPRT, or no call being
+ * dispatched), -ENOENT (no payload @i, or already taken).
+ */
+int rpcrdma_svc_getpayload(SVCXPRT *xprt, unsigned int i, void **data, size_t *len);
+
+/**
+ * rpcrdma_svc_reply_ddp - send a result payload by RDMA Write, without a copy
+ * @xprt: the connection SVCXPRT being dispatched
+ * @buf: the payload: the very pointer the results' XDR routine will encode
+ *	as opaque data (xdr_bytes()/xdr_opaque() of a result field)
+ * @len: its length, exactly the count that routine encodes
+ * @release: called with @arg exactly once when the library is done with
+ *	@buf (after the reply's Send completed or flushed, or at once if the
+ *	payload is not used); may be NULL
+ * @arg: for @release
+ *
+ * Call it before svc_sendreply(). While encoding the reply, the first
+ * XDR_PUTBYTES of exactly (@buf, @len) is not copied: the payload goes into
+ * the client's next Write chunk by RDMA Write (its XDR padding is left out,
+ * as RFC 8166 says), and the reply carries everything else. When the client
+ * offered no Write chunk large enough, the payload is encoded inline (or
+ * into the Reply chunk) like any other bytes. Up to 8 payloads per reply,
+ * in the order they are encoded. Payloads in memory registered with
+ * rpcrdma_svc_mem_register() (see rpcrdma_svc_native()) are written with no
+ * copy at all; others through a bounce buffer.
+ *
+ * Returns 0, or -EINVAL (not a connection SVCXPRT being dispatched, or too
+ * many payloads), -ENOTCONN; on failure @release has already run.
+ */
+int rpcrdma_svc_reply_ddp(SVCXPRT *xprt, const void *buf, size_t len, void (*release)(void *arg),
+			  void *arg);
+
+/**
+ * rpcrdma_clnt_create - a CLIENT over RDMA
+ * @addr: the server (IPv4 or IPv6, with its port)
+ * @prog: program number
+ * @vers: version number
+ * @sendsize: largest call, in bytes, XDR-encoded with its header (0: the
+ *	inline size); calls above the inline size go as long calls (the server
+ *	pulls them by RDMA Read)
+ * @recvsize: largest reply, in bytes (0: the inline size); above the inline
+ *	size every call offers a Reply chunk of this size
+ *
+ * Connects before returning (at most 5 s). cl_auth is authnone_create();
+ * replace it with an AUTH_SYS handle (authunix_create(),
+ * authsys_create_default()) like on any CLIENT: clnt_destroy() does not
+ * destroy it, auth_destroy() is the caller's job. cl_netid is "rdma" or
+ * "rdma6".
+ *
+ * clnt_call() honours its timeout (or the one set with CLSET_TIMEOUT, which
+ * takes precedence, as with clnt_vc); a call that times out is abandoned:
+ * its memory is fenced from the server at once, and its late reply is
+ * dropped; the connection stays up (a call the server has not answered
+ * 30 s past its timeout closes it, since RDMA has no keepalive). A zero
+ * timeout sends the call and returns RPC_TIMEDOUT without waiting, as with
+ * clnt_vc. A lost connection fails the calls in flight with RPC_CANTRECV
+ * and is re-established by the next call. Several threads may call
+ * clnt_call() on one CLIENT at once; their calls are in flight together (up
+ * to 32). cl_auth's marshal and wrap functions then run concurrently, which
+ * is safe for AUTH_NONE and AUTH_SYS.
+ *
+ * clnt_control() handles CLSET_TIMEOUT, CLGET_TIMEOUT, CLGET_XID,
+ * CLSET_XID, CLGET_VERS, CLSET_VERS, CLGET_PROG, CLSET_PROG,
+ * CLGET_SVC_ADDR (a netbuf the CLIENT owns), CLGET_SERVER_ADDR (copies the
+ * sockaddr), CLGET_FD (rpcrdma_clnt_fd(): readable when the transport has
+ * work; for information only), and the RPCRDMA_CL* requests below.
+ *
+ * Returns the CLIENT, or NULL with rpc_createerr set: cf_stat
+ * RPC_SYSTEMERROR and cf_error.re_errno the reason (ECONNREFUSED,
+ * ETIMEDOUT, ENODEV, ENOMEM, EINVAL, ...), as clnt_vc_create() does.
+ */
+CLIENT *rpcrdma_clnt_create(const struct sockaddr *addr, rpcprog_t prog, rpcvers_t vers,
+			    u_int sendsize, u_int recvsize);
+
+/**
+ * struct rpcrdma_ddp_buf - a buffer for direct data placement
+ * @buf: its start
+ * @len: its length in bytes
+ */
+struct rpcrdma_ddp_buf {
+	void *buf;
+	size_t len;
+};
+
+/*
+ * clnt_control() requests of rpcrdma_clnt_create()'s CLIENT. Each takes a
+ * pointer; clnt_control() returns FALSE for a NULL one.
+ */
+
+/**
+ * RPCRDMA_CLSET_DDP_RESULT - a result buffer for the next call
+ * (struct rpcrdma_ddp_buf *)
+ *
+ * The next clnt_call() on this CLIENT (from any thread) offers the buffer
+ * as its Write chunk: the server places a DDP result there (NFS READ data,
+ * rpcrdma_svc_reply_ddp()), and the reply lacks those bytes. Decoding the
+ * results, the first XDR_GETBYTES of exactly the number of bytes the
+ * server wrote is served from the buffer, and the XDR padding read after it
+ * as zeroes: without a copy when the decoder's destination is the buffer
+ * itself, i.e. when the caller pre-set the result's data pointer to @buf
+ * (then reset that pointer before clnt_freeres(), which would free() it).
+ * With several threads, name the buffer and make the call under a lock of
+ * your own. Memory registered with RPCRDMA_CLSET_MEM_REGISTER is exposed
+ * without a bounce copy.
+ */
+#define RPCRDMA_CLSET_DDP_RESULT 0x52440001u
+
+/**
+ * RPCRDMA_CLSET_DDP_ARG - an argument payload for the next call
+ * (struct rpcrdma_ddp_buf *)
+ *
+ * Encoding the next call's arguments, the first XDR_PUTBYTES of exactly
+ * (@buf, @len) is not copied into the message: the buffer goes as a Read
+ * chunk that the server pulls by RDMA Read (its XDR padding is left out),
+ * and the server's decoder finds the bytes in place (see
+ * rpcrdma_svc_getpayload()). Same one-call and threading rules as
+ * RPCRDMA_CLSET_DDP_RESULT.
+ */
+#define RPCRDMA_CLSET_DDP_ARG 0x52440002u
+
+/**
+ * RPCRDMA_CLSET_MEM_REGISTER - register memory for zero-copy DDP
+ * (struct rpcrdma_ddp_buf *)
+ *
+ * rpcrdma_clnt_mem_register() on the native client: DDP buffers that lie in
+ * the region are exposed to the server without a bounce copy. The region
+ * stays registered until clnt_destroy() and must stay allocated until then.
+ * Returns FALSE if the registration failed.
+ */
+#define RPCRDMA_CLSET_MEM_REGISTER 0x52440003u
+
+/**
+ * RPCRDMA_CLGET_STATS - the native client's counters (struct rpcrdma_stats *)
+ */
+#define RPCRDMA_CLGET_STATS 0x52440004u
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RPCRDMA_TIRPC_H */

@@ -1,0 +1,709 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CLIENT adapter: clnt_call() over a native client (clnt.h).
+ *
+ * The native client belongs to whoever holds tc->lock. Several threads may
+ * have calls in flight; one of them at a time drives the native client
+ * (tc->polling) and, when idle, sleeps on its descriptor with the lock
+ * released, so that the others can submit and cancel meanwhile. Whoever
+ * touches the native client while the driver sleeps writes tc->wake_fd, for
+ * the driver to look again: a completion the other thread processed would
+ * otherwise never make the descriptor readable.
+ *
+ * Each call encodes into a buffer of its own, registered once with the
+ * native client and reused, so long calls and long replies move by RDMA
+ * without bounce copies. Encoding and decoding run without the lock.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <rpc/rpc.h>
+
+#include <rpcrdma/clnt.h>
+#include <rpcrdma/tirpc.h>
+
+#include "ep.h"
+#include "tirpc_xdr.h"
+
+#define TCLNT_BUDGET 64
+/*
+ * How long after the caller gave up a call may stay unanswered before the
+ * native client closes the connection (RDMA has no keepalive; the closing
+ * frees its slot).
+ */
+#define TCLNT_BACKSTOP_MS 30000
+/* The static part of a call header: xid, direction, rpcvers, prog, vers. */
+#define TCLNT_HDR_MAX 32
+#define TCLNT_HDR_PROG 12
+#define TCLNT_HDR_VERS 16
+
+/* A call's message and reply buffers, reused from call to call. */
+struct tcall_buf {
+	struct tcall_buf *next;
+	char *msg;
+	char *reply;
+};
+
+struct tclnt {
+	CLIENT cl;
+	uint64_t id;				/* unique for the process's life */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;			/* a call finished, or the driver left */
+	struct rpcrdma_clnt *native;
+	bool polling;				/* a thread drives the native client */
+	bool sleeping;				/* ... asleep on its descriptor, unlocked */
+	int wake_fd;
+	char hdr[TCLNT_HDR_MAX];		/* pre-encoded call header, xid first */
+	u_int hdr_len;
+	uint32_t next_xid;
+	uint32_t last_xid;
+	struct timeval wait;
+	bool waitset;				/* CLSET_TIMEOUT overrides clnt_call's */
+	struct rpc_err err;			/* the last call's, for clnt_geterr() */
+	u_int sendsize;
+	u_int recvsize;
+	struct tcall_buf *free_bufs;
+	struct tcall_buf *all_bufs;
+	struct rpcrdma_ddp_buf ddp_result;	/* for the next call */
+	struct rpcrdma_ddp_buf ddp_arg;
+	struct sockaddr_storage addr;
+	struct netbuf svcaddr;
+};
+
+/* One clnt_call() in progress; on its caller's stack. */
+struct tcall {
+	struct rpcrdma_call nc;
+	struct tclnt *tc;
+	bool submitted;
+	bool done;
+};
+
+/* clnt_geterr() reports the calling thread's last call when it made one. */
+static _Thread_local struct {
+	uint64_t id;
+	struct rpc_err err;
+} tclnt_last;
+static atomic_uint_fast64_t tclnt_ids;
+
+static struct tclnt *tclnt_of(CLIENT *cl)
+{
+	return cl->cl_private;
+}
+
+/* A timeout in milliseconds, rounded up, at least 1 unless it is zero. */
+static int64_t tclnt_ms(const struct timeval *tv)
+{
+	return (int64_t)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
+}
+
+/* As clnt_vc: a timeout that is garbage is ignored. */
+static bool tclnt_time_bad(const struct timeval *t)
+{
+	return t->tv_sec <= -1 || t->tv_sec > 100000000 || t->tv_usec <= -1 ||
+	       t->tv_usec > 1000000;
+}
+
+static void tclnt_kick(struct tclnt *tc)
+{
+	uint64_t one = 1;
+
+	if (tc->sleeping && write(tc->wake_fd, &one, sizeof(one)) < 0)
+		rpcrdma_dbg("tirpc: wake: %s", strerror(errno));
+}
+
+static void tcall_done(struct rpcrdma_call *nc)
+{
+	struct tcall *c = nc->arg;
+
+	c->done = true;
+	pthread_cond_broadcast(&c->tc->cond);
+}
+
+static struct tcall_buf *tclnt_get_buf(struct tclnt *tc)
+{
+	struct tcall_buf *b = tc->free_bufs;
+	struct rpcrdma_mem *mem;
+
+	if (b) {
+		tc->free_bufs = b->next;
+		return b;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->msg = aligned_alloc(64, (tc->sendsize + 63) & ~63u);
+	b->reply = aligned_alloc(64, (tc->recvsize + 63) & ~63u);
+	if (!b->msg || !b->reply) {
+		free(b->msg);
+		free(b->reply);
+		free(b);
+		return NULL;
+	}
+	/* Unregistered, they would still work, through bounce buffers. */
+	if (rpcrdma_clnt_mem_register(tc->native, b->msg, tc->sendsize, &mem) ||
+	    rpcrdma_clnt_mem_register(tc->native, b->reply, tc->recvsize, &mem))
+		rpcrdma_info("tirpc: call buffers not registered: they will be copied");
+	tclnt_kick(tc);
+	b->next = tc->all_bufs;
+	tc->all_bufs = b;
+	return b;
+}
+
+/* Submit @c, then drive the native client until it is done or @deadline passes. */
+static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd pfd[2];
+		int64_t now;
+		int n, wait;
+
+		if (!c->submitted) {
+			n = rpcrdma_clnt_submit(tc->native, &c->nc);
+			tclnt_kick(tc);
+			if (!n)
+				c->submitted = true;
+			else if (n != -EAGAIN)
+				return n;
+		}
+		if (c->done)
+			return 0;
+		now = rpcrdma_now_ms();
+		if (now >= deadline) {
+			if (!c->submitted)
+				return -ETIMEDOUT;
+			/* Fence its memory; a reply already in completes it as it is. */
+			rpcrdma_clnt_cancel(tc->native, &c->nc);
+			tclnt_kick(tc);
+			return 0;
+		}
+		if (tc->polling) {
+			struct timespec ts = {
+				.tv_sec = deadline / 1000,
+				.tv_nsec = (deadline % 1000) * 1000000,
+			};
+
+			/* rpcrdma_now_ms() is CLOCK_MONOTONIC, as the condvar's clock. */
+			pthread_cond_timedwait(&tc->cond, &tc->lock, &ts);
+			continue;
+		}
+		tc->polling = true;
+		n = rpcrdma_clnt_poll(tc->native, TCLNT_BUDGET);
+		if (n == 0 && !c->done)
+			n = rpcrdma_clnt_arm(tc->native);
+		if (n == 0 && !c->done) {
+			wait = (int)(deadline - now > INT_MAX ? INT_MAX : deadline - now);
+			n = rpcrdma_clnt_next_timeout(tc->native);
+			if (n >= 0 && n < wait)
+				wait = n;
+			pfd[0].fd = rpcrdma_clnt_fd(tc->native);
+			pfd[0].events = POLLIN;
+			pfd[1].fd = tc->wake_fd;
+			pfd[1].events = POLLIN;
+			tc->sleeping = true;
+			pthread_mutex_unlock(&tc->lock);
+			poll(pfd, 2, wait);
+			pthread_mutex_lock(&tc->lock);
+			tc->sleeping = false;
+			if (pfd[1].revents) {
+				uint64_t v;
+
+				if (read(tc->wake_fd, &v, sizeof(v)) < 0)
+					rpcrdma_dbg("tirpc: wake: %s", strerror(errno));
+			}
+		}
+		tc->polling = false;
+		/* Someone else may have to drive now. */
+		pthread_cond_broadcast(&tc->cond);
+	}
+}
+
+/* A native status, as clnt_vc would report the like. */
+static void tclnt_map_status(int status, struct rpc_err *err)
+{
+	memset(err, 0, sizeof(*err));
+	switch (status) {
+	case 0:
+		err->re_status = RPC_SUCCESS;
+		return;
+	case -ETIMEDOUT:
+	case -ECANCELED:
+		err->re_status = RPC_TIMEDOUT;
+		return;
+	case -EMSGSIZE:
+	case -EREMOTEIO:
+	case -EPROTO:
+		/* The reply did not fit, or the server could not send it. */
+		err->re_status = RPC_CANTDECODERES;
+		break;
+	default:
+		err->re_status = RPC_CANTRECV;
+		break;
+	}
+	err->re_errno = -status;
+}
+
+static void tclnt_map_submit(int rc, struct rpc_err *err)
+{
+	memset(err, 0, sizeof(*err));
+	err->re_errno = -rc;
+	switch (rc) {
+	case -ETIMEDOUT:
+		err->re_status = RPC_TIMEDOUT;
+		break;
+	case -ENOMEM:
+	case -EINVAL:
+	case -EEXIST:
+		err->re_status = RPC_SYSTEMERROR;
+		break;
+	default:
+		err->re_status = RPC_CANTSEND;
+		break;
+	}
+}
+
+/* Encode the call into @b; the header's xid is @xid (host order). */
+static bool tclnt_encode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b, uint32_t xid,
+			 rpcproc_t proc, xdrproc_t xargs, void *argsp, struct tirpc_ddp *ddp,
+			 unsigned int nddp, u_int *len)
+{
+	struct tirpc_xdr_enc enc;
+	int32_t proc32 = (int32_t)proc;
+	uint32_t nxid = htonl(xid);
+	XDR xdrs;
+
+	memcpy(b->msg, tc->hdr, tc->hdr_len);
+	memcpy(b->msg, &nxid, sizeof(nxid));
+	tirpc_xdr_enc_create(&xdrs, &enc, b->msg, tc->sendsize, ddp, nddp);
+	if (!XDR_SETPOS(&xdrs, tc->hdr_len) || !XDR_PUTINT32(&xdrs, &proc32) ||
+	    !AUTH_MARSHALL(cl->cl_auth, &xdrs) || !AUTH_WRAP(cl->cl_auth, &xdrs, xargs, argsp))
+		return false;
+	*len = enc.pos;
+	return true;
+}
+
+/*
+ * Decode the reply of a call that completed, setting @err. Returns true when
+ * the credentials were refreshed and the call should be made again.
+ */
+static bool tclnt_decode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b,
+			 const struct rpcrdma_call *nc, uint32_t xid, xdrproc_t xres, void *resp,
+			 bool may_refresh, struct rpc_err *err)
+{
+	struct tirpc_xdr_result rs;
+	struct rpc_msg reply;
+	bool refresh = false;
+	XDR xdrs;
+	bool ok;
+
+	memset(err, 0, sizeof(*err));
+	if (nc->result)
+		tirpc_xdr_result_create(&xdrs, &rs, b->reply, nc->reply_len, nc->result,
+					nc->result_len);
+	else
+		xdrmem_create(&xdrs, b->reply, (u_int)nc->reply_len, XDR_DECODE);
+	memset(&reply, 0, sizeof(reply));
+	reply.acpted_rply.ar_verf = _null_auth;
+	reply.acpted_rply.ar_results.where = NULL;
+	reply.acpted_rply.ar_results.proc = TIRPC_XDR_VOID;
+	if (!xdr_replymsg(&xdrs, &reply) || reply.rm_xid != xid) {
+		err->re_status = RPC_CANTDECODERES;
+		return false;
+	}
+	_seterr_reply(&reply, err);
+	if (err->re_status != RPC_SUCCESS) {
+		if (!may_refresh)
+			return false;
+		pthread_mutex_lock(&tc->lock);
+		refresh = AUTH_REFRESH(cl->cl_auth, &reply);
+		pthread_mutex_unlock(&tc->lock);
+		return refresh;
+	}
+	pthread_mutex_lock(&tc->lock);
+	ok = AUTH_VALIDATE(cl->cl_auth, &reply.acpted_rply.ar_verf);
+	pthread_mutex_unlock(&tc->lock);
+	if (!ok) {
+		err->re_status = RPC_AUTHERROR;
+		err->re_why = AUTH_INVALIDRESP;
+	} else if (!AUTH_UNWRAP(cl->cl_auth, &xdrs, xres, resp)) {
+		err->re_status = RPC_CANTDECODERES;
+	}
+	if (reply.acpted_rply.ar_verf.oa_base) {
+		xdrs.x_op = XDR_FREE;
+		xdr_opaque_auth(&xdrs, &reply.acpted_rply.ar_verf);
+	}
+	return false;
+}
+
+static enum clnt_stat tclnt_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *argsp,
+				 xdrproc_t xres, void *resp, struct timeval timeout)
+{
+	struct tclnt *tc = tclnt_of(cl);
+	struct rpcrdma_ddp_buf dres, darg;
+	struct tirpc_ddp ddp_arg;
+	struct tcall_buf *b;
+	struct rpc_err err;
+	bool no_results = !xres;
+	int refreshes = 2;
+	bool oneway;
+	int64_t ms;
+	struct tcall c;
+	uint32_t xid;
+	u_int len;
+	int rc;
+
+	if (!xres)
+		xres = TIRPC_XDR_VOID;
+	pthread_mutex_lock(&tc->lock);
+	if (tc->waitset)
+		timeout = tc->wait;
+	else if (!tclnt_time_bad(&timeout))
+		tc->wait = timeout;
+	ms = tclnt_ms(&timeout);
+	dres = tc->ddp_result;
+	darg = tc->ddp_arg;
+	memset(&tc->ddp_result, 0, sizeof(tc->ddp_result));
+	memset(&tc->ddp_arg, 0, sizeof(tc->ddp_arg));
+	b = tclnt_get_buf(tc);
+	pthread_mutex_unlock(&tc->lock);
+	memset(&err, 0, sizeof(err));
+	if (!b) {
+		err.re_status = RPC_SYSTEMERROR;
+		err.re_errno = ENOMEM;
+		goto out;
+	}
+	/* As clnt_vc: no time means send only. */
+	oneway = !timeout.tv_sec && !timeout.tv_usec;
+	if (ms > INT_MAX - TCLNT_BACKSTOP_MS)
+		ms = INT_MAX - TCLNT_BACKSTOP_MS;
+
+again:
+	pthread_mutex_lock(&tc->lock);
+	xid = tc->next_xid++;
+	tc->last_xid = xid;
+	pthread_mutex_unlock(&tc->lock);
+
+	memset(&ddp_arg, 0, sizeof(ddp_arg));
+	ddp_arg.buf = darg.buf;
+	ddp_arg.len = darg.len;
+	if (!tclnt_encode(tc, cl, b, xid, proc, xargs, argsp, &ddp_arg, darg.buf ? 1 : 0, &len)) {
+		err.re_status = RPC_CANTENCODEARGS;
+		goto out_buf;
+	}
+	memset(&c, 0, sizeof(c));
+	c.tc = tc;
+	c.nc.msg = b->msg;
+	c.nc.msg_len = len;
+	if (ddp_arg.found) {
+		c.nc.payload = ddp_arg.buf;
+		c.nc.payload_len = ddp_arg.len;
+		c.nc.payload_pos = ddp_arg.pos;
+	}
+	c.nc.reply = b->reply;
+	c.nc.reply_max = tc->recvsize;
+	c.nc.result = dres.buf;
+	c.nc.result_max = dres.buf ? dres.len : 0;
+	c.nc.timeout_ms = (int)(ms + TCLNT_BACKSTOP_MS);
+	c.nc.done = tcall_done;
+	c.nc.arg = &c;
+
+	pthread_mutex_lock(&tc->lock);
+	rc = tclnt_run(tc, &c, rpcrdma_now_ms() + ms);
+	pthread_mutex_unlock(&tc->lock);
+	if (rc) {
+		tclnt_map_submit(rc, &err);
+		goto out_buf;
+	}
+	if (oneway) {
+		err.re_status = no_results ? RPC_SUCCESS : RPC_TIMEDOUT;
+		goto out_buf;
+	}
+	tclnt_map_status(c.nc.status, &err);
+	if (c.nc.status == 0 &&
+	    tclnt_decode(tc, cl, b, &c.nc, xid, xres, resp, refreshes-- > 0, &err))
+		goto again;
+
+out_buf:
+	pthread_mutex_lock(&tc->lock);
+	b->next = tc->free_bufs;
+	tc->free_bufs = b;
+	pthread_mutex_unlock(&tc->lock);
+out:
+	pthread_mutex_lock(&tc->lock);
+	tc->err = err;
+	pthread_mutex_unlock(&tc->lock);
+	tclnt_last.id = tc->id;
+	tclnt_last.err = err;
+	return err.re_status;
+}
+
+static void tclnt_abort(CLIENT *cl)
+{
+}
+
+static void tclnt_geterr(CLIENT *cl, struct rpc_err *errp)
+{
+	struct tclnt *tc = tclnt_of(cl);
+
+	if (tclnt_last.id == tc->id) {
+		*errp = tclnt_last.err;
+		return;
+	}
+	pthread_mutex_lock(&tc->lock);
+	*errp = tc->err;
+	pthread_mutex_unlock(&tc->lock);
+}
+
+static bool_t tclnt_freeres(CLIENT *cl, xdrproc_t xres, void *resp)
+{
+	XDR xdrs;
+
+	memset(&xdrs, 0, sizeof(xdrs));
+	xdrs.x_op = XDR_FREE;
+	return xres(&xdrs, resp);
+}
+
+static void tclnt_destroy(CLIENT *cl)
+{
+	struct tclnt *tc = tclnt_of(cl);
+	struct tcall_buf *b;
+
+	/* Releases the registrations of the call buffers too. */
+	rpcrdma_clnt_destroy(tc->native);
+	while ((b = tc->all_bufs)) {
+		tc->all_bufs = b->next;
+		free(b->msg);
+		free(b->reply);
+		free(b);
+	}
+	close(tc->wake_fd);
+	pthread_cond_destroy(&tc->cond);
+	pthread_mutex_destroy(&tc->lock);
+	free(cl->cl_netid);
+	free(tc);
+}
+
+static void tclnt_set_hdr_u32(struct tclnt *tc, unsigned int off, const void *info)
+{
+	uint32_t v;
+
+	memcpy(&v, info, sizeof(v));
+	v = htonl(v);
+	memcpy(tc->hdr + off, &v, sizeof(v));
+}
+
+static void tclnt_get_hdr_u32(const struct tclnt *tc, unsigned int off, void *info)
+{
+	uint32_t v;
+
+	memcpy(&v, tc->hdr + off, sizeof(v));
+	v = ntohl(v);
+	memcpy(info, &v, sizeof(v));
+}
+
+static bool_t tclnt_control_locked(struct tclnt *tc, u_int request, void *info)
+{
+	struct rpcrdma_ddp_buf *ddp = info;
+	struct rpcrdma_mem *mem;
+	int rc;
+
+	switch (request) {
+	case CLSET_TIMEOUT:
+		if (tclnt_time_bad(info))
+			return FALSE;
+		tc->wait = *(struct timeval *)info;
+		tc->waitset = true;
+		return TRUE;
+	case CLGET_TIMEOUT:
+		*(struct timeval *)info = tc->wait;
+		return TRUE;
+	case CLGET_SERVER_ADDR:
+		memcpy(info, &tc->addr, tc->svcaddr.len);
+		return TRUE;
+	case CLGET_FD:
+		*(int *)info = rpcrdma_clnt_fd(tc->native);
+		return TRUE;
+	case CLGET_SVC_ADDR:
+		*(struct netbuf *)info = tc->svcaddr;
+		return TRUE;
+	case CLGET_XID:
+		*(u_int32_t *)info = tc->last_xid;
+		return TRUE;
+	case CLSET_XID:
+		tc->next_xid = *(u_int32_t *)info;
+		return TRUE;
+	case CLGET_VERS:
+		tclnt_get_hdr_u32(tc, TCLNT_HDR_VERS, info);
+		return TRUE;
+	case CLSET_VERS:
+		tclnt_set_hdr_u32(tc, TCLNT_HDR_VERS, info);
+		return TRUE;
+	case CLGET_PROG:
+		tclnt_get_hdr_u32(tc, TCLNT_HDR_PROG, info);
+		return TRUE;
+	case CLSET_PROG:
+		tclnt_set_hdr_u32(tc, TCLNT_HDR_PROG, info);
+		return TRUE;
+	case RPCRDMA_CLSET_DDP_RESULT:
+		tc->ddp_result = *ddp;
+		return TRUE;
+	case RPCRDMA_CLSET_DDP_ARG:
+		tc->ddp_arg = *ddp;
+		return TRUE;
+	case RPCRDMA_CLSET_MEM_REGISTER:
+		rc = rpcrdma_clnt_mem_register(tc->native, ddp->buf, ddp->len, &mem);
+		tclnt_kick(tc);
+		return rc == 0;
+	case RPCRDMA_CLGET_STATS:
+		return rpcrdma_clnt_stats(tc->native, info) == 0;
+	default:
+		return FALSE;
+	}
+}
+
+static bool_t tclnt_control(CLIENT *cl, u_int request, void *info)
+{
+	struct tclnt *tc = tclnt_of(cl);
+	bool_t ok;
+
+	/* We own the descriptor whatever the caller asks. */
+	if (request == CLSET_FD_CLOSE || request == CLSET_FD_NCLOSE)
+		return TRUE;
+	if (!info)
+		return FALSE;
+	pthread_mutex_lock(&tc->lock);
+	ok = tclnt_control_locked(tc, request, info);
+	pthread_mutex_unlock(&tc->lock);
+	return ok;
+}
+
+static const struct clnt_ops tclnt_ops = {
+	.cl_call = tclnt_call,
+	.cl_abort = tclnt_abort,
+	.cl_geterr = tclnt_geterr,
+	.cl_freeres = tclnt_freeres,
+	.cl_destroy = tclnt_destroy,
+	.cl_control = tclnt_control,
+};
+
+static int tclnt_init_sync(struct tclnt *tc)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	rc = pthread_condattr_init(&ca);
+	if (rc)
+		return -rc;
+	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!rc)
+		rc = pthread_cond_init(&tc->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rc)
+		return -rc;
+	rc = pthread_mutex_init(&tc->lock, NULL);
+	if (rc) {
+		pthread_cond_destroy(&tc->cond);
+		return -rc;
+	}
+	tc->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (tc->wake_fd < 0) {
+		rc = -errno;
+		pthread_mutex_destroy(&tc->lock);
+		pthread_cond_destroy(&tc->cond);
+		return rc;
+	}
+	return 0;
+}
+
+static int tclnt_encode_hdr(struct tclnt *tc, rpcprog_t prog, rpcvers_t vers)
+{
+	struct rpc_msg call;
+	XDR xdrs;
+
+	memset(&call, 0, sizeof(call));
+	call.rm_direction = CALL;
+	call.rm_call.cb_rpcvers = RPC_MSG_VERSION;
+	call.rm_call.cb_prog = prog;
+	call.rm_call.cb_vers = vers;
+	xdrmem_create(&xdrs, tc->hdr, sizeof(tc->hdr), XDR_ENCODE);
+	if (!xdr_callhdr(&xdrs, &call))
+		return -EINVAL;
+	tc->hdr_len = XDR_GETPOS(&xdrs);
+	XDR_DESTROY(&xdrs);
+	return 0;
+}
+
+RPCRDMA_EXPORT CLIENT *rpcrdma_clnt_create(const struct sockaddr *addr, rpcprog_t prog,
+					   rpcvers_t vers, u_int sendsize, u_int recvsize)
+{
+	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_info info;
+	struct tclnt *tc;
+	socklen_t alen;
+	struct timeval now;
+	int rc;
+
+	alen = !addr ? 0 : addr->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
+		     addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : 0;
+	if (!alen) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	tc = calloc(1, sizeof(*tc));
+	if (!tc) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = tclnt_init_sync(tc);
+	if (rc) {
+		free(tc);
+		goto fail;
+	}
+	tc->id = atomic_fetch_add(&tclnt_ids, 1) + 1;
+	memcpy(&tc->addr, addr, alen);
+	tc->svcaddr.buf = &tc->addr;
+	tc->svcaddr.len = tc->svcaddr.maxlen = alen;
+	rc = tclnt_encode_hdr(tc, prog, vers);
+	if (rc)
+		goto fail_sync;
+	memset(&attr, 0, sizeof(attr));
+	attr.addr = addr;
+	rc = rpcrdma_clnt_connect(&attr, &tc->native);
+	if (rc)
+		goto fail_sync;
+	rpcrdma_clnt_info(tc->native, &info);
+	tc->sendsize = sendsize ? sendsize : info.inline_send;
+	tc->recvsize = recvsize ? recvsize : info.inline_recv;
+	gettimeofday(&now, NULL);
+	tc->next_xid = (uint32_t)getpid() ^ (uint32_t)now.tv_sec ^ (uint32_t)now.tv_usec << 12 ^
+		       (uint32_t)(uintptr_t)tc;
+	tc->cl.cl_ops = (struct clnt_ops *)&tclnt_ops;
+	tc->cl.cl_private = tc;
+	tc->cl.cl_netid = strdup(addr->sa_family == AF_INET6 ? "rdma6" : "rdma");
+	if (!tc->cl.cl_netid) {
+		rc = -ENOMEM;
+		rpcrdma_clnt_destroy(tc->native);
+		goto fail_sync;
+	}
+	tc->cl.cl_auth = authnone_create();
+	return &tc->cl;
+
+fail_sync:
+	close(tc->wake_fd);
+	pthread_cond_destroy(&tc->cond);
+	pthread_mutex_destroy(&tc->lock);
+	free(tc);
+fail:
+	rpc_createerr.cf_stat = RPC_SYSTEMERROR;
+	rpc_createerr.cf_error.re_errno = -rc;
+	return NULL;
+}

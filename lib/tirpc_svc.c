@@ -1,0 +1,831 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The SVCXPRT adapter: a native server (svc.h) whose listener and
+ * connections are libtirpc transports, each polled through its own
+ * descriptor by svc_run() / svc_getreq_poll().
+ *
+ * Everything here runs on the thread that drives libtirpc: the native
+ * callbacks run inside the xp_recv of the listener (accepts) or of a
+ * connection (calls, closes), or inside an xp_destroy that drains.
+ *
+ * A connection's calls wait in a FIFO until libtirpc asks for them; the
+ * one being dispatched is tc->cur from xp_recv until its reply (which
+ * finishes it) or the next xp_recv / xp_destroy (which drop it unanswered).
+ * The connection reports XPRT_MOREREQS while calls wait and also while its
+ * completion notification is not armed: libtirpc then calls xp_recv again,
+ * which polls and arms before the transport goes idle, so that no
+ * completion is left behind a descriptor that will never turn readable.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netconfig.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rpc/rpc.h>
+#include <rpc/rpc_com.h>
+#include <rpc/svc_mt.h>
+
+#include <rpcrdma/svc.h>
+#include <rpcrdma/tirpc.h>
+
+#include "ep.h"
+#include "list.h"
+#include "tirpc_xdr.h"
+
+#define TSVC_BUDGET 64
+/* Bound on waiting for a destroyed connection's flushes, as the engine's. */
+#define TSVC_DRAIN_MS 10000
+
+struct tsvc;
+
+/* A connection SVCXPRT. */
+struct tconn {
+	SVCXPRT xprt;
+	SVCXPRT_EXT ext;
+	char verf_body[MAX_AUTH_BYTES];
+	struct tsvc *svc;
+	struct list_node node;			/* tsvc.conns */
+	struct rpcrdma_svc_conn *conn;		/* NULL once closed or detached */
+	bool established;			/* on_conn(ESTABLISHED) seen */
+	bool closed;				/* the connection is gone: XPRT_DIED */
+	bool dying;				/* being destroyed: new calls are dropped */
+	bool armed;				/* idle and notification armed */
+
+	struct rpcrdma_svc_call **queue;	/* received, not yet dispatched */
+	unsigned int qhead, qlen, qcap;
+
+	struct rpcrdma_svc_call *cur;		/* being dispatched */
+	uint32_t xid;
+	XDR xdrs;				/* decoding cur */
+	struct tirpc_xdr_splice splice;
+	struct tirpc_splice *parts;		/* cur's payloads, for the splice */
+	unsigned int nparts_max;
+	struct tirpc_ddp ddp[TIRPC_XDR_MAX_DDP];	/* rpcrdma_svc_reply_ddp() */
+	unsigned int nddp;
+};
+
+/* A listener SVCXPRT and the native server behind it. */
+struct tsvc {
+	SVCXPRT xprt;
+	SVCXPRT_EXT ext;
+	char verf_body[MAX_AUTH_BYTES];
+	struct rpcrdma_svc *native;		/* NULL once the listener is destroyed */
+	struct list_node conns;
+	struct tconn *dispatching;		/* whose call libtirpc is dispatching */
+	bool listener_gone;
+	int family;
+};
+
+static const struct xp_ops tconn_ops;
+static const struct xp_ops tsvc_ops;
+
+static struct tconn *tconn_of(SVCXPRT *xprt)
+{
+	return xprt && xprt->xp_ops == &tconn_ops ? container_of(xprt, struct tconn, xprt) : NULL;
+}
+
+static struct tsvc *tsvc_of(SVCXPRT *xprt)
+{
+	return xprt && xprt->xp_ops == &tsvc_ops ? container_of(xprt, struct tsvc, xprt) : NULL;
+}
+
+static const char *tsvc_netid(int family)
+{
+	return family == AF_INET6 ? "rdma6" : "rdma";
+}
+
+static socklen_t tsvc_addr_len(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return sizeof(struct sockaddr_in);
+	if (sa->sa_family == AF_INET6)
+		return sizeof(struct sockaddr_in6);
+	return 0;
+}
+
+static bool tsvc_set_netbuf(struct netbuf *nb, const struct sockaddr *sa)
+{
+	socklen_t len = tsvc_addr_len(sa);
+
+	nb->buf = len ? malloc(len) : NULL;
+	if (!nb->buf)
+		return false;
+	memcpy(nb->buf, sa, len);
+	nb->len = nb->maxlen = len;
+	return true;
+}
+
+/* libtirpc's legacy xp_raddr (svc_getcaller()): a sockaddr_in6-sized copy. */
+static void tsvc_set_raddr(SVCXPRT *xprt, const struct sockaddr *sa)
+{
+	socklen_t len = tsvc_addr_len(sa);
+
+	memset(&xprt->xp_raddr, 0, sizeof(xprt->xp_raddr));
+	memcpy(&xprt->xp_raddr, sa, len);
+	xprt->xp_addrlen = (int)len;
+}
+
+static void xprt_free_fields(SVCXPRT *xprt)
+{
+	free(xprt->xp_netid);
+	free(xprt->xp_ltaddr.buf);
+	free(xprt->xp_rtaddr.buf);
+	xprt->xp_netid = NULL;
+	xprt->xp_ltaddr.buf = NULL;
+	xprt->xp_rtaddr.buf = NULL;
+}
+
+static void xprt_init_common(SVCXPRT *xprt, SVCXPRT_EXT *ext, char *verf_body, int fd,
+			     const struct xp_ops *ops, const struct xp_ops2 *ops2)
+{
+	memset(ext, 0, sizeof(*ext));
+	xprt->xp_fd = fd;
+	xprt->xp_ops = ops;
+	xprt->xp_ops2 = ops2;
+	xprt->xp_p3 = ext;
+	xprt->xp_verf.oa_flavor = AUTH_NONE;
+	xprt->xp_verf.oa_base = verf_body;
+	xprt->xp_verf.oa_length = 0;
+}
+
+/* Calls waiting for dispatch */
+
+static bool tconn_push(struct tconn *tc, struct rpcrdma_svc_call *call)
+{
+	if (tc->qlen == tc->qcap) {
+		unsigned int cap = tc->qcap ? 2 * tc->qcap : 16, i;
+		struct rpcrdma_svc_call **q = malloc(cap * sizeof(*q));
+
+		if (!q)
+			return false;
+		for (i = 0; i < tc->qlen; i++)
+			q[i] = tc->queue[(tc->qhead + i) % tc->qcap];
+		free(tc->queue);
+		tc->queue = q;
+		tc->qcap = cap;
+		tc->qhead = 0;
+	}
+	tc->queue[(tc->qhead + tc->qlen) % tc->qcap] = call;
+	tc->qlen++;
+	return true;
+}
+
+static struct rpcrdma_svc_call *tconn_pop(struct tconn *tc)
+{
+	struct rpcrdma_svc_call *call;
+
+	if (!tc->qlen)
+		return NULL;
+	call = tc->queue[tc->qhead];
+	tc->qhead = (tc->qhead + 1) % tc->qcap;
+	tc->qlen--;
+	return call;
+}
+
+static void tconn_drop_queued(struct tconn *tc)
+{
+	struct rpcrdma_svc_call *call;
+
+	while ((call = tconn_pop(tc)))
+		rpcrdma_svc_call_drop(call);
+}
+
+/* Payloads named with rpcrdma_svc_reply_ddp() that no reply took over. */
+static void tconn_release_ddp(struct tconn *tc)
+{
+	unsigned int i;
+
+	for (i = 0; i < tc->nddp; i++)
+		if (tc->ddp[i].release)
+			tc->ddp[i].release(tc->ddp[i].arg);
+	tc->nddp = 0;
+}
+
+/* The dispatched call is over: drop it if nobody answered it. */
+static void tconn_finish_cur(struct tconn *tc)
+{
+	if (tc->cur) {
+		rpcrdma_svc_call_drop(tc->cur);
+		tc->cur = NULL;
+	}
+	tconn_release_ddp(tc);
+}
+
+/* Native callbacks */
+
+static void tconn_closed(struct tconn *tc)
+{
+	tc->closed = true;
+	tc->conn = NULL;
+	/* Replies to them could not be sent: nobody is waiting for them here. */
+	tconn_drop_queued(tc);
+}
+
+static const struct xp_ops2 tconn_ops2;
+
+static void tconn_accepted(struct tsvc *ts, struct rpcrdma_svc_conn *conn)
+{
+	struct sockaddr_storage local, peer;
+	int fd = rpcrdma_svc_conn_fd(conn);
+	struct tconn *tc;
+
+	/* libtirpc indexes transports by descriptor and ignores those beyond its table. */
+	if (fd < 0 || fd >= _rpc_dtablesize()) {
+		rpcrdma_warn("tirpc: connection descriptor %d beyond libtirpc's table", fd);
+		rpcrdma_svc_conn_close(conn);
+		return;
+	}
+	tc = calloc(1, sizeof(*tc));
+	if (!tc)
+		goto fail;
+	memset(&local, 0, sizeof(local));
+	memset(&peer, 0, sizeof(peer));
+	rpcrdma_svc_conn_addrs(conn, (struct sockaddr *)&local, (struct sockaddr *)&peer);
+	xprt_init_common(&tc->xprt, &tc->ext, tc->verf_body, fd, &tconn_ops, &tconn_ops2);
+	tc->xprt.xp_p1 = tc;
+	tc->xprt.xp_p2 = ts;
+	tc->xprt.xp_netid = strdup(tsvc_netid(ts->family));
+	if (!tc->xprt.xp_netid || !tsvc_set_netbuf(&tc->xprt.xp_ltaddr, (struct sockaddr *)&local) ||
+	    !tsvc_set_netbuf(&tc->xprt.xp_rtaddr, (struct sockaddr *)&peer))
+		goto fail;
+	tsvc_set_raddr(&tc->xprt, (struct sockaddr *)&peer);
+	tc->svc = ts;
+	tc->conn = conn;
+	rpcrdma_svc_conn_set_ctx(conn, tc);
+	list_add_tail(&ts->conns, &tc->node);
+	xprt_register(&tc->xprt);
+	return;
+fail:
+	rpcrdma_warn("tirpc: no memory for a connection");
+	if (tc) {
+		xprt_free_fields(&tc->xprt);
+		free(tc);
+	}
+	rpcrdma_svc_conn_close(conn);
+}
+
+static void tsvc_on_conn(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_event event, void *arg)
+{
+	struct tconn *tc = rpcrdma_svc_conn_get_ctx(conn);
+
+	switch (event) {
+	case RPCRDMA_CONN_ACCEPTED:
+		tconn_accepted(arg, conn);
+		break;
+	case RPCRDMA_CONN_ESTABLISHED:
+		if (tc)
+			tc->established = true;
+		break;
+	case RPCRDMA_CONN_CLOSED:
+		if (tc)
+			tconn_closed(tc);
+		break;
+	}
+}
+
+static void tsvc_on_call(struct rpcrdma_svc_call *call, void *arg)
+{
+	struct rpcrdma_svc_conn *conn = rpcrdma_svc_call_conn(call);
+	struct tconn *tc = conn ? rpcrdma_svc_conn_get_ctx(conn) : NULL;
+
+	if (!tc || tc->dying || tc->closed || !tconn_push(tc, call))
+		rpcrdma_svc_call_drop(call);
+}
+
+/* Connection ops */
+
+/* Poll until idle, then arm; stop early once a call is queued. */
+static void tconn_progress(struct tconn *tc)
+{
+	int n;
+
+	do {
+		n = rpcrdma_svc_conn_poll(tc->conn, TSVC_BUDGET);
+	} while (n >= TSVC_BUDGET && !tc->closed && !tc->qlen);
+	while (!tc->closed && !tc->qlen) {
+		n = rpcrdma_svc_conn_arm(tc->conn);
+		if (n <= 0) {
+			/* Only a bad argument fails here; do not spin on it. */
+			tc->armed = true;
+			break;
+		}
+	}
+}
+
+/* Decode @call's RPC header into @msg; its stream stays ready for the arguments. */
+static bool tconn_decode(struct tconn *tc, struct rpcrdma_svc_call *call, struct rpc_msg *msg)
+{
+	unsigned int n = rpcrdma_svc_call_payloads(call), i;
+	const void *m;
+	size_t len;
+
+	m = rpcrdma_svc_call_msg(call, &len);
+	if (len > UINT_MAX)
+		return false;
+	if (!n) {
+		xdrmem_create(&tc->xdrs, (char *)(uintptr_t)m, (u_int)len, XDR_DECODE);
+	} else {
+		if (n > tc->nparts_max) {
+			struct tirpc_splice *p = realloc(tc->parts, n * sizeof(*p));
+
+			if (!p)
+				return false;
+			tc->parts = p;
+			tc->nparts_max = n;
+		}
+		for (i = 0; i < n; i++) {
+			struct tirpc_splice *part = &tc->parts[i];
+			const void *data;
+
+			if (rpcrdma_svc_call_payload(call, i, &data, &part->len, &part->pos) ||
+			    part->pos > len || (i && part->pos < tc->parts[i - 1].pos))
+				return false;
+			part->data = data;
+		}
+		tirpc_xdr_splice_create(&tc->xdrs, &tc->splice, m, len, tc->parts, n);
+	}
+	if (!xdr_callmsg(&tc->xdrs, msg))
+		return false;
+	tc->cur = call;
+	tc->xid = msg->rm_xid;
+	return true;
+}
+
+static bool_t tconn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
+{
+	struct tconn *tc = tconn_of(xprt);
+	struct rpcrdma_svc_call *call;
+
+	tconn_finish_cur(tc);
+	tc->armed = false;
+	while (!tc->closed) {
+		if (!tc->qlen)
+			tconn_progress(tc);
+		call = tconn_pop(tc);
+		if (!call)
+			break;
+		if (tconn_decode(tc, call, msg)) {
+			tc->svc->dispatching = tc;
+			return TRUE;
+		}
+		/* Not an RPC call: dropped, as svc_dg drops an undecodable datagram. */
+		rpcrdma_svc_call_drop(call);
+	}
+	return FALSE;
+}
+
+static enum xprt_stat tconn_stat(SVCXPRT *xprt)
+{
+	struct tconn *tc = tconn_of(xprt);
+
+	if (tc->svc->dispatching == tc)
+		tc->svc->dispatching = NULL;
+	if (tc->closed)
+		return XPRT_DIED;
+	if (tc->qlen || !tc->armed)
+		return XPRT_MOREREQS;
+	return XPRT_IDLE;
+}
+
+static bool_t tconn_getargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args_ptr)
+{
+	struct tconn *tc = tconn_of(xprt);
+
+	if (!tc->cur)
+		return FALSE;
+	return SVCAUTH_UNWRAP(&SVC_XP_AUTH(xprt), &tc->xdrs, xdr_args, args_ptr);
+}
+
+static bool_t tconn_freeargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args_ptr)
+{
+	struct tconn *tc = tconn_of(xprt);
+
+	tc->xdrs.x_op = XDR_FREE;
+	return xdr_args(&tc->xdrs, args_ptr);
+}
+
+/*
+ * Which named payloads can go by Write chunk: the client's chunks take them
+ * in order, each one that fits. The others are encoded like any bytes.
+ */
+static unsigned int tconn_pick_ddp(struct tconn *tc, struct tirpc_ddp *watch,
+				   unsigned int *watched_idx)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < tc->nddp; i++) {
+		if (tc->ddp[i].len &&
+		    rpcrdma_svc_call_write_chunk(tc->cur, n) >= tc->ddp[i].len) {
+			watch[n] = tc->ddp[i];
+			watched_idx[n++] = i;
+		}
+	}
+	return n;
+}
+
+static bool_t tconn_reply(SVCXPRT *xprt, struct rpc_msg *msg)
+{
+	struct tconn *tc = tconn_of(xprt);
+	struct tirpc_ddp watch[TIRPC_XDR_MAX_DDP];
+	unsigned int idx[TIRPC_XDR_MAX_DDP], nwatch, i;
+	struct tirpc_xdr_enc enc;
+	xdrproc_t xdr_results = NULL;
+	void *xdr_location = NULL;
+	bool has_args = false;
+	XDR xdrs;
+	size_t max;
+	void *buf;
+	bool ok;
+	int rc;
+
+	if (!tc->cur || tc->closed || rpcrdma_svc_reply_buf(tc->cur, &buf, &max)) {
+		tconn_release_ddp(tc);
+		return FALSE;
+	}
+	if (max > UINT_MAX)
+		max = UINT_MAX;
+	if (msg->rm_reply.rp_stat == MSG_ACCEPTED && msg->rm_reply.rp_acpt.ar_stat == SUCCESS) {
+		has_args = true;
+		xdr_results = msg->acpted_rply.ar_results.proc;
+		xdr_location = msg->acpted_rply.ar_results.where;
+		msg->acpted_rply.ar_results.proc = TIRPC_XDR_VOID;
+		msg->acpted_rply.ar_results.where = NULL;
+	}
+	msg->rm_xid = tc->xid;
+	nwatch = tconn_pick_ddp(tc, watch, idx);
+	tirpc_xdr_enc_create(&xdrs, &enc, buf, (u_int)max, watch, nwatch);
+	ok = xdr_replymsg(&xdrs, msg) &&
+	     (!has_args || SVCAUTH_WRAP(&SVC_XP_AUTH(xprt), &xdrs, xdr_results, xdr_location));
+	if (!ok) {
+		/* Too large, most likely: the call stays open for svcerr_systemerr(). */
+		tconn_release_ddp(tc);
+		return FALSE;
+	}
+	/* Found payloads now belong to the engine, which releases them after the Send. */
+	rc = 0;
+	for (i = 0; i < nwatch; i++) {
+		if (!watch[i].found)
+			continue;
+		tc->ddp[idx[i]].release = NULL;
+		if (!rc)
+			rc = rpcrdma_svc_reply_payload(tc->cur, watch[i].pos, watch[i].buf,
+						       watch[i].len, watch[i].release,
+						       watch[i].arg);
+		else if (watch[i].release)
+			watch[i].release(watch[i].arg);
+	}
+	/* The rest were copied into the reply, or not encoded at all. */
+	tconn_release_ddp(tc);
+	if (rc) {
+		rpcrdma_svc_call_drop(tc->cur);
+		tc->cur = NULL;
+		return FALSE;
+	}
+	rc = rpcrdma_svc_reply_commit(tc->cur, enc.pos);
+	tc->cur = NULL;
+	if (rc)
+		rpcrdma_info("tirpc: reply to xid 0x%08x not sent: %s", tc->xid, strerror(-rc));
+	return rc == 0;
+}
+
+/* Wait until the engine reports the connection closed: every WR completed or flushed. */
+static void tconn_drain(struct tconn *tc)
+{
+	int64_t deadline = rpcrdma_now_ms() + TSVC_DRAIN_MS;
+
+	while (!tc->closed) {
+		struct pollfd pfd;
+		int64_t left;
+		int n;
+
+		n = rpcrdma_svc_conn_poll(tc->conn, TSVC_BUDGET);
+		if (tc->closed)
+			break;
+		if (n > 0)
+			continue;
+		n = rpcrdma_svc_conn_arm(tc->conn);
+		if (tc->closed)
+			break;
+		if (n > 0)
+			continue;
+		left = deadline - rpcrdma_now_ms();
+		if (left <= 0) {
+			rpcrdma_warn("tirpc: connection not drained in %d ms", TSVC_DRAIN_MS);
+			break;
+		}
+		pfd.fd = rpcrdma_svc_conn_fd(tc->conn);
+		pfd.events = POLLIN;
+		poll(&pfd, 1, left < 100 ? (int)left : 100);
+	}
+}
+
+/*
+ * Unanswered calls are dropped; the connection is closed and drained
+ * through the engine. A connection never reported ESTABLISHED is only
+ * closed and left to rpcrdma_svc_destroy(): the engine does not report
+ * CLOSED for it, so polling it could free it under us.
+ */
+static void tconn_teardown(struct tconn *tc)
+{
+	tc->dying = true;
+	tconn_finish_cur(tc);
+	tconn_drop_queued(tc);
+	if (tc->closed || !tc->conn)
+		return;
+	rpcrdma_svc_conn_close(tc->conn);
+	if (tc->established)
+		tconn_drain(tc);
+	if (!tc->closed) {
+		rpcrdma_svc_conn_set_ctx(tc->conn, NULL);
+		tc->conn = NULL;
+		tc->closed = true;
+	}
+}
+
+static void tsvc_free(struct tsvc *ts)
+{
+	xprt_free_fields(&ts->xprt);
+	free(ts);
+}
+
+static void tconn_free(struct tconn *tc)
+{
+	struct tsvc *ts = tc->svc;
+
+	list_del(&tc->node);
+	if (ts->dispatching == tc)
+		ts->dispatching = NULL;
+	xprt_free_fields(&tc->xprt);
+	free(tc->queue);
+	free(tc->parts);
+	free(tc);
+	/* The last connection of a destroyed listener frees what they shared. */
+	if (ts->listener_gone && list_empty(&ts->conns))
+		tsvc_free(ts);
+}
+
+static void tconn_destroy(SVCXPRT *xprt)
+{
+	struct tconn *tc = tconn_of(xprt);
+
+	xprt_unregister(xprt);
+	tconn_teardown(tc);
+	tconn_free(tc);
+}
+
+static bool_t tconn_control(SVCXPRT *xprt, const u_int rq, void *in)
+{
+	return FALSE;
+}
+
+static const struct xp_ops tconn_ops = {
+	.xp_recv = tconn_recv,
+	.xp_stat = tconn_stat,
+	.xp_getargs = tconn_getargs,
+	.xp_reply = tconn_reply,
+	.xp_freeargs = tconn_freeargs,
+	.xp_destroy = tconn_destroy,
+};
+
+static const struct xp_ops2 tconn_ops2 = {
+	.xp_control = tconn_control,
+};
+
+/* Listener ops */
+
+static bool_t tsvc_recv(SVCXPRT *xprt, struct rpc_msg *msg)
+{
+	struct tsvc *ts = tsvc_of(xprt);
+
+	/* Accepts, and registers each new connection (tconn_accepted). */
+	if (ts->native)
+		rpcrdma_svc_listen_poll(ts->native);
+	return FALSE;
+}
+
+static enum xprt_stat tsvc_stat(SVCXPRT *xprt)
+{
+	return XPRT_IDLE;
+}
+
+static bool_t tsvc_getargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args_ptr)
+{
+	return FALSE;
+}
+
+static bool_t tsvc_reply(SVCXPRT *xprt, struct rpc_msg *msg)
+{
+	return FALSE;
+}
+
+static bool_t tsvc_freeargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args_ptr)
+{
+	return FALSE;
+}
+
+/*
+ * The native server owns every connection, and an RDMA listener cannot stop
+ * accepting without going: its connections go with it. The one whose call
+ * libtirpc is dispatching (a service destroyed the listener) is only cut
+ * off from the engine here; libtirpc still uses it after the dispatch, sees
+ * XPRT_DIED and destroys it, and that frees the rest.
+ */
+static void tsvc_destroy(SVCXPRT *xprt)
+{
+	struct tsvc *ts = tsvc_of(xprt);
+	struct tconn *busy = ts->dispatching;
+	struct list_node *pos, *tmp;
+
+	xprt_unregister(xprt);
+	ts->listener_gone = true;
+	list_for_each_safe(&ts->conns, pos, tmp) {
+		struct tconn *tc = list_entry(pos, struct tconn, node);
+
+		if (tc == busy)
+			continue;
+		xprt_unregister(&tc->xprt);
+		tconn_teardown(tc);
+		list_del(&tc->node);
+		xprt_free_fields(&tc->xprt);
+		free(tc->queue);
+		free(tc->parts);
+		free(tc);
+	}
+	if (busy) {
+		/* Its call stays valid after the engine goes; answering it fails. */
+		tconn_drop_queued(busy);
+		if (busy->conn)
+			rpcrdma_svc_conn_set_ctx(busy->conn, NULL);
+		busy->conn = NULL;
+		busy->closed = true;
+		busy->dying = true;
+	}
+	rpcrdma_svc_destroy(ts->native);
+	ts->native = NULL;
+	if (list_empty(&ts->conns))
+		tsvc_free(ts);
+}
+
+static bool_t tsvc_control(SVCXPRT *xprt, const u_int rq, void *in)
+{
+	return FALSE;
+}
+
+static const struct xp_ops tsvc_ops = {
+	.xp_recv = tsvc_recv,
+	.xp_stat = tsvc_stat,
+	.xp_getargs = tsvc_getargs,
+	.xp_reply = tsvc_reply,
+	.xp_freeargs = tsvc_freeargs,
+	.xp_destroy = tsvc_destroy,
+};
+
+static const struct xp_ops2 tsvc_ops2 = {
+	.xp_control = tsvc_control,
+};
+
+RPCRDMA_EXPORT SVCXPRT *rpcrdma_svc_create(const struct sockaddr *addr, u_int sendsize,
+					   u_int recvsize)
+{
+	struct rpcrdma_svc_attr attr;
+	struct sockaddr_storage bound;
+	socklen_t len = sizeof(bound);
+	struct tsvc *ts;
+	int rc, fd;
+
+	if (!addr || !tsvc_addr_len(addr)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ts = calloc(1, sizeof(*ts));
+	if (!ts) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	list_init(&ts->conns);
+	ts->family = addr->sa_family;
+	memset(&attr, 0, sizeof(attr));
+	attr.addr = addr;
+	attr.on_call = tsvc_on_call;
+	attr.on_conn = tsvc_on_conn;
+	attr.arg = ts;
+	attr.max_read = recvsize;
+	attr.max_reply = sendsize;
+	rc = rpcrdma_svc_listen(&attr, &ts->native);
+	if (rc)
+		goto fail;
+	fd = rpcrdma_svc_listen_fd(ts->native);
+	rc = -EMFILE;
+	if (fd < 0 || fd >= _rpc_dtablesize())
+		goto fail;
+	rc = rpcrdma_svc_addr(ts->native, (struct sockaddr *)&bound, &len);
+	if (rc)
+		goto fail;
+	xprt_init_common(&ts->xprt, &ts->ext, ts->verf_body, fd, &tsvc_ops, &tsvc_ops2);
+	ts->xprt.xp_p1 = ts;
+	ts->xprt.xp_port = ntohs(bound.ss_family == AF_INET6 ?
+				 ((struct sockaddr_in6 *)&bound)->sin6_port :
+				 ((struct sockaddr_in *)&bound)->sin_port);
+	rc = -ENOMEM;
+	ts->xprt.xp_netid = strdup(tsvc_netid(ts->family));
+	if (!ts->xprt.xp_netid || !tsvc_set_netbuf(&ts->xprt.xp_ltaddr, (struct sockaddr *)&bound))
+		goto fail;
+	xprt_register(&ts->xprt);
+	return &ts->xprt;
+fail:
+	rpcrdma_svc_destroy(ts->native);
+	tsvc_free(ts);
+	errno = -rc;
+	return NULL;
+}
+
+/* The netconfig rpcbind gets for our netids: none is in /etc/netconfig. */
+static void tsvc_netconfig(const struct tsvc *ts, struct netconfig *nc)
+{
+	static char netid4[] = "rdma", netid6[] = "rdma6", inet[] = NC_INET, inet6[] = NC_INET6;
+	static char tcp[] = NC_TCP, device[] = "-";
+
+	memset(nc, 0, sizeof(*nc));
+	nc->nc_netid = ts->family == AF_INET6 ? netid6 : netid4;
+	nc->nc_semantics = NC_TPI_COTS_ORD;
+	nc->nc_flag = NC_VISIBLE;
+	nc->nc_protofmly = ts->family == AF_INET6 ? inet6 : inet;
+	/* "tcp" only shapes the universal address (h1.h2.h3.h4.p1.p2). */
+	nc->nc_proto = tcp;
+	nc->nc_device = device;
+}
+
+RPCRDMA_EXPORT bool_t rpcrdma_svc_register(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
+{
+	struct tsvc *ts = tsvc_of(xprt);
+	struct netconfig nc;
+
+	if (!ts || ts->listener_gone) {
+		rpc_createerr.cf_stat = RPC_UNKNOWNPROTO;
+		return FALSE;
+	}
+	tsvc_netconfig(ts, &nc);
+	return rpcb_set(prog, vers, &nc, &xprt->xp_ltaddr);
+}
+
+RPCRDMA_EXPORT bool_t rpcrdma_svc_unregister(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
+{
+	struct tsvc *ts = tsvc_of(xprt);
+	struct netconfig nc;
+
+	if (!ts || ts->listener_gone) {
+		rpc_createerr.cf_stat = RPC_UNKNOWNPROTO;
+		return FALSE;
+	}
+	tsvc_netconfig(ts, &nc);
+	return rpcb_unset(prog, vers, &nc);
+}
+
+RPCRDMA_EXPORT struct rpcrdma_svc *rpcrdma_svc_native(SVCXPRT *xprt)
+{
+	struct tconn *tc = tconn_of(xprt);
+	struct tsvc *ts = tc ? tc->svc : tsvc_of(xprt);
+
+	return ts ? ts->native : NULL;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_getpayload(SVCXPRT *xprt, unsigned int i, void **data, size_t *len)
+{
+	struct tconn *tc = tconn_of(xprt);
+	void *p;
+
+	if (!tc || !tc->cur || !data || !len)
+		return -EINVAL;
+	p = rpcrdma_svc_call_keep_payload(tc->cur, i, len);
+	if (!p)
+		return -ENOENT;
+	*data = p;
+	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_reply_ddp(SVCXPRT *xprt, const void *buf, size_t len,
+					 void (*release)(void *arg), void *arg)
+{
+	struct tconn *tc = tconn_of(xprt);
+	int rc = -EINVAL;
+
+	if (!tc || !tc->cur || (!buf && len) || tc->nddp == TIRPC_XDR_MAX_DDP)
+		goto fail;
+	rc = -ENOTCONN;
+	if (tc->closed)
+		goto fail;
+	tc->ddp[tc->nddp].buf = buf;
+	tc->ddp[tc->nddp].len = len;
+	tc->ddp[tc->nddp].release = release;
+	tc->ddp[tc->nddp].arg = arg;
+	tc->nddp++;
+	return 0;
+fail:
+	if (release)
+		release(arg);
+	return rc;
+}

@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The adapters' XDR streams (struct xdr_ops is public in libtirpc): an
+ * encoder that leaves DDP payloads out of the message, and two decoders
+ * that put them back where the XDR routines expect them. Longs are 32-bit
+ * XDR units, read and written as xdrmem does.
+ */
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "tirpc_xdr.h"
+
+static const unsigned char tirpc_zeroes[4];
+
+/* Encoder */
+
+static struct tirpc_xdr_enc *enc_of(XDR *xdrs)
+{
+	return (struct tirpc_xdr_enc *)xdrs->x_private;
+}
+
+static bool_t enc_getlong(XDR *xdrs, long *lp)
+{
+	return FALSE;
+}
+
+static bool_t enc_getbytes(XDR *xdrs, char *addr, u_int len)
+{
+	return FALSE;
+}
+
+static bool_t enc_put(struct tirpc_xdr_enc *enc, const void *src, u_int len)
+{
+	if (enc->size - enc->pos < len)
+		return FALSE;
+	memcpy(enc->base + enc->pos, src, len);
+	enc->pos += len;
+	return TRUE;
+}
+
+static bool_t enc_putlong(XDR *xdrs, const long *lp)
+{
+	struct tirpc_xdr_enc *enc = enc_of(xdrs);
+	uint32_t v = htonl((uint32_t)*lp);
+
+	enc->skip_pad = 0;
+	return enc_put(enc, &v, sizeof(v));
+}
+
+static bool_t enc_putbytes(XDR *xdrs, const char *addr, u_int len)
+{
+	struct tirpc_xdr_enc *enc = enc_of(xdrs);
+	struct tirpc_ddp *ddp = enc->next < enc->nddp ? &enc->ddp[enc->next] : NULL;
+
+	/* xdr_opaque() pads right after the data: that padding is not sent either. */
+	if (enc->skip_pad) {
+		u_int pad = enc->skip_pad;
+
+		enc->skip_pad = 0;
+		if (len == pad)
+			return TRUE;
+	}
+	if (ddp && len && (const void *)addr == ddp->buf && len == ddp->len) {
+		ddp->found = true;
+		ddp->pos = enc->pos;
+		enc->next++;
+		enc->skip_pad = tirpc_xdr_pad(len);
+		return TRUE;
+	}
+	return enc_put(enc, addr, len);
+}
+
+static u_int enc_getpostn(XDR *xdrs)
+{
+	return enc_of(xdrs)->pos;
+}
+
+static bool_t enc_setpostn(XDR *xdrs, u_int pos)
+{
+	struct tirpc_xdr_enc *enc = enc_of(xdrs);
+
+	if (pos > enc->size)
+		return FALSE;
+	enc->pos = pos;
+	enc->skip_pad = 0;
+	return TRUE;
+}
+
+static int32_t *enc_inline(XDR *xdrs, u_int len)
+{
+	struct tirpc_xdr_enc *enc = enc_of(xdrs);
+	char *p = enc->base + enc->pos;
+
+	if (enc->size - enc->pos < len || ((uintptr_t)p & 3))
+		return NULL;
+	enc->skip_pad = 0;
+	enc->pos += len;
+	return (int32_t *)(void *)p;
+}
+
+static void xdr_nop_destroy(XDR *xdrs)
+{
+}
+
+static bool_t xdr_no_control(XDR *xdrs, int request, void *info)
+{
+	return FALSE;
+}
+
+static const struct xdr_ops tirpc_xdr_enc_ops = {
+	.x_getlong = enc_getlong,
+	.x_putlong = enc_putlong,
+	.x_getbytes = enc_getbytes,
+	.x_putbytes = enc_putbytes,
+	.x_getpostn = enc_getpostn,
+	.x_setpostn = enc_setpostn,
+	.x_inline = enc_inline,
+	.x_destroy = xdr_nop_destroy,
+	.x_control = xdr_no_control,
+};
+
+void tirpc_xdr_enc_create(XDR *xdrs, struct tirpc_xdr_enc *enc, void *buf, u_int size,
+			  struct tirpc_ddp *ddp, unsigned int nddp)
+{
+	unsigned int i;
+
+	memset(enc, 0, sizeof(*enc));
+	enc->base = buf;
+	enc->size = size;
+	enc->ddp = ddp;
+	enc->nddp = nddp;
+	for (i = 0; i < nddp; i++)
+		ddp[i].found = false;
+	memset(xdrs, 0, sizeof(*xdrs));
+	xdrs->x_op = XDR_ENCODE;
+	xdrs->x_ops = &tirpc_xdr_enc_ops;
+	xdrs->x_private = enc;
+	xdrs->x_base = buf;
+}
+
+/* Splicing decoder */
+
+static struct tirpc_xdr_splice *splice_of(XDR *xdrs)
+{
+	return (struct tirpc_xdr_splice *)xdrs->x_private;
+}
+
+/*
+ * Where logical position @pos lies: in the message (returns NULL, *@off is
+ * the message offset) or in a payload or its padding (returns the part,
+ * *@off is the offset into the payload and its padding). *@run is how many
+ * bytes follow contiguously in that piece.
+ */
+static const struct tirpc_splice *splice_locate(const struct tirpc_xdr_splice *sp, size_t pos,
+						size_t *off, size_t *run)
+{
+	size_t shift = 0;	/* payload bytes (with padding) before the current piece */
+	unsigned int i;
+
+	for (i = 0; i < sp->nparts; i++) {
+		const struct tirpc_splice *part = &sp->parts[i];
+		size_t start = part->pos + shift;
+		size_t plen = part->len + tirpc_xdr_pad(part->len);
+
+		if (pos < start) {
+			*off = pos - shift;
+			*run = start - pos;
+			return NULL;
+		}
+		if (pos < start + plen) {
+			*off = pos - start;
+			*run = plen - *off;
+			return part;
+		}
+		shift += plen;
+	}
+	*off = pos - shift;
+	*run = sp->msg_len - *off;
+	return NULL;
+}
+
+static bool_t splice_getbytes(XDR *xdrs, char *addr, u_int len)
+{
+	struct tirpc_xdr_splice *sp = splice_of(xdrs);
+
+	if (sp->total - sp->pos < len)
+		return FALSE;
+	while (len) {
+		const struct tirpc_splice *part;
+		size_t off, run, n;
+
+		part = splice_locate(sp, sp->pos, &off, &run);
+		n = run < len ? run : len;
+		if (!part) {
+			memcpy(addr, sp->msg + off, n);
+		} else if (off < part->len) {
+			/* Stop at the payload's end: its padding comes from zeroes. */
+			if (n > part->len - off)
+				n = part->len - off;
+			if ((const unsigned char *)addr != part->data + off)
+				memcpy(addr, part->data + off, n);
+		} else {
+			memset(addr, 0, n);
+		}
+		addr += n;
+		len -= (u_int)n;
+		sp->pos += n;
+	}
+	return TRUE;
+}
+
+static bool_t splice_getlong(XDR *xdrs, long *lp)
+{
+	uint32_t v;
+
+	if (!splice_getbytes(xdrs, (char *)&v, sizeof(v)))
+		return FALSE;
+	*lp = (long)ntohl(v);
+	return TRUE;
+}
+
+static bool_t dec_putlong(XDR *xdrs, const long *lp)
+{
+	return FALSE;
+}
+
+static bool_t dec_putbytes(XDR *xdrs, const char *addr, u_int len)
+{
+	return FALSE;
+}
+
+static u_int splice_getpostn(XDR *xdrs)
+{
+	return (u_int)splice_of(xdrs)->pos;
+}
+
+static bool_t splice_setpostn(XDR *xdrs, u_int pos)
+{
+	struct tirpc_xdr_splice *sp = splice_of(xdrs);
+
+	if (pos > sp->total)
+		return FALSE;
+	sp->pos = pos;
+	return TRUE;
+}
+
+static int32_t *splice_inline(XDR *xdrs, u_int len)
+{
+	struct tirpc_xdr_splice *sp = splice_of(xdrs);
+	const unsigned char *p;
+	size_t off, run;
+
+	/* Only message bytes, and only aligned ones: callers fall back to getlong. */
+	if (splice_locate(sp, sp->pos, &off, &run) || run < len)
+		return NULL;
+	p = sp->msg + off;
+	if ((uintptr_t)p & 3)
+		return NULL;
+	sp->pos += len;
+	return (int32_t *)(uintptr_t)p;
+}
+
+static const struct xdr_ops tirpc_xdr_splice_ops = {
+	.x_getlong = splice_getlong,
+	.x_putlong = dec_putlong,
+	.x_getbytes = splice_getbytes,
+	.x_putbytes = dec_putbytes,
+	.x_getpostn = splice_getpostn,
+	.x_setpostn = splice_setpostn,
+	.x_inline = splice_inline,
+	.x_destroy = xdr_nop_destroy,
+	.x_control = xdr_no_control,
+};
+
+void tirpc_xdr_splice_create(XDR *xdrs, struct tirpc_xdr_splice *sp, const void *msg,
+			     size_t msg_len, const struct tirpc_splice *parts, unsigned int nparts)
+{
+	unsigned int i;
+
+	memset(sp, 0, sizeof(*sp));
+	sp->msg = msg;
+	sp->msg_len = msg_len;
+	sp->parts = parts;
+	sp->nparts = nparts;
+	sp->total = msg_len;
+	for (i = 0; i < nparts; i++)
+		sp->total += parts[i].len + tirpc_xdr_pad(parts[i].len);
+	memset(xdrs, 0, sizeof(*xdrs));
+	xdrs->x_op = XDR_DECODE;
+	xdrs->x_ops = &tirpc_xdr_splice_ops;
+	xdrs->x_private = sp;
+	xdrs->x_base = (char *)(uintptr_t)msg;
+}
+
+/* DDP-result decoder */
+
+static struct tirpc_xdr_result *result_of(XDR *xdrs)
+{
+	return (struct tirpc_xdr_result *)xdrs->x_private;
+}
+
+static bool_t result_take(struct tirpc_xdr_result *rs, void *dst, u_int len)
+{
+	if (rs->msg_len - rs->pos < len)
+		return FALSE;
+	memcpy(dst, rs->msg + rs->pos, len);
+	rs->pos += len;
+	return TRUE;
+}
+
+static bool_t result_getlong(XDR *xdrs, long *lp)
+{
+	struct tirpc_xdr_result *rs = result_of(xdrs);
+	uint32_t v;
+
+	rs->pad_next = 0;
+	if (!result_take(rs, &v, sizeof(v)))
+		return FALSE;
+	*lp = (long)ntohl(v);
+	return TRUE;
+}
+
+static bool_t result_getbytes(XDR *xdrs, char *addr, u_int len)
+{
+	struct tirpc_xdr_result *rs = result_of(xdrs);
+
+	/* The padding xdr_opaque() reads after the result is not in the message. */
+	if (rs->pad_next) {
+		u_int pad = rs->pad_next;
+
+		rs->pad_next = 0;
+		if (len == pad) {
+			memcpy(addr, tirpc_zeroes, len);
+			return TRUE;
+		}
+	}
+	if (!rs->served && rs->result_len && len == rs->result_len) {
+		if ((const unsigned char *)addr != rs->result)
+			memcpy(addr, rs->result, len);
+		rs->served = true;
+		rs->pad_next = tirpc_xdr_pad(len);
+		return TRUE;
+	}
+	return result_take(rs, addr, len);
+}
+
+static u_int result_getpostn(XDR *xdrs)
+{
+	return (u_int)result_of(xdrs)->pos;
+}
+
+static bool_t result_setpostn(XDR *xdrs, u_int pos)
+{
+	struct tirpc_xdr_result *rs = result_of(xdrs);
+
+	if (pos > rs->msg_len)
+		return FALSE;
+	rs->pos = pos;
+	rs->pad_next = 0;
+	return TRUE;
+}
+
+static int32_t *result_inline(XDR *xdrs, u_int len)
+{
+	struct tirpc_xdr_result *rs = result_of(xdrs);
+	const unsigned char *p = rs->msg + rs->pos;
+
+	if (rs->msg_len - rs->pos < len || ((uintptr_t)p & 3))
+		return NULL;
+	rs->pad_next = 0;
+	rs->pos += len;
+	return (int32_t *)(uintptr_t)p;
+}
+
+static const struct xdr_ops tirpc_xdr_result_ops = {
+	.x_getlong = result_getlong,
+	.x_putlong = dec_putlong,
+	.x_getbytes = result_getbytes,
+	.x_putbytes = dec_putbytes,
+	.x_getpostn = result_getpostn,
+	.x_setpostn = result_setpostn,
+	.x_inline = result_inline,
+	.x_destroy = xdr_nop_destroy,
+	.x_control = xdr_no_control,
+};
+
+void tirpc_xdr_result_create(XDR *xdrs, struct tirpc_xdr_result *rs, const void *msg,
+			     size_t msg_len, const void *result, size_t result_len)
+{
+	memset(rs, 0, sizeof(*rs));
+	rs->msg = msg;
+	rs->msg_len = msg_len;
+	rs->result = result;
+	rs->result_len = result_len;
+	memset(xdrs, 0, sizeof(*xdrs));
+	xdrs->x_op = XDR_DECODE;
+	xdrs->x_ops = &tirpc_xdr_result_ops;
+	xdrs->x_private = rs;
+	xdrs->x_base = (char *)(uintptr_t)msg;
+}
