@@ -868,6 +868,7 @@ static void cfix_up(struct cfix *f, bool bounce)
 	f->arena = aligned_alloc(4096, MEM);
 	assert_non_null(f->local);
 	assert_non_null(f->arena);
+	memset(f->arena, 0x3c, MEM);
 	assert_non_null(rawpeer_reg(&f->srv, f->local, MEM, IBV_ACCESS_LOCAL_WRITE));
 	if (!bounce)
 		assert_int_equal(rpcrdma_clnt_mem_register(f->clnt, f->arena, MEM, &f->mem), 0);
