@@ -46,6 +46,8 @@
 #define TCLNT_HDR_MAX 32
 #define TCLNT_HDR_PROG 12
 #define TCLNT_HDR_VERS 16
+/* Segments of a chunk are at most this long: set on the native client. */
+#define TCLNT_SEGMENT (1u << 20)
 
 /* A call's message and reply buffers, reused from call to call. */
 struct tcall_buf {
@@ -72,6 +74,8 @@ struct tclnt {
 	struct rpc_err err;			/* the last call's, for clnt_geterr() */
 	u_int sendsize;
 	u_int recvsize;
+	bool recv_inline;			/* recvsize 0: never offer a Reply chunk */
+	uint32_t inline_recv;
 	struct tcall_buf *free_bufs;
 	struct tcall_buf *all_bufs;
 	struct rpcrdma_ddp_buf ddp_result;	/* for the next call */
@@ -271,6 +275,23 @@ static void tclnt_map_submit(int rc, struct rpc_err *err)
 	}
 }
 
+/*
+ * Room for the reply. With the inline size asked for, exactly what fits
+ * inline after the transport header, whose Write list grows with a DDP
+ * result: one byte more and the native client would offer a Reply chunk.
+ */
+static size_t tclnt_reply_max(const struct tclnt *tc, const struct rpcrdma_ddp_buf *dres)
+{
+	uint32_t hdr = RPCRDMA_HDR_MIN_LEN;
+
+	if (!tc->recv_inline)
+		return tc->recvsize;
+	if (dres->buf)
+		hdr += 8 + RPCRDMA_SEGMENT_LEN *
+			   (uint32_t)((dres->len + TCLNT_SEGMENT - 1) / TCLNT_SEGMENT);
+	return tc->inline_recv > hdr ? tc->inline_recv - hdr : 0;
+}
+
 /* Encode the call into @b; the header's xid is @xid (host order). */
 static bool tclnt_encode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b, uint32_t xid,
 			 rpcproc_t proc, xdrproc_t xargs, void *argsp, struct tirpc_ddp *ddp,
@@ -409,7 +430,7 @@ again:
 		c.nc.payload_pos = ddp_arg.pos;
 	}
 	c.nc.reply = b->reply;
-	c.nc.reply_max = tc->recvsize;
+	c.nc.reply_max = tclnt_reply_max(tc, &dres);
 	c.nc.result = dres.buf;
 	c.nc.result_max = dres.buf ? dres.len : 0;
 	c.nc.timeout_ms = (int)(ms + TCLNT_BACKSTOP_MS);
@@ -677,12 +698,15 @@ RPCRDMA_EXPORT CLIENT *rpcrdma_clnt_create(const struct sockaddr *addr, rpcprog_
 		goto fail_sync;
 	memset(&attr, 0, sizeof(attr));
 	attr.addr = addr;
+	attr.max_segment = TCLNT_SEGMENT;
 	rc = rpcrdma_clnt_connect(&attr, &tc->native);
 	if (rc)
 		goto fail_sync;
 	rpcrdma_clnt_info(tc->native, &info);
 	tc->sendsize = sendsize ? sendsize : info.inline_send;
 	tc->recvsize = recvsize ? recvsize : info.inline_recv;
+	tc->recv_inline = !recvsize;
+	tc->inline_recv = info.inline_recv;
 	gettimeofday(&now, NULL);
 	tc->next_xid = (uint32_t)getpid() ^ (uint32_t)now.tv_sec ^ (uint32_t)now.tv_usec << 12 ^
 		       (uint32_t)(uintptr_t)tc;

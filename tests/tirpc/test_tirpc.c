@@ -1,0 +1,573 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One rpcgen program's suite, run twice with the same assertions: over TCP
+ * loopback (libtirpc's own svc_vc/clnt_vc) and over RDMA (librpcrdma's
+ * SVCXPRT and CLIENT, on softrdma). The server is svc_run() on a thread of
+ * its own in both cases.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tt.h"
+
+/* xdr_void as an xdrproc_t, through the type any function pointer casts to. */
+#define XDR_VOID ((xdrproc_t)(void (*)(void))xdr_void)
+
+static const struct timeval tt_timeout = { .tv_sec = 10 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait (bounded) until @v reaches @want. */
+static bool wait_for(atomic_uint *v, unsigned int want)
+{
+	int64_t deadline = now_ms() + 5000;
+
+	while (atomic_load(v) < want) {
+		if (now_ms() > deadline)
+			return false;
+		poll(NULL, 0, 1);
+	}
+	return true;
+}
+
+static struct tt_server *srv_of(void **state)
+{
+	return *state;
+}
+
+static int setup_tcp(void **state)
+{
+	static struct tt_server srv;
+
+	if (tt_server_start(&srv, false))
+		return -1;
+	*state = &srv;
+	return 0;
+}
+
+static int setup_rdma(void **state)
+{
+	static struct tt_server srv;
+
+	if (tt_server_start(&srv, true))
+		return -1;
+	*state = &srv;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	tt_server_stop(srv_of(state));
+	return 0;
+}
+
+static enum clnt_stat echo(CLIENT *cl, size_t len, unsigned int seed)
+{
+	tt_blob arg, res;
+	enum clnt_stat st;
+
+	arg.tt_blob_len = (u_int)len;
+	arg.tt_blob_val = malloc(len ? len : 1);
+	assert_non_null(arg.tt_blob_val);
+	tt_fill((unsigned char *)arg.tt_blob_val, len, seed);
+	memset(&res, 0, sizeof(res));
+	st = clnt_call(cl, TT_ECHO, (xdrproc_t)xdr_tt_blob, &arg, (xdrproc_t)xdr_tt_blob, &res,
+		       tt_timeout);
+	if (st == RPC_SUCCESS) {
+		assert_int_equal(res.tt_blob_len, len);
+		assert_true(tt_check((unsigned char *)res.tt_blob_val, len, seed));
+		clnt_freeres(cl, (xdrproc_t)xdr_tt_blob, &res);
+	}
+	free(arg.tt_blob_val);
+	return st;
+}
+
+static void test_null(void **state)
+{
+	CLIENT *cl = tt_client(srv_of(state), TT_PROG, TT_VERS, 0, 0);
+
+	assert_non_null(cl);
+	assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	assert_int_equal(clnt_call(cl, TT_NULL, XDR_VOID, NULL, XDR_VOID,
+				   NULL, tt_timeout), RPC_SUCCESS);
+	clnt_destroy(cl);
+}
+
+/* Inline-sized calls on a client with default sizes. */
+static void test_echo_small(void **state)
+{
+	static const size_t sizes[] = { 0, 1, 2, 3, 4, 5, 7, 8, 100, 1000, 2047, 3000 };
+	CLIENT *cl = tt_client(srv_of(state), TT_PROG, TT_VERS, 0, 0);
+	size_t i;
+
+	assert_non_null(cl);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		assert_int_equal(echo(cl, sizes[i], (unsigned int)i), RPC_SUCCESS);
+	clnt_destroy(cl);
+}
+
+/* Around and far beyond the inline size: long calls and Reply chunks over RDMA. */
+static void test_echo_large(void **state)
+{
+	static const size_t sizes[] = { 3900, 4000, 4092, 4093, 4096, 4100, 5000, 8192,
+					65536, 65537, 1024 * 1024 };
+	CLIENT *cl = tt_client(srv_of(state), TT_PROG, TT_VERS, TT_BIG, TT_BIG);
+	size_t i;
+
+	assert_non_null(cl);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		assert_int_equal(echo(cl, sizes[i], (unsigned int)i + 50), RPC_SUCCESS);
+	/* Small again on the same client. */
+	assert_int_equal(echo(cl, 10, 1), RPC_SUCCESS);
+	clnt_destroy(cl);
+}
+
+/* A small argument and a 1 MiB result; a 1 MiB argument and a small result. */
+static void test_large_one_way(void **state)
+{
+	CLIENT *cl = tt_client(srv_of(state), TT_PROG, TT_VERS, TT_BIG, TT_BIG);
+	u_int n = 1024 * 1024, sum = 0;
+	tt_blob res, arg;
+
+	assert_non_null(cl);
+	memset(&res, 0, sizeof(res));
+	assert_int_equal(tt_fill_1(&n, &res, cl), RPC_SUCCESS);
+	assert_int_equal(res.tt_blob_len, n);
+	assert_true(tt_check((unsigned char *)res.tt_blob_val, n, n));
+	clnt_freeres(cl, (xdrproc_t)xdr_tt_blob, &res);
+
+	arg.tt_blob_len = n;
+	arg.tt_blob_val = malloc(n);
+	assert_non_null(arg.tt_blob_val);
+	tt_fill((unsigned char *)arg.tt_blob_val, n, 9);
+	assert_int_equal(tt_sum_1(&arg, &sum, cl), RPC_SUCCESS);
+	assert_int_equal(sum, tt_sum((unsigned char *)arg.tt_blob_val, n));
+	free(arg.tt_blob_val);
+	clnt_destroy(cl);
+}
+
+/* Every procedure, interleaved, on one client. */
+static void test_many_procedures(void **state)
+{
+	CLIENT *cl = tt_client(srv_of(state), TT_PROG, TT_VERS, 0, 0);
+	int i;
+
+	assert_non_null(cl);
+	for (i = 0; i < 100; i++) {
+		tt_pair pair = { .a = i, .b = -3 * i };
+		char word[] = "hello, rdma", *in = word, *up = NULL;
+		u_int n = (u_int)(i * 13 % 2000);
+		tt_blob blob;
+		int sum = 0;
+
+		assert_int_equal(tt_add_1(&pair, &sum, cl), RPC_SUCCESS);
+		assert_int_equal(sum, -2 * i);
+		assert_int_equal(tt_upper_1(&in, &up, cl), RPC_SUCCESS);
+		assert_string_equal(up, "HELLO, RDMA");
+		clnt_freeres(cl, (xdrproc_t)xdr_wrapstring, &up);
+		memset(&blob, 0, sizeof(blob));
+		assert_int_equal(tt_fill_1(&n, &blob, cl), RPC_SUCCESS);
+		assert_int_equal(blob.tt_blob_len, n);
+		assert_true(tt_check((unsigned char *)blob.tt_blob_val, n, n));
+		clnt_freeres(cl, (xdrproc_t)xdr_tt_blob, &blob);
+		assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	}
+	clnt_destroy(cl);
+}
+
+static void creds_call(CLIENT *cl, tt_creds *res)
+{
+	memset(res, 0, sizeof(*res));
+	assert_int_equal(tt_creds_1(NULL, res, cl), RPC_SUCCESS);
+}
+
+/* AUTH_NONE by default; AUTH_SYS credentials reach the service intact. */
+static void test_auth(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	CLIENT *cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	gid_t gids[3] = { 100, 200, 300 };
+	AUTH *none;
+	tt_creds res;
+
+	assert_non_null(cl);
+	creds_call(cl, &res);
+	assert_int_equal(res.flavor, AUTH_NONE);
+	assert_int_equal(res.caller_family, AF_INET);
+	assert_string_equal(res.netid, srv->rdma ? "rdma" : "tcp");
+	clnt_freeres(cl, (xdrproc_t)xdr_tt_creds, &res);
+
+	none = cl->cl_auth;
+	cl->cl_auth = authunix_create("tirpc-test", 4321, 8765, 3, gids);
+	assert_non_null(cl->cl_auth);
+	creds_call(cl, &res);
+	assert_int_equal(res.flavor, AUTH_SYS);
+	assert_int_equal(res.uid, 4321);
+	assert_int_equal(res.gid, 8765);
+	assert_int_equal(res.gids.gids_len, 3);
+	assert_int_equal(res.gids.gids_val[0], 100);
+	assert_int_equal(res.gids.gids_val[2], 300);
+	assert_string_equal(res.machine, "tirpc-test");
+	clnt_freeres(cl, (xdrproc_t)xdr_tt_creds, &res);
+	auth_destroy(cl->cl_auth);
+	cl->cl_auth = none;
+	auth_destroy(none);
+	clnt_destroy(cl);
+}
+
+static void expect_error(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *args,
+			 enum clnt_stat want)
+{
+	struct rpc_err err;
+
+	assert_int_equal(clnt_call(cl, proc, xargs, args, XDR_VOID, NULL, tt_timeout),
+			 want);
+	clnt_geterr(cl, &err);
+	assert_int_equal(err.re_status, want);
+}
+
+/* Encodes one int where the procedure expects two: the server cannot decode it. */
+static bool_t xdr_half_pair(XDR *xdrs, int *a)
+{
+	return xdr_int(xdrs, a);
+}
+
+static void test_errors(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	CLIENT *cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	CLIENT *noprog = tt_client(srv, TT_PROG + 1, TT_VERS, 0, 0);
+	CLIENT *novers = tt_client(srv, TT_PROG, TT_VERS + 6, 0, 0);
+	struct rpc_err err;
+	tt_pair pair = { 1, 2 };
+	int half = 5, sum = 0;
+
+	assert_non_null(cl);
+	assert_non_null(noprog);
+	assert_non_null(novers);
+	expect_error(cl, 99, XDR_VOID, NULL, RPC_PROCUNAVAIL);
+	expect_error(noprog, TT_NULL, XDR_VOID, NULL, RPC_PROGUNAVAIL);
+	expect_error(novers, TT_NULL, XDR_VOID, NULL, RPC_PROGVERSMISMATCH);
+	clnt_geterr(novers, &err);
+	assert_int_equal(err.re_vers.low, TT_VERS);
+	assert_int_equal(err.re_vers.high, TT_VERS);
+	expect_error(cl, TT_ADD, (xdrproc_t)xdr_half_pair, &half, RPC_CANTDECODEARGS);
+	/* The connection is still good after each of them. */
+	assert_int_equal(tt_add_1(&pair, &sum, cl), RPC_SUCCESS);
+	assert_int_equal(sum, 3);
+	clnt_destroy(novers);
+	clnt_destroy(noprog);
+	clnt_destroy(cl);
+}
+
+/* A procedure that outlasts the caller's timeout; the client stays usable. */
+static void test_timeout(void **state)
+{
+	CLIENT *cl = tt_client(srv_of(state), TT_PROG, TT_VERS, 0, 0);
+	struct timeval short_wait = { .tv_usec = 150 * 1000 }, got;
+	struct rpc_err err;
+	tt_pair pair = { 20, 22 };
+	u_int ms = 600;
+	int64_t t0, dt;
+	int sum = 0;
+
+	assert_non_null(cl);
+	t0 = now_ms();
+	assert_int_equal(clnt_call(cl, TT_SLEEP, (xdrproc_t)xdr_u_int, &ms, XDR_VOID,
+				   NULL, short_wait), RPC_TIMEDOUT);
+	dt = now_ms() - t0;
+	assert_true(dt >= 140 && dt < 550);
+	clnt_geterr(cl, &err);
+	assert_int_equal(err.re_status, RPC_TIMEDOUT);
+	/* CLSET_TIMEOUT overrides the per-call timeout, as clnt_vc's does. */
+	assert_true(clnt_control(cl, CLSET_TIMEOUT, (char *)&tt_timeout));
+	assert_true(clnt_control(cl, CLGET_TIMEOUT, (char *)&got));
+	assert_int_equal(got.tv_sec, tt_timeout.tv_sec);
+	assert_int_equal(clnt_call(cl, TT_ADD, (xdrproc_t)xdr_tt_pair, &pair, (xdrproc_t)xdr_int,
+				   &sum, short_wait), RPC_SUCCESS);
+	assert_int_equal(sum, 42);
+	clnt_destroy(cl);
+}
+
+/* clnt_control requests that both transports share. */
+static void test_control(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	CLIENT *cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	struct sockaddr_storage ss;
+	struct netbuf nb;
+	u_int32_t v, xid;
+
+	assert_non_null(cl);
+	assert_true(clnt_control(cl, CLGET_PROG, (char *)&v));
+	assert_int_equal(v, TT_PROG);
+	assert_true(clnt_control(cl, CLGET_VERS, (char *)&v));
+	assert_int_equal(v, TT_VERS);
+	v = TT_VERS + 6;
+	assert_true(clnt_control(cl, CLSET_VERS, (char *)&v));
+	expect_error(cl, TT_NULL, XDR_VOID, NULL, RPC_PROGVERSMISMATCH);
+	v = TT_VERS;
+	assert_true(clnt_control(cl, CLSET_VERS, (char *)&v));
+	xid = 0x12345678;
+	assert_true(clnt_control(cl, CLSET_XID, (char *)&xid));
+	assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	assert_true(clnt_control(cl, CLGET_XID, (char *)&v));
+	/*
+	 * clnt_vc stores xid + 1 in network order and decrements that as a
+	 * host integer before each call: on a little-endian machine the call
+	 * goes out, and CLGET_XID reports, a different xid than was set.
+	 */
+	if (srv->rdma || htonl(1) == 1)
+		assert_int_equal(v, xid);
+	else
+		assert_int_equal(v, ntohl(htonl(xid + 1) - 1));
+	assert_true(clnt_control(cl, CLGET_SVC_ADDR, (char *)&nb));
+	assert_int_equal(nb.len, sizeof(struct sockaddr_in));
+	assert_memory_equal(nb.buf, &srv->addr, sizeof(struct sockaddr_in));
+	assert_true(clnt_control(cl, CLGET_SERVER_ADDR, (char *)&ss));
+	assert_memory_equal(&ss, &srv->addr, sizeof(struct sockaddr_in));
+	assert_true(clnt_control(cl, CLGET_FD, (char *)&v));
+	assert_false(clnt_control(cl, 0x7fff, (char *)&v));
+	clnt_destroy(cl);
+}
+
+struct worker {
+	CLIENT *cl;
+	unsigned int id;
+	int failures;
+	pthread_t thread;
+};
+
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	unsigned int i;
+
+	for (i = 0; i < 60; i++) {
+		size_t len = (w->id * 97 + i * 31) % 2500;
+		tt_blob a, r;
+
+		a.tt_blob_len = (u_int)len;
+		a.tt_blob_val = malloc(len + 1);
+		if (!a.tt_blob_val) {
+			w->failures++;
+			continue;
+		}
+		tt_fill((unsigned char *)a.tt_blob_val, len, w->id + i);
+		memset(&r, 0, sizeof(r));
+		if (tt_echo_1(&a, &r, w->cl) != RPC_SUCCESS || r.tt_blob_len != len ||
+		    !tt_check((unsigned char *)r.tt_blob_val, len, w->id + i))
+			w->failures++;
+		xdr_free((xdrproc_t)xdr_tt_blob, &r);
+		free(a.tt_blob_val);
+	}
+	return NULL;
+}
+
+/* Several clients at once, and several threads on one client, against one svc_run. */
+static void test_concurrent(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	struct worker w[10];
+	CLIENT *shared;
+	unsigned int i;
+
+	shared = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	assert_non_null(shared);
+	for (i = 0; i < 10; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].id = i;
+		w[i].cl = i < 6 ? tt_client(srv, TT_PROG, TT_VERS, 0, 0) : shared;
+		assert_non_null(w[i].cl);
+	}
+	for (i = 0; i < 10; i++)
+		assert_int_equal(pthread_create(&w[i].thread, NULL, worker_run, &w[i]), 0);
+	for (i = 0; i < 10; i++) {
+		pthread_join(w[i].thread, NULL);
+		assert_int_equal(w[i].failures, 0);
+		if (w[i].cl != shared)
+			clnt_destroy(w[i].cl);
+	}
+	clnt_destroy(shared);
+}
+
+/* A client that gives up on a call and goes away while the server works on it. */
+static void test_client_gone_mid_call(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	struct timeval short_wait = { .tv_usec = 50 * 1000 };
+	CLIENT *cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	u_int ms = 300;
+	tt_pair pair = { 2, 3 };
+	int sum = 0, i;
+
+	assert_non_null(cl);
+	assert_int_equal(clnt_call(cl, TT_SLEEP, (xdrproc_t)xdr_u_int, &ms, XDR_VOID,
+				   NULL, short_wait), RPC_TIMEDOUT);
+	clnt_destroy(cl);
+	/* The server answers into the void, notices, and goes on serving. */
+	for (i = 0; i < 3; i++) {
+		cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+		assert_non_null(cl);
+		assert_int_equal(tt_add_1(&pair, &sum, cl), RPC_SUCCESS);
+		assert_int_equal(sum, 5);
+		clnt_destroy(cl);
+	}
+}
+
+struct held_call {
+	CLIENT *cl;
+	enum clnt_stat st;
+	int64_t took;
+	pthread_t thread;
+};
+
+static void *held_run(void *arg)
+{
+	struct held_call *h = arg;
+	int64_t t0 = now_ms();
+
+	h->st = clnt_call(h->cl, TT_HOLD, XDR_VOID, NULL, XDR_VOID, NULL,
+			  tt_timeout);
+	h->took = now_ms() - t0;
+	return NULL;
+}
+
+/* The server destroys a connection (svc_destroy) while a call on it is in flight. */
+static void test_server_destroys_conn(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	CLIENT *killer = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	struct held_call h = { .cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0) };
+	unsigned int held = atomic_load(&tt_stats.held);
+	tt_pair pair = { 7, 8 };
+	int killed = 0, sum = 0;
+
+	assert_non_null(killer);
+	assert_non_null(h.cl);
+	assert_int_equal(pthread_create(&h.thread, NULL, held_run, &h), 0);
+	assert_true(wait_for(&tt_stats.held, held + 1));
+	assert_int_equal(tt_kill_held_1(NULL, &killed, killer), RPC_SUCCESS);
+	assert_int_equal(killed, 1);
+	pthread_join(h.thread, NULL);
+	assert_int_equal(h.st, RPC_CANTRECV);
+	assert_true(h.took < 5000);
+	/* The server and the other connection are unharmed. */
+	assert_int_equal(tt_add_1(&pair, &sum, killer), RPC_SUCCESS);
+	assert_int_equal(sum, 15);
+	clnt_destroy(h.cl);
+	clnt_destroy(killer);
+}
+
+/*
+ * READ- and WRITE-like transfers of 1 MiB on clients of default sizes. Over
+ * RDMA they go by direct data placement: the result into the caller's
+ * buffer (named with RPCRDMA_CLSET_DDP_RESULT, decoded in place), the
+ * argument by RDMA Read from the caller's buffer; neither fits inline.
+ */
+static void test_ddp(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	CLIENT *cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	struct rpcrdma_stats before, after;
+	u_int n = 1024 * 1024, sum = 0;
+	struct rpcrdma_ddp_buf ddp;
+	unsigned char *buf;
+	unsigned int releases = atomic_load(&tt_stats.read_releases);
+	unsigned int payloads = atomic_load(&tt_stats.write_payloads);
+	tt_blob res, arg;
+	int round;
+
+	assert_non_null(cl);
+	buf = malloc(n);
+	assert_non_null(buf);
+	ddp.buf = buf;
+	ddp.len = n;
+	if (srv->rdma) {
+		assert_true(clnt_control(cl, RPCRDMA_CLSET_MEM_REGISTER, (char *)&ddp));
+		assert_true(clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)&before));
+	}
+	for (round = 0; round < 3; round++) {
+		u_int len = round == 2 ? 1001 : n;
+
+		memset(buf, 0, n);
+		if (srv->rdma)
+			assert_true(clnt_control(cl, RPCRDMA_CLSET_DDP_RESULT, (char *)&ddp));
+		/* Decode in place: the result's data pointer is the DDP buffer. */
+		res.tt_blob_len = len;
+		res.tt_blob_val = (char *)buf;
+		assert_int_equal(tt_read_1(&len, &res, cl), RPC_SUCCESS);
+		assert_ptr_equal(res.tt_blob_val, buf);
+		assert_int_equal(res.tt_blob_len, len);
+		assert_true(tt_check(buf, len, len + 1));
+
+		tt_fill(buf, len, 77 + (unsigned int)round);
+		arg.tt_blob_len = len;
+		arg.tt_blob_val = (char *)buf;
+		if (srv->rdma) {
+			struct rpcrdma_ddp_buf darg = { .buf = buf, .len = len };
+
+			assert_true(clnt_control(cl, RPCRDMA_CLSET_DDP_ARG, (char *)&darg));
+		}
+		sum = 0;
+		assert_int_equal(tt_write_1(&arg, &sum, cl), RPC_SUCCESS);
+		assert_int_equal(sum, tt_sum(buf, len));
+	}
+	if (srv->rdma) {
+		assert_true(clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)&after));
+		assert_int_equal(after.write_chunks - before.write_chunks, 3);
+		assert_int_equal(after.read_chunks - before.read_chunks, 3);
+		assert_int_equal(after.reply_chunks - before.reply_chunks, 0);
+		/* Registered memory: not a byte through a bounce buffer. */
+		assert_int_equal(after.bounce_bytes - before.bounce_bytes, 0);
+		assert_true(wait_for(&tt_stats.read_releases, releases + 3));
+		assert_int_equal(atomic_load(&tt_stats.write_payloads) - payloads, 3);
+		assert_int_equal(atomic_load(&tt_stats.write_mismatch), 0);
+	}
+	clnt_destroy(cl);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_null),
+		cmocka_unit_test(test_echo_small),
+		cmocka_unit_test(test_echo_large),
+		cmocka_unit_test(test_large_one_way),
+		cmocka_unit_test(test_many_procedures),
+		cmocka_unit_test(test_auth),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_control),
+		cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_client_gone_mid_call),
+		cmocka_unit_test(test_server_destroys_conn),
+		cmocka_unit_test(test_ddp),
+	};
+	int failed;
+
+	/* A TCP server writing to a client that went away must not die of it. */
+	signal(SIGPIPE, SIG_IGN);
+	failed = cmocka_run_group_tests_name("tcp", tests, setup_tcp, teardown);
+	failed += cmocka_run_group_tests_name("rdma", tests, setup_rdma, teardown);
+	return failed ? 1 : 0;
+}
