@@ -19,7 +19,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
-#include <netconfig.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -34,6 +33,7 @@
 
 #include "ep.h"
 #include "list.h"
+#include "tirpc_rpcb.h"
 #include "tirpc_xdr.h"
 
 #define TSVC_BUDGET 64
@@ -743,46 +743,28 @@ fail:
 	return NULL;
 }
 
-/* The netconfig rpcbind gets for our netids: none is in /etc/netconfig. */
-static void tsvc_netconfig(const struct tsvc *ts, struct netconfig *nc)
-{
-	static char netid4[] = "rdma", netid6[] = "rdma6", inet[] = NC_INET, inet6[] = NC_INET6;
-	static char tcp[] = NC_TCP, device[] = "-";
-
-	memset(nc, 0, sizeof(*nc));
-	nc->nc_netid = ts->family == AF_INET6 ? netid6 : netid4;
-	nc->nc_semantics = NC_TPI_COTS_ORD;
-	nc->nc_flag = NC_VISIBLE;
-	nc->nc_protofmly = ts->family == AF_INET6 ? inet6 : inet;
-	/* "tcp" only shapes the universal address (h1.h2.h3.h4.p1.p2). */
-	nc->nc_proto = tcp;
-	nc->nc_device = device;
-}
-
 RPCRDMA_EXPORT bool_t rpcrdma_svc_register(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
 {
 	struct tsvc *ts = tsvc_of(xprt);
-	struct netconfig nc;
 
 	if (!ts || ts->listener_gone) {
 		rpc_createerr.cf_stat = RPC_UNKNOWNPROTO;
 		return FALSE;
 	}
-	tsvc_netconfig(ts, &nc);
-	return rpcb_set(prog, vers, &nc, &xprt->xp_ltaddr);
+	return tirpc_rpcb_set(true, prog, vers, xprt->xp_netid,
+			      (const struct sockaddr *)xprt->xp_ltaddr.buf);
 }
 
 RPCRDMA_EXPORT bool_t rpcrdma_svc_unregister(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
 {
 	struct tsvc *ts = tsvc_of(xprt);
-	struct netconfig nc;
 
 	if (!ts || ts->listener_gone) {
 		rpc_createerr.cf_stat = RPC_UNKNOWNPROTO;
 		return FALSE;
 	}
-	tsvc_netconfig(ts, &nc);
-	return rpcb_unset(prog, vers, &nc);
+	return tirpc_rpcb_set(false, prog, vers, xprt->xp_netid,
+			      (const struct sockaddr *)xprt->xp_ltaddr.buf);
 }
 
 RPCRDMA_EXPORT struct rpcrdma_svc *rpcrdma_svc_native(SVCXPRT *xprt)

@@ -10,7 +10,20 @@
 
 #include "tirpc_xdr.h"
 
-static const unsigned char tirpc_zeroes[4];
+/*
+ * Padding that is not in the message reads as zeroes. Decoders read padding
+ * into libtirpc's static scratch buffer (xdr_opaque()'s), which every thread
+ * shares: writing only the bytes that are not zero already leaves it alone
+ * (it only ever holds zeroes), so that concurrent calls do not race on it.
+ */
+static void put_zeroes(char *dst, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (dst[i])
+			dst[i] = 0;
+}
 
 /* Encoder */
 
@@ -200,7 +213,7 @@ static bool_t splice_getbytes(XDR *xdrs, char *addr, u_int len)
 			if ((const unsigned char *)addr != part->data + off)
 				memcpy(addr, part->data + off, n);
 		} else {
-			memset(addr, 0, n);
+			put_zeroes(addr, n);
 		}
 		addr += n;
 		len -= (u_int)n;
@@ -330,7 +343,7 @@ static bool_t result_getbytes(XDR *xdrs, char *addr, u_int len)
 
 		rs->pad_next = 0;
 		if (len == pad) {
-			memcpy(addr, tirpc_zeroes, len);
+			put_zeroes(addr, len);
 			return TRUE;
 		}
 	}

@@ -97,16 +97,22 @@ SVCXPRT *rpcrdma_svc_create(const struct sockaddr *addr, u_int sendsize, u_int r
  * @prog: the program
  * @vers: its version
  *
- * Calls rpcb_set() with a netconfig for netid "rdma" ("rdma6"), which is
- * not in /etc/netconfig (semantics tpi_cots_ord, family inet or inet6,
- * protocol "tcp" so that universal addresses are the usual
- * h1.h2.h3.h4.p1.p2), and the listener's address. rpcb_getaddr() with the
- * same netconfig, and `rpcinfo` (netid column), then find it. Needs a local
- * rpcbind that accepts the caller's registrations (root, as for any
- * rpcb_set()).
+ * Sets (@prog, @vers) under the listener's netid, "rdma" or "rdma6", at its
+ * universal address (h1.h2.h3.h4.p1.p2, or the IPv6 form) with the local
+ * rpcbind, through its AF_LOCAL socket (TCP on the loopback if there is
+ * none). libtirpc's rpcb_set() cannot do it: it converts addresses only for
+ * the netids of its own table, and /etc/netconfig has no rdma entry.
+ * `rpcinfo` then lists the program with netid rdma (`rpcinfo -p`, the
+ * portmapper's view, shows only tcp and udp); clients find it with
+ * rpcrdma_rpcb_getaddr(). Bind the listener to a specific address, or let
+ * clients ask the rpcbind of the host they connect to (a wildcard address
+ * is replaced by that host's). The NFS/RDMA convention is port 20049
+ * (RPCRDMA_NFS_PORT).
  *
- * Returns TRUE, or FALSE with rpc_createerr set (RPC_UNKNOWNPROTO for an
- * @xprt that is not a listener; rpcbind's errors otherwise).
+ * Returns rpcbind's answer (TRUE when registered; FALSE when another owner
+ * holds the registration), or FALSE with rpc_createerr set: RPC_UNKNOWNPROTO
+ * for an @xprt that is not a listener, RPC_SYSTEMERROR or RPC_PMAPFAILURE
+ * when no rpcbind answers.
  */
 bool_t rpcrdma_svc_register(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers);
 
@@ -116,9 +122,28 @@ bool_t rpcrdma_svc_register(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers);
  * @prog: the program
  * @vers: its version
  *
- * Returns what rpcb_unset() returned for the listener's netid.
+ * Unsets (@prog, @vers) for the listener's netid only. Returns as
+ * rpcrdma_svc_register().
  */
 bool_t rpcrdma_svc_unregister(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers);
+
+/**
+ * rpcrdma_rpcb_getaddr - ask a host's rpcbind where a program listens for
+ * RPC-over-RDMA
+ * @host: the host (IPv4 or IPv6; its port is ignored: rpcbind's is 111)
+ * @prog: the program
+ * @vers: its version
+ * @addr: set to the address registered under netid "rdma" (IPv4 @host) or
+ *	"rdma6" (IPv6 @host), port included; a wildcard address becomes
+ *	@host's. Pass it to rpcrdma_clnt_create().
+ *
+ * Asks over TCP (RPCBPROC_GETADDR, rpcbind version 3). Returns TRUE, or
+ * FALSE with rpc_createerr set: RPC_PROGNOTREGISTERED when nothing is
+ * registered, RPC_SYSTEMERROR or RPC_PMAPFAILURE when rpcbind cannot be
+ * asked.
+ */
+bool_t rpcrdma_rpcb_getaddr(const struct sockaddr *host, rpcprog_t prog, rpcvers_t vers,
+			    struct sockaddr_storage *addr);
 
 /**
  * rpcrdma_svc_native - the native server behind an SVCXPRT

@@ -68,7 +68,9 @@ bool_t tt_echo_1_svc(tt_blob *argp, tt_blob *result, struct svc_req *rqstp)
 	result->tt_blob_val = malloc(argp->tt_blob_len ? argp->tt_blob_len : 1);
 	if (!result->tt_blob_val)
 		return FALSE;
-	memcpy(result->tt_blob_val, argp->tt_blob_val, argp->tt_blob_len);
+	/* An empty opaque decodes to a NULL pointer. */
+	if (argp->tt_blob_len)
+		memcpy(result->tt_blob_val, argp->tt_blob_val, argp->tt_blob_len);
 	return TRUE;
 }
 
@@ -215,7 +217,7 @@ bool_t tt_write_1_svc(tt_blob *argp, u_int *result, struct svc_req *rqstp)
 
 	*result = tt_sum((unsigned char *)argp->tt_blob_val, argp->tt_blob_len);
 	if (tt_is_rdma(rqstp->rq_xprt) && rpcrdma_svc_getpayload(rqstp->rq_xprt, 0, &data, &len) == 0) {
-		if (len == argp->tt_blob_len && memcmp(data, argp->tt_blob_val, len) == 0)
+		if (len == argp->tt_blob_len && (!len || memcmp(data, argp->tt_blob_val, len) == 0))
 			atomic_fetch_add(&tt_stats.write_payloads, 1);
 		else
 			atomic_fetch_add(&tt_stats.write_mismatch, 1);
