@@ -51,7 +51,8 @@
 
 /* A call's message and reply buffers, reused from call to call. */
 struct tcall_buf {
-	struct tcall_buf *next;
+	struct tcall_buf *next;			/* tclnt.free_bufs */
+	struct tcall_buf *all_next;		/* tclnt.all_bufs */
 	char *msg;
 	char *reply;
 };
@@ -158,7 +159,7 @@ static struct tcall_buf *tclnt_get_buf(struct tclnt *tc)
 	    rpcrdma_clnt_mem_register(tc->native, b->reply, tc->recvsize, &mem))
 		rpcrdma_info("tirpc: call buffers not registered: they will be copied");
 	tclnt_kick(tc);
-	b->next = tc->all_bufs;
+	b->all_next = tc->all_bufs;
 	tc->all_bufs = b;
 	return b;
 }
@@ -501,7 +502,7 @@ static void tclnt_destroy(CLIENT *cl)
 	/* Releases the registrations of the call buffers too. */
 	rpcrdma_clnt_destroy(tc->native);
 	while ((b = tc->all_bufs)) {
-		tc->all_bufs = b->next;
+		tc->all_bufs = b->all_next;
 		free(b->msg);
 		free(b->reply);
 		free(b);

@@ -2,15 +2,15 @@
 /*
  * rpcrdma_svc_register() against the local rpcbind: the program shows up
  * under netid "rdma" with the listener's address (rpcrdma_rpcb_getaddr(),
- * rpcb_getmaps(), and `rpcinfo` when installed), and goes away with
+ * rpcbind's list, and `rpcinfo` when installed), and goes away with
  * rpcrdma_svc_unregister(). Skips (77) when no rpcbind answers.
  */
 #include <arpa/inet.h>
-#include <netconfig.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rpc/rpc.h>
 
@@ -27,17 +27,40 @@
 		}                                                                         \
 	} while (0)
 
-static bool_t maps_have(struct netconfig *tcp, const char *uaddr)
+/*
+ * rpcbind's list (RPCBPROC_DUMP, as rpcinfo reads it), asked over TCP here:
+ * libtirpc's rpcb_getmaps() leaks a little on every call. Returns FALSE if
+ * rpcbind does not answer; sets *@found if the list has our registration.
+ */
+static bool_t maps_have(const char *uaddr, bool_t *found)
 {
-	rpcblist *list = rpcb_getmaps(tcp, "127.0.0.1"), *e;
-	bool_t found = FALSE;
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(111) };
+	struct timeval timeout = { .tv_sec = 5 };
+	struct netbuf nb = { .maxlen = sizeof(sin), .len = sizeof(sin), .buf = &sin };
+	rpcblist_ptr list = NULL, e;
+	enum clnt_stat st;
+	CLIENT *cl;
+	int fd;
 
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cl = fd < 0 ? NULL : clnt_vc_create(fd, &nb, RPCBPROG, RPCBVERS, 0, 0);
+	if (!cl) {
+		if (fd >= 0)
+			close(fd);
+		return FALSE;
+	}
+	clnt_control(cl, CLSET_FD_CLOSE, NULL);
+	st = clnt_call(cl, RPCBPROC_DUMP, (xdrproc_t)(void (*)(void))xdr_void, NULL,
+		       (xdrproc_t)xdr_rpcblist_ptr, (char *)&list, timeout);
+	*found = FALSE;
 	for (e = list; e; e = e->rpcb_next)
 		if (e->rpcb_map.r_prog == PROG && e->rpcb_map.r_vers == VERS &&
 		    strcmp(e->rpcb_map.r_netid, "rdma") == 0 && strcmp(e->rpcb_map.r_addr, uaddr) == 0)
-			found = TRUE;
-	xdr_free((xdrproc_t)xdr_rpcblist_ptr, (char *)&list);
-	return found;
+			*found = TRUE;
+	clnt_freeres(cl, (xdrproc_t)xdr_rpcblist_ptr, (char *)&list);
+	clnt_destroy(cl);
+	return st == RPC_SUCCESS;
 }
 
 /* `rpcinfo 127.0.0.1` lists the program with netid rdma, when rpcinfo is installed. */
@@ -68,21 +91,16 @@ static int rpcinfo_has(const char *uaddr)
 int main(void)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET }, *got;
-	struct netconfig *tcp = getnetconfigent("tcp");
 	struct sockaddr_storage found;
-	rpcblist *probe;
+	bool_t listed;
 	SVCXPRT *xprt;
 	char uaddr[64];
 	int shown;
 
-	check(tcp);
-	probe = rpcb_getmaps(tcp, "127.0.0.1");
-	if (!probe) {
+	if (!maps_have("", &listed)) {
 		printf("no rpcbind answers on 127.0.0.1: skipped (start rpcbind to run this test)\n");
-		freenetconfigent(tcp);
 		return 77;
 	}
-	xdr_free((xdrproc_t)xdr_rpcblist_ptr, (char *)&probe);
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	xprt = rpcrdma_svc_create((struct sockaddr *)&sin, 0, 0);
@@ -97,7 +115,7 @@ int main(void)
 	check(got->sin_family == AF_INET);
 	check(ntohs(got->sin_port) == xprt->xp_port);
 	check(got->sin_addr.s_addr == htonl(INADDR_LOOPBACK));
-	check(maps_have(tcp, uaddr));
+	check(maps_have(uaddr, &listed) && listed);
 	shown = rpcinfo_has(uaddr);
 	if (shown < 0)
 		printf("rpcinfo not installed: not checked\n");
@@ -107,14 +125,13 @@ int main(void)
 	check(rpcrdma_svc_unregister(xprt, PROG, VERS));
 	check(!rpcrdma_rpcb_getaddr((struct sockaddr *)&sin, PROG, VERS, &found));
 	check(rpc_createerr.cf_stat == RPC_PROGNOTREGISTERED);
-	check(!maps_have(tcp, uaddr));
+	check(maps_have(uaddr, &listed) && !listed);
 	/* Not a listener of ours: refused without asking rpcbind. */
 	check(!rpcrdma_svc_register(NULL, PROG, VERS));
 	check(rpc_createerr.cf_stat == RPC_UNKNOWNPROTO);
 
 	svc_destroy(xprt);
-	freenetconfigent(tcp);
-	printf("registered, found (rpcrdma_rpcb_getaddr, rpcb_getmaps%s) and withdrawn under netid rdma at %s\n",
+	printf("registered, found (rpcrdma_rpcb_getaddr, RPCBPROC_DUMP%s) and withdrawn under netid rdma at %s\n",
 	       shown == 1 ? ", rpcinfo" : "", uaddr);
 	return 0;
 }
