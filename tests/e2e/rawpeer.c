@@ -318,7 +318,11 @@ static int send_op(struct rawpeer *rp, const void *buf, size_t len, enum ibv_wr_
 		   uint32_t rkey)
 {
 	unsigned char *sbuf = rp->mem + (size_t)RAWPEER_RECVS * RAWPEER_BUF;
-	struct ibv_sge sge = { .addr = (uintptr_t)sbuf, .length = (uint32_t)len, .lkey = rp->mr->lkey };
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)sbuf,
+		.length = (uint32_t)len,
+		.lkey = rp->mr->lkey,
+	};
 	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = op };
 
 	if (len > RAWPEER_BUF)

@@ -70,7 +70,7 @@ struct rawpeer_opts {
 	const void *pdata;		/* private data to send, or NULL */
 	size_t pdata_len;
 	uint8_t rnr_retry;		/* the QP's rnr_retry_count */
-	uint8_t responder_resources;	/* RDMA Reads of our memory the server may have in flight */
+	uint8_t responder_resources;	/* RDMA Reads of our memory the peer may run at once */
 };
 
 /*
