@@ -11,8 +11,9 @@
  * calls, payloads, results, long replies and all of them at once, through
  * memory windows over registered memory and over bounce buffers, with the
  * windows invalidated locally or by the server's Send With Invalidate (then
- * without a LOCAL_INV); a reused window carries a new key byte at every
- * bind. Persistent registration trades this away, and says so: the region
+ * without a LOCAL_INV), and with a server that sends no private data (1 KiB
+ * inline); a reused window carries a new key byte at every bind.
+ * Persistent registration trades this away, and says so: the region
  * stays reachable after the call, and the client does not offer remote
  * invalidation.
  *
