@@ -285,6 +285,9 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 	/* Replies waiting to invalidate are as lost as the calls still in flight. */
 	list_splice_tail(&x->rb_inflight, &x->rb_linv);
 	while ((req = list_pop(&x->rb_inflight, struct rpcrdma_req, rl_list))) {
+		/* A reply that was an error ends the call so, whatever its windows did. */
+		bool answered = (req->rl_flags & RPCRDMA_REQ_REPLIED) && req->rl_status;
+
 		req->rl_flags &= ~(RPCRDMA_REQ_SENT | RPCRDMA_REQ_SEND_PENDING |
 				   RPCRDMA_REQ_LINV_PENDING | RPCRDMA_REQ_LINV_FAILED |
 				   RPCRDMA_REQ_REPLIED);
@@ -294,6 +297,8 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 			frwr_release(x, req);
 			req->rl_flags = 0;
 			list_add_tail(&x->rb_reqs_free, &req->rl_list);
+		} else if (answered) {
+			xprt_rdma_finish(x, req, req->rl_status);
 		} else if (req->rl_flags & RPCRDMA_REQ_TIMEDOUT) {
 			xprt_rdma_finish(x, req, -ETIMEDOUT);
 		} else if (x->rx_destroying) {

@@ -156,8 +156,10 @@ static void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_r
 	xprt_rdma_hash_del(x, req);
 	req->rl_status = status;
 	/* Fence the call's memory before anyone looks at the reply (RFC 8166). */
-	if (rep->rr_with_inv)
-		frwr_reminv(x, req, rep->rr_inv_rkey);
+	if (rep->rr_with_inv && !frwr_reminv(x, req, rep->rr_inv_rkey)) {
+		req->rl_status = -EPROTO;
+		x->rx_stats.dropped++;
+	}
 	frwr_unmap_async(x, req);
 	xprt_rdma_req_ready(x, req);
 }

@@ -320,8 +320,13 @@ int frwr_map_call(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
 	return 0;
 }
 
-/* The server invalidated @rkey with its Send: that window is free without a LOCAL_INV. */
-void frwr_reminv(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t rkey)
+/*
+ * The server invalidated @rkey with its Send: that window is free without a
+ * LOCAL_INV. Returns false when the rkey is not one of this call's: the
+ * server invalidated memory it had no business with, and the connection is
+ * closed.
+ */
+bool frwr_reminv(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t rkey)
 {
 	struct list_node *pos;
 
@@ -330,13 +335,13 @@ void frwr_reminv(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t rkey)
 
 		if (mw->mw_rkey == rkey) {
 			frwr_mw_put(x, mw);
-			return;
+			return true;
 		}
 	}
-	/* Not one of this call's: the server invalidated memory it had no business with. */
 	rpcrdma_err("client: XID 0x%08x: server invalidated rkey 0x%x the call never offered",
 		    req->rl_xid, rkey);
 	rpcrdma_ep_close_deferred(&x->rx_ep);
+	return false;
 }
 
 /* Chain a LOCAL_INV for each window left; the last one's handler is @last. */

@@ -6,6 +6,7 @@
  * Writes of a reply's Write-list payloads and Reply chunk, chained ahead of
  * its Send. Their completion handlers mirror the kernel's.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,17 @@ void svc_rdma_wc_read(struct ibv_cq *cq, struct ibv_wc *wc)
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server RDMA Read");
 }
 
+/* A long call's message, now pulled: an RPC message carrying the call's XID. */
+static bool svc_rdma_pzrc_valid(const struct rpcrdma_svc_call *call)
+{
+	uint32_t rpc_xid;
+
+	if (call->pzrc.ch_len < sizeof(rpc_xid))
+		return false;
+	memcpy(&rpc_xid, call->pzrc.ch_buf.data, sizeof(rpc_xid));
+	return ntohl(rpc_xid) == call->xid;
+}
+
 void svc_rdma_read_complete(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_recv_ctxt *ctxt;
@@ -221,6 +233,13 @@ void svc_rdma_read_complete(struct svcxprt_rdma *rdma)
 		}
 		call->read = NULL;
 		svc_rdma_read_free(rdma, rd);
+		if (call->has_pzrc && !svc_rdma_pzrc_valid(call)) {
+			/* RFC 8166 4.1: the pulled message must start with rdma_xid. */
+			rdma->sc_stats->dropped++;
+			svc_rdma_send_error(rdma, call->xid, RPCRDMA_ERR_CHUNK);
+			svc_rdma_conn_put_call(rdma, ctxt);
+			continue;
+		}
 		svc_rdma_hand_up(rdma, ctxt);
 	}
 }

@@ -172,7 +172,7 @@ void xprt_rdma_post_reps(struct rpcrdma_xprt *x);
 int frwr_check_call(const struct rpcrdma_xprt *x, const struct rpcrdma_call *call);
 int frwr_mr_access(const struct rpcrdma_xprt *x);
 int frwr_map_call(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap);
-void frwr_reminv(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t rkey);
+bool frwr_reminv(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t rkey);
 void frwr_unmap_async(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 void frwr_post_linv(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 int frwr_unmap_sync(struct rpcrdma_xprt *x, struct rpcrdma_req *req);

@@ -18,5 +18,7 @@ if ! cmp -s "$input" "$dir/$base" 2>/dev/null; then
 	mv -f "$tmp" "$dir/$base"
 fi
 cd "$dir"
+# rpcgen refuses to overwrite its output: a rebuild removes it first.
+rm -f "$(basename "$output")"
 # shellcheck disable=SC2086 # a word list
 exec "$rpcgen" $flags -o "$(basename "$output")" "$base"
