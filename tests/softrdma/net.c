@@ -30,10 +30,14 @@ struct net_listener {
 	struct list_node node;
 };
 
+/* How long process exit waits for queued output (an ACK, a DREQ) to go out. */
+#define NET_EXIT_FLUSH_NS 1000000000ULL
+
 /* Under fab.lock. */
 static struct {
 	bool started;
 	bool stop;
+	uint64_t stop_deadline;
 	pthread_t thread;
 	int wake_fd;
 	struct list_node links;
@@ -386,6 +390,32 @@ static bool poll_build_locked(struct poll_set *p)
 	return true;
 }
 
+/* Does a link still have output to write? */
+static bool output_pending_locked(void)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &net.links) {
+		struct net_link *link = list_entry(pos, struct net_link, node);
+
+		if (!link->dead && !list_empty(&link->out))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Stopping (process exit): what is queued was said before the process
+ * ended, as an HCA acknowledges a request before the application sees its
+ * completion, so it goes out first, for a bounded time.
+ */
+static bool keep_running_locked(void)
+{
+	if (!net.stop)
+		return true;
+	return output_pending_locked() && soft_now_ns() < net.stop_deadline;
+}
+
 static void *net_main(void *arg)
 {
 	struct poll_set p = { 0 };
@@ -394,14 +424,16 @@ static void *net_main(void *arg)
 
 	(void)arg;
 	fab_lock();
-	while (!net.stop) {
+	while (keep_running_locked()) {
+		int timeout = net.stop ? 10 : -1;
+
 		reap_locked();
 		if (!poll_build_locked(&p)) {
 			fprintf(stderr, "softrdma: out of memory in the net thread\n");
 			abort();
 		}
 		fab_unlock();
-		if (poll(p.fds, p.n, -1) < 0 && errno != EINTR) {
+		if (poll(p.fds, p.n, timeout) < 0 && errno != EINTR) {
 			perror("softrdma: poll");
 			abort();
 		}
@@ -498,6 +530,7 @@ void net_stop(void)
 		return;
 	}
 	net.stop = true;
+	net.stop_deadline = soft_now_ns() + NET_EXIT_FLUSH_NS;
 	net_kick_locked();
 	fab_unlock();
 	pthread_join(net.thread, NULL);

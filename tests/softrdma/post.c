@@ -70,10 +70,19 @@ static void enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 	wqe->executed = false;
 	wqe->started = false;
 	wqe->force_rnr = false;
-	wqe->imm_or_inv = wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV ?
-		wr->invalidate_rkey : wr->imm_data;
-	wqe->remote_addr = wr->wr.rdma.remote_addr;
-	wqe->rkey = wr->wr.rdma.rkey;
+	/* Only the fields the opcode uses: the others may be uninitialised in wr. */
+	wqe->imm_or_inv = 0;
+	if (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV)
+		wqe->imm_or_inv = wr->invalidate_rkey;
+	else if (wr->opcode == IBV_WR_SEND_WITH_IMM || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+		wqe->imm_or_inv = wr->imm_data;
+	wqe->remote_addr = 0;
+	wqe->rkey = 0;
+	if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	    wr->opcode == IBV_WR_RDMA_READ) {
+		wqe->remote_addr = wr->wr.rdma.remote_addr;
+		wqe->rkey = wr->wr.rdma.rkey;
+	}
 	wqe->bind_mw = NULL;
 	if (wr->opcode == IBV_WR_BIND_MW) {
 		wqe->bind_mw = wr->bind_mw.mw;

@@ -1,0 +1,765 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * softrdma conformance between processes (the socket backend): the test is
+ * the client, a copy of this program started as the peer process is the
+ * server (or, once, a synchronous client). rdma_cm across processes with
+ * private data, reject and unlistened ports; SEND, SEND with immediate,
+ * RDMA Write (with immediate) and Read into the peer's registered memory;
+ * remote access, RNR and length errors with both sides' completions and
+ * async events; a peer that is SIGKILLed (flush, RETRY_EXC_ERR for the work
+ * in flight, DISCONNECTED, in bounded time), before or after accepting; port
+ * conflicts across processes and a stale listener's port reclaimed; sync ids
+ * and rdma_create_ep in the peer. The client side runs in THREAD and STEP
+ * mode; the peer always in THREAD mode.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <rdma/rdma_verbs.h>
+
+#include "harness.h"
+#include "peer.h"
+
+#define BUF_SIZE	65536
+#define PATTERN_OFF	32768
+#define PATTERN_LEN	8192
+
+static const char *self;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct sockaddr_in loopback(uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return sin;
+}
+
+static void fill(uint8_t *p, size_t len, uint8_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+}
+
+/* ==== the peer process ======================================================= */
+
+struct side {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen;
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static struct rdma_cm_event *p_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
+{
+	struct rdma_cm_event *ev;
+
+	PEER_CHECK(rdma_get_cm_event(ch, &ev) == 0);
+	if (ev->event != want) {
+		peer_say("FAIL event %s (%d), expected %s", rdma_event_str(ev->event), ev->status,
+			 rdma_event_str(want));
+		exit(1);
+	}
+	return ev;
+}
+
+static void p_listen(struct side *s)
+{
+	struct sockaddr_in sin = loopback(0);
+
+	memset(s, 0, sizeof(*s));
+	s->ch = rdma_create_event_channel();
+	PEER_CHECK(s->ch);
+	PEER_CHECK(rdma_create_id(s->ch, &s->listen, NULL, RDMA_PS_TCP) == 0);
+	PEER_CHECK(rdma_bind_addr(s->listen, (struct sockaddr *)&sin) == 0);
+	PEER_CHECK(rdma_listen(s->listen, 4) == 0);
+	peer_say("port %u", ntohs(rdma_get_src_port(s->listen)));
+}
+
+/* Take the next CONNECT_REQUEST, give its id a QP and a buffer, and accept. */
+static void p_accept(struct side *s, uint8_t rnr_retry, const char *pdata)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct rdma_conn_param param = { .responder_resources = 4, .initiator_depth = 4,
+					 .rnr_retry_count = rnr_retry };
+	struct rdma_cm_event *ev = p_event(s->ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+
+	s->id = ev->id;
+	PEER_CHECK(rdma_ack_cm_event(ev) == 0);
+	PEER_CHECK(rdma_create_qp(s->id, NULL, &qa) == 0);
+	s->buf = calloc(1, BUF_SIZE);
+	PEER_CHECK(s->buf);
+	fill(s->buf + PATTERN_OFF, PATTERN_LEN, 0x5a);
+	s->mr = ibv_reg_mr(s->id->pd, s->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	PEER_CHECK(s->mr);
+	param.private_data = pdata;
+	param.private_data_len = pdata ? (uint8_t)(strlen(pdata) + 1) : 0;
+	PEER_CHECK(rdma_accept(s->id, &param) == 0);
+}
+
+static void p_post_recv(struct side *s, uint64_t wr_id, size_t off, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)(s->buf + off), len, s->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	PEER_CHECK(ibv_post_recv(s->id->qp, &wr, &bad) == 0);
+}
+
+static void p_poll(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	uint64_t deadline = now_ms() + 10000;
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, wc)) == 0) {
+		struct timespec ts = { 0, 100000 };
+
+		PEER_CHECK(now_ms() < deadline);
+		nanosleep(&ts, NULL);
+	}
+	PEER_CHECK(n == 1);
+}
+
+/* The test disconnects or goes: wait for DISCONNECTED, then clean up. */
+static void p_close(struct side *s)
+{
+	PEER_CHECK(rdma_ack_cm_event(p_event(s->ch, RDMA_CM_EVENT_DISCONNECTED)) == 0);
+	rdma_destroy_qp(s->id);
+	PEER_CHECK(ibv_dereg_mr(s->mr) == 0);
+	free(s->buf);
+	PEER_CHECK(rdma_destroy_id(s->id) == 0);
+}
+
+static void p_done(struct side *s)
+{
+	PEER_CHECK(rdma_destroy_id(s->listen) == 0);
+	rdma_destroy_event_channel(s->ch);
+	peer_say("done");
+}
+
+/* A server that checks the CM parameters, then takes three messages. */
+static int role_data(void)
+{
+	struct rdma_cm_event *ev;
+	struct ibv_wc wc;
+	struct side s;
+	int i;
+
+	p_listen(&s);
+	ev = p_event(s.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	/* IB CM private data is 56 bytes in a REQ; the passive side sees the REQ's depths swapped. */
+	PEER_CHECK(ev->param.conn.private_data_len == 56);
+	PEER_CHECK(strcmp(ev->param.conn.private_data, "hello from the client") == 0);
+	PEER_CHECK(ev->param.conn.responder_resources == 3);
+	PEER_CHECK(ev->param.conn.initiator_depth == 2);
+	s.id = ev->id;
+	PEER_CHECK(rdma_ack_cm_event(ev) == 0);
+	/* The first request is rejected; the client tries again. */
+	PEER_CHECK(rdma_reject(s.id, NULL, 0) == 0);
+	PEER_CHECK(rdma_destroy_id(s.id) == 0);
+	peer_say("rejected once");
+	p_accept(&s, 7, "welcome");
+	for (i = 0; i < 3; i++)
+		p_post_recv(&s, (uint64_t)i, (size_t)i * 4096, 4096);
+	PEER_CHECK(rdma_ack_cm_event(p_event(s.ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
+	peer_say("mr %llx %x", (unsigned long long)(uintptr_t)s.buf, s.mr->rkey);
+	/* SEND of 3000 bytes (three packets at the 1024-byte path MTU). */
+	p_poll(s.id->recv_cq, &wc);
+	PEER_CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.wr_id == 0);
+	PEER_CHECK(wc.byte_len == 3000 && s.buf[0] == 'A' && s.buf[2999] == 'A');
+	/* SEND with immediate. */
+	p_poll(s.id->recv_cq, &wc);
+	PEER_CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.wr_id == 1);
+	PEER_CHECK((wc.wc_flags & IBV_WC_WITH_IMM) && wc.imm_data == htonl(0x1234));
+	/* RDMA Write with immediate: the data lands at the rkey, the receive tells. */
+	p_poll(s.id->recv_cq, &wc);
+	PEER_CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+	PEER_CHECK(wc.wr_id == 2 && wc.imm_data == htonl(0xbeef) && wc.byte_len == 100);
+	PEER_CHECK(s.buf[20000] == 'W' && s.buf[20099] == 'W');
+	peer_say("received 3");
+	p_close(&s);
+	p_done(&s);
+	return 0;
+}
+
+static void p_expect_async(struct ibv_context *ctx, enum ibv_event_type type)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+
+	PEER_CHECK(poll(&pfd, 1, 10000) == 1);
+	PEER_CHECK(ibv_get_async_event(ctx, &ev) == 0);
+	PEER_CHECK(ev.event_type == type);
+	ibv_ack_async_event(&ev);
+}
+
+/* Three connections, one error each: remote access, RNR, length. */
+static int role_errors(void)
+{
+	struct ibv_wc wc;
+	struct side s;
+
+	p_listen(&s);
+	/* 1. A Write with a bad rkey: our QP fails with an access error and flushes. */
+	p_accept(&s, 0, NULL);
+	p_post_recv(&s, 1, 0, 64);
+	PEER_CHECK(rdma_ack_cm_event(p_event(s.ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
+	peer_say("ready");
+	p_expect_async(s.id->verbs, IBV_EVENT_QP_ACCESS_ERR);
+	p_poll(s.id->recv_cq, &wc);
+	PEER_CHECK(wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 1);
+	peer_say("access error");
+	p_close(&s);
+	/* 2. No receive posted, rnr_retry 0: the client gets RNR_RETRY_EXC_ERR. */
+	p_accept(&s, 0, NULL);
+	PEER_CHECK(rdma_ack_cm_event(p_event(s.ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
+	peer_say("ready");
+	p_close(&s);
+	/* 3. A SEND longer than the receive: LOC_LEN_ERR here. */
+	p_accept(&s, 0, NULL);
+	p_post_recv(&s, 3, 0, 16);
+	PEER_CHECK(rdma_ack_cm_event(p_event(s.ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
+	peer_say("ready");
+	p_poll(s.id->recv_cq, &wc);
+	PEER_CHECK(wc.status == IBV_WC_LOC_LEN_ERR && wc.wr_id == 3);
+	peer_say("length error");
+	p_close(&s);
+	p_done(&s);
+	return 0;
+}
+
+/* Accept and then wait to be killed (the test SIGKILLs us). */
+static int role_die_connected(void)
+{
+	struct side s;
+
+	p_listen(&s);
+	p_accept(&s, 7, NULL);
+	PEER_CHECK(rdma_ack_cm_event(p_event(s.ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
+	peer_say("ready");
+	peer_hear();
+	return 1;
+}
+
+/* Take the request and die before answering it. */
+static int role_die_before_accept(void)
+{
+	struct side s;
+
+	p_listen(&s);
+	PEER_CHECK(p_event(s.ch, RDMA_CM_EVENT_CONNECT_REQUEST));
+	peer_say("request");
+	peer_hear();
+	return 1;
+}
+
+/* Listen and hold the port until told to quit (or killed). */
+static int role_hold_port(void)
+{
+	struct side s;
+
+	p_listen(&s);
+	PEER_CHECK(strcmp(peer_hear(), "quit") == 0);
+	p_done(&s);
+	return 0;
+}
+
+/* A synchronous client: rdma_create_ep, and every call waits for its event. */
+static int role_sync_client(void)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res;
+	struct ibv_qp_init_attr attr = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.sq_sig_all = 1,
+	};
+	char port[16], send_buf[16] = "ping", recv_buf[16] = "";
+	struct ibv_mr *send_mr, *recv_mr;
+	struct rdma_cm_id *id;
+	struct ibv_wc wc;
+
+	snprintf(port, sizeof(port), "%s", peer_hear());
+	PEER_CHECK(rdma_getaddrinfo("127.0.0.1", port, &hints, &res) == 0);
+	PEER_CHECK(rdma_create_ep(&id, res, NULL, &attr) == 0);
+	rdma_freeaddrinfo(res);
+	PEER_CHECK(id->qp && id->event && id->event->event == RDMA_CM_EVENT_ROUTE_RESOLVED);
+	send_mr = rdma_reg_msgs(id, send_buf, sizeof(send_buf));
+	recv_mr = rdma_reg_msgs(id, recv_buf, sizeof(recv_buf));
+	PEER_CHECK(send_mr && recv_mr);
+	PEER_CHECK(rdma_post_recv(id, NULL, recv_buf, sizeof(recv_buf), recv_mr) == 0);
+	PEER_CHECK(rdma_connect(id, NULL) == 0);
+	PEER_CHECK(id->event->event == RDMA_CM_EVENT_ESTABLISHED);
+	PEER_CHECK(rdma_post_send(id, NULL, send_buf, sizeof(send_buf), send_mr, 0) == 0);
+	PEER_CHECK(rdma_get_send_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
+	PEER_CHECK(rdma_get_recv_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
+	PEER_CHECK(strcmp(recv_buf, "pong") == 0);
+	PEER_CHECK(rdma_disconnect(id) == 0);
+	PEER_CHECK(id->event->event == RDMA_CM_EVENT_DISCONNECTED);
+	PEER_CHECK(rdma_dereg_mr(send_mr) == 0 && rdma_dereg_mr(recv_mr) == 0);
+	rdma_destroy_ep(id);
+	peer_say("done");
+	return 0;
+}
+
+static int run_role(const char *role)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(void);
+	} roles[] = {
+		{ "data", role_data },
+		{ "errors", role_errors },
+		{ "die-connected", role_die_connected },
+		{ "die-before-accept", role_die_before_accept },
+		{ "hold-port", role_hold_port },
+		{ "sync-client", role_sync_client },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+		if (strcmp(role, roles[i].name) == 0)
+			return roles[i].fn();
+	peer_say("FAIL no role %s", role);
+	return 2;
+}
+
+/* ==== the test ================================================================ */
+
+struct client {
+	struct peer peer;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	uint16_t port;
+};
+
+static void start(struct client *c, const char *role)
+{
+	memset(c, 0, sizeof(*c));
+	peer_start(&c->peer, self, role);
+	c->ch = rdma_create_event_channel();
+	assert_non_null(c->ch);
+}
+
+static uint16_t peer_port(struct client *c)
+{
+	c->port = (uint16_t)atoi(peer_expect(&c->peer, "port "));
+	assert_true(c->port != 0);
+	return c->port;
+}
+
+/* Resolve, make a QP and a buffer, connect: the event that ends the attempt. */
+static struct rdma_cm_event *connect_to(struct client *c, struct rdma_conn_param *param)
+{
+	struct sockaddr_in sin = loopback(c->port);
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2,
+			 .max_recv_sge = 2 },
+		.qp_type = IBV_QPT_RC,
+	};
+
+	assert_int_equal(rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&sin, 1000), 0);
+	h_cm_expect(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(c->id, 1000), 0);
+	h_cm_expect(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(rdma_create_qp(c->id, NULL, &qa), 0);
+	if (!c->buf) {
+		c->buf = calloc(1, BUF_SIZE);
+		assert_non_null(c->buf);
+	}
+	c->mr = h_reg(c->id->pd, c->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
+		      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(rdma_connect(c->id, param), 0);
+	return h_cm_get(c->ch);
+}
+
+static void connect_ok(struct client *c, struct rdma_conn_param *param)
+{
+	struct rdma_cm_event *ev = connect_to(c, param);
+
+	assert_string_equal(rdma_event_str(ev->event),
+			    rdma_event_str(RDMA_CM_EVENT_ESTABLISHED));
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+}
+
+static void drop_connection(struct client *c)
+{
+	h_settle();
+	rdma_destroy_qp(c->id);
+	assert_int_equal(ibv_dereg_mr(c->mr), 0);
+	assert_int_equal(rdma_destroy_id(c->id), 0);
+	c->id = NULL;
+}
+
+static void finish(struct client *c, int want_status)
+{
+	if (c->id)
+		drop_connection(c);
+	rdma_destroy_event_channel(c->ch);
+	free(c->buf);
+	if (c->peer.pid)
+		assert_int_equal(peer_wait(&c->peer, H_TIMEOUT_MS), want_status);
+}
+
+static int post(struct client *c, uint64_t wr_id, enum ibv_wr_opcode op, size_t off,
+		uint32_t len, uint32_t imm, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = { (uintptr_t)(c->buf + off), len, c->mr->lkey };
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = op;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.imm_data = htonl(imm);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(c->id->qp, &wr, &bad);
+}
+
+static void expect_wc(struct client *c, uint64_t wr_id, enum ibv_wc_status status)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(h_poll(c->id->send_cq, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_string_equal(ibv_wc_status_str(wc.status), ibv_wc_status_str(status));
+}
+
+static void test_cm_and_data(void **state)
+{
+	struct rdma_conn_param param = { .private_data = "hello from the client",
+					 .private_data_len = 22, .responder_resources = 2,
+					 .initiator_depth = 3, .retry_count = 3 };
+	unsigned long long raddr;
+	struct rdma_cm_event *ev;
+	struct client c;
+	uint32_t rkey;
+
+	(void)state;
+	start(&c, "data");
+	peer_port(&c);
+	/* The first attempt is rejected: REJECTED, and the id may connect again. */
+	ev = connect_to(&c, &param);
+	peer_expect(&c.peer, "rejected once");
+	assert_int_equal(ev->event, RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(ev->status, SOFTRDMA_REJ_CONSUMER_DEFINED);
+	assert_int_equal(ev->param.conn.private_data_len, 148);
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(rdma_connect(c.id, &param), 0);
+	ev = h_cm_get(c.ch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(ev->param.conn.private_data_len, 196);
+	assert_string_equal(ev->param.conn.private_data, "welcome");
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(sscanf(peer_expect(&c.peer, "mr "), "%llx %x", &raddr, &rkey), 2);
+
+	memset(c.buf, 'A', 3000);
+	assert_int_equal(post(&c, 1, IBV_WR_SEND, 0, 3000, 0, 0, 0), 0);
+	expect_wc(&c, 1, IBV_WC_SUCCESS);
+	assert_int_equal(post(&c, 2, IBV_WR_SEND_WITH_IMM, 0, 10, 0x1234, 0, 0), 0);
+	expect_wc(&c, 2, IBV_WC_SUCCESS);
+	/* RDMA Write of 8000 bytes into the peer's memory, then read back. */
+	fill(c.buf + 4096, 8000, 0x11);
+	assert_int_equal(post(&c, 3, IBV_WR_RDMA_WRITE, 4096, 8000, 0, raddr + 12288, rkey), 0);
+	assert_int_equal(post(&c, 4, IBV_WR_RDMA_READ, 16384, 8000, 0, raddr + 12288, rkey), 0);
+	expect_wc(&c, 3, IBV_WC_SUCCESS);
+	expect_wc(&c, 4, IBV_WC_SUCCESS);
+	assert_memory_equal(c.buf + 16384, c.buf + 4096, 8000);
+	/* The peer's own pattern, read across processes. */
+	assert_int_equal(post(&c, 5, IBV_WR_RDMA_READ, 24576, PATTERN_LEN, 0,
+			      raddr + PATTERN_OFF, rkey), 0);
+	expect_wc(&c, 5, IBV_WC_SUCCESS);
+	fill(c.buf + 40960, PATTERN_LEN, 0x5a);
+	assert_memory_equal(c.buf + 24576, c.buf + 40960, PATTERN_LEN);
+	memset(c.buf + 4096, 'W', 100);
+	assert_int_equal(post(&c, 6, IBV_WR_RDMA_WRITE_WITH_IMM, 4096, 100, 0xbeef,
+			      raddr + 20000, rkey), 0);
+	expect_wc(&c, 6, IBV_WC_SUCCESS);
+	peer_expect(&c.peer, "received 3");
+	assert_int_equal(rdma_disconnect(c.id), 0);
+	h_cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED);
+	peer_expect(&c.peer, "done");
+	finish(&c, 0);
+}
+
+static void test_remote_errors(void **state)
+{
+	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1,
+					 .retry_count = 1 };
+	struct client c;
+
+	(void)state;
+	start(&c, "errors");
+	peer_port(&c);
+	connect_ok(&c, &param);
+	peer_expect(&c.peer, "ready");
+	assert_int_equal(post(&c, 1, IBV_WR_RDMA_WRITE, 0, 64, 0, 0x1000, 0xdead00), 0);
+	expect_wc(&c, 1, IBV_WC_REM_ACCESS_ERR);
+	peer_expect(&c.peer, "access error");
+	drop_connection(&c);
+
+	connect_ok(&c, &param);
+	peer_expect(&c.peer, "ready");
+	assert_int_equal(post(&c, 2, IBV_WR_SEND, 0, 8, 0, 0, 0), 0);
+	expect_wc(&c, 2, IBV_WC_RNR_RETRY_EXC_ERR);
+	drop_connection(&c);
+
+	connect_ok(&c, &param);
+	peer_expect(&c.peer, "ready");
+	assert_int_equal(post(&c, 3, IBV_WR_SEND, 0, 100, 0, 0, 0), 0);
+	expect_wc(&c, 3, IBV_WC_REM_INV_REQ_ERR);
+	peer_expect(&c.peer, "length error");
+	drop_connection(&c);
+	peer_expect(&c.peer, "done");
+	finish(&c, 0);
+}
+
+/*
+ * SIGKILL the peer with a SEND in flight (it waits for a receive, rnr_retry 7),
+ * another behind it and two receives posted: RETRY_EXC_ERR for the one in
+ * flight, FLUSH_ERR for the rest, and DISCONNECTED, all within two seconds.
+ */
+static void test_peer_killed(void **state)
+{
+	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1,
+					 .retry_count = 7, .rnr_retry_count = 7 };
+	struct softrdma_counts counts;
+	struct ibv_wc wc[2];
+	struct client c;
+	uint64_t killed;
+
+	(void)state;
+	start(&c, "die-connected");
+	peer_port(&c);
+	connect_ok(&c, &param);
+	peer_expect(&c.peer, "ready");
+	assert_int_equal(h_post_recv(c.id->qp, 10, c.buf, 64, c.mr->lkey), 0);
+	assert_int_equal(h_post_recv(c.id->qp, 11, c.buf + 64, 64, c.mr->lkey), 0);
+	assert_int_equal(post(&c, 1, IBV_WR_SEND, 0, 8, 0, 0, 0), 0);
+	assert_int_equal(post(&c, 2, IBV_WR_SEND, 0, 8, 0, 0, 0), 0);
+	if (softrdma_get_mode() == SOFTRDMA_MODE_STEP)
+		softrdma_progress(1);
+	softrdma_get_counts(&counts);
+	assert_int_equal(counts.send_wrs, 2);
+	peer_kill(&c.peer);
+	killed = now_ms();
+	expect_wc(&c, 1, IBV_WC_RETRY_EXC_ERR);
+	expect_wc(&c, 2, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(h_poll(c.id->recv_cq, wc, 2), 2);
+	assert_int_equal(wc[0].wr_id, 10);
+	assert_int_equal(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(wc[1].wr_id, 11);
+	assert_int_equal(wc[1].status, IBV_WC_WR_FLUSH_ERR);
+	h_cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED);
+	assert_true(now_ms() - killed < (uint64_t)peer_timeout_ms(2000));
+	h_cm_expect(c.ch, RDMA_CM_EVENT_TIMEWAIT_EXIT);
+	drop_connection(&c);
+	finish(&c, 0);
+}
+
+/* Kill the peer as soon as it reports the request; h_cm_get() waits meanwhile. */
+static void *kill_on_request(void *arg)
+{
+	struct peer *p = arg;
+
+	if (peer_read(p, H_TIMEOUT_MS))
+		peer_kill(p);
+	return NULL;
+}
+
+/* The peer dies holding our REQ: the connect attempt ends UNREACHABLE. */
+static void test_peer_killed_before_accept(void **state)
+{
+	struct client c;
+	pthread_t t;
+
+	(void)state;
+	start(&c, "die-before-accept");
+	peer_port(&c);
+	assert_int_equal(pthread_create(&t, NULL, kill_on_request, &c.peer), 0);
+	{
+		struct rdma_cm_event *ev = connect_to(&c, NULL);
+
+		assert_int_equal(ev->event, RDMA_CM_EVENT_UNREACHABLE);
+		assert_int_equal(ev->status, -ETIMEDOUT);
+		assert_int_equal(rdma_ack_cm_event(ev), 0);
+	}
+	pthread_join(t, NULL);
+	drop_connection(&c);
+	rdma_destroy_event_channel(c.ch);
+	free(c.buf);
+}
+
+/* Ports are claimed across processes; a dead process's port is free again. */
+static void test_ports_across_processes(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in sin, any = { .sin_family = AF_INET }, other;
+	struct rdma_cm_id *id;
+	struct client c;
+
+	(void)state;
+	assert_non_null(ch);
+	start(&c, "hold-port");
+	sin = loopback(peer_port(&c));
+	any.sin_port = sin.sin_port;
+	other = sin;
+	other.sin_addr.s_addr = htonl(0x7f000002);	/* 127.0.0.2 */
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&sin), 0);
+	errno = 0;
+	assert_int_equal(rdma_listen(id, 1), -1);
+	assert_int_equal(errno, EADDRINUSE);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&any), 0);
+	assert_int_equal(rdma_listen(id, 1), -1);
+	assert_int_equal(errno, EADDRINUSE);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	/* Another address on the same port does not collide. */
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&other), 0);
+	assert_int_equal(rdma_listen(id, 1), 0);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	/* Killed, the peer leaves its socket behind: the port is still free to take. */
+	peer_kill(&c.peer);
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&sin), 0);
+	assert_int_equal(rdma_listen(id, 1), 0);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_event_channel(c.ch);
+}
+
+/* A port nobody listens on, in any process: REJECTED, invalid service ID. */
+static void test_unlistened_port(void **state)
+{
+	struct rdma_cm_event *ev;
+	struct client c;
+
+	(void)state;
+	start(&c, "hold-port");
+	peer_port(&c);
+	c.port = (uint16_t)(c.port == 65535 ? 65534 : c.port + 1);
+	ev = connect_to(&c, NULL);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(ev->status, SOFTRDMA_REJ_INVALID_SERVICE_ID);
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	peer_send(&c.peer, "quit");
+	peer_expect(&c.peer, "done");
+	finish(&c, 0);
+}
+
+/* The test serves; the peer is a synchronous client built with rdma_create_ep. */
+static void test_sync_client_in_peer(void **state)
+{
+	struct sockaddr_in sin = loopback(0);
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct rdma_cm_id *listen, *id;
+	struct rdma_cm_event *ev;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	struct client c;
+	char buf[32] = "";
+
+	(void)state;
+	start(&c, "sync-client");
+	assert_int_equal(rdma_create_id(c.ch, &listen, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&sin), 0);
+	assert_int_equal(rdma_listen(listen, 1), 0);
+	peer_send(&c.peer, "%u", ntohs(rdma_get_src_port(listen)));
+	ev = h_cm_get(c.ch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	id = ev->id;
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(rdma_create_qp(id, NULL, &qa), 0);
+	mr = h_reg(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	assert_int_equal(h_post_recv(id->qp, 1, buf, 16, mr->lkey), 0);
+	assert_int_equal(rdma_accept(id, NULL), 0);
+	h_cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(h_poll(id->recv_cq, &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_string_equal(buf, "ping");
+	strcpy(buf + 16, "pong");
+	assert_int_equal(h_post(id->qp, 2, IBV_WR_SEND, buf + 16, 16, mr->lkey,
+				IBV_SEND_SIGNALED, 0, 0), 0);
+	assert_int_equal(h_poll(id->send_cq, &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	h_cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED);
+	peer_expect(&c.peer, "done");
+	h_settle();
+	rdma_destroy_qp(id);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	assert_int_equal(rdma_destroy_id(listen), 0);
+	finish(&c, 0);
+}
+
+static int mode_step(void **state)
+{
+	(void)state;
+	return softrdma_set_mode(SOFTRDMA_MODE_STEP);
+}
+
+static int mode_thread(void **state)
+{
+	(void)state;
+	return softrdma_set_mode(SOFTRDMA_MODE_THREAD);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest threaded[] = {
+		cmocka_unit_test(test_cm_and_data),
+		cmocka_unit_test(test_remote_errors),
+		cmocka_unit_test(test_peer_killed),
+		cmocka_unit_test(test_peer_killed_before_accept),
+		cmocka_unit_test(test_ports_across_processes),
+		cmocka_unit_test(test_unlistened_port),
+		cmocka_unit_test(test_sync_client_in_peer),
+	};
+	const struct CMUnitTest stepped[] = {
+		cmocka_unit_test(test_cm_and_data),
+		cmocka_unit_test(test_remote_errors),
+		cmocka_unit_test(test_peer_killed),
+		cmocka_unit_test(test_sync_client_in_peer),
+	};
+	int failed = 0;
+
+	if (argc == 3 && strcmp(argv[1], "--peer") == 0)
+		return run_role(argv[2]);
+	self = argv[0];
+	peer_setup_dir();
+	failed += cmocka_run_group_tests_name("thread", threaded, mode_thread, NULL);
+	failed += cmocka_run_group_tests_name("step", stepped, mode_step, NULL);
+	peer_cleanup_dir();
+	return failed;
+}
