@@ -199,7 +199,8 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 	list_del(&rdma->sc_node);
 	if (svc)
 		list_add_tail(&svc->sv_zombies, &rdma->sc_node);
-	if (rdma->sc_announced && svc && svc->sv_attr.on_conn)
+	/* Every connection reported ACCEPTED is reported CLOSED, established or not. */
+	if (svc && svc->sv_attr.on_conn)
 		svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_CLOSED, svc->sv_attr.arg);
 	if (rdma->sc_calls_held == 0)
 		svc_rdma_free(rdma);

@@ -32,7 +32,12 @@ struct rpcrdma_mem;
 /** Connection events reported through &rpcrdma_svc_attr.on_conn. */
 enum rpcrdma_conn_event {
 	RPCRDMA_CONN_ESTABLISHED = 1,	/* ready for calls */
-	RPCRDMA_CONN_CLOSED,		/* gone: no more calls; the pointer dies after the callback */
+	/*
+	 * Gone: no more calls; the pointer dies after the callback. Reported
+	 * once for every connection reported ACCEPTED, whether or not it was
+	 * ever ESTABLISHED.
+	 */
+	RPCRDMA_CONN_CLOSED,
 	/*
 	 * Accepted, from inside rpcrdma_svc_listen_poll(): the connection and
 	 * its descriptor (rpcrdma_svc_conn_fd()) exist from now on, before
