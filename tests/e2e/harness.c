@@ -8,6 +8,13 @@
 #include <string.h>
 #include <time.h>
 
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <softrdma.h>
+
 #include "ddp.h"
 #include "harness.h"
 
@@ -250,4 +257,21 @@ bool harness_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms)
 			return pred(arg);
 		poll(NULL, 0, 2);
 	}
+}
+
+void harness_assert_fabric_idle(void)
+{
+	struct softrdma_counts c;
+
+	softrdma_get_counts(&c);
+	assert_int_equal(c.qps, 0);
+	assert_int_equal(c.cqs, 0);
+	assert_int_equal(c.comp_channels, 0);
+	assert_int_equal(c.mrs, 0);
+	assert_int_equal(c.mws, 0);
+	assert_int_equal(c.pds, 0);
+	assert_int_equal(c.cm_ids, 0);
+	assert_int_equal(c.send_wrs, 0);
+	assert_int_equal(c.recv_wrs, 0);
+	assert_int_equal(c.unacked_events, 0);
 }

@@ -81,6 +81,13 @@ void harness_clnt_attr(const struct harness_server *hs, struct rpcrdma_clnt_attr
 /* Fill @buf with an RPC-like message: the XID, then @len - 4 bytes of pattern. */
 void harness_fill_msg(unsigned char *buf, size_t len, uint32_t xid, uint32_t seed);
 
+/*
+ * cmocka assertion: the fabric holds nothing of anybody's any more (no QP,
+ * CQ, MR, window, PD, CM id, channel, outstanding WR or unacknowledged CM
+ * event), as after every test's teardown.
+ */
+void harness_assert_fabric_idle(void);
+
 /* Wait until @pred(@arg) is true or @timeout_ms passes. Returns the predicate. */
 bool harness_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms);
 

@@ -67,20 +67,6 @@ static uint32_t get32(const unsigned char *p, size_t i)
 	return ntohl(v);
 }
 
-static void assert_fabric_idle(void)
-{
-	struct softrdma_counts c;
-
-	softrdma_get_counts(&c);
-	assert_int_equal(c.qps, 0);
-	assert_int_equal(c.cqs, 0);
-	assert_int_equal(c.mrs, 0);
-	assert_int_equal(c.mws, 0);
-	assert_int_equal(c.cm_ids, 0);
-	assert_int_equal(c.send_wrs, 0);
-	assert_int_equal(c.recv_wrs, 0);
-}
-
 /* ---- A raw client against the library server ------------------------------------------- */
 
 struct rig {
@@ -202,7 +188,7 @@ static void rig_down(struct rig *r)
 	free(r->mem);
 	free(r->wo);
 	free(r->lo);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 /* A call's transport header and RPC message, as the raw client sends them. */
@@ -886,7 +872,7 @@ static void cfix_down(struct cfix *f)
 	rawpeer_close(&f->srv);
 	free(f->arena);
 	free(f->local);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 static void count_done(struct rpcrdma_call *call)

@@ -149,20 +149,13 @@ static void fixture_up(struct fixture *fx, unsigned int retries)
 
 static void fixture_down(struct fixture *fx)
 {
-	struct softrdma_counts c;
 
 	assert_int_equal(rpcrdma_mem_deregister(fx->mem), 0);
 	rpcrdma_clnt_destroy(fx->clnt);
 	harness_server_stop(&fx->hs);
 	free(fx->arena);
 	assert_int_equal(atomic_load(&ddp_counters.released), atomic_load(&ddp_counters.named));
-	softrdma_get_counts(&c);
-	assert_int_equal(c.qps, 0);
-	assert_int_equal(c.mrs, 0);
-	assert_int_equal(c.mws, 0);
-	assert_int_equal(c.pds, 0);
-	assert_int_equal(c.send_wrs, 0);
-	assert_int_equal(c.recv_wrs, 0);
+	harness_assert_fabric_idle();
 }
 
 static void run_case(const struct position *pos, enum softrdma_fault_kind kind,

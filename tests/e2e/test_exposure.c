@@ -142,21 +142,6 @@ static void fixture_up(struct fixture *fx, enum reg_mode mode, uint32_t srv_flag
 	fixture_up_pd(fx, mode, &pd);
 }
 
-static void assert_fabric_idle(void)
-{
-	struct softrdma_counts c;
-
-	softrdma_get_counts(&c);
-	assert_int_equal(c.qps, 0);
-	assert_int_equal(c.cqs, 0);
-	assert_int_equal(c.mrs, 0);
-	assert_int_equal(c.mws, 0);
-	assert_int_equal(c.pds, 0);
-	assert_int_equal(c.cm_ids, 0);
-	assert_int_equal(c.send_wrs, 0);
-	assert_int_equal(c.recv_wrs, 0);
-}
-
 static void fixture_down(struct fixture *fx)
 {
 	/* Destroying the client releases its registration too. */
@@ -164,7 +149,7 @@ static void fixture_down(struct fixture *fx)
 	rawpeer_close(&fx->srv);
 	free(fx->arena);
 	free(fx->local);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 static struct ibv_pd *clnt_pd(struct fixture *fx)
@@ -925,7 +910,7 @@ static void t_server_exposes_nothing(void **state)
 	assert_int_equal(svc_exposed(hs.svc), 0);
 	harness_server_stop(&hs);
 	free(sregion);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 int main(void)

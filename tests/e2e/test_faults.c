@@ -51,18 +51,6 @@ static struct softrdma_match position_match(enum position pos)
 	return m;
 }
 
-static void assert_fabric_idle(void)
-{
-	struct softrdma_counts c;
-
-	softrdma_get_counts(&c);
-	assert_int_equal(c.qps, 0);
-	assert_int_equal(c.cm_ids, 0);
-	assert_int_equal(c.mrs, 0);
-	assert_int_equal(c.send_wrs, 0);
-	assert_int_equal(c.recv_wrs, 0);
-}
-
 static int one_call(struct rpcrdma_clnt *clnt, uint32_t xid, size_t len)
 {
 	unsigned char msg[256], reply[256];
@@ -120,7 +108,7 @@ static void run_case(const struct softrdma_fault *tmpl, enum position pos, unsig
 
 	rpcrdma_clnt_destroy(clnt);
 	harness_server_stop(&hs);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 static void run_matrix(const struct softrdma_fault *f, const char *kind, bool sends_only)

@@ -28,19 +28,6 @@ static void async_done(struct rpcrdma_call *call)
 	ac->finished++;
 }
 
-static void assert_fabric_idle(void)
-{
-	struct softrdma_counts c;
-
-	softrdma_get_counts(&c);
-	assert_int_equal(c.qps, 0);
-	assert_int_equal(c.mrs, 0);
-	assert_int_equal(c.cqs, 0);
-	assert_int_equal(c.cm_ids, 0);
-	assert_int_equal(c.send_wrs, 0);
-	assert_int_equal(c.recv_wrs, 0);
-}
-
 /* 10,000 synchronous calls, sizes sweeping up to the inline limit, checked byte for byte. */
 static void t_roundtrip_10000(void **state)
 {
@@ -95,7 +82,7 @@ static void t_roundtrip_10000(void **state)
 	}
 	rpcrdma_clnt_destroy(clnt);
 	harness_server_stop(&hs);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 /* Replies encoded in place through rpcrdma_svc_reply_buf/commit. */
@@ -120,7 +107,7 @@ static void t_reply_in_place(void **state)
 	}
 	rpcrdma_clnt_destroy(clnt);
 	harness_server_stop(&hs);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 /*
@@ -204,7 +191,7 @@ static void t_credits_64_over_8(void **state)
 	rpcrdma_clnt_destroy(clnt);
 	harness_server_stop(&hs);
 	free(calls);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 int main(void)

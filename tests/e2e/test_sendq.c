@@ -54,16 +54,12 @@ static void fixture_up(struct fixture *fx, enum harness_mode mode)
 
 static void fixture_down(struct fixture *fx)
 {
-	struct softrdma_counts c;
 
 	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_THREAD), 0);
 	rpcrdma_clnt_destroy(fx->clnt);
 	rpcrdma_svc_destroy(fx->hs.svc);
 	fx->hs.svc = NULL;
-	softrdma_get_counts(&c);
-	assert_int_equal(c.qps, 0);
-	assert_int_equal(c.send_wrs, 0);
-	assert_int_equal(c.recv_wrs, 0);
+	harness_assert_fabric_idle();
 }
 
 /* Step the fabric and poll both sides until quiet. */
@@ -95,6 +91,29 @@ static void ordered_done(struct rpcrdma_call *call)
 	o->order[(*o->next)++] = o->index;
 }
 
+/* Submit @n calls that record the order they complete in, and let them reach the server. */
+static void submit_ordered(struct fixture *fx, struct ordered *calls, unsigned int n,
+			   uint32_t xid, unsigned int *order, unsigned int *next)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		memset(&calls[i], 0, sizeof(calls[i]));
+		harness_fill_msg(calls[i].msg, sizeof(calls[i].msg), xid + i, i);
+		calls[i].call.msg = calls[i].msg;
+		calls[i].call.msg_len = sizeof(calls[i].msg);
+		calls[i].call.reply = calls[i].reply;
+		calls[i].call.reply_max = sizeof(calls[i].reply);
+		calls[i].call.done = ordered_done;
+		calls[i].call.arg = &calls[i];
+		calls[i].order = order;
+		calls[i].next = next;
+		calls[i].index = i;
+		assert_int_equal(rpcrdma_clnt_submit(fx->clnt, &calls[i].call), 0);
+	}
+	settle(fx);
+}
+
 /*
  * With no send-queue slot free, replies wait in FIFO order and are posted,
  * in that order, when slots come back; the SQ count is never exceeded.
@@ -109,21 +128,7 @@ static void t_sq_waiters_fifo(void **state)
 
 	fixture_up(&fx, HARNESS_HOLD);
 	/* Get 6 calls held by the server (the grant is 8 after the first reply). */
-	for (i = 0; i < 6; i++) {
-		memset(&calls[i], 0, sizeof(calls[i]));
-		harness_fill_msg(calls[i].msg, sizeof(calls[i].msg), 0x100 + i, i);
-		calls[i].call.msg = calls[i].msg;
-		calls[i].call.msg_len = sizeof(calls[i].msg);
-		calls[i].call.reply = calls[i].reply;
-		calls[i].call.reply_max = sizeof(calls[i].reply);
-		calls[i].call.done = ordered_done;
-		calls[i].call.arg = &calls[i];
-		calls[i].order = order;
-		calls[i].next = &next;
-		calls[i].index = i;
-		assert_int_equal(rpcrdma_clnt_submit(fx.clnt, &calls[i].call), 0);
-	}
-	settle(&fx);
+	submit_ordered(&fx, calls, 6, 0x100, order, &next);
 	assert_int_equal(fx.hs.nheld, 6);
 
 	/* Starve the send queue, answer all six: they must queue, not post. */
@@ -176,21 +181,7 @@ static void t_sq_waiters_released_on_close(void **state)
 	struct list_node *pos;
 
 	fixture_up(&fx, HARNESS_HOLD);
-	for (i = 0; i < 4; i++) {
-		memset(&calls[i], 0, sizeof(calls[i]));
-		harness_fill_msg(calls[i].msg, sizeof(calls[i].msg), 0x200 + i, i);
-		calls[i].call.msg = calls[i].msg;
-		calls[i].call.msg_len = sizeof(calls[i].msg);
-		calls[i].call.reply = calls[i].reply;
-		calls[i].call.reply_max = sizeof(calls[i].reply);
-		calls[i].call.done = ordered_done;
-		calls[i].call.arg = &calls[i];
-		calls[i].order = order;
-		calls[i].next = &next;
-		calls[i].index = i;
-		assert_int_equal(rpcrdma_clnt_submit(fx.clnt, &calls[i].call), 0);
-	}
-	settle(&fx);
+	submit_ordered(&fx, calls, 4, 0x200, order, &next);
 	assert_int_equal(fx.hs.nheld, 4);
 	fx.rdma->sc_ep.sq_avail = 0;
 	for (i = 0; i < 4; i++) {

@@ -47,21 +47,6 @@ static void tcall_init(struct tcall *t, uint32_t xid, int timeout_ms)
 	t->call.arg = t;
 }
 
-static void assert_fabric_idle(void)
-{
-	struct softrdma_counts c;
-
-	softrdma_get_counts(&c);
-	assert_int_equal(c.qps, 0);
-	assert_int_equal(c.cqs, 0);
-	assert_int_equal(c.mrs, 0);
-	assert_int_equal(c.pds, 0);
-	assert_int_equal(c.cm_ids, 0);
-	assert_int_equal(c.send_wrs, 0);
-	assert_int_equal(c.recv_wrs, 0);
-	assert_int_equal(c.unacked_events, 0);
-}
-
 /* Connect and raise the grant with a few echoed calls, then hold calls. */
 static struct rpcrdma_clnt *connect_warm(struct harness_server *hs, unsigned int retries)
 {
@@ -160,7 +145,7 @@ static void t_client_destroy_in_flight(void **state)
 	harness_server_release(&hs);
 	assert_int_equal(atomic_load(&hs.reply_errors), held);
 	harness_server_stop(&hs);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 /*
@@ -204,7 +189,7 @@ static void t_client_destroy_sends_outstanding(void **state)
 	softrdma_fault_remove(id);
 	assert_true(harness_wait_for(conn_closed, &hs, 5000));
 	harness_server_stop(&hs);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 /* The server is destroyed while it holds calls: the client's calls fail, nothing leaks. */
@@ -227,7 +212,7 @@ static void t_server_destroy_with_calls_held(void **state)
 		assert_int_equal(calls[i].call.status, -ECONNRESET);
 	}
 	rpcrdma_clnt_destroy(clnt);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 /* The server drops the connection mid-call: calls fail, or go again on a new one. */
@@ -261,7 +246,7 @@ static void t_peer_disconnects_mid_call(void **state)
 		assert_int_equal(info.connects, retries ? 2 : 1);
 		rpcrdma_clnt_destroy(clnt);
 		harness_server_stop(&hs);
-		assert_fabric_idle();
+		harness_assert_fabric_idle();
 	}
 }
 
@@ -297,7 +282,7 @@ static void t_timeout_disconnects(void **state)
 	assert_int_equal(info.connects, 2);
 	rpcrdma_clnt_destroy(clnt);
 	harness_server_stop(&hs);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 /* Connecting to a port nobody listens on fails cleanly. */
@@ -312,7 +297,7 @@ static void t_connect_refused(void **state)
 	harness_server_stop(&hs);
 	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), -ECONNREFUSED);
 	assert_null(clnt);
-	assert_fabric_idle();
+	harness_assert_fabric_idle();
 }
 
 int main(void)
