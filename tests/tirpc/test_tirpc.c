@@ -546,6 +546,39 @@ static void test_ddp(void **state)
 	free(buf);
 }
 
+/*
+ * RDMA only: a service destroys the listener while a call on another
+ * connection is in flight. The listener takes its connections along (unlike
+ * svc_vc's): the held call fails at once, and the destroying call's own reply
+ * is not sent; libtirpc destroys that connection when the dispatch returns.
+ */
+static void test_listener_destroyed_in_flight(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	CLIENT *killer = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	struct held_call h = { .cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0) };
+	unsigned int held = atomic_load(&tt_stats.held);
+	struct timeval wait = { .tv_sec = 2 };
+	int ended = 0;
+	int64_t t0;
+
+	assert_non_null(killer);
+	assert_non_null(h.cl);
+	assert_int_equal(pthread_create(&h.thread, NULL, held_run, &h), 0);
+	assert_true(wait_for(&tt_stats.held, held + 1));
+	t0 = now_ms();
+	assert_int_equal(clnt_call(killer, TT_END_LISTENER, XDR_VOID, NULL, (xdrproc_t)xdr_int,
+				   &ended, wait), RPC_CANTRECV);
+	assert_true(now_ms() - t0 < 2000);
+	pthread_join(h.thread, NULL);
+	assert_int_equal(h.st, RPC_CANTRECV);
+	assert_true(h.took < 5000);
+	atomic_fetch_sub(&tt_stats.held, 1);
+	srv->stopped = true;
+	clnt_destroy(h.cl);
+	clnt_destroy(killer);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -563,11 +596,15 @@ int main(void)
 		cmocka_unit_test(test_server_destroys_conn),
 		cmocka_unit_test(test_ddp),
 	};
+	const struct CMUnitTest rdma_only[] = {
+		cmocka_unit_test(test_listener_destroyed_in_flight),
+	};
 	int failed;
 
 	/* A TCP server writing to a client that went away must not die of it. */
 	signal(SIGPIPE, SIG_IGN);
 	failed = cmocka_run_group_tests_name("tcp", tests, setup_tcp, teardown);
 	failed += cmocka_run_group_tests_name("rdma", tests, setup_rdma, teardown);
+	failed += cmocka_run_group_tests_name("rdma-listener", rdma_only, setup_rdma, teardown);
 	return failed ? 1 : 0;
 }

@@ -24,8 +24,8 @@
 
 struct tt_server {
 	bool rdma;
+	bool stopped;			/* svc_run() was left already (TT_END_LISTENER) */
 	pthread_t thread;
-	SVCXPRT *listener;
 	struct sockaddr_storage addr;	/* where clients connect */
 	atomic_bool ready;
 	atomic_bool failed;

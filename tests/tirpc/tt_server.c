@@ -20,6 +20,7 @@
 struct tt_stats tt_stats;
 
 /* Server-thread state. */
+static SVCXPRT *tt_listener;
 static SVCXPRT *tt_held_xprt;
 static unsigned char *tt_read_region;	/* registered once per RDMA server */
 static struct rpcrdma_mem *tt_read_mem;
@@ -172,6 +173,19 @@ bool_t tt_shutdown_1_svc(void *argp, void *result, struct svc_req *rqstp)
 	return TRUE;
 }
 
+/* Destroy the listener from inside a dispatch, then leave svc_run(). */
+bool_t tt_end_listener_1_svc(void *argp, int *result, struct svc_req *rqstp)
+{
+	*result = tt_listener != NULL;
+	if (tt_listener) {
+		svc_destroy(tt_listener);
+		tt_listener = NULL;
+		tt_held_xprt = NULL;
+	}
+	svc_exit();
+	return TRUE;
+}
+
 static void tt_read_release(void *arg)
 {
 	atomic_fetch_add(&tt_stats.read_releases, 1);
@@ -282,15 +296,17 @@ static void *tt_server_thread(void *arg)
 	struct tt_server *srv = arg;
 
 	tt_held_xprt = NULL;
-	srv->listener = srv->rdma ? tt_listen_rdma(srv) : tt_listen_tcp(srv);
-	if (!srv->listener || !svc_reg(srv->listener, TT_PROG, TT_VERS, tt_prog_1, NULL)) {
+	tt_listener = srv->rdma ? tt_listen_rdma(srv) : tt_listen_tcp(srv);
+	if (!tt_listener || !svc_reg(tt_listener, TT_PROG, TT_VERS, tt_prog_1, NULL)) {
 		atomic_store(&srv->failed, true);
 		return NULL;
 	}
 	atomic_store(&srv->ready, true);
 	svc_run();
 	/* Over RDMA this ends the connections that are still open, too. */
-	svc_destroy(srv->listener);
+	if (tt_listener)
+		svc_destroy(tt_listener);
+	tt_listener = NULL;
 	svc_unreg(TT_PROG, TT_VERS);
 	tt_held_xprt = NULL;
 	if (tt_read_region) {
@@ -320,7 +336,7 @@ int tt_server_start(struct tt_server *srv, bool rdma)
 
 void tt_server_stop(struct tt_server *srv)
 {
-	CLIENT *cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	CLIENT *cl = srv->stopped ? NULL : tt_client(srv, TT_PROG, TT_VERS, 0, 0);
 
 	if (cl) {
 		tt_shutdown_1(NULL, NULL, cl);
