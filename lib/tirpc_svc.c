@@ -15,12 +15,22 @@
  * completion notification is not armed: libtirpc then calls xp_recv again,
  * which polls and arms before the transport goes idle, so that no
  * completion is left behind a descriptor that will never turn readable.
+ *
+ * A connection's xp_fd is an epoll descriptor of ours over the engine's
+ * descriptor and an eventfd. After a turn of TSVC_TURN calls it yields to
+ * the other transports (XPRT_IDLE) with the eventfd raised, so that
+ * svc_run() comes back to it: one busy client cannot starve the others.
+ * The descriptor also outlives the engine's, which the engine closes when
+ * the connection goes: libtirpc never polls a closed or reused number.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +47,8 @@
 #include "tirpc_xdr.h"
 
 #define TSVC_BUDGET 64
+/* Calls one connection dispatches before it lets the others have a turn. */
+#define TSVC_TURN 32
 /* Bound on waiting for a destroyed connection's flushes, as the engine's. */
 #define TSVC_DRAIN_MS 10000
 
@@ -54,6 +66,8 @@ struct tconn {
 	bool closed;				/* the connection is gone: XPRT_DIED */
 	bool dying;				/* being destroyed: new calls are dropped */
 	bool armed;				/* idle and notification armed */
+	int wake_fd;				/* eventfd: readable while a turn is owed */
+	unsigned int turn;			/* calls dispatched in this turn */
 
 	struct rpcrdma_svc_call **queue;	/* received, not yet dispatched */
 	unsigned int qhead, qlen, qcap;
@@ -227,25 +241,50 @@ static void tconn_closed(struct tconn *tc)
 
 static const struct xp_ops2 tconn_ops2;
 
+static void tconn_close_fds(struct tconn *tc)
+{
+	if (tc->wake_fd >= 0)
+		close(tc->wake_fd);
+	if (tc->xprt.xp_fd >= 0)
+		close(tc->xprt.xp_fd);
+	tc->wake_fd = tc->xprt.xp_fd = -1;
+}
+
+/* Our pollable descriptor: the engine's and the wake eventfd, behind one epoll. */
+static int tconn_open_fds(struct tconn *tc, struct rpcrdma_svc_conn *conn)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd = epoll_create1(EPOLL_CLOEXEC);
+
+	tc->xprt.xp_fd = fd;
+	tc->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fd < 0 || tc->wake_fd < 0 ||
+	    epoll_ctl(fd, EPOLL_CTL_ADD, rpcrdma_svc_conn_fd(conn), &ev) ||
+	    epoll_ctl(fd, EPOLL_CTL_ADD, tc->wake_fd, &ev))
+		return -1;
+	/* libtirpc indexes transports by descriptor and ignores those beyond its table. */
+	if (fd >= _rpc_dtablesize()) {
+		rpcrdma_warn("tirpc: connection descriptor %d beyond libtirpc's table", fd);
+		return -1;
+	}
+	return 0;
+}
+
 static void tconn_accepted(struct tsvc *ts, struct rpcrdma_svc_conn *conn)
 {
 	struct sockaddr_storage local, peer;
-	int fd = rpcrdma_svc_conn_fd(conn);
 	struct tconn *tc;
 
-	/* libtirpc indexes transports by descriptor and ignores those beyond its table. */
-	if (fd < 0 || fd >= _rpc_dtablesize()) {
-		rpcrdma_warn("tirpc: connection descriptor %d beyond libtirpc's table", fd);
-		rpcrdma_svc_conn_close(conn);
-		return;
-	}
 	tc = calloc(1, sizeof(*tc));
 	if (!tc)
 		goto fail;
 	memset(&local, 0, sizeof(local));
 	memset(&peer, 0, sizeof(peer));
 	rpcrdma_svc_conn_addrs(conn, (struct sockaddr *)&local, (struct sockaddr *)&peer);
-	xprt_init_common(&tc->xprt, &tc->ext, tc->verf_body, fd, &tconn_ops, &tconn_ops2);
+	xprt_init_common(&tc->xprt, &tc->ext, tc->verf_body, -1, &tconn_ops, &tconn_ops2);
+	tc->wake_fd = -1;
+	if (tconn_open_fds(tc, conn))
+		goto fail;
 	tc->xprt.xp_p1 = tc;
 	tc->xprt.xp_p2 = ts;
 	tc->xprt.xp_netid = strdup(tsvc_netid(ts->family));
@@ -260,8 +299,9 @@ static void tconn_accepted(struct tsvc *ts, struct rpcrdma_svc_conn *conn)
 	xprt_register(&tc->xprt);
 	return;
 fail:
-	rpcrdma_warn("tirpc: no memory for a connection");
+	rpcrdma_warn("tirpc: cannot set up a transport for a new connection");
 	if (tc) {
+		tconn_close_fds(tc);
 		xprt_free_fields(&tc->xprt);
 		free(tc);
 	}
@@ -360,8 +400,12 @@ static bool_t tconn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 	struct tconn *tc = tconn_of(xprt);
 	struct rpcrdma_svc_call *call;
 
+	uint64_t owed;
+
 	tconn_finish_cur(tc);
 	tc->armed = false;
+	if (read(tc->wake_fd, &owed, sizeof(owed)) < 0 && errno != EAGAIN)
+		rpcrdma_dbg("tirpc: wake: %s", strerror(errno));
 	while (!tc->closed) {
 		if (!tc->qlen)
 			tconn_progress(tc);
@@ -370,6 +414,7 @@ static bool_t tconn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 			break;
 		if (tconn_decode(tc, call, msg)) {
 			tc->svc->dispatching = tc;
+			tc->turn++;
 			return TRUE;
 		}
 		/* Not an RPC call: dropped, as svc_dg drops an undecodable datagram. */
@@ -386,8 +431,16 @@ static enum xprt_stat tconn_stat(SVCXPRT *xprt)
 		tc->svc->dispatching = NULL;
 	if (tc->closed)
 		return XPRT_DIED;
-	if (tc->qlen || !tc->armed)
-		return XPRT_MOREREQS;
+	if (tc->qlen || !tc->armed) {
+		uint64_t one = 1;
+
+		if (tc->turn < TSVC_TURN)
+			return XPRT_MOREREQS;
+		/* Yield; the raised eventfd brings svc_run() back here. */
+		if (write(tc->wake_fd, &one, sizeof(one)) < 0)
+			return XPRT_MOREREQS;
+	}
+	tc->turn = 0;
 	return XPRT_IDLE;
 }
 
@@ -559,6 +612,7 @@ static void tconn_free(struct tconn *tc)
 	list_del(&tc->node);
 	if (ts->dispatching == tc)
 		ts->dispatching = NULL;
+	tconn_close_fds(tc);
 	xprt_free_fields(&tc->xprt);
 	free(tc->queue);
 	free(tc->parts);
@@ -650,6 +704,7 @@ static void tsvc_destroy(SVCXPRT *xprt)
 		xprt_unregister(&tc->xprt);
 		tconn_teardown(tc);
 		list_del(&tc->node);
+		tconn_close_fds(tc);
 		xprt_free_fields(&tc->xprt);
 		free(tc->queue);
 		free(tc->parts);

@@ -409,6 +409,73 @@ static void test_concurrent(void **state)
 	clnt_destroy(shared);
 }
 
+struct hammer {
+	CLIENT *cl;
+	atomic_bool *stop;
+	unsigned int calls;
+	int failures;
+	pthread_t thread;
+};
+
+static void *hammer_run(void *arg)
+{
+	struct hammer *h = arg;
+
+	u_int ms = 1;
+
+	/* Calls that take the server a millisecond each keep its queue full. */
+	while (!atomic_load(h->stop)) {
+		if (tt_sleep_1(&ms, NULL, h->cl) != RPC_SUCCESS)
+			h->failures++;
+		h->calls++;
+	}
+	return NULL;
+}
+
+/*
+ * One connection kept busy by eight threads does not starve another: the
+ * other's sequential calls all complete, each well within its timeout.
+ */
+static void test_fairness(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	struct timeval wait = { .tv_sec = 2 };
+	CLIENT *busy = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	CLIENT *quiet = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	struct hammer h[8];
+	atomic_bool stop = false;
+	int i, slow = 0;
+
+	assert_non_null(busy);
+	assert_non_null(quiet);
+	for (i = 0; i < 8; i++) {
+		h[i] = (struct hammer){ .cl = busy, .stop = &stop };
+		assert_int_equal(pthread_create(&h[i].thread, NULL, hammer_run, &h[i]), 0);
+	}
+	/* Let the busy connection's pipeline fill first. */
+	poll(NULL, 0, 50);
+	for (i = 0; i < 40; i++) {
+		tt_pair pair = { i, 1 };
+		int64_t t0 = now_ms();
+		int sum = 0;
+
+		assert_int_equal(clnt_call(quiet, TT_ADD, (xdrproc_t)xdr_tt_pair, &pair,
+					   (xdrproc_t)xdr_int, &sum, wait), RPC_SUCCESS);
+		assert_int_equal(sum, i + 1);
+		if (now_ms() - t0 > 500)
+			slow++;
+	}
+	atomic_store(&stop, true);
+	for (i = 0; i < 8; i++) {
+		pthread_join(h[i].thread, NULL);
+		assert_int_equal(h[i].failures, 0);
+		assert_true(h[i].calls > 0);
+	}
+	assert_int_equal(slow, 0);
+	clnt_destroy(quiet);
+	clnt_destroy(busy);
+}
+
 /* A client that gives up on a call and goes away while the server works on it. */
 static void test_client_gone_mid_call(void **state)
 {
@@ -592,6 +659,7 @@ int main(void)
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_control),
 		cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_fairness),
 		cmocka_unit_test(test_client_gone_mid_call),
 		cmocka_unit_test(test_server_destroys_conn),
 		cmocka_unit_test(test_ddp),
