@@ -65,11 +65,12 @@ extern "C" {
  * vers, dispatch, NULL); they serve every connection it accepts.
  *
  * Connections: each accepted connection is an SVCXPRT registered with
- * libtirpc at once, with the connection's descriptor as xp_fd, the peer as
- * xp_rtaddr (and xp_raddr), and the listener's netid. It reports
- * XPRT_MOREREQS while calls it received wait to be dispatched (and once
- * more before it sleeps), and XPRT_DIED after the connection closed; then
- * libtirpc destroys it. Destroying it (svc_destroy()) from the server
+ * libtirpc at once, with a pollable descriptor of its own as xp_fd (an
+ * epoll over the connection's), the peer as xp_rtaddr (and xp_raddr), and
+ * the listener's netid. It reports XPRT_MOREREQS while calls it received
+ * wait to be dispatched (and once more before it sleeps), for 32 calls in a
+ * row at most before it lets the other transports have a turn, and
+ * XPRT_DIED after the connection closed; then libtirpc destroys it. Destroying it (svc_destroy()) from the server
  * thread disconnects, waits for the connection's work requests to complete
  * or flush (at most 10 s), and frees it; a call it received and did not
  * answer gets no reply.
