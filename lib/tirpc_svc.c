@@ -62,7 +62,6 @@ struct tconn {
 	struct tsvc *svc;
 	struct list_node node;			/* tsvc.conns */
 	struct rpcrdma_svc_conn *conn;		/* NULL once closed or detached */
-	bool established;			/* on_conn(ESTABLISHED) seen */
 	bool closed;				/* the connection is gone: XPRT_DIED */
 	bool dying;				/* being destroyed: new calls are dropped */
 	bool armed;				/* idle and notification armed */
@@ -317,8 +316,6 @@ static void tsvc_on_conn(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_event 
 		tconn_accepted(arg, conn);
 		break;
 	case RPCRDMA_CONN_ESTABLISHED:
-		if (tc)
-			tc->established = true;
 		break;
 	case RPCRDMA_CONN_CLOSED:
 		if (tc)
@@ -578,9 +575,8 @@ static void tconn_drain(struct tconn *tc)
 
 /*
  * Unanswered calls are dropped; the connection is closed and drained
- * through the engine. A connection never reported ESTABLISHED is only
- * closed and left to rpcrdma_svc_destroy(): the engine does not report
- * CLOSED for it, so polling it could free it under us.
+ * through the engine, which reports CLOSED when every work request has
+ * completed or flushed. Past the bound, it is left to rpcrdma_svc_destroy().
  */
 static void tconn_teardown(struct tconn *tc)
 {
@@ -590,8 +586,7 @@ static void tconn_teardown(struct tconn *tc)
 	if (tc->closed || !tc->conn)
 		return;
 	rpcrdma_svc_conn_close(tc->conn);
-	if (tc->established)
-		tconn_drain(tc);
+	tconn_drain(tc);
 	if (!tc->closed) {
 		rpcrdma_svc_conn_set_ctx(tc->conn, NULL);
 		tc->conn = NULL;
