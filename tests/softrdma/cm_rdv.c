@@ -32,10 +32,12 @@
 
 #include "cm.h"
 
-/* Room for the longest name, "tcp-" + an IPv6 address + "-65535-v6only.lock". */
-#define NAME_MAX_LEN	(4 + INET6_ADDRSTRLEN + 18)
-/* The directory, a slash and a socket name (no ".lock") fit in sun_path. */
-#define DIR_MAX_LEN	(sizeof(((struct sockaddr_un *)0)->sun_path) - 2 - (NAME_MAX_LEN - 6))
+/* The longest socket name: "tcp-", an IPv6 address, "-65535-v6only". */
+#define SOCK_NAME_MAX	(4 + INET6_ADDRSTRLEN - 1 + 13)
+/* Room for a name and ".lock" or ".new". */
+#define NAME_MAX_LEN	(SOCK_NAME_MAX + 6)
+/* The directory, a slash and the longest name with ".new" fit in sun_path. */
+#define DIR_MAX_LEN	(sizeof(((struct sockaddr_un *)0)->sun_path) - 2 - SOCK_NAME_MAX - 4)
 
 struct rdv_claim {
 	int sock_fd;		/* until handed over to the net thread */
@@ -245,20 +247,28 @@ static bool conflict(const struct sockaddr *addr, uint32_t ps, bool afonly)
 	return found;
 }
 
+/*
+ * Bind under a temporary name, listen, then rename into place: a process
+ * that sees the name can connect to it at once.
+ */
 static int bind_socket(const char *name)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char path[PATH_MAX];
 	int fd;
 
-	if (!path_of(sun.sun_path, sizeof(sun.sun_path), name, ""))
+	if (!path_of(sun.sun_path, sizeof(sun.sun_path), name, ".new") ||
+	    !path_of(path, sizeof(path), name, ""))
 		return -ENAMETOOLONG;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	unlink(sun.sun_path);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) || listen(fd, SOMAXCONN)) {
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) || listen(fd, SOMAXCONN) ||
+	    rename(sun.sun_path, path)) {
 		int err = errno;
 
+		unlink(sun.sun_path);
 		close(fd);
 		return -err;
 	}
