@@ -476,6 +476,36 @@ static void test_fairness(void **state)
 	clnt_destroy(busy);
 }
 
+/*
+ * Connections that clients closed are destroyed by libtirpc (XPRT_DIED):
+ * in the end only the listener and the asking connection are registered.
+ */
+static void test_conns_reaped(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	CLIENT *asking = tt_client(srv, TT_PROG, TT_VERS, 0, 0), *cl[5];
+	int64_t deadline;
+	int i, n = 0;
+
+	assert_non_null(asking);
+	for (i = 0; i < 5; i++) {
+		cl[i] = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+		assert_non_null(cl[i]);
+		assert_int_equal(tt_null_1(NULL, NULL, cl[i]), RPC_SUCCESS);
+	}
+	assert_int_equal(tt_xprts_1(NULL, &n, asking), RPC_SUCCESS);
+	assert_true(n >= 7);
+	for (i = 0; i < 5; i++)
+		clnt_destroy(cl[i]);
+	deadline = now_ms() + 5000;
+	do {
+		poll(NULL, 0, 5);
+		assert_int_equal(tt_xprts_1(NULL, &n, asking), RPC_SUCCESS);
+	} while (n != 2 && now_ms() < deadline);
+	assert_int_equal(n, 2);
+	clnt_destroy(asking);
+}
+
 /* A client that gives up on a call and goes away while the server works on it. */
 static void test_client_gone_mid_call(void **state)
 {
@@ -663,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_client_gone_mid_call),
 		cmocka_unit_test(test_server_destroys_conn),
 		cmocka_unit_test(test_ddp),
+		cmocka_unit_test(test_conns_reaped),
 	};
 	const struct CMUnitTest rdma_only[] = {
 		cmocka_unit_test(test_listener_destroyed_in_flight),

@@ -186,6 +186,18 @@ bool_t tt_end_listener_1_svc(void *argp, int *result, struct svc_req *rqstp)
 	return TRUE;
 }
 
+/* Transports registered with libtirpc now: the listener and the live connections. */
+bool_t tt_xprts_1_svc(void *argp, int *result, struct svc_req *rqstp)
+{
+	int i;
+
+	*result = 0;
+	for (i = 0; i < svc_max_pollfd; i++)
+		if (svc_pollfd[i].fd >= 0)
+			(*result)++;
+	return TRUE;
+}
+
 static void tt_read_release(void *arg)
 {
 	atomic_fetch_add(&tt_stats.read_releases, 1);
