@@ -7,6 +7,10 @@
  *	interop <dropin dir> devinfo	ibv_devinfo (-v) and ibv_devices list softrdma0
  *	interop <dropin dir> rping	rping -s / rping -c -V, several sizes and counts, IPv4, IPv6
  *	interop <dropin dir> rdma-server	rdma_server / rdma_client (synchronous rdma_cm)
+ *	interop <dropin dir> demo <demo-2proc.sh> <echo-server> <echo-client>
+ *		the README's two-process demo: our echo programs, built against
+ *		rdma-core, on the drop-in libraries; under valgrind they run
+ *		under valgrind too (SOFTRDMA_TEST_VALGRIND)
  *
  * Exits 77 (skipped) when the programs are not installed. Each run has its
  * own rendezvous directory (SOFTRDMA_DIR), so runs do not see each other.
@@ -73,11 +77,22 @@ static bool in_path(const char *prog)
 	return false;
 }
 
-/* Our environment, with the drop-in folder, the rendezvous directory and a preload. */
-static char **child_env(void)
+static bool under_valgrind(void)
 {
-	const char *preload = getenv("SOFTRDMA_INTEROP_PRELOAD");
-	static char ld[4096], dir[128], pre[4096];
+	const char *preload = getenv("LD_PRELOAD");
+
+	return preload && strstr(preload, "vgpreload");
+}
+
+/*
+ * Our environment, with the drop-in folder, the rendezvous directory and,
+ * for rdma-core's uninstrumented programs, the sanitizer runtime.
+ */
+static char **child_env(bool uninstrumented)
+{
+	const char *preload = uninstrumented ? getenv("SOFTRDMA_INTEROP_PRELOAD") : NULL;
+	const char *vg = getenv("SOFTRDMA_TEST_VALGRIND");
+	static char ld[4096], dir[128], pre[4096], wrap[4096];
 	size_t n = 0, i;
 	char **env;
 
@@ -103,6 +118,10 @@ static char **child_env(void)
 		/* rdma-core's programs own their leaks; ours are checked by our tests. */
 		env[n++] = (char *)"ASAN_OPTIONS=detect_leaks=0:abort_on_error=1";
 	}
+	if (!uninstrumented && under_valgrind() && vg) {
+		snprintf(wrap, sizeof(wrap), "SOFTRDMA_DEMO_WRAP=%s", vg);
+		env[n++] = wrap;
+	}
 	env[n] = NULL;
 	return env;
 }
@@ -111,10 +130,10 @@ static char **child_env(void)
  * Output goes to a file, not a pipe: a server that prints more than a pipe
  * holds while the test waits for its client would block for ever.
  */
-static void proc_start(struct proc *p, char *const argv[])
+static void proc_start_env(struct proc *p, char *const argv[], bool uninstrumented)
 {
 	static unsigned int seq;
-	char **env = child_env();
+	char **env = child_env(uninstrumented);
 	int fd;
 
 	memset(p, 0, sizeof(*p));
@@ -131,6 +150,11 @@ static void proc_start(struct proc *p, char *const argv[])
 	}
 	free(env);
 	close(fd);
+}
+
+static void proc_start(struct proc *p, char *const argv[])
+{
+	proc_start_env(p, argv, true);
 }
 
 static char *slurp(const char *path)
@@ -321,6 +345,22 @@ static int remove_dir(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+static char *demo_argv[6];
+
+/* The two-process echo demo: the script runs both programs and checks each call. */
+static void test_demo(void **state)
+{
+	struct proc p;
+
+	(void)state;
+	proc_start_env(&p, demo_argv, false);
+	assert_int_equal(proc_finish(&p, under_valgrind() ? 10 * RUN_TIMEOUT_MS : RUN_TIMEOUT_MS),
+			 0);
+	assert_int_equal(count_lines(p.text, "1000 echo calls of "), 4);
+	assert_non_null(strstr(p.text, "== done: 4000 calls between two processes"));
+	free(p.text);
+}
+
 /* 77 (meson's "skipped") when an rdma-core program is not installed. */
 static bool missing(const char *prog)
 {
@@ -335,9 +375,21 @@ int main(int argc, char **argv)
 	const struct CMUnitTest devinfo[] = { cmocka_unit_test(test_devinfo) };
 	const struct CMUnitTest rping[] = { cmocka_unit_test(test_rping) };
 	const struct CMUnitTest rdma_server[] = { cmocka_unit_test(test_rdma_server) };
+	const struct CMUnitTest demo[] = { cmocka_unit_test(test_demo) };
 
+	if (argc == 6 && !strcmp(argv[2], "demo")) {
+		dropin_dir = argv[1];
+		demo_argv[0] = (char *)"sh";
+		demo_argv[1] = argv[3];
+		demo_argv[2] = argv[1];
+		demo_argv[3] = argv[4];
+		demo_argv[4] = argv[5];
+		return cmocka_run_group_tests_name("demo", demo, make_dir, remove_dir);
+	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s <drop-in folder> devinfo|rping|rdma-server\n", argv[0]);
+		fprintf(stderr, "usage: %s <drop-in folder> devinfo|rping|rdma-server\n"
+			"       %s <drop-in folder> demo <script> <echo-server> <echo-client>\n",
+			argv[0], argv[0]);
 		return 2;
 	}
 	dropin_dir = argv[1];
