@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tt.h"
 
@@ -307,6 +308,28 @@ static void test_timeout(void **state)
 	clnt_destroy(cl);
 }
 
+/* Nobody listening: NULL, and the reason in rpc_createerr, as clnt_vc_create() reports it. */
+static void test_create_refused(void **state)
+{
+	struct tt_server srv = *(struct tt_server *)*state;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&srv.addr;
+	struct sockaddr_in spare = { .sin_family = AF_INET };
+	socklen_t len = sizeof(spare);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	/* A port bound and not listening: TCP refuses it, and softrdma has nobody there. */
+	spare.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&spare, sizeof(spare)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&spare, &len), 0);
+	sin->sin_port = spare.sin_port;
+	memset(&rpc_createerr, 0, sizeof(rpc_createerr));
+	assert_null(tt_client(&srv, TT_PROG, TT_VERS, 0, 0));
+	assert_int_equal(rpc_createerr.cf_stat, RPC_SYSTEMERROR);
+	assert_int_equal(rpc_createerr.cf_error.re_errno, ECONNREFUSED);
+	close(fd);
+}
+
 /* clnt_control requests that both transports share. */
 static void test_control(void **state)
 {
@@ -570,6 +593,14 @@ static void test_server_destroys_conn(void **state)
 	/* The server and the other connection are unharmed. */
 	assert_int_equal(tt_add_1(&pair, &sum, killer), RPC_SUCCESS);
 	assert_int_equal(sum, 15);
+	/*
+	 * Where the transports differ: clnt_vc's socket is dead for good, our
+	 * CLIENT connects again for the next call.
+	 */
+	if (srv->rdma)
+		assert_int_equal(tt_null_1(NULL, NULL, h.cl), RPC_SUCCESS);
+	else
+		assert_int_not_equal(tt_null_1(NULL, NULL, h.cl), RPC_SUCCESS);
 	clnt_destroy(h.cl);
 	clnt_destroy(killer);
 }
@@ -688,6 +719,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_control),
+		cmocka_unit_test(test_create_refused),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_fairness),
 		cmocka_unit_test(test_client_gone_mid_call),
