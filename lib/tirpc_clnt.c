@@ -167,6 +167,8 @@ static struct tcall_buf *tclnt_get_buf(struct tclnt *tc)
 /* Submit @c, then drive the native client until it is done or @deadline passes. */
 static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t deadline)
 {
+	bool canceled = false;
+
 	for (;;) {
 		struct pollfd pfd[2];
 		int64_t now;
@@ -183,13 +185,17 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t deadline)
 		if (c->done)
 			return 0;
 		now = rpcrdma_now_ms();
-		if (now >= deadline) {
+		if (now >= deadline && !canceled) {
 			if (!c->submitted)
 				return -ETIMEDOUT;
 			/* Fence its memory; a reply already in completes it as it is. */
+			canceled = true;
 			rpcrdma_clnt_cancel(tc->native, &c->nc);
 			tclnt_kick(tc);
-			return 0;
+			/* done() has run; if not, its buffers are still lent: keep driving. */
+			if (c->done)
+				return 0;
+			deadline = now + TCLNT_BACKSTOP_MS;
 		}
 		if (tc->polling) {
 			struct timespec ts = {
