@@ -209,6 +209,14 @@ int xprt_rdma_connect(struct rpcrdma_xprt *x)
 	if (rc)
 		goto out_id;
 	x->rx_have_ep = true;
+	/* A device whose queues are smaller: sends wait for room; receives cannot. */
+	x->rx_sq_depth = x->rx_ep.sq_avail;
+	if (x->rx_ep.rq_depth < x->rx_nreps) {
+		rpcrdma_err("client: the device takes %u receives, %u are needed: lower max_requests",
+			    x->rx_ep.rq_depth, x->rx_nreps);
+		rc = -ENOMEM;
+		goto out_ep;
+	}
 
 	/* Receives are posted before connecting: a reply can never find none. */
 	xprt_rdma_post_reps(x);

@@ -175,6 +175,13 @@ void xprt_rdma_kick(struct rpcrdma_xprt *x)
 				continue;
 			}
 		}
+		if (unlikely(req->rl_sqecount > x->rx_sq_depth)) {
+			/* More binds than the whole send queue holds: it could never go. */
+			list_del(&req->rl_list);
+			frwr_release(x, req);
+			xprt_rdma_finish(x, req, -EMSGSIZE);
+			continue;
+		}
 		if (unlikely(x->rx_ep.sq_avail < req->rl_sqecount)) {
 			x->rx_stats.sq_waits++;
 			break;

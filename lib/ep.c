@@ -63,9 +63,31 @@ static void rpcrdma_wc_drain_recv(struct ibv_cq *cq, struct ibv_wc *wc)
 	}
 }
 
+/* Fit the queue depths to what the device offers; the owner reads them back from @ep. */
+static void rpcrdma_ep_fit(struct ibv_context *verbs, uint32_t *send_wrs, uint32_t *recv_wrs)
+{
+	struct ibv_device_attr dev;
+	uint32_t max_wr, max_cqe;
+
+	if (ibv_query_device(verbs, &dev) || dev.max_qp_wr < 2 || dev.max_cqe < 4)
+		return;
+	/* One slot on each queue is the drain marker's; the CQ holds both queues. */
+	max_wr = (uint32_t)dev.max_qp_wr - 1;
+	if (*send_wrs > max_wr)
+		*send_wrs = max_wr;
+	if (*recv_wrs > max_wr)
+		*recv_wrs = max_wr;
+	max_cqe = (uint32_t)dev.max_cqe - 2;
+	if (*send_wrs + *recv_wrs > max_cqe) {
+		*recv_wrs = *recv_wrs < max_cqe / 2 ? *recv_wrs : max_cqe / 2;
+		*send_wrs = max_cqe - *recv_wrs;
+	}
+}
+
 int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 		      const struct rpcrdma_ep_attr *attr, struct rpcrdma_stats *stats)
 {
+	uint32_t send_wrs = attr->send_wrs, recv_wrs = attr->recv_wrs;
 	struct ibv_qp_init_attr qpa;
 	int flags, rc;
 
@@ -74,6 +96,7 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 	ep->stats = stats;
 	ep->drain_recv_cqe.done = rpcrdma_wc_drain_recv;
 	ep->drain_send_cqe.done = rpcrdma_wc_drain_send;
+	rpcrdma_ep_fit(id->verbs, &send_wrs, &recv_wrs);
 
 	ep->channel = ibv_create_comp_channel(id->verbs);
 	if (!ep->channel)
@@ -85,7 +108,7 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 	}
 
 	/* Room for every send and receive plus the two drain markers. */
-	ep->cq = ibv_create_cq(id->verbs, (int)(attr->send_wrs + attr->recv_wrs + 2),
+	ep->cq = ibv_create_cq(id->verbs, (int)(send_wrs + recv_wrs + 2),
 			       attr->context, ep->channel, 0);
 	if (!ep->cq) {
 		rc = verbs_err(-1);
@@ -98,8 +121,8 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 	qpa.recv_cq = ep->cq;
 	qpa.qp_type = IBV_QPT_RC;
 	qpa.sq_sig_all = 0;
-	qpa.cap.max_send_wr = attr->send_wrs + 1;
-	qpa.cap.max_recv_wr = attr->recv_wrs + 1;
+	qpa.cap.max_send_wr = send_wrs + 1;
+	qpa.cap.max_recv_wr = recv_wrs + 1;
 	qpa.cap.max_send_sge = attr->send_sges;
 	qpa.cap.max_recv_sge = 1;
 	if (rdma_create_qp(id, attr->pd, &qpa)) {
@@ -107,7 +130,8 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 		goto out_cq;
 	}
 	ep->qp = id->qp;
-	ep->sq_avail = attr->send_wrs;
+	ep->sq_avail = send_wrs;
+	ep->rq_depth = recv_wrs;
 	rpcrdma_async_register(ep);
 
 	return 0;

@@ -107,7 +107,9 @@ enum rpcrdma_ep_state {
  * @armed: the CQ is armed: the next completion raises a channel event
  * @cq_events: channel events taken and not yet acknowledged
  * @sq_avail: send-queue slots free for data WRs (one more is reserved for
- *	the drain marker)
+ *	the drain marker); after rpcrdma_ep_create(), the send-queue depth,
+ *	which may be less than asked when the device offers less
+ * @rq_depth: receives that may be posted at once (likewise fitted)
  * @recv_posted: receives posted and not yet completed
  * @drain_recv_cqe: the receive-queue drain marker
  * @drain_send_cqe: the send-queue drain marker
@@ -126,6 +128,7 @@ struct rpcrdma_ep {
 	bool armed;
 	unsigned int cq_events;
 	uint32_t sq_avail;
+	uint32_t rq_depth;
 	uint32_t recv_posted;
 	struct rpcrdma_cqe drain_recv_cqe;
 	struct rpcrdma_cqe drain_send_cqe;

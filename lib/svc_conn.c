@@ -403,6 +403,10 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	rc = rpcrdma_ep_create(&rdma->sc_ep, req->id, &attr, rdma->sc_stats);
 	if (rc)
 		goto out_reject;
+	/* A device with smaller queues: grant no more than can be posted. */
+	rdma->sc_sq_depth = rdma->sc_ep.sq_avail;
+	if (rdma->sc_max_requests > rdma->sc_ep.rq_depth)
+		rdma->sc_max_requests = rdma->sc_ep.rq_depth;
 	/* Receives are posted before accepting: the first call always finds one. */
 	svc_rdma_refill_recvs(rdma);
 	if (rdma->sc_ep.close_pending) {
