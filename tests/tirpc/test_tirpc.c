@@ -130,14 +130,31 @@ static void test_echo_large(void **state)
 {
 	static const size_t sizes[] = { 3900, 4000, 4092, 4093, 4096, 4100, 5000, 8192,
 					65536, 65537, 1024 * 1024 };
-	CLIENT *cl = tt_client(srv_of(state), TT_PROG, TT_VERS, TT_BIG, TT_BIG);
+	struct tt_server *srv = srv_of(state);
+	CLIENT *cl = tt_client(srv, TT_PROG, TT_VERS, TT_BIG, TT_BIG);
+	struct rpcrdma_stats before, after;
 	size_t i;
 
 	assert_non_null(cl);
+	if (srv->rdma)
+		assert_true(clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)&before));
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		assert_int_equal(echo(cl, sizes[i], (unsigned int)i + 50), RPC_SUCCESS);
 	/* Small again on the same client. */
 	assert_int_equal(echo(cl, 10, 1), RPC_SUCCESS);
+	if (srv->rdma) {
+		/*
+		 * recvsize above the inline size: every call offered a Reply
+		 * chunk; the ten calls from 4000 bytes on, whose transport header
+		 * with that Reply chunk leaves too little room inline, went as long
+		 * calls (a Read chunk each); the call buffers are registered, so
+		 * nothing bounced.
+		 */
+		assert_true(clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)&after));
+		assert_int_equal(after.reply_chunks - before.reply_chunks, 12);
+		assert_int_equal(after.read_chunks - before.read_chunks, 10);
+		assert_int_equal(after.bounce_bytes - before.bounce_bytes, 0);
+	}
 	clnt_destroy(cl);
 }
 
