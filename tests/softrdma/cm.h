@@ -60,6 +60,7 @@ struct cm_params {
 	uint8_t flow_control;
 	uint8_t srq;
 	uint32_t qp_num;
+	uint32_t start_psn;		/* the sender's first send PSN */
 };
 
 struct rdv_claim;
@@ -86,6 +87,10 @@ struct soft_cm_id {
 	bool sync;			/* no channel given: calls wait for their event */
 	struct ibv_qp_init_attr *ep_qp_attr;	/* rdma_create_ep of a listener */
 	int backlog;
+	/* IB CM identities, for the capture's CM messages (cm_tap.c). */
+	uint32_t comm_id;		/* this side's Communication ID */
+	uint32_t peer_comm_id;		/* the other side's */
+	uint64_t tid;			/* Transaction ID of the connection's REQ/REP/RTU */
 	unsigned int events_read;
 	unsigned int events_acked;
 	/* Negotiated, from this side's point of view, applied to its QP. */
@@ -94,6 +99,7 @@ struct soft_cm_id {
 	uint8_t retry_count;
 	uint8_t rnr_retry_count;
 	uint32_t peer_qpn;
+	uint32_t peer_psn;		/* the peer's first send PSN: our QP's rq_psn */
 	struct cm_params mine;		/* what this side sent in its REQ or REP */
 	struct ibv_sa_path_rec path;
 };
@@ -130,6 +136,12 @@ struct cm_msg {
 	bool qp_error;			/* DREQ of a fault: the peer's QP goes to ERR too */
 };
 
+/* A message's sender, as the receiver learns it: Communication ID and Transaction ID. */
+struct cm_sender {
+	uint32_t comm_id;
+	uint64_t tid;
+};
+
 struct soft_cm_work {
 	struct soft_work work;
 	enum cm_work_kind kind;
@@ -139,6 +151,8 @@ struct soft_cm_work {
 	struct cm_addressing *addr;	/* a REQ that came over a link */
 	int status;
 	bool qp_error;
+	bool from_peer;			/* sent by the other side (not queued for itself) */
+	struct cm_sender sender;
 	struct cm_params params;
 	uint8_t pdata[CM_REP_PDATA];
 	uint8_t pdata_len;
@@ -237,6 +251,14 @@ int rdv_claim_take_fd(struct rdv_claim *claim);
 void rdv_unlisten(struct rdv_claim *claim);
 /* A socket connected to the listener that covers dst: fd, or -ECONNREFUSED. */
 int rdv_connect(const struct sockaddr *dst, enum rdma_port_space ps);
+
+/* cm_tap.c: the IB CM messages of the capture (REQ, REP, RTU, REJ, DREQ, DREP) */
+/* sid sends m to its peer. */
+void cm_tap_locked(const struct soft_cm_id *sid, const struct cm_msg *m);
+/* The fabric rejects client's REQ in the listener's place (nobody listens, a fault). */
+void cm_tap_fabric_rej_locked(const struct soft_cm_id *client, int reason);
+/* sid answers a DREQ. */
+void cm_tap_drep_locked(const struct soft_cm_id *sid);
 
 /* cm_sync.c: ids without a channel */
 /* A sync id waits for the event that ends its call; 0 or -1 with errno (as librdmacm). */

@@ -36,6 +36,16 @@ static uint8_t retries(uint8_t n)
 	return n > 7 ? 7 : n;
 }
 
+/*
+ * The first PSN of a connection's sends, as the kernel's CM draws one at
+ * random: derived from the Communication ID, so that the two directions of
+ * a connection (and captures) do not count from the same number.
+ */
+static uint32_t start_psn(const struct soft_cm_id *sid)
+{
+	return (sid->comm_id * 2654435761u) & 0xffffff;
+}
+
 static bool pdata_ok(const void *pdata, uint8_t len, uint8_t max)
 {
 	return len <= max && (pdata || !len);
@@ -58,15 +68,19 @@ void cm_send_locked(struct soft_cm_id *sid, const struct cm_msg *m)
 {
 	struct soft_cm_work *w;
 
+	if (!sid->conn && !sid->peer)
+		return;
+	cm_tap_locked(sid, m);
 	if (sid->conn) {
 		cm_net_send_locked(sid, m);
 		return;
 	}
-	if (!sid->peer)
-		return;
 	w = cm_work_new_locked(m->kind, sid->peer, sid);
 	if (!w)
 		return;
+	w->from_peer = true;
+	w->sender.comm_id = sid->comm_id;
+	w->sender.tid = sid->tid;
 	w->status = m->status;
 	w->params = m->params;
 	w->qp_error = m->qp_error;
@@ -107,6 +121,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	sid->mine.flow_control = param ? param->flow_control : 1;
 	sid->mine.srq = id->srq || (param && !id->qp && param->srq);
 	sid->mine.qp_num = id->qp ? id->qp->qp_num : (param ? param->qp_num : 0);
+	sid->mine.start_psn = start_psn(sid);
 	w = err ? NULL : cm_work_new_locked(CMW_REQ, NULL, sid);
 	if (!w) {
 		fab_unlock();
@@ -115,6 +130,9 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	w->params = sid->mine;
 	if (param)
 		work_pdata(w, param->private_data, param->private_data_len);
+	sid->tid = (uint64_t)sid->comm_id << 8;
+	w->sender.comm_id = sid->comm_id;
+	w->sender.tid = sid->tid;
 	sid->state = CM_CONNECT;
 	fab_unlock();
 	return cm_complete(sid);
@@ -125,6 +143,7 @@ static void reject_client_locked(struct soft_cm_id *client, int reason)
 {
 	struct soft_cm_work *w = cm_work_new_locked(CMW_REJ, client, NULL);
 
+	cm_tap_fabric_rej_locked(client, reason);
 	if (w)
 		w->status = reason;
 }
@@ -143,7 +162,8 @@ static void addressing_of(const struct soft_cm_id *client, struct cm_addressing 
 
 /* The passive id of a REQ, from the active side's addressing. */
 static struct soft_cm_id *spawn_child_locked(struct soft_cm_id *l, const struct cm_addressing *a,
-					     const struct cm_params *params)
+					     const struct cm_params *params,
+					     const struct cm_sender *sender)
 {
 	struct soft_cm_id *child = cm_id_alloc(l->ch, l->id.context, l->id.ps);
 
@@ -164,6 +184,9 @@ static struct soft_cm_id *spawn_child_locked(struct soft_cm_id *l, const struct 
 	child->id.route.path_rec = &child->path;
 	child->id.route.num_paths = 1;
 	child->peer_qpn = params->qp_num;
+	child->peer_psn = params->start_psn;
+	child->peer_comm_id = sender->comm_id;
+	child->tid = sender->tid;
 	/* The passive side sees the request from its own point of view. */
 	child->responder_resources = params->initiator_depth;
 	child->initiator_depth = params->responder_resources;
@@ -200,8 +223,13 @@ void cm_req_arrived_locked(struct soft_cm_work *w)
 	struct cm_params seen;
 
 	if (!a) {
+		struct cm_msg req = { .kind = CMW_REQ, .params = w->params, .pdata = w->pdata,
+				      .pdata_len = w->pdata_len };
+
 		if (!client || client->state != CM_CONNECT)
 			return;
+		/* The REQ leaves the client now. */
+		cm_tap_locked(client, &req);
 		if (fault_cm_reject_locked()) {
 			reject_client_locked(client, REJ_CONSUMER_DEFINED);
 			return;
@@ -220,7 +248,7 @@ void cm_req_arrived_locked(struct soft_cm_work *w)
 		reject_client_locked(client, REJ_INVALID_SERVICE_ID);
 		return;
 	}
-	child = l ? spawn_child_locked(l, a, &w->params) : NULL;
+	child = l ? spawn_child_locked(l, a, &w->params, &w->sender) : NULL;
 	if (!child) {
 		if (w->conn)
 			cm_net_refuse_locked(w->conn, REJ_INVALID_SERVICE_ID);
@@ -266,6 +294,7 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	sid->mine.flow_control = param ? param->flow_control : 1;
 	sid->mine.srq = id->srq || (param && !id->qp && param->srq);
 	sid->mine.qp_num = id->qp ? id->qp->qp_num : (param ? param->qp_num : 0);
+	sid->mine.start_psn = start_psn(sid);
 	if (err) {
 		fab_unlock();
 		return fail(err);
@@ -312,6 +341,8 @@ void cm_rep_arrived_locked(struct soft_cm_work *w)
 	client->retry_count = client->mine.retry_count;
 	client->rnr_retry_count = w->params.rnr_retry_count;
 	client->peer_qpn = w->params.qp_num;
+	client->peer_psn = w->params.start_psn;
+	client->peer_comm_id = w->sender.comm_id;
 	if (!client->id.qp) {
 		client->state = CM_REP_RCVD;
 		cm_deliver_locked(client, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, &seen, w->pdata,

@@ -64,6 +64,9 @@ void cm_dreq_arrived_locked(struct soft_cm_work *w)
 	/* The peer's fault tore the connection down: our QP fails too. */
 	if (w->qp_error && target->id.qp)
 		qp_to_error_locked(to_sqp(target->id.qp));
+	/* The peer's DREQ (not our own, standing for its DREP) is answered. */
+	if (w->from_peer && !target->disconnect_seen)
+		cm_tap_drep_locked(target);
 	disconnected_locked(target);
 }
 

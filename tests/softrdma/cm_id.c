@@ -381,6 +381,12 @@ struct soft_cm_id *cm_id_alloc(struct soft_cm_channel *ch, void *context,
 
 void cm_id_link_locked(struct soft_cm_id *sid)
 {
+	static uint32_t next_comm_id;
+
+	/* Communication IDs differ between processes too: they appear in captures. */
+	if (!next_comm_id)
+		next_comm_id = (uint32_t)getpid() << 12;
+	sid->comm_id = ++next_comm_id;
 	list_add_tail(&sid->link, &fab.cm_ids);
 	if (sid->ch)
 		sid->ch->ids++;

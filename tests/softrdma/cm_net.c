@@ -21,12 +21,14 @@ struct net_cm_msg {
 	uint8_t pdata_len;
 	uint8_t qp_error;
 	uint8_t pad[2];
+	struct cm_sender sender;
 	uint8_t pdata[CM_REP_PDATA];
 	struct cm_addressing addr;	/* REQ: the active side's addresses and path */
 };
 
+/* client: a REQ, which carries the active side's addressing. */
 static void send_msg_locked(struct net_link *link, const struct cm_msg *m,
-			    const struct soft_cm_id *client)
+			    const struct soft_cm_id *from, const struct soft_cm_id *client)
 {
 	struct net_buf *buf = net_buf_new(NET_MSG_CM, sizeof(struct net_cm_msg));
 	struct net_cm_msg *nm;
@@ -39,6 +41,10 @@ static void send_msg_locked(struct net_link *link, const struct cm_msg *m,
 	nm->status = m->status;
 	nm->params = m->params;
 	nm->qp_error = m->qp_error;
+	if (from) {
+		nm->sender.comm_id = from->comm_id;
+		nm->sender.tid = from->tid;
+	}
 	nm->pdata_len = m->pdata_len;
 	if (m->pdata_len)
 		memcpy(nm->pdata, m->pdata, m->pdata_len);
@@ -70,20 +76,20 @@ int cm_net_connect_locked(struct soft_cm_id *client, const struct cm_msg *req)
 	}
 	client->conn = link;
 	link->id = client;
-	send_msg_locked(link, req, client);
+	send_msg_locked(link, req, client, client);
 	return 0;
 }
 
 void cm_net_send_locked(struct soft_cm_id *sid, const struct cm_msg *m)
 {
-	send_msg_locked(sid->conn, m, NULL);
+	send_msg_locked(sid->conn, m, sid, NULL);
 }
 
 void cm_net_refuse_locked(struct net_link *link, int reason)
 {
 	struct cm_msg m = { .kind = CMW_REJ, .status = reason };
 
-	send_msg_locked(link, &m, NULL);
+	send_msg_locked(link, &m, NULL, NULL);
 	net_link_get_locked(link);
 	net_link_close_locked(link);
 }
@@ -112,10 +118,12 @@ void cm_net_link_message(struct net_link *link, const void *body, uint32_t len)
 		*w->addr = nm->addr;
 	}
 	w->conn = link;
+	w->from_peer = true;
 	net_link_get_locked(link);
 	w->status = nm->status;
 	w->params = nm->params;
 	w->qp_error = nm->qp_error != 0;
+	w->sender = nm->sender;
 	w->pdata_len = nm->pdata_len;
 	memcpy(w->pdata, nm->pdata, nm->pdata_len);
 }

@@ -40,7 +40,7 @@ static void fill_rtr(const struct soft_cm_id *sid, struct ibv_qp_attr *attr, int
 	attr->ah_attr.port_num = 1;
 	attr->path_mtu = IBV_MTU_1024;
 	attr->dest_qp_num = sid->peer_qpn;
-	attr->rq_psn = 0;
+	attr->rq_psn = sid->peer_psn;
 	attr->max_dest_rd_atomic = sid->responder_resources;
 	attr->min_rnr_timer = 12;
 	*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -50,7 +50,7 @@ static void fill_rtr(const struct soft_cm_id *sid, struct ibv_qp_attr *attr, int
 static void fill_rts(const struct soft_cm_id *sid, struct ibv_qp_attr *attr, int *mask)
 {
 	attr->qp_state = IBV_QPS_RTS;
-	attr->sq_psn = 0;
+	attr->sq_psn = sid->mine.start_psn;
 	attr->timeout = 14;
 	attr->retry_cnt = sid->retry_count;
 	attr->rnr_retry = sid->rnr_retry_count;
@@ -212,7 +212,10 @@ void rdma_destroy_qp(struct rdma_cm_id *id)
 {
 	if (id->qp)
 		ibv_destroy_qp(id->qp);
+	/* The net thread reads id->qp under the lock when a peer dies. */
+	fab_lock();
 	id->qp = NULL;
+	fab_unlock();
 	destroy_own_cqs(id);
 }
 

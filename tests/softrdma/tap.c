@@ -35,7 +35,13 @@ enum {
 	OP_ACK = 0x11,
 	OP_SEND_LAST_INV = 0x16,
 	OP_SEND_ONLY_INV = 0x17,
+	OP_UD_SEND_ONLY = 0x64,
 };
+
+/* General services: QP1 and its well-known Q_Key. */
+#define GSI_QPN		1
+#define GSI_QKEY	0x80010000u
+#define MAD_LEN		256
 
 /* AETH syndromes: an ACK with no credit count, RNR NAK (plus the timer), NAKs. */
 #define AETH_ACK		0x1f
@@ -181,17 +187,24 @@ static uint8_t send_opcode(enum wire_op op, enum position pos)
 	}
 }
 
-/* Both directions of a connection use one UDP source port, from its QP numbers. */
-static uint16_t flow_port(uint32_t a, uint32_t b)
+/*
+ * The UDP source port of a packet is the number of the QP that sends it.
+ * RoCEv2 leaves the source port to the sender (it only spreads flows over
+ * paths); this choice lets Wireshark, which takes the destination QP as the
+ * destination port, see both directions of a connection as one
+ * conversation, which it needs to match RDMA Reads and Writes to the chunks
+ * that an RPC-over-RDMA header announced.
+ */
+static uint16_t flow_port(uint32_t sender_qpn)
 {
-	return (uint16_t)(0xc000 | ((a ^ b) & 0x3fff));
+	return (uint16_t)sender_qpn;
 }
 
 static void requester_flow(const struct soft_qp *qp, const struct wire_req *req, struct flow *f)
 {
 	soft_fill_gid(&f->sgid, qp->attr.ah_attr.grh.sgid_index);
 	f->dgid = qp->attr.ah_attr.grh.dgid;
-	f->sport = flow_port(req->src_qpn, req->dst_qpn);
+	f->sport = flow_port(req->src_qpn);
 	f->dqpn = req->dst_qpn;
 }
 
@@ -262,7 +275,7 @@ void tap_response_locked(struct soft_qp *responder, const struct wire_req *req,
 		return;
 	soft_fill_gid(&f.sgid, responder->attr.ah_attr.grh.sgid_index);
 	f.dgid = responder->attr.ah_attr.grh.dgid;
-	f.sport = flow_port(req->src_qpn, req->dst_qpn);
+	f.sport = flow_port(req->dst_qpn);
 	f.dqpn = req->src_qpn;
 	if (resp->status != WIRE_ACK) {
 		bth(&p, OP_ACK, false, 0, f.dqpn, false, req->psn);
@@ -290,4 +303,17 @@ void tap_response_locked(struct soft_qp *responder, const struct wire_req *req,
 		emit(&f, &p, len ? (const uint8_t *)resp->data + off : NULL, len);
 		off += len;
 	}
+}
+
+void tap_mad_locked(const union ibv_gid *sgid, const union ibv_gid *dgid, const uint8_t *mad)
+{
+	struct pkt p;
+
+	if (!pcap_on_locked())
+		return;
+	bth(&p, OP_UD_SEND_ONLY, false, MAD_LEN, GSI_QPN, false, 0);
+	put32(p.hdr + p.hdr_len, GSI_QKEY);	/* DETH: Q_Key, then the source QP */
+	put32(p.hdr + p.hdr_len + 4, GSI_QPN);
+	p.hdr_len += 8;
+	pcap_packet_locked(sgid, dgid, (uint16_t)GSI_QPN, p.hdr, p.hdr_len, mad, MAD_LEN);
 }

@@ -20,6 +20,12 @@ void tap_request_locked(struct soft_qp *requester, const struct wire_req *req);
 void tap_response_locked(struct soft_qp *responder, const struct wire_req *req,
 			 const struct wire_resp *resp);
 
+/*
+ * A management datagram (256 bytes, the rdma_cm's IB CM messages) from sgid
+ * to dgid, as RoCEv2 carries it: a UD SEND Only to QP1 with a DETH.
+ */
+void tap_mad_locked(const union ibv_gid *sgid, const union ibv_gid *dgid, const uint8_t *mad);
+
 /* pcap.c: open SOFTRDMA_PCAP if set (from fab_init, before anything else runs). */
 void pcap_init(void);
 /* Write one packet; ib is the transport headers from the BTH on, then the payload. */
