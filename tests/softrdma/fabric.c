@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "net.h"
 #include "soft.h"
@@ -28,6 +29,24 @@ struct soft_fabric fab = {
 
 static pthread_once_t fab_once = PTHREAD_ONCE_INIT;
 
+/*
+ * A process that may talk to others over the socket backend starts its QP
+ * numbers at a place of its own, so that two processes' QPs rarely share a
+ * number: a capture file they share then tells their flows apart (the UDP
+ * source port is the sending QP's number, tap.c).
+ */
+static uint32_t first_qpn(void)
+{
+	const char *dir = getenv("SOFTRDMA_DIR");
+#ifdef SOFTRDMA_DROPIN
+	bool multi = !dir || *dir;
+#else
+	bool multi = dir && *dir;
+#endif
+
+	return multi ? SOFT_FIRST_QPN + (((uint32_t)getpid() & 0xfff) << 8) : SOFT_FIRST_QPN;
+}
+
 static void fab_init(void)
 {
 	pthread_condattr_t attr;
@@ -42,6 +61,7 @@ static void fab_init(void)
 	fab.mode = SOFTRDMA_MODE_THREAD;
 	if (mode && strcmp(mode, "step") == 0)
 		fab.mode = SOFTRDMA_MODE_STEP;
+	fab.next_qpn = first_qpn();
 	pcap_init();
 }
 
