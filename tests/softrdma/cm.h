@@ -42,6 +42,8 @@ struct soft_cm_channel {
 	struct rdma_event_channel ch;
 	struct soft_evq q;
 	unsigned int ids;
+	bool closed;				/* destroyed: kept until exit, see cm_channel.c */
+	struct soft_cm_channel *next_closed;
 };
 
 struct soft_cm_event {

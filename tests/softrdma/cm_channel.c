@@ -6,6 +6,25 @@
 
 #include "cm.h"
 
+/*
+ * Destroyed channels are kept, closed, until the process exits. A program
+ * may call rdma_get_cm_event() on a channel another of its threads is
+ * destroying (rping's cm thread does, as the program ends): with rdma-core
+ * that reads a closed fd and fails with EBADF; here it must not read freed
+ * memory either. Guarded by the fabric lock.
+ */
+static struct soft_cm_channel *closed_channels;
+
+__attribute__((destructor)) static void cm_channels_exit(void)
+{
+	while (closed_channels) {
+		struct soft_cm_channel *sch = closed_channels;
+
+		closed_channels = sch->next_closed;
+		free(sch);
+	}
+}
+
 struct soft_cm_channel *cm_channel_new_locked(void)
 {
 	struct soft_cm_channel *sch = calloc(1, sizeof(*sch));
@@ -61,9 +80,11 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		fab_unlock();
 		return;
 	}
-	fab_unlock();
 	evq_fini(&sch->q);
-	free(sch);
+	sch->closed = true;
+	sch->next_closed = closed_channels;
+	closed_channels = sch;
+	fab_unlock();
 }
 
 void cm_deliver_locked(struct soft_cm_id *id, enum rdma_cm_event_type type, int status,
@@ -135,6 +156,11 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 		return -1;
 	}
 	fab_lock();
+	if (sch->closed) {
+		fab_unlock();
+		errno = EBADF;
+		return -1;
+	}
 	node = evq_pop_locked(&sch->q);
 	if (!node) {
 		fab_unlock();
