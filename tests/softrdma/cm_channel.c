@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* rdma_cm event channels: pollable fds, event delivery, get and ack. */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,9 +10,12 @@
 /*
  * Destroyed channels are kept, closed, until the process exits. A program
  * may call rdma_get_cm_event() on a channel another of its threads is
- * destroying (rping's cm thread does, as the program ends): with rdma-core
- * that reads a closed fd and fails with EBADF; here it must not read freed
- * memory either. Guarded by the fabric lock.
+ * destroying: rping's cm thread does as the program ends, and exits the
+ * process with an error when the call fails. With rdma-core that thread is
+ * nearly always blocked in read() by then, and stays blocked until the
+ * process exits; here the call must not read freed memory, and blocks the
+ * same way (in a cancellation point) rather than fail. Guarded by the
+ * fabric lock.
  */
 static struct soft_cm_channel *closed_channels;
 
@@ -158,8 +162,8 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 	fab_lock();
 	if (sch->closed) {
 		fab_unlock();
-		errno = EBADF;
-		return -1;
+		for (;;)
+			poll(NULL, 0, -1);
 	}
 	node = evq_pop_locked(&sch->q);
 	if (!node) {
