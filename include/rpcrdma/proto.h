@@ -276,7 +276,8 @@ long rpcrdma_hdr_encoded_len(const struct rpcrdma_hdr_enc *enc);
  * non-zero count), an unknown @proc or @err, a misaligned or decreasing Read
  * position, a segment count above %RPCRDMA_MAX_SEGS_LIMIT, or more than
  * %RPCRDMA_MAX_CHUNKS_LIMIT Write chunks (no decoder could accept them).
- * -EINVAL takes precedence over -EMSGSIZE.
+ * -EINVAL takes precedence over -EMSGSIZE; after -EINVAL for a Read
+ * position, @buf holds bytes of the header, not to be sent.
  */
 long rpcrdma_hdr_encode(void *buf, size_t len, const struct rpcrdma_hdr_enc *enc);
 

@@ -31,29 +31,26 @@ struct bench_case {
 	struct rpcrdma_hdr_enc enc;
 };
 
-static const struct rpcrdma_segment write_segs[8] = {
-	{ .handle = 0x1001, .length = 8192, .offset = 0x7f3a00001000ull },
-	{ .handle = 0x1002, .length = 8192, .offset = 0x7f3a00003000ull },
-	{ .handle = 0x1003, .length = 8192, .offset = 0x7f3a00005000ull },
-	{ .handle = 0x1004, .length = 8192, .offset = 0x7f3a00007000ull },
-	{ .handle = 0x1005, .length = 8192, .offset = 0x7f3a00009000ull },
-	{ .handle = 0x1006, .length = 8192, .offset = 0x7f3a0000b000ull },
-	{ .handle = 0x1007, .length = 8192, .offset = 0x7f3a0000d000ull },
-	{ .handle = 0x1008, .length = 8192, .offset = 0x7f3a0000f000ull },
+/* Segments of 8 KiB, as a client's registered reply buffer might give. */
+#define WRITE_SEG(i) { .handle = 0x1001 + (i), .length = 8192, \
+		       .offset = 0x7f3a00001000ull + (i) * 0x2000ull }
+static const struct rpcrdma_segment write_segs[16] = {
+	WRITE_SEG(0), WRITE_SEG(1), WRITE_SEG(2), WRITE_SEG(3),
+	WRITE_SEG(4), WRITE_SEG(5), WRITE_SEG(6), WRITE_SEG(7),
+	WRITE_SEG(8), WRITE_SEG(9), WRITE_SEG(10), WRITE_SEG(11),
+	WRITE_SEG(12), WRITE_SEG(13), WRITE_SEG(14), WRITE_SEG(15),
 };
 static const struct rpcrdma_chunk_desc write_one = { .nsegs = 1, .segs = write_segs };
 static const struct rpcrdma_chunk_desc write_eight = { .nsegs = 8, .segs = write_segs };
+static const struct rpcrdma_chunk_desc write_sixteen = { .nsegs = 16, .segs = write_segs };
 
-/* One Read chunk of 8 segments at the XDR position of an NFS WRITE payload. */
-static const struct rpcrdma_read_segment read_segs[8] = {
-	{ 132, { 0x2001, 4096, 0x7f3b00000000ull } },
-	{ 132, { 0x2002, 4096, 0x7f3b00001000ull } },
-	{ 132, { 0x2003, 4096, 0x7f3b00002000ull } },
-	{ 132, { 0x2004, 4096, 0x7f3b00003000ull } },
-	{ 132, { 0x2005, 4096, 0x7f3b00004000ull } },
-	{ 132, { 0x2006, 4096, 0x7f3b00005000ull } },
-	{ 132, { 0x2007, 4096, 0x7f3b00006000ull } },
-	{ 132, { 0x2008, 4096, 0x7f3b00007000ull } },
+/* One Read chunk at the XDR position of an NFS WRITE payload, in 4 KiB segments. */
+#define READ_SEG(i) { 132, { 0x2001 + (i), 4096, 0x7f3b00000000ull + (i) * 0x1000ull } }
+static const struct rpcrdma_read_segment read_segs[16] = {
+	READ_SEG(0), READ_SEG(1), READ_SEG(2), READ_SEG(3),
+	READ_SEG(4), READ_SEG(5), READ_SEG(6), READ_SEG(7),
+	READ_SEG(8), READ_SEG(9), READ_SEG(10), READ_SEG(11),
+	READ_SEG(12), READ_SEG(13), READ_SEG(14), READ_SEG(15),
 };
 
 static const struct bench_case cases[] = {
@@ -71,6 +68,12 @@ static const struct bench_case cases[] = {
 	{ "write8", "RDMA_MSG, one Write chunk of 8 segments",
 	  { .xid = 0x5eed0004, .credit = 128, .proc = RPCRDMA_MSG,
 	    .write_chunks = 1, .write = &write_eight } },
+	{ "read16", "RDMA_MSG, Read list of 16 segments (1 chunk)",
+	  { .xid = 0x5eed0006, .credit = 128, .proc = RPCRDMA_MSG,
+	    .read_segs = 16, .read = read_segs } },
+	{ "write16", "RDMA_MSG, one Write chunk of 16 segments",
+	  { .xid = 0x5eed0007, .credit = 128, .proc = RPCRDMA_MSG,
+	    .write_chunks = 1, .write = &write_sixteen } },
 };
 
 #define NCASES (sizeof(cases) / sizeof(cases[0]))

@@ -42,18 +42,21 @@ per_iter() {
 
 echo "Instructions per encode+decode (callgrind, (Ir(N2)-Ir(N1))/(N2-N1), N1=$n1, N2=$n2)"
 printf '%-10s %8s %8s\n' case total library
-for c in chunkless write1 write8 read1 read8; do
+for c in chunkless write1 write8 write16 read1 read8 read16; do
 	t=$(per_iter total $c)
 	l=$(per_iter library $c)
 	printf '%-10s %8s %8s\n' "$c" "$t" "$l"
 	eval "total_$c=$t library_$c=$l"
 done
 echo
-echo "Per further segment (library instructions, the marginal cost of segments 2..8):"
+echo "Per further segment (library instructions, the marginal cost of segments 2..8 and 2..16):"
 awk -v c="$library_chunkless" -v r1="$library_read1" -v r8="$library_read8" \
-	-v w1="$library_write1" -v w8="$library_write8" 'BEGIN {
-	printf "  Write chunk segment (write8 - write1) / 7 = %.1f\n", (w8 - w1) / 7
-	printf "  Read list segment   (read8 - read1) / 7   = %.1f\n", (r8 - r1) / 7
+	-v r16="$library_read16" -v w1="$library_write1" -v w8="$library_write8" \
+	-v w16="$library_write16" 'BEGIN {
+	printf "  Write chunk segment (write8 - write1) / 7 = %.1f   (write16 - write1) / 15 = %.1f\n",
+		(w8 - w1) / 7, (w16 - w1) / 15
+	printf "  Read list segment   (read8 - read1) / 7   = %.1f   (read16 - read1) / 15   = %.1f\n",
+		(r8 - r1) / 7, (r16 - r1) / 15
 	printf "First list entry, with its list handling:\n"
 	printf "  one Write chunk of 1 segment (write1 - chunkless) = %.1f\n", w1 - c
 	printf "  one Read segment             (read1 - chunkless)  = %.1f\n", r1 - c
