@@ -20,9 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rpcrdma/rpcrdma.h>
+
+#include "bench.h"
 
 /* The library of this program calls these for every memcpy and memmove. */
 void *rpcrdma_bench_memcpy(void *dst, const void *src, size_t n);
@@ -83,21 +84,6 @@ static void *server_thread(void *arg)
 	return NULL;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static void done_flag(struct rpcrdma_call *call)
 {
 	*(int *)call->arg = 1;
@@ -108,7 +94,7 @@ static double run_op(struct rpcrdma_clnt *clnt, int op, unsigned char *buf, size
 		     unsigned int calls, uint32_t *xid)
 {
 	unsigned char reply[64];
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	unsigned int i;
 
 	for (i = 0; i < calls; i++) {
@@ -138,13 +124,7 @@ static double run_op(struct rpcrdma_clnt *clnt, int op, unsigned char *buf, size
 		if (call.status || (op == OP_READ && call.result_len != size))
 			return -1;
 	}
-	return (double)size * calls / (now_s() - t0);
-}
-
-static double median(double *v, unsigned int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return v[n / 2];
+	return (double)size * calls / (bench_now_s() - t0);
 }
 
 int main(int argc, char **argv)
@@ -237,18 +217,18 @@ int main(int argc, char **argv)
 
 		rd[r] = run_op(clnt, OP_READ, cbuf, size, calls, &xid);
 		wr[r] = run_op(clnt, OP_WRITE, cbuf, size, calls, &xid);
-		t0 = now_s();
+		t0 = bench_now_s();
 		for (i = 0; i < calls; i++) {
 			memcpy(mdst, s.source, size);
 			__asm__ volatile("" : : "r"(mdst) : "memory");
 		}
-		mc[r] = (double)size * calls / (now_s() - t0);
+		mc[r] = (double)size * calls / (bench_now_s() - t0);
 	}
 	printf("  throughput, median of %u runs of %u RPCs:\n", runs, calls);
-	printf("    READ-like  %8.0f MB/s\n", median(rd, runs) / 1e6);
-	printf("    WRITE-like %8.0f MB/s\n", median(wr, runs) / 1e6);
+	printf("    READ-like  %8.0f MB/s\n", bench_median(rd, runs) / 1e6);
+	printf("    WRITE-like %8.0f MB/s\n", bench_median(wr, runs) / 1e6);
 	printf("    memcpy     %8.0f MB/s  (the same bytes, one copy, for scale)\n",
-	       median(mc, runs) / 1e6);
+	       bench_median(mc, runs) / 1e6);
 	rpcrdma_clnt_stats(clnt, &cst);
 	rpcrdma_svc_stats(s.svc, &sst);
 	printf("  bounce bytes: client %llu, server %llu (0 on the registered path)\n",

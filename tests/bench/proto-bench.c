@@ -17,9 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rpcrdma/proto.h>
+
+#include "bench.h"
 
 #define DEFAULT_ITERATIONS 1000000ul
 #define DEFAULT_RUNS 11
@@ -127,21 +128,6 @@ static __attribute__((noinline)) unsigned long run(const struct rpcrdma_hdr_enc 
 	return sink + hdr.hdr_len;
 }
 
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static void usage(FILE *f)
 {
 	size_t i;
@@ -203,11 +189,11 @@ int main(int argc, char **argv)
 		if (check_case(&cases[c], &hdr_len))
 			return 1;
 		for (r = 0; r < runs; r++) {
-			t0 = now_ns();
+			t0 = bench_now_s();
 			sink += run(&cases[c].enc, iterations);
-			ns[r] = (now_ns() - t0) / (double)iterations;
+			ns[r] = (bench_now_s() - t0) * 1e9 / (double)iterations;
 		}
-		qsort(ns, (size_t)runs, sizeof(ns[0]), cmp_double);
+		qsort(ns, (size_t)runs, sizeof(ns[0]), bench_cmp_double);
 		printf("%-10s %-44s %6ld %10.1f %9.1f %9.1f\n", cases[c].name, cases[c].what,
 		       hdr_len, ns[runs / 2], ns[0], ns[runs - 1]);
 	}

@@ -25,6 +25,8 @@
 #include <rpcrdma/rpcrdma.h>
 #include <softrdma.h>
 
+#include "bench.h"
+
 struct server {
 	struct rpcrdma_svc *svc;
 	pthread_t thread;
@@ -75,21 +77,6 @@ static void server_stop(struct server *s)
 	rpcrdma_svc_destroy(s->svc);
 }
 
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 struct slot {
 	struct rpcrdma_call call;
 	unsigned char msg[24];
@@ -110,7 +97,7 @@ static void slot_done(struct rpcrdma_call *call)
 {
 	struct slot *s = call->arg;
 
-	cur->lat[cur->done++] = now_us() - s->start;
+	cur->lat[cur->done++] = (bench_now_s() - s->start) * 1e6;
 	if (call->status || call->reply_len != sizeof(s->msg))
 		cur->failed++;
 	s->busy = 0;
@@ -135,7 +122,7 @@ static int run_calls(struct rpcrdma_clnt *clnt, unsigned int depth, unsigned int
 	if (!slots || !r.lat)
 		return -1;
 	cur = &r;
-	t0 = now_us();
+	t0 = bench_now_s();
 	while (r.done < total) {
 		for (i = 0; i < depth && sent < total; i++) {
 			struct slot *s = &slots[i];
@@ -149,7 +136,7 @@ static int run_calls(struct rpcrdma_clnt *clnt, unsigned int depth, unsigned int
 			s->call.reply_max = sizeof(s->reply);
 			s->call.done = slot_done;
 			s->call.arg = s;
-			s->start = now_us();
+			s->start = bench_now_s();
 			s->busy = 1;
 			if (rpcrdma_clnt_submit(clnt, &s->call))
 				return -1;
@@ -157,9 +144,8 @@ static int run_calls(struct rpcrdma_clnt *clnt, unsigned int depth, unsigned int
 		}
 		rpcrdma_clnt_wait(clnt, 100);
 	}
-	*rate = total / ((now_us() - t0) / 1e6);
-	qsort(r.lat, total, sizeof(double), cmp_double);
-	*median = r.lat[total / 2];
+	*rate = total / (bench_now_s() - t0);
+	*median = bench_median(r.lat, total);
 	free(r.lat);
 	free(slots);
 	return r.failed ? -1 : 0;

@@ -18,9 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tt.h"
+
+#include "bench.h"
 
 struct figures {
 	double null_per_s;
@@ -30,21 +31,6 @@ struct figures {
 	double arg_mib_s;
 	double ddp_mib_s;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 static int bench_null(CLIENT *cl, unsigned int n, struct figures *f)
 {
@@ -57,18 +43,17 @@ static int bench_null(CLIENT *cl, unsigned int n, struct figures *f)
 	for (i = 0; i < 100; i++)
 		if (tt_null_1(NULL, NULL, cl) != RPC_SUCCESS)
 			goto fail;
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (i = 0; i < n; i++) {
-		double s = now_s();
+		double s = bench_now_s();
 
 		if (tt_null_1(NULL, NULL, cl) != RPC_SUCCESS)
 			goto fail;
-		lat[i] = now_s() - s;
+		lat[i] = bench_now_s() - s;
 	}
-	t1 = now_s();
-	qsort(lat, n, sizeof(*lat), cmp_double);
+	t1 = bench_now_s();
 	f->null_per_s = n / (t1 - t0);
-	f->null_median_us = lat[n / 2] * 1e6;
+	f->null_median_us = bench_median(lat, n) * 1e6;
 	free(lat);
 	return 0;
 fail:
@@ -103,7 +88,7 @@ static int bench_null_mt(CLIENT *cl, unsigned int n, unsigned int threads, struc
 
 	if (threads > 64)
 		threads = 64;
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (i = 0; i < threads; i++) {
 		a[i].cl = cl;
 		a[i].n = n / threads;
@@ -115,7 +100,7 @@ static int bench_null_mt(CLIENT *cl, unsigned int n, unsigned int threads, struc
 		pthread_join(a[i].thread, NULL);
 		failed |= a[i].failed;
 	}
-	f->null_mt_per_s = (n / threads) * threads / (now_s() - t0);
+	f->null_mt_per_s = (n / threads) * threads / (bench_now_s() - t0);
 	return failed ? -1 : 0;
 }
 
@@ -133,27 +118,27 @@ static int bench_mib(const struct tt_server *srv, CLIENT *large, unsigned int n,
 	if (!buf || !small)
 		goto out;
 	tt_fill(buf, mib, 3);
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (i = 0; i < n; i++) {
 		memset(&blob, 0, sizeof(blob));
 		if (tt_fill_1(&mib, &blob, large) != RPC_SUCCESS || blob.tt_blob_len != mib)
 			goto out;
 		clnt_freeres(large, (xdrproc_t)xdr_tt_blob, (char *)&blob);
 	}
-	f->result_mib_s = n / (now_s() - t0);
+	f->result_mib_s = n / (bench_now_s() - t0);
 
 	blob.tt_blob_len = mib;
 	blob.tt_blob_val = (char *)buf;
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (i = 0; i < n; i++)
 		if (tt_sum_1(&blob, &sum, large) != RPC_SUCCESS)
 			goto out;
-	f->arg_mib_s = n / (now_s() - t0);
+	f->arg_mib_s = n / (bench_now_s() - t0);
 
 	/* READ-like, on a client of default sizes: the data goes by DDP over RDMA. */
 	if (srv->rdma && !clnt_control(small, RPCRDMA_CLSET_MEM_REGISTER, (char *)&ddp))
 		goto out;
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (i = 0; i < n; i++) {
 		if (srv->rdma && !clnt_control(small, RPCRDMA_CLSET_DDP_RESULT, (char *)&ddp))
 			goto out;
@@ -162,7 +147,7 @@ static int bench_mib(const struct tt_server *srv, CLIENT *large, unsigned int n,
 		if (tt_read_1(&mib, &blob, small) != RPC_SUCCESS || blob.tt_blob_len != mib)
 			goto out;
 	}
-	f->ddp_mib_s = n / (now_s() - t0);
+	f->ddp_mib_s = n / (bench_now_s() - t0);
 	rc = tt_check(buf, mib, mib + 1) ? 0 : -1;
 out:
 	if (small)

@@ -81,4 +81,16 @@ static inline void w_read(struct wire *w, uint32_t pos, uint32_t handle, uint32_
 	w_seg(w, handle, length, offset);
 }
 
+/*
+ * Three zero discriminators: after the fixed part, three empty lists; after
+ * Read list entries, the end of the Read list, an empty Write list and no
+ * Reply chunk.
+ */
+static inline void w_lists_end(struct wire *w)
+{
+	w32(w, 0);
+	w32(w, 0);
+	w32(w, 0);
+}
+
 #endif /* PROTO_WIRE_H */

@@ -419,9 +419,7 @@ static void test_decode_fields_zeroed(void **state)
 	(void)state;
 	/* A previous decode's results must not leak into the next one. */
 	w_fixed(&w, 7, 1, 3, RPCRDMA_MSG);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	w_lists_end(&w);
 	decode_exact(&d, w.b, w.n, NULL);
 	assert_int_equal(d.rc, 0);
 	assert_int_equal(d.hdr.err, 0);
@@ -449,9 +447,7 @@ static void test_decode_bad_version(void **state)
 	for (i = 0; i < ARRAY_SIZE(versions); i++) {
 		w.n = 0;
 		w_fixed(&w, 0xcafef00d, versions[i], 5, RPCRDMA_MSG);
-		w32(&w, 0);
-		w32(&w, 0);
-		w32(&w, 0);
+		w_lists_end(&w);
 		decode_exact(&d, w.b, w.n, NULL);
 		assert_int_equal(d.rc, -EPROTONOSUPPORT);
 		assert_int_equal(d.hdr.xid, 0xcafef00d);
@@ -479,9 +475,7 @@ static void test_decode_unknown_proc(void **state)
 	for (i = 0; i < ARRAY_SIZE(procs); i++) {
 		w.n = 0;
 		w_fixed(&w, 11, 1, 1, procs[i]);
-		w32(&w, 0);
-		w32(&w, 0);
-		w32(&w, 0);
+		w_lists_end(&w);
 		decode_exact(&d, w.b, w.n, NULL);
 		assert_int_equal(d.rc, -EBADRQC);
 		assert_int_equal(d.hdr.xid, 11);
@@ -502,9 +496,7 @@ static void test_decode_msgp(void **state)
 	w_fixed(&w, 12, 1, 1, RPCRDMA_MSGP);
 	w32(&w, 4096);
 	w32(&w, 1024);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	w_lists_end(&w);
 	decode_exact(&d, w.b, w.n, NULL);
 	assert_int_equal(d.rc, -EOPNOTSUPP);
 	assert_int_equal(d.hdr.xid, 12);
@@ -1022,15 +1014,11 @@ static void test_decode_read_chunk_overflow(void **state)
 	/* Position + length may reach 2^32 - 1, not beyond. */
 	w_fixed(&w, 1, 1, 1, RPCRDMA_NOMSG);
 	w_read(&w, 0xfffffff0u, 1, 0xf, 0);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	w_lists_end(&w);
 	assert_int_equal(decode_rc(&w, w.n, NULL), 0);
 	w.n = 16;
 	w_read(&w, 0xfffffff0u, 1, 0x10, 0);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	w_lists_end(&w);
 	assert_int_equal(decode_rc(&w, w.n, NULL), -EOVERFLOW);
 
 	/* The sum of a chunk's segments counts, for the first and last chunk. */
@@ -1038,25 +1026,19 @@ static void test_decode_read_chunk_overflow(void **state)
 	w_read(&w, 0x80000000u, 1, 0x40000000u, 0);
 	w_read(&w, 0x80000000u, 2, 0x40000000u, 0);
 	w_read(&w, 0xfffffffcu, 3, 1, 0);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	w_lists_end(&w);
 	assert_int_equal(decode_rc(&w, w.n, NULL), -EOVERFLOW);
 	w.n = 16;
 	w_read(&w, 0x80000000u, 1, 0x40000000u, 0);
 	w_read(&w, 0x80000000u, 2, 0x3fffffffu, 0);
 	w_read(&w, 0xfffffffcu, 3, 3, 0);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	w_lists_end(&w);
 	assert_int_equal(decode_rc(&w, w.n, NULL), 0);
 	w.n = 16;
 	w_read(&w, 0, 1, 10, 0);
 	w_read(&w, 0xfffffff0u, 2, UINT32_MAX, 0);
 	w_read(&w, 0xfffffff0u, 2, UINT32_MAX, 0);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	w_lists_end(&w);
 	assert_int_equal(decode_rc(&w, w.n, NULL), -EOVERFLOW);
 	wire_free(&w);
 }
@@ -1072,44 +1054,34 @@ static void test_decode_bad_positions(void **state)
 		w.n = 0;
 		w_fixed(&w, 1, 1, 1, RPCRDMA_NOMSG);
 		w_read(&w, first[i], 1, 1, 0);
-		w32(&w, 0);
-		w32(&w, 0);
-		w32(&w, 0);
+		w_lists_end(&w);
 		assert_int_equal(decode_rc(&w, w.n, NULL), -EILSEQ);
 		/* Misaligned in a later chunk. */
 		w.n = 16;
 		w_read(&w, 0, 1, 1, 0);
 		w_read(&w, first[i] + 8, 1, 1, 0);
-		w32(&w, 0);
-		w32(&w, 0);
-		w32(&w, 0);
+		w_lists_end(&w);
 		assert_int_equal(decode_rc(&w, w.n, NULL), -EILSEQ);
 	}
 	/* Decreasing positions, right after a chunk and after several. */
 	w.n = 16;
 	w_read(&w, 8, 1, 1, 0);
 	w_read(&w, 4, 1, 1, 0);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	w_lists_end(&w);
 	assert_int_equal(decode_rc(&w, w.n, NULL), -EILSEQ);
 	w.n = 16;
 	w_read(&w, 0, 1, 1, 0);
 	w_read(&w, 8, 1, 1, 0);
 	w_read(&w, 8, 1, 1, 0);
 	w_read(&w, 0, 1, 1, 0);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	w_lists_end(&w);
 	assert_int_equal(decode_rc(&w, w.n, NULL), -EILSEQ);
 	/* Positions that come back to an earlier chunk's are decreasing too. */
 	w.n = 16;
 	w_read(&w, 0, 1, 1, 0);
 	w_read(&w, 4, 1, 1, 0);
 	w_read(&w, 0, 1, 1, 0);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	w_lists_end(&w);
 	assert_int_equal(decode_rc(&w, w.n, NULL), -EILSEQ);
 	wire_free(&w);
 }
@@ -1121,9 +1093,7 @@ static void test_decode_invalid_args(void **state)
 
 	(void)state;
 	w_fixed(&w, 1, 1, 1, RPCRDMA_MSG);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	w_lists_end(&w);
 	assert_int_equal(rpcrdma_hdr_decode(NULL, w.n, NULL, &hdr), -EINVAL);
 	assert_int_equal(rpcrdma_hdr_decode(NULL, 0, NULL, &hdr), -EINVAL);
 	assert_int_equal(rpcrdma_hdr_decode(w.b, w.n, NULL, NULL), -EINVAL);
