@@ -89,6 +89,7 @@ void xprt_rdma_free_buffers(struct rpcrdma_xprt *x)
 static int xprt_rdma_wait(struct rpcrdma_xprt *x, struct rdma_cm_id *id, int64_t deadline,
 			  enum rdma_cm_event_type expected, struct rdma_cm_event **out)
 {
+	*out = NULL;
 	for (;;) {
 		struct rdma_cm_event *ev;
 		int rc;
