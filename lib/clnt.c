@@ -546,6 +546,8 @@ RPCRDMA_EXPORT int rpcrdma_clnt_info(const struct rpcrdma_clnt *clnt,
 	info->inline_recv = x->rx_inline.recv_max;
 	info->remote_invalidate = x->rx_inline.remote_inv;
 	info->connects = x->rx_connects;
+	info->vers_low = x->rx_vers_low;
+	info->vers_high = x->rx_vers_high;
 	return 0;
 }
 

@@ -39,9 +39,11 @@ static uint32_t clamp_credits(const struct rpcrdma_xprt *x, uint32_t credits)
 }
 
 /*
- * The bytes a server reports having written into one of our chunks: the
- * same segments as offered, none longer than offered. Returns the total,
- * or -1 for an echo that does not match.
+ * The bytes a server reports having written into one of our chunks: at most
+ * the segments offered, each with the handle and offset offered and no
+ * longer than offered. Segments fill in order, so the data is contiguous:
+ * a short segment ends it. Returns the total, or -1 for an echo that does
+ * not match what the call offered.
  */
 static int64_t chunk_written(const struct rpcrdma_chunk *echo, const struct rpcrdma_segment *ours,
 			     uint32_t nours)
@@ -51,15 +53,12 @@ static int64_t chunk_written(const struct rpcrdma_chunk *echo, const struct rpcr
 	int64_t total = 0;
 	uint32_t i;
 
-	if (echo->nsegs != nours)
+	if (echo->nsegs > nours)
 		return -1;
-	for (i = 0; i < nours; i++) {
+	for (i = 0; i < echo->nsegs; i++) {
 		rpcrdma_chunk_segment(echo, i, &seg);
 		if (seg.handle != ours[i].handle || seg.offset != ours[i].offset ||
-		    seg.length > ours[i].length)
-			return -1;
-		/* Segments fill in order, so the data is contiguous: a short one ends it. */
-		if (ended && seg.length)
+		    seg.length > ours[i].length || (ended && seg.length))
 			return -1;
 		if (seg.length < ours[i].length)
 			ended = true;
@@ -68,93 +67,144 @@ static int64_t chunk_written(const struct rpcrdma_chunk *echo, const struct rpcr
 	return total;
 }
 
-/* Account the reply's chunks and place its inline part. Returns 0 or a call status. */
-static int rpcrdma_reply_body(const struct rpcrdma_hdr *hdr, const struct rpcrdma_rep *rep,
-			      struct rpcrdma_req *req)
+/* What an accepted reply brought: set on the call only once it is accepted. */
+struct rpcrdma_reply_view {
+	int status;
+	size_t result_len;
+	size_t reply_len;
+	uint32_t reply_chunk_len;	/* bytes of the reply that came by Reply chunk */
+	const unsigned char *body;	/* an inline reply, to copy to call->reply */
+};
+
+/* The Write list of a reply: the call's one Write chunk, used or not. Returns false to drop. */
+static bool rpcrdma_reply_write_list(const struct rpcrdma_hdr *hdr, const struct rpcrdma_req *req,
+				     struct rpcrdma_reply_view *v)
 {
-	struct rpcrdma_call *call = req->rl_call;
-	const unsigned char *body = rep->rr_buf + hdr->hdr_len;
-	size_t len = rep->rr_byte_len - hdr->hdr_len;
-	uint32_t rpc_xid;
 	int64_t n;
 
-	/* Chunks the call did not offer, or a Read list: not a reply to this call. */
-	if (hdr->read_segs || hdr->write_chunks > (req->rl_nwrite ? 1u : 0u) ||
-	    (hdr->has_reply && !req->rl_nreply))
-		return -EPROTO;
-	if (hdr->write_chunks) {
-		n = chunk_written(&hdr->write[0], req->rl_write, req->rl_nwrite);
-		if (n < 0 || (uint64_t)n > call->result_max)
-			return -EPROTO;
-		call->result_len = (size_t)n;
+	if (hdr->write_chunks > (req->rl_nwrite ? 1u : 0u))
+		return false;
+	if (!hdr->write_chunks)
+		return true;
+	n = chunk_written(&hdr->write[0], req->rl_write, req->rl_nwrite);
+	if (n < 0)
+		return false;
+	v->result_len = (size_t)n;
+	return true;
+}
+
+/*
+ * Decide whether the reply can be accepted for @req (RFC 8166 4.5: a
+ * Requester silently discards what it cannot accept, and the call waits on
+ * for a valid reply or its timeout). Returns true with @v filled, or false.
+ */
+static bool rpcrdma_reply_accept(struct rpcrdma_xprt *x, const struct rpcrdma_hdr *hdr,
+				 const struct rpcrdma_rep *rep, const struct rpcrdma_req *req,
+				 struct rpcrdma_reply_view *v)
+{
+	size_t len = rep->rr_byte_len - hdr->hdr_len;
+	uint32_t rpc_xid;
+	int64_t n = 0;
+
+	memset(v, 0, sizeof(*v));
+	if (hdr->proc == RPCRDMA_ERROR) {
+		x->rx_stats.rdma_errors++;
+		if (hdr->err == RPCRDMA_ERR_VERS) {
+			x->rx_vers_low = hdr->vers_low;
+			x->rx_vers_high = hdr->vers_high;
+			v->status = -EPROTONOSUPPORT;
+		} else {
+			v->status = -EREMOTEIO;
+		}
+		return true;
+	}
+	if ((hdr->proc != RPCRDMA_MSG && hdr->proc != RPCRDMA_NOMSG) || hdr->read_segs ||
+	    !rpcrdma_reply_write_list(hdr, req, v))
+		return false;
+	if (hdr->has_reply) {
+		if (!req->rl_nreply)
+			return false;
+		n = chunk_written(&hdr->reply, req->rl_reply, req->rl_nreply);
+		if (n < 0)
+			return false;
 	}
 	if (hdr->proc == RPCRDMA_NOMSG) {
 		/* The whole reply came by RDMA Write into the Reply chunk. */
-		if (!hdr->has_reply)
-			return -EPROTO;
-		n = chunk_written(&hdr->reply, req->rl_reply, req->rl_nreply);
-		if (n < (int64_t)sizeof(rpc_xid) || (uint64_t)n > call->reply_max)
-			return -EPROTO;
-		call->reply_len = (size_t)n;
-		return 0;
+		if (!hdr->has_reply || n < (int64_t)sizeof(rpc_xid))
+			return false;
+		v->reply_len = (size_t)n;
+		v->reply_chunk_len = (uint32_t)n;
+		return true;
 	}
-	if (len < sizeof(rpc_xid))
-		return -EPROTO;
-	memcpy(&rpc_xid, body, sizeof(rpc_xid));
+	/* Inline: a Reply chunk may come back, but unused (RFC 8166 4.3.3). */
+	if (n || len < sizeof(rpc_xid))
+		return false;
+	memcpy(&rpc_xid, rep->rr_buf + hdr->hdr_len, sizeof(rpc_xid));
 	if (ntohl(rpc_xid) != hdr->xid)
-		return -EPROTO;
-	if (len > call->reply_max)
-		return -EMSGSIZE;
-	memcpy(call->reply, body, len);
-	call->reply_len = len;
-	return 0;
+		return false;
+	if (len > req->rl_call->reply_max) {
+		v->status = -EMSGSIZE;
+		return true;
+	}
+	v->body = rep->rr_buf + hdr->hdr_len;
+	v->reply_len = len;
+	return true;
+}
+
+/* A reply not accepted: count it; a window the server invalidated with it is gone all the same. */
+static void rpcrdma_reply_drop(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep,
+			       struct rpcrdma_req *req, const struct rpcrdma_hdr *hdr, int rc)
+{
+	x->rx_stats.dropped++;
+	rpcrdma_dbg("client: dropped a reply for XID 0x%08x (proc %u%s%s)", hdr->xid, hdr->proc,
+		    rc ? ", " : "", rc ? strerror(-rc) : "");
+	if (rep->rr_with_inv)
+		frwr_reminv(x, req, rep->rr_inv_rkey);
 }
 
 static void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep)
 {
+	struct rpcrdma_reply_view v;
 	struct rpcrdma_hdr hdr;
 	struct rpcrdma_req *req;
-	int rc, status;
+	int rc;
 
 	rc = rpcrdma_hdr_decode(rep->rr_buf, rep->rr_byte_len, NULL, &hdr);
 	if (rc == -ENODATA || rc == -EPROTONOSUPPORT) {
 		/* No XID to match, or a version we cannot parse: drop it. */
 		x->rx_stats.dropped++;
-		rpcrdma_warn("client: dropped a reply (%s)", strerror(-rc));
+		rpcrdma_dbg("client: dropped a reply (%s)", strerror(-rc));
 		return;
 	}
 	req = xprt_rdma_lookup(x, hdr.xid);
 	if (!req || !(req->rl_flags & RPCRDMA_REQ_SENT)) {
 		x->rx_stats.dropped++;
-		rpcrdma_warn("client: dropped a reply for unknown XID 0x%08x", hdr.xid);
+		rpcrdma_dbg("client: dropped a reply for unknown XID 0x%08x", hdr.xid);
 		return;
 	}
-	if (rc) {
-		status = -EPROTO;
-		rpcrdma_warn("client: malformed reply header for XID 0x%08x (%s)", hdr.xid,
-			     strerror(-rc));
-	} else {
-		x->rx_credits = clamp_credits(x, hdr.credit);
-		if (req->rl_flags & RPCRDMA_REQ_CANCELED) {
-			status = -ECANCELED;
-		} else if (hdr.proc == RPCRDMA_MSG || hdr.proc == RPCRDMA_NOMSG) {
-			status = rpcrdma_reply_body(&hdr, rep, req);
-		} else if (hdr.proc == RPCRDMA_ERROR) {
-			x->rx_stats.rdma_errors++;
-			status = -EREMOTEIO;
-		} else {
-			status = -EPROTO;
-		}
+	if (req->rl_flags & RPCRDMA_REQ_CANCELED) {
+		/* Any answer frees the slot: its windows were invalidated at cancel time. */
+		memset(&v, 0, sizeof(v));
+		v.status = -ECANCELED;
+	} else if (rc || !rpcrdma_reply_accept(x, &hdr, rep, req, &v)) {
+		rpcrdma_reply_drop(x, rep, req, &hdr, rc);
+		return;
 	}
-	if (status == -EPROTO)
-		x->rx_stats.dropped++;
+	x->rx_credits = clamp_credits(x, hdr.credit);
+	if (v.body)
+		memcpy(req->rl_call->reply, v.body, v.reply_len);
+	if (!v.status) {
+		req->rl_call->reply_len = v.reply_len;
+		req->rl_call->result_len = v.result_len;
+	}
+	req->rl_reply_chunk_len = v.reply_chunk_len;
 
 	x->rx_stats.replies++;
 	req->rl_flags |= RPCRDMA_REQ_REPLIED;
 	req->rl_flags &= ~RPCRDMA_REQ_SENT;
 	x->rx_outstanding--;
 	xprt_rdma_hash_del(x, req);
-	req->rl_status = status;
+	req->rl_status = v.status;
 	/* Fence the call's memory before anyone looks at the reply (RFC 8166). */
 	if (rep->rr_with_inv && !frwr_reminv(x, req, rep->rr_inv_rkey)) {
 		req->rl_status = -EPROTO;

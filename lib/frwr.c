@@ -449,7 +449,8 @@ int frwr_unmap_sync(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 
 /*
  * The call is finished: bring back what the server placed in bounce
- * buffers (fenced by now), free them, unpin registrations, and let go of
+ * buffers (fenced by now), no more than the reply's chunk echoes said it
+ * wrote, free them, unpin registrations, and let go of
  * any window still listed (never posted, or of unknown state after a flush).
  */
 void frwr_release(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
@@ -464,13 +465,14 @@ void frwr_release(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 			memcpy(call->result, b->data, call->result_len);
 			x->rx_stats.bounce_bytes += call->result_len;
 		}
+		/* Only what came by Reply chunk: an inline reply is in place already. */
 		b = &req->rl_bounce[RPCRDMA_BOUNCE_REPLY];
-		if (b->data && req->rl_flags & RPCRDMA_REQ_REPLIED && call->reply_len &&
-		    req->rl_nreply) {
-			memcpy(call->reply, b->data, call->reply_len);
-			x->rx_stats.bounce_bytes += call->reply_len;
+		if (b->data && req->rl_reply_chunk_len) {
+			memcpy(call->reply, b->data, req->rl_reply_chunk_len);
+			x->rx_stats.bounce_bytes += req->rl_reply_chunk_len;
 		}
 	}
+	req->rl_reply_chunk_len = 0;
 	for (k = 0; k < RPCRDMA_BOUNCE_MAX; k++) {
 		rpcrdma_buf_free(&req->rl_bounce[k], &x->rx_stats);
 		if (req->rl_mems[k])

@@ -731,6 +731,7 @@ static __attribute__((noinline)) long encode_slow(unsigned char *p, size_t len,
 	if (enc->proc == RPCRDMA_ERROR) {
 		put_be32(p + 16, enc->err);
 		if (enc->err == RPCRDMA_ERR_VERS) {
+			put_be32(p + 4, enc->vers);
 			put_be32(p + 20, enc->vers_low);
 			put_be32(p + 24, enc->vers_high);
 		}

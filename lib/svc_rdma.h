@@ -258,7 +258,8 @@ int svc_rdma_add_writes(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ct
 void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc);
 struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma);
 void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt);
-int svc_rdma_send_error(struct svcxprt_rdma *rdma, uint32_t xid, uint32_t err);
+int svc_rdma_send_error(struct svcxprt_rdma *rdma, const struct rpcrdma_hdr *failing,
+			uint32_t err);
 int svc_rdma_post_chain(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
 void svc_rdma_post_waiters(struct svcxprt_rdma *rdma);
 void svc_rdma_fail_waiters(struct svcxprt_rdma *rdma);

@@ -279,17 +279,25 @@ static void svc_rdma_handle_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv
 	call->rdma = rdma;
 	call->hdr = &ctxt->rc_hdr;
 	rc = rpcrdma_hdr_decode(ctxt->rc_recv_buf, ctxt->rc_byte_len, NULL, call->hdr);
+	/*
+	 * Too short for any version 1 call (RFC 8166 4.5): discarded. Another
+	 * version's header still gets ERR_VERS, which its sender can read.
+	 */
+	if (rc != -EPROTONOSUPPORT && ctxt->rc_byte_len < RPCRDMA_HDR_MIN_LEN) {
+		rdma->sc_stats->dropped++;
+		goto out_put;
+	}
 	switch (rpcrdma_hdr_verdict(rc, call->hdr)) {
 	case RPCRDMA_ACCEPT:
 		break;
 	case RPCRDMA_REPLY_ERR_VERS:
 		rdma->sc_stats->dropped++;
-		svc_rdma_send_error(rdma, call->hdr->xid, RPCRDMA_ERR_VERS);
+		svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_VERS);
 		goto out_put;
 	case RPCRDMA_REPLY_ERR_CHUNK:
 		rdma->sc_stats->dropped++;
 		rpcrdma_info("server: bad header from the client (%s)", strerror(-rc));
-		svc_rdma_send_error(rdma, call->hdr->xid, RPCRDMA_ERR_CHUNK);
+		svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
 		goto out_put;
 	case RPCRDMA_DROP:
 	default:
@@ -301,7 +309,7 @@ static void svc_rdma_handle_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv
 	if (err) {
 		rdma->sc_stats->dropped++;
 		svc_rdma_call_release_chunks(rdma, call);
-		svc_rdma_send_error(rdma, call->xid, err);
+		svc_rdma_send_error(rdma, call->hdr, err);
 		goto out_put;
 	}
 	rdma->sc_calls_held++;
@@ -312,7 +320,7 @@ static void svc_rdma_handle_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv
 		if (svc_rdma_process_read_list(rdma, ctxt) == 0)
 			return;
 		rdma->sc_stats->dropped++;
-		svc_rdma_send_error(rdma, call->xid, RPCRDMA_ERR_CHUNK);
+		svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
 		svc_rdma_conn_put_call(rdma, ctxt);
 		return;
 	}
@@ -388,4 +396,13 @@ RPCRDMA_EXPORT uint64_t rpcrdma_svc_call_write_chunk(const struct rpcrdma_svc_ca
 	if (!call || i >= call->hdr->write_chunks)
 		return 0;
 	return call->hdr->write[i].total;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_call_write_segs(const struct rpcrdma_svc_call *call, unsigned int i)
+{
+	if (!call)
+		return -EINVAL;
+	if (i >= call->hdr->write_chunks)
+		return -ENOENT;
+	return (int)call->hdr->write[i].nsegs;
 }

@@ -236,7 +236,7 @@ void svc_rdma_read_complete(struct svcxprt_rdma *rdma)
 		if (call->has_pzrc && !svc_rdma_pzrc_valid(call)) {
 			/* RFC 8166 4.1: the pulled message must start with rdma_xid. */
 			rdma->sc_stats->dropped++;
-			svc_rdma_send_error(rdma, call->xid, RPCRDMA_ERR_CHUNK);
+			svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
 			svc_rdma_conn_put_call(rdma, ctxt);
 			continue;
 		}

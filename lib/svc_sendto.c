@@ -174,14 +174,20 @@ static int svc_rdma_post_send(struct svcxprt_rdma *rdma, struct svc_rdma_send_ct
 	return rc;
 }
 
-int svc_rdma_send_error(struct svcxprt_rdma *rdma, uint32_t xid, uint32_t err)
+/*
+ * Answer RDMA_ERROR: the failing message's rdma_xid, and for ERR_VERS its
+ * rdma_vers too, with the one version we speak (RFC 8166 4.5).
+ */
+int svc_rdma_send_error(struct svcxprt_rdma *rdma, const struct rpcrdma_hdr *failing,
+			uint32_t err)
 {
 	struct rpcrdma_hdr_enc enc = {
-		.xid = xid,
+		.xid = failing->xid,
 		.proc = RPCRDMA_ERROR,
 		.err = err,
 		.vers_low = RPCRDMA_VERSION,
 		.vers_high = RPCRDMA_VERSION,
+		.vers = failing->vers,
 	};
 	struct svc_rdma_send_ctxt *ctxt;
 	long len;
@@ -322,6 +328,28 @@ static void svc_rdma_echo(const struct rpcrdma_chunk *chunk, const uint32_t *wri
 	desc->segs = segs;
 }
 
+/*
+ * Payload @i goes by RDMA Write into Write chunk @i when that chunk has
+ * segments; a payload beyond the Write list, or whose chunk is empty (the
+ * client asks for the item inline: RFC 8166 3.4.6), goes in the message.
+ */
+static bool svc_rdma_payload_ddp(const struct rpcrdma_hdr *hdr, unsigned int i)
+{
+	return i < hdr->write_chunks && hdr->write[i].nsegs;
+}
+
+/* The payloads that go inline, in order, into @out. Returns how many. */
+static unsigned int svc_rdma_inline_payloads(const struct rpcrdma_svc_call *call,
+					     struct svc_rdma_payload *out)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < call->npayloads; i++)
+		if (!svc_rdma_payload_ddp(call->hdr, i))
+			out[n++] = call->payloads[i];
+	return n;
+}
+
 /* Chunk segments echoed from the stack; more than this come from the heap. */
 #define SVC_RDMA_STACK_SEGS 32
 
@@ -345,8 +373,8 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 	const struct rpcrdma_hdr *hdr = call->hdr;
 	struct rpcrdma_hdr_enc enc = { .xid = call->xid, .proc = RPCRDMA_MSG };
 	struct rpcrdma_chunk_desc wdesc[RPCRDMA_MAX_CHUNKS_LIMIT], rdesc;
-	unsigned int ddp = call->npayloads < hdr->write_chunks ? call->npayloads :
-				hdr->write_chunks;
+	struct svc_rdma_payload inl[SVC_RDMA_MAX_PAYLOADS];
+	unsigned int ninl;
 	uint32_t nsegs = hdr->has_reply ? hdr->reply.nsegs : 0, i, *written = NULL;
 	uint32_t written_stack[SVC_RDMA_STACK_SEGS];
 	struct rpcrdma_segment *echo = NULL, echo_stack[SVC_RDMA_STACK_SEGS];
@@ -367,9 +395,10 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 			rc = -EINVAL;
 			goto out_err;
 		}
-		if (i >= ddp)
+		if (!svc_rdma_payload_ddp(hdr, i))
 			stream_len += round4(call->payloads[i].len);
 	}
+	ninl = svc_rdma_inline_payloads(call, inl);
 	for (i = 0; i < hdr->write_chunks; i++)
 		nsegs += hdr->write[i].nsegs;
 	/* Most replies echo a few segments, or none: the stack serves them. */
@@ -388,7 +417,7 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 
 	/* DDP payloads go by RDMA Write into the Write chunks, in order. */
 	for (off = 0, i = 0; i < hdr->write_chunks; off += hdr->write[i].nsegs, i++) {
-		if (i < ddp) {
+		if (i < call->npayloads && svc_rdma_payload_ddp(hdr, i)) {
 			const unsigned char *src;
 			uint32_t lkey;
 
@@ -416,7 +445,7 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 			rc = -EMSGSIZE;
 			goto out_err;
 		}
-		if (m->long_buf && ddp == call->npayloads) {
+		if (m->long_buf && ninl == 0) {
 			rel.buf = *m->long_buf;		/* written from where it was encoded */
 			memset(m->long_buf, 0, sizeof(*m->long_buf));
 		} else {
@@ -424,8 +453,7 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 					       rdma->sc_stats);
 			if (rc)
 				goto out_err;
-			svc_rdma_splice(rel.buf.data, m->msg, m->len, call->payloads + ddp,
-					call->npayloads - ddp);
+			svc_rdma_splice(rel.buf.data, m->msg, m->len, inl, ninl);
 		}
 		src = rel.buf.data;
 		lkey = rel.buf.mr->lkey;
@@ -468,7 +496,7 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 		hdr_buf = ctxt->sc_xprt_buf;
 		svc_rdma_splice(ctxt->sc_xprt_buf + call->hdr_reserve,
 				m->in_place ? ctxt->sc_xprt_buf + call->hdr_reserve : m->msg, m->len,
-				call->payloads + ddp, call->npayloads - ddp);
+				inl, ninl);
 		ctxt->sc_sge.length = (uint32_t)(hdr_len + stream_len);
 	}
 	if (rpcrdma_hdr_encode(hdr_buf, (size_t)hdr_len, &enc) != hdr_len) {
@@ -500,7 +528,7 @@ out_err:
 	/* Never a truncated or half-built reply: the client gets ERR_CHUNK. */
 	svc_rdma_send_ctxt_put(rdma, ctxt);
 	svc_rdma_free_echo(written, written_stack, echo, echo_stack);
-	svc_rdma_send_error(rdma, call->xid, RPCRDMA_ERR_CHUNK);
+	svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
 	return rc == -EINVAL ? -EINVAL : -EMSGSIZE;
 out_put:
 	svc_rdma_send_ctxt_put(rdma, ctxt);
@@ -646,6 +674,27 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_payload(struct rpcrdma_svc_call *call, uint
 fail:
 	if (release)
 		release(arg);
+	return rc;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_reply_err_chunk(struct rpcrdma_svc_call *call)
+{
+	struct svcxprt_rdma *rdma;
+	int rc;
+
+	if (!call)
+		return -EINVAL;
+	rdma = call->rdma;
+	/* A send context taken for an in-place reply goes back first: the error takes one. */
+	if (call->reply_ctxt) {
+		svc_rdma_send_ctxt_put(rdma, call->reply_ctxt);
+		call->reply_ctxt = NULL;
+	}
+	if (svc_rdma_can_send(rdma))
+		rc = svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
+	else
+		rc = -ENOTCONN;
+	svc_rdma_conn_put_call(rdma, svc_rdma_call_ctxt(call));
 	return rc;
 }
 

@@ -256,6 +256,10 @@ static void tclnt_map_status(int status, struct rpc_err *err)
 		/* The reply did not fit, or the server could not send it. */
 		err->re_status = RPC_CANTDECODERES;
 		break;
+	case -EPROTONOSUPPORT:
+		/* ERR_VERS: the server could not take the call at all. */
+		err->re_status = RPC_CANTSEND;
+		break;
 	default:
 		err->re_status = RPC_CANTRECV;
 		break;

@@ -459,8 +459,10 @@ static bool_t tconn_freeargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args_ptr)
 }
 
 /*
- * Which named payloads can go by Write chunk: the client's chunks take them
- * in order, each one that fits. The others are encoded like any bytes.
+ * Which named payloads the engine places: the client's chunks take them in
+ * order, each one that fits. An empty chunk takes one too, which the engine
+ * returns inline as the client asked (RFC 8166 3.4.6), so that the next
+ * payload meets the next chunk. The others are encoded like any bytes.
  */
 static unsigned int tconn_pick_ddp(struct tconn *tc, struct tirpc_ddp *watch,
 				   unsigned int *watched_idx)
@@ -469,7 +471,8 @@ static unsigned int tconn_pick_ddp(struct tconn *tc, struct tirpc_ddp *watch,
 
 	for (i = 0; i < tc->nddp; i++) {
 		if (tc->ddp[i].len &&
-		    rpcrdma_svc_call_write_chunk(tc->cur, n) >= tc->ddp[i].len) {
+		    (rpcrdma_svc_call_write_segs(tc->cur, n) == 0 ||
+		     rpcrdma_svc_call_write_chunk(tc->cur, n) >= tc->ddp[i].len)) {
 			watch[n] = tc->ddp[i];
 			watched_idx[n++] = i;
 		}
@@ -837,6 +840,19 @@ RPCRDMA_EXPORT int rpcrdma_svc_getpayload(SVCXPRT *xprt, unsigned int i, void **
 		return -ENOENT;
 	*data = p;
 	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svcerr_chunk(SVCXPRT *xprt)
+{
+	struct tconn *tc = tconn_of(xprt);
+	int rc;
+
+	if (!tc || !tc->cur)
+		return -EINVAL;
+	rc = rpcrdma_svc_reply_err_chunk(tc->cur);
+	tc->cur = NULL;
+	tconn_release_ddp(tc);
+	return rc;
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_reply_ddp(SVCXPRT *xprt, const void *buf, size_t len,

@@ -99,6 +99,7 @@ struct rpcrdma_req {
 	uint32_t rl_nreply;
 	struct rpcrdma_segment rl_reply[RPCRDMA_CLNT_MAX_SEGS];
 	uint32_t rl_hdr_len;			/* transport header bytes at rl_buf */
+	uint32_t rl_reply_chunk_len;		/* bytes the accepted reply wrote by Reply chunk */
 	bool rl_long_call;
 	bool rl_wake;				/* frwr_wc_localinv_wake ran */
 };
@@ -143,6 +144,8 @@ struct rpcrdma_xprt {
 	uint32_t rx_credits;			/* current grant */
 	uint32_t rx_outstanding;		/* sent and unanswered: bounded by rx_credits */
 	unsigned int rx_connects;
+	uint32_t rx_vers_low;			/* from the server's last ERR_VERS, or 0 */
+	uint32_t rx_vers_high;
 
 	bool rx_destroying;
 	int64_t rx_next_deadline;		/* earliest deadline to check, or INT64_MAX */

@@ -102,11 +102,20 @@ struct rpcrdma_clnt_attr {
  * @arg: for the caller
  * @status: set before @done runs: 0, or -ETIMEDOUT (timed out; the
  *	connection was closed), -ECONNRESET (the connection was lost),
- *	-EMSGSIZE (the reply did not fit @reply_max or a result @result_max),
- *	-EREMOTEIO (the server answered RDMA_ERROR: it could not parse the
- *	call's transport header or carry the reply), -EPROTO (a malformed
- *	reply), -ECANCELED (rpcrdma_clnt_cancel(), or the client is being
- *	destroyed)
+ *	-EMSGSIZE (the reply did not fit @reply_max),
+ *	-EREMOTEIO (the server answered RDMA_ERROR / ERR_CHUNK: it could not
+ *	parse the call's chunks or carry the reply in them),
+ *	-EPROTONOSUPPORT (the server answered RDMA_ERROR / ERR_VERS: it does
+ *	not speak RPC-over-RDMA version 1; rpcrdma_clnt_info() tells the
+ *	versions it named), -EPROTO (the server invalidated memory the call
+ *	never offered; the connection is closed), -ECANCELED
+ *	(rpcrdma_clnt_cancel(), or the client is being destroyed). A reply the
+ *	client cannot accept (an unknown or deprecated procedure, a Read list,
+ *	chunks the call did not offer or echoed longer than offered, an RPC
+ *	XID that differs, RDMA_NOMSG without a usable Reply chunk, an unknown
+ *	RDMA_ERROR code) is dropped, as RFC 8166 section 4.5 requires, and
+ *	counted in &struct rpcrdma_stats.dropped: the call waits on for a
+ *	valid reply or its timeout
  * @reply_len: set before @done runs: bytes of the reply at @reply
  * @result_len: set before @done runs: bytes the server wrote at @result
  *
@@ -299,6 +308,9 @@ int rpcrdma_clnt_call(struct rpcrdma_clnt *clnt, const void *msg, size_t msg_len
  * @inline_recv: largest inline reply, bytes
  * @remote_invalidate: the server accepts remote invalidation (RFC 8797)
  * @connects: connections established so far
+ * @vers_low: lowest RPC-over-RDMA version the server named in its last
+ *	RDMA_ERROR / ERR_VERS (0: none received)
+ * @vers_high: highest version it named there (0: none received)
  */
 struct rpcrdma_clnt_info {
 	int connected;
@@ -307,6 +319,8 @@ struct rpcrdma_clnt_info {
 	uint32_t inline_recv;
 	int remote_invalidate;
 	unsigned int connects;
+	uint32_t vers_low;
+	uint32_t vers_high;
 };
 
 /** rpcrdma_clnt_info - fill @info; returns 0 */

@@ -237,9 +237,12 @@ struct rpcrdma_chunk_desc {
  * @err: for RDMA_ERROR, the &enum rpcrdma_errcode
  * @vers_low: for ERR_VERS
  * @vers_high: for ERR_VERS
+ * @vers: for ERR_VERS, the rdma_vers of the message being refused, written
+ *	as given: RFC 8166 section 4.5 has an RDMA_ERROR carry the failing
+ *	message's rdma_xid and rdma_vers
  *
- * rdma_vers is always written as %RPCRDMA_VERSION. The lists are ignored
- * for RDMA_ERROR.
+ * Every other header carries rdma_vers %RPCRDMA_VERSION (an ERR_CHUNK
+ * answers a version 1 message). The lists are ignored for RDMA_ERROR.
  */
 struct rpcrdma_hdr_enc {
 	uint32_t xid;
@@ -253,6 +256,7 @@ struct rpcrdma_hdr_enc {
 	uint32_t err;
 	uint32_t vers_low;
 	uint32_t vers_high;
+	uint32_t vers;
 };
 
 /**

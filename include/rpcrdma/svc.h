@@ -304,6 +304,21 @@ void rpcrdma_svc_payload_free(void *data);
 uint64_t rpcrdma_svc_call_write_chunk(const struct rpcrdma_svc_call *call, unsigned int i);
 
 /**
+ * rpcrdma_svc_call_write_segs - how the client's @i'th Write chunk is made
+ * @call: the call
+ * @i: which Write chunk
+ *
+ * A Write chunk with no segments asks for its result item inline (RFC 8166
+ * sections 3.4.6 and 4.3.2): a payload named for it with
+ * rpcrdma_svc_reply_payload() goes in the reply message, and the reply's
+ * Write list carries the chunk back empty.
+ *
+ * Returns the number of segments of the chunk (0 for an empty one), or
+ * -ENOENT when the call offered fewer chunks, -EINVAL for a NULL @call.
+ */
+int rpcrdma_svc_call_write_segs(const struct rpcrdma_svc_call *call, unsigned int i);
+
+/**
  * rpcrdma_svc_reply_payload - name a DDP result for the reply (no copy)
  * @call: the call, not yet answered
  * @pos: its XDR position in the reply message that rpcrdma_svc_reply() or
@@ -317,7 +332,8 @@ uint64_t rpcrdma_svc_call_write_chunk(const struct rpcrdma_svc_call *call, unsig
  * @arg: for @release
  *
  * Payloads fill the client's Write chunks in the order they are named: the
- * first goes to the first Write chunk, and so on. The library chains RDMA
+ * first goes to the first Write chunk, and so on; one whose chunk is empty
+ * (rpcrdma_svc_call_write_segs() is 0) goes inline instead. The library chains RDMA
  * Writes for them ahead of the reply's Send and reports to the client the
  * bytes actually written. A payload without a Write chunk to take it is
  * sent inside the reply at @pos instead (with its XDR padding). A payload
@@ -378,6 +394,23 @@ int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **buf, size_t *max
  * @len exceeds it.
  */
 int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_t len);
+
+/**
+ * rpcrdma_svc_reply_err_chunk - answer a call with RDMA_ERROR / ERR_CHUNK
+ * @call: the call, not yet answered; invalid after this returns
+ *
+ * For a call the application must not execute because of how its chunks
+ * are made: RFC 8166 section 3.4.5 has a Responder answer ERR_CHUNK, and
+ * not run the call, when a Requester reduced an argument that the Upper-
+ * Layer Binding does not make DDP-eligible (a Read chunk at an XDR position
+ * that must be inline). The client sees the call fail (the library's client:
+ * -EREMOTEIO). Payloads named for the reply are released, as for
+ * rpcrdma_svc_call_drop().
+ *
+ * Returns 0 when the error is posted (or queued), -ENOTCONN if the
+ * connection is gone, -ENOMEM, or -EINVAL for a NULL @call.
+ */
+int rpcrdma_svc_reply_err_chunk(struct rpcrdma_svc_call *call);
 
 /**
  * rpcrdma_svc_call_drop - finish a call without answering it

@@ -208,6 +208,25 @@ int rpcrdma_svc_reply_ddp(SVCXPRT *xprt, const void *buf, size_t len, void (*rel
 			  void *arg);
 
 /**
+ * rpcrdma_svcerr_chunk - answer the call being dispatched with RDMA_ERROR /
+ * ERR_CHUNK instead of an RPC reply
+ * @xprt: the connection SVCXPRT being dispatched
+ *
+ * The transport-level refusal RFC 8166 section 3.4.5 requires when a client
+ * sent an argument that must be inline as a Read chunk
+ * (rpcrdma_svc_getpayload() finds a payload the procedure's arguments do
+ * not allow): the dispatcher calls this instead of svc_sendreply() or a
+ * svcerr_*() function, and does not execute the procedure. Payloads named
+ * with rpcrdma_svc_reply_ddp() are released. Over any other transport there
+ * is no such answer: a dispatcher shared with TCP checks the return value
+ * and falls back to svcerr_decode().
+ *
+ * Returns 0 when the error is posted, -EINVAL (not a connection SVCXPRT
+ * being dispatched, or the call was answered already), -ENOTCONN, -ENOMEM.
+ */
+int rpcrdma_svcerr_chunk(SVCXPRT *xprt);
+
+/**
  * rpcrdma_clnt_create - a CLIENT over RDMA
  * @addr: the server (IPv4 or IPv6, with its port)
  * @prog: program number

@@ -81,7 +81,15 @@ void ddp_serve_call(struct rpcrdma_svc_call *call)
 		rpcrdma_svc_call_drop(call);
 		return;
 	}
-	if (word(msg, 1) == DDP_OP_READ && len >= 16) {
+	if (word(msg, 1) == DDP_OP_ERR_CHUNK) {
+		unsigned char *data = malloc(16);
+
+		rc = data ? ddp_name(call, 8, data, 16, 0) : -ENOMEM;
+		if (!rc)
+			rc = rpcrdma_svc_reply_err_chunk(call);
+		else
+			rpcrdma_svc_call_drop(call);
+	} else if (word(msg, 1) == DDP_OP_READ && len >= 16) {
 		uint32_t xid_status[2] = { htonl(word(msg, 0)), 0 };
 		size_t bytes = word(msg, 2);
 		unsigned char *data = malloc(bytes ? bytes : 1);

@@ -9,6 +9,9 @@
  *                 spliced into the reply)
  *   DDP_OP_READ:  arg0 = bytes, arg1 = seed: the reply is xid | 0, with a
  *                 result payload of the pattern (seed) at position 8
+ *   DDP_OP_ERR_CHUNK:  answered RDMA_ERROR / ERR_CHUNK through
+ *                 rpcrdma_svc_reply_err_chunk(), after naming a result
+ *                 payload (which must be released all the same)
  *
  * The server counts the release callbacks of the payloads it names, so that
  * tests can check each runs exactly once.
@@ -22,7 +25,7 @@
 
 #include <rpcrdma/rpcrdma.h>
 
-enum { DDP_OP_ECHO = 1, DDP_OP_READ = 2 };
+enum { DDP_OP_ECHO = 1, DDP_OP_READ = 2, DDP_OP_ERR_CHUNK = 3 };
 
 struct ddp_counters {
 	atomic_uint named;		/* payloads named for replies */

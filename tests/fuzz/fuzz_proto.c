@@ -82,6 +82,7 @@ static void check_reencode(const uint8_t *data, size_t size, const struct rpcrdm
 		enc.err = hdr->err;
 		enc.vers_low = hdr->vers_low;
 		enc.vers_high = hdr->vers_high;
+		enc.vers = hdr->vers;
 	} else {
 		CHECK(hdr->read_segs <= lim->max_read_segs);
 		for (i = 0; i < hdr->read_segs; i++) {

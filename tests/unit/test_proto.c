@@ -1139,7 +1139,7 @@ static void test_encode_exact_bytes(void **state)
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 	};
 	static const unsigned char err_vers[] = {
-		0, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4,
+		0, 0, 0, 9, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 4,
 		0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1,
 	};
 	static const unsigned char err_chunk[] = {
@@ -1165,8 +1165,9 @@ static void test_encode_exact_bytes(void **state)
 	assert_int_equal(rpcrdma_hdr_encode(out, sizeof(out), &enc), sizeof(chunkless));
 	assert_memory_equal(out, chunkless, sizeof(chunkless));
 
+	/* ERR_VERS answers a version-2 message: it carries that version (RFC 8166 4.5). */
 	enc = (struct rpcrdma_hdr_enc){ .xid = 9, .proc = RPCRDMA_ERROR, .err = RPCRDMA_ERR_VERS,
-					.vers_low = 1, .vers_high = 1 };
+					.vers_low = 1, .vers_high = 1, .vers = 2 };
 	assert_int_equal(rpcrdma_hdr_encode(out, sizeof(out), &enc), sizeof(err_vers));
 	assert_memory_equal(out, err_vers, sizeof(err_vers));
 

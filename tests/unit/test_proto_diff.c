@@ -50,6 +50,7 @@ static uint32_t rnd_below(uint32_t n)
 struct hspec {
 	uint32_t xid, credit, proc;
 	uint32_t err, vers_low, vers_high;
+	uint32_t vers;		/* for ERR_VERS: the rdma_vers of the refused call */
 	uint32_t nread;
 	struct rpcrdma_read_segment read[MAX_READ];
 	uint32_t nwrite;
@@ -148,6 +149,8 @@ static void gen_hspec(struct hspec *h)
 		if (h->err == RPCRDMA_ERR_VERS) {
 			h->vers_low = (uint32_t)rnd();
 			h->vers_high = (uint32_t)rnd();
+			/* The refused call's version: ours, or it could not be read back. */
+			h->vers = RPCRDMA_VERSION;
 		}
 		return;
 	}
@@ -178,6 +181,7 @@ static void hspec_enc(const struct hspec *h, struct rpcrdma_hdr_enc *enc)
 	enc->err = h->err;
 	enc->vers_low = h->vers_low;
 	enc->vers_high = h->vers_high;
+	enc->vers = h->vers;
 }
 
 /*
@@ -271,7 +275,9 @@ static void compare_x_with_hspec(const x_rdma_msg *msg, const struct hspec *h)
 	uint32_t i, c;
 
 	assert_int_equal(msg->rdma_xid, h->xid);
-	assert_int_equal(msg->rdma_vers, RPCRDMA_VERSION);
+	/* ERR_VERS carries the refused message's version (RFC 8166 4.5). */
+	assert_int_equal(msg->rdma_vers, h->proc == RPCRDMA_ERROR && h->err == RPCRDMA_ERR_VERS ?
+			 h->vers : RPCRDMA_VERSION);
 	assert_int_equal(msg->rdma_credit, h->credit);
 	assert_int_equal(msg->rdma_body.proc, h->proc);
 	if (h->proc == RPCRDMA_ERROR) {
