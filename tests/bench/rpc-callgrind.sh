@@ -48,6 +48,13 @@ echo "Instructions of library code (lib/, self cost) per inline NULL RPC, STEP m
 echo "(callgrind, (Ir(N2)-Ir(N1))/(N2-N1), N1=$n1, N2=$n2):"
 for side in client server; do
 	profile $side $n1
+	# Library code is told apart by its source file: without debug info
+	# there is none, and every figure would read 0.
+	if [ -z "$(lib_lines "$tmp/listing")" ]; then
+		echo "rpc-callgrind: no function of lib/ in the profile: $bench has no debug" \
+			"information (configure with -Ddebug=true, or --buildtype=debugoptimized)" >&2
+		exit 1
+	fi
 	a=$(lib_lines "$tmp/listing" | sum)
 	ca=$(lib_lines "$tmp/listing" | grep ':rpcrdma_cq_poll ' | sum)
 	profile $side $n2

@@ -1057,7 +1057,8 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 	struct rpcrdma_hdr_enc enc = { .credit = GRANT, .proc = RPCRDMA_MSG };
 	struct rpcrdma_segment wecho[2][RPCRDMA_CLNT_MAX_SEGS], recho[RPCRDMA_CLNT_MAX_SEGS];
 	struct rpcrdma_segment good_wecho[2][RPCRDMA_CLNT_MAX_SEGS], good_recho[RPCRDMA_CLNT_MAX_SEGS];
-	struct rpcrdma_chunk_desc wdesc[2], rdesc, good_wdesc[2], good_rdesc;
+	struct rpcrdma_chunk_desc wdesc[2] = { { 0, NULL } }, rdesc = { 0, NULL };
+	struct rpcrdma_chunk_desc good_wdesc[2], good_rdesc;
 	struct rpcrdma_hdr_enc good_enc;
 	struct rpcrdma_read_segment rs = { 8, { 0x1234, 16, 0x10000 } };
 	struct rpcrdma_stats before, after;

@@ -744,7 +744,8 @@ static void srv_send(struct cfix *f, const struct rpcrdma_hdr_enc *enc, const vo
 	long n = rpcrdma_hdr_encode(out, sizeof(out), enc);
 
 	assert_true(n > 0 && (size_t)n + len <= sizeof(out));
-	memcpy(out + n, body, len);
+	if (len)
+		memcpy(out + n, body, len);
 	assert_int_equal(rawpeer_send(&f->srv, out, (size_t)n + len), 0);
 }
 
@@ -1046,7 +1047,8 @@ static void srv_send_words(struct cfix *f, const uint32_t *w, size_t n, const vo
 
 	for (i = 0; i < n; i++)
 		put32(out, i, w[i]);
-	memcpy(out + 4 * n, body, len);
+	if (len)
+		memcpy(out + 4 * n, body, len);
 	assert_int_equal(rawpeer_send(&f->srv, out, 4 * n + len), 0);
 }
 

@@ -62,7 +62,9 @@ LD_LIBRARY_PATH="$libdir" ldd echo-client-rdma | grep -q "$tmp/root.*librpcrdma.
 	exit 1
 }
 
-# A round of calls over TCP: the server picks a port and says which.
+# A round of calls over TCP: the server picks a port and says which. The
+# file exists before the server starts: the background job opens it later.
+: >server.out
 LD_LIBRARY_PATH="$libdir" ./echo-server-tcp -a 127.0.0.1 -p 0 >server.out 2>&1 &
 server=$!
 port=
