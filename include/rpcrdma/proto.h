@@ -210,7 +210,10 @@ enum rpcrdma_verdict {
  * RDMA_MSG and RDMA_NOMSG are accepted; RDMA_DONE and RDMA_ERROR received by
  * a responder are dropped; RDMA_MSGP is answered with ERR_CHUNK, as are
  * unknown procedures and malformed chunk lists; a wrong version is answered
- * with ERR_VERS; a header too short to carry an XID is dropped.
+ * with ERR_VERS; a header too short to carry an XID is dropped. A responder
+ * also drops a version 1 message shorter than %RPCRDMA_HDR_MIN_LEN bytes
+ * (RFC 8166 section 4.5), which @rc alone does not tell apart from other
+ * truncations: check the received length before asking.
  */
 enum rpcrdma_verdict rpcrdma_hdr_verdict(int rc, const struct rpcrdma_hdr *hdr);
 
