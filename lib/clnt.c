@@ -14,6 +14,7 @@
 
 #include <rpcrdma/clnt.h>
 
+#include "abi.h"
 #include "xprt_rdma.h"
 
 #define RPCRDMA_CLNT_DEF_REQUESTS 32
@@ -37,19 +38,22 @@ static int clnt_attr_fill(struct rpcrdma_xprt *x, const struct rpcrdma_clnt_attr
 {
 	struct rpcrdma_clnt_attr *a = &x->rx_attr;
 	socklen_t len;
+	int rc;
 
-	if (!in->addr)
+	rc = rpcrdma_sized_in(a, sizeof(*a), in, RPCRDMA_CLNT_ATTR_SIZE_0_2);
+	if (rc)
+		return rc;
+	if (!a->addr)
 		return -EINVAL;
-	*a = *in;
-	len = rpcrdma_sockaddr_len(in->addr);
+	len = rpcrdma_sockaddr_len(a->addr);
 	if (!len)
 		return -EINVAL;
-	memcpy(&x->rx_addr, in->addr, len);
-	if (in->src_addr) {
-		len = rpcrdma_sockaddr_len(in->src_addr);
+	memcpy(&x->rx_addr, a->addr, len);
+	if (a->src_addr) {
+		len = rpcrdma_sockaddr_len(a->src_addr);
 		if (!len)
 			return -EINVAL;
-		memcpy(&x->rx_src, in->src_addr, len);
+		memcpy(&x->rx_src, a->src_addr, len);
 		x->rx_has_src = true;
 	}
 	if (!a->max_requests)
@@ -128,7 +132,8 @@ static void clnt_free(struct rpcrdma_xprt *x)
 	free(x);
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_connect(const struct rpcrdma_clnt_attr *attr,
+RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_connect, 0_2);
+int rpcrdma_clnt_connect_0_2(const struct rpcrdma_clnt_attr *attr,
 					struct rpcrdma_clnt **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -275,14 +280,21 @@ RPCRDMA_EXPORT int rpcrdma_clnt_poll(struct rpcrdma_clnt *clnt, int budget)
 	return n;
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_submit(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
+RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_submit, 0_2);
+int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
 {
 	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
 	struct rpcrdma_req *req;
 	uint32_t xid;
 	int rc;
 
-	if (!clnt || !call || !call->msg || call->msg_len < sizeof(xid) || !call->done ||
+	if (!clnt || !call)
+		return -EINVAL;
+	/* The call stays the caller's: the library reads its fields in place. */
+	rc = rpcrdma_sized_check(call->struct_size, RPCRDMA_CALL_SIZE_0_2, sizeof(*call));
+	if (rc)
+		return rc;
+	if (!call->msg || call->msg_len < sizeof(xid) || !call->done ||
 	    (!call->reply && call->reply_max) || call->timeout_ms < 0)
 		return -EINVAL;
 	if (x->rx_destroying)
@@ -341,7 +353,8 @@ static struct rpcrdma_req *clnt_find_call(struct rpcrdma_xprt *x, const struct r
 	return NULL;
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_cancel(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
+RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_cancel, 0_2);
+int rpcrdma_clnt_cancel_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
 {
 	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
 	struct rpcrdma_req *req;
@@ -466,7 +479,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *clnt, const void *msg,
 
 	if (!reply_len)
 		return -EINVAL;
-	memset(&call, 0, sizeof(call));
+	RPCRDMA_INIT(&call);
 	call.msg = msg;
 	call.msg_len = msg_len;
 	call.reply = reply;
@@ -532,32 +545,32 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt)
 	clnt_free(x);
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_info(const struct rpcrdma_clnt *clnt,
-				     struct rpcrdma_clnt_info *info)
+RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_info, 0_2);
+int rpcrdma_clnt_info_0_2(const struct rpcrdma_clnt *clnt, struct rpcrdma_clnt_info *info)
 {
 	const struct rpcrdma_xprt *x = (const struct rpcrdma_xprt *)clnt;
+	struct rpcrdma_clnt_info now = { RPCRDMA_SIZED(now) };
 
 	if (!clnt || !info)
 		return -EINVAL;
-	memset(info, 0, sizeof(*info));
-	info->connected = x->rx_connected;
-	info->credits = x->rx_credits;
-	info->inline_send = x->rx_inline.send_max;
-	info->inline_recv = x->rx_inline.recv_max;
-	info->remote_invalidate = x->rx_inline.remote_inv;
-	info->connects = x->rx_connects;
-	info->vers_low = x->rx_vers_low;
-	info->vers_high = x->rx_vers_high;
-	return 0;
+	now.connected = x->rx_connected;
+	now.credits = x->rx_credits;
+	now.inline_send = x->rx_inline.send_max;
+	now.inline_recv = x->rx_inline.recv_max;
+	now.remote_invalidate = x->rx_inline.remote_inv;
+	now.connects = x->rx_connects;
+	now.vers_low = x->rx_vers_low;
+	now.vers_high = x->rx_vers_high;
+	return rpcrdma_sized_out(info, &now, sizeof(now), RPCRDMA_CLNT_INFO_SIZE_0_2);
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_stats(const struct rpcrdma_clnt *clnt,
-				      struct rpcrdma_stats *stats)
+RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_stats, 0_2);
+int rpcrdma_clnt_stats_0_2(const struct rpcrdma_clnt *clnt, struct rpcrdma_stats *stats)
 {
 	const struct rpcrdma_xprt *x = (const struct rpcrdma_xprt *)clnt;
 
 	if (!clnt || !stats)
 		return -EINVAL;
-	*stats = x->rx_stats;
-	return 0;
+	return rpcrdma_sized_out(stats, &x->rx_stats, sizeof(x->rx_stats),
+				 RPCRDMA_STATS_SIZE_0_2);
 }

@@ -22,6 +22,7 @@
 
 #include <rpcrdma/proto.h>
 
+#include "abi.h"
 #include "compiler.h"
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -602,7 +603,8 @@ static long encoded_len(const struct rpcrdma_hdr_enc *enc, int check_positions)
 	return -EINVAL;
 }
 
-RPCRDMA_EXPORT long rpcrdma_hdr_encoded_len(const struct rpcrdma_hdr_enc *enc)
+RPCRDMA_SYMVER_DEFAULT(rpcrdma_hdr_encoded_len, 0_2);
+long rpcrdma_hdr_encoded_len_0_2(const struct rpcrdma_hdr_enc *enc)
 {
 	if (unlikely(!enc))
 		return -EINVAL;
@@ -741,7 +743,8 @@ static __attribute__((noinline)) long encode_slow(unsigned char *p, size_t len,
 	return n;
 }
 
-RPCRDMA_EXPORT long rpcrdma_hdr_encode(void *buf, size_t len, const struct rpcrdma_hdr_enc *enc)
+RPCRDMA_SYMVER_DEFAULT(rpcrdma_hdr_encode, 0_2);
+long rpcrdma_hdr_encode_0_2(void *buf, size_t len, const struct rpcrdma_hdr_enc *enc)
 {
 	unsigned char *p = buf;
 

@@ -8,6 +8,7 @@
 
 #include <rpcrdma/svc.h>
 
+#include "abi.h"
 #include "svc_rdma.h"
 
 #define RPCRDMA_SVC_DEF_REQUESTS 32
@@ -21,14 +22,17 @@ static int svc_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_attr 
 {
 	struct rpcrdma_svc_attr *a = &svc->sv_attr;
 	socklen_t len;
+	int rc;
 
-	if (!in->addr || !in->on_call || in->flags)
+	rc = rpcrdma_sized_in(a, sizeof(*a), in, RPCRDMA_SVC_ATTR_SIZE_0_2);
+	if (rc)
+		return rc;
+	if (!a->addr || !a->on_call || a->flags)
 		return -EINVAL;
-	len = rpcrdma_sockaddr_len(in->addr);
+	len = rpcrdma_sockaddr_len(a->addr);
 	if (!len)
 		return -EINVAL;
-	*a = *in;
-	memcpy(&svc->sv_addr, in->addr, len);
+	memcpy(&svc->sv_addr, a->addr, len);
 	a->addr = NULL;
 	if (!a->max_requests)
 		a->max_requests = RPCRDMA_SVC_DEF_REQUESTS;
@@ -88,7 +92,8 @@ static void svc_free(struct rpcrdma_svc *svc)
 	free(svc);
 }
 
-RPCRDMA_EXPORT int rpcrdma_svc_listen(const struct rpcrdma_svc_attr *attr,
+RPCRDMA_SYMVER_DEFAULT(rpcrdma_svc_listen, 0_2);
+int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 				      struct rpcrdma_svc **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
@@ -286,10 +291,11 @@ RPCRDMA_EXPORT int rpcrdma_svc_mem_register(struct rpcrdma_svc *svc, void *addr,
 				  out);
 }
 
-RPCRDMA_EXPORT int rpcrdma_svc_stats(const struct rpcrdma_svc *svc, struct rpcrdma_stats *stats)
+RPCRDMA_SYMVER_DEFAULT(rpcrdma_svc_stats, 0_2);
+int rpcrdma_svc_stats_0_2(const struct rpcrdma_svc *svc, struct rpcrdma_stats *stats)
 {
 	if (!svc || !stats)
 		return -EINVAL;
-	*stats = svc->sv_stats;
-	return 0;
+	return rpcrdma_sized_out(stats, &svc->sv_stats, sizeof(svc->sv_stats),
+				 RPCRDMA_STATS_SIZE_0_2);
 }

@@ -32,6 +32,7 @@
 #include <rpcrdma/clnt.h>
 #include <rpcrdma/tirpc.h>
 
+#include "compat_0_1.h"
 #include "ep.h"
 #include "tirpc_xdr.h"
 
@@ -432,6 +433,7 @@ again:
 		goto out_buf;
 	}
 	memset(&c, 0, sizeof(c));
+	c.nc.struct_size = sizeof(c.nc);
 	c.tc = tc;
 	c.nc.msg = b->msg;
 	c.nc.msg_len = len;
@@ -597,6 +599,15 @@ static bool_t tclnt_control_locked(struct tclnt *tc, u_int request, void *info)
 		return rc == 0;
 	case RPCRDMA_CLGET_STATS:
 		return rpcrdma_clnt_stats(tc->native, info) == 0;
+	case RPCRDMA_CLGET_STATS_0_1: {
+		/* A program built against 0.1 passes the struct without struct_size. */
+		struct rpcrdma_stats stats = { RPCRDMA_SIZED(stats) };
+
+		if (rpcrdma_clnt_stats(tc->native, &stats))
+			return FALSE;
+		rpcrdma_stats_to_0_1(&stats, (struct rpcrdma_stats_0_1 *)(void *)info);
+		return TRUE;
+	}
 	default:
 		return FALSE;
 	}
@@ -707,12 +718,13 @@ RPCRDMA_EXPORT CLIENT *rpcrdma_clnt_create(const struct sockaddr *addr, rpcprog_
 	rc = tclnt_encode_hdr(tc, prog, vers);
 	if (rc)
 		goto fail_sync;
-	memset(&attr, 0, sizeof(attr));
+	RPCRDMA_INIT(&attr);
 	attr.addr = addr;
 	attr.max_segment = TCLNT_SEGMENT;
 	rc = rpcrdma_clnt_connect(&attr, &tc->native);
 	if (rc)
 		goto fail_sync;
+	RPCRDMA_INIT(&info);
 	rpcrdma_clnt_info(tc->native, &info);
 	tc->sendsize = sendsize ? sendsize : info.inline_send;
 	tc->recvsize = recvsize ? recvsize : info.inline_recv;

@@ -761,7 +761,7 @@ RPCRDMA_EXPORT SVCXPRT *rpcrdma_svc_create(const struct sockaddr *addr, u_int se
 	}
 	list_init(&ts->conns);
 	ts->family = addr->sa_family;
-	memset(&attr, 0, sizeof(attr));
+	RPCRDMA_INIT(&attr);
 	attr.addr = addr;
 	attr.on_call = tsvc_on_call;
 	attr.on_conn = tsvc_on_conn;

@@ -138,6 +138,7 @@ static int run_rate(struct rpcrdma_clnt *clnt, uint32_t *xid, unsigned int depth
 			if (f->call.done && f->lat && *f->lat == 0)
 				continue;	/* still in flight */
 			memset(f, 0, sizeof(*f));
+			f->call.struct_size = sizeof(f->call);
 			f->call.msg = f->msg;
 			f->call.msg_len = echo_encode_call(f->msg, sizeof(f->msg), ++*xid, "ping", 4);
 			f->call.reply = f->reply;
@@ -169,10 +170,10 @@ static int run_rate(struct rpcrdma_clnt *clnt, uint32_t *xid, unsigned int depth
 int main(int argc, char **argv)
 {
 	struct server s = { 0 };
-	struct rpcrdma_svc_attr sattr = { 0 };
-	struct rpcrdma_clnt_attr cattr = { 0 };
-	struct rpcrdma_clnt_info info;
-	struct rpcrdma_stats cst, sst;
+	struct rpcrdma_svc_attr sattr = { RPCRDMA_SIZED(sattr) };
+	struct rpcrdma_clnt_attr cattr = { RPCRDMA_SIZED(cattr) };
+	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
+	struct rpcrdma_stats cst = { RPCRDMA_SIZED(cst) }, sst = { RPCRDMA_SIZED(sst) };
 	struct rpcrdma_clnt *clnt;
 	struct sockaddr_storage addr;
 	struct sockaddr_in sin = { .sin_family = AF_INET };

@@ -14,7 +14,7 @@ int main(int argc, char **argv)
 {
 	const char *host = NULL, *port = "20049";
 	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST };
-	struct rpcrdma_clnt_attr attr = { 0 };
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_clnt *clnt;
 	struct addrinfo *ai;
 	unsigned char data[4096], msg[4200], reply[4200];

@@ -27,7 +27,7 @@ static void on_call(struct rpcrdma_svc_call *call, void *arg)
 int main(int argc, char **argv)
 {
 	const char *host = "0.0.0.0", *port = "20049";
-	struct rpcrdma_svc_attr attr = { 0 };
+	struct rpcrdma_svc_attr attr = { RPCRDMA_SIZED(attr) };
 	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICHOST };
 	struct addrinfo *ai;
 	struct rpcrdma_svc *svc;

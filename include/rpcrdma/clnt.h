@@ -41,6 +41,7 @@ struct rpcrdma_mem;
 
 /**
  * struct rpcrdma_clnt_attr - how to connect
+ * @struct_size: set by the caller: RPCRDMA_SIZED() (rpcrdma.h)
  * @addr: the server's address (IPv4 or IPv6); required
  * @src_addr: local address to bind, or NULL
  * @max_requests: RPCs in flight at most; credits asked of the server
@@ -61,6 +62,7 @@ struct rpcrdma_mem;
  *	chunk holds at most 16 segments
  */
 struct rpcrdma_clnt_attr {
+	uint32_t struct_size;
 	const struct sockaddr *addr;
 	const struct sockaddr *src_addr;
 	uint32_t max_requests;
@@ -76,6 +78,7 @@ struct rpcrdma_clnt_attr {
 /**
  * struct rpcrdma_call - one RPC, owned by the caller, lent to the library
  * from rpcrdma_clnt_submit() until @done runs
+ * @struct_size: set by the caller: RPCRDMA_SIZED() (rpcrdma.h)
  * @msg: the RPC call message (XDR, starting with the XID), without the
  *	bytes of @payload. When it does not fit inline it goes as a long call
  *	(RDMA_NOMSG, the server pulls it with RDMA Reads); it must then stay
@@ -127,6 +130,7 @@ struct rpcrdma_clnt_attr {
  * after every window the call opened has been invalidated.
  */
 struct rpcrdma_call {
+	uint32_t struct_size;
 	const void *msg;
 	size_t msg_len;
 	const void *payload;
@@ -152,8 +156,9 @@ struct rpcrdma_call {
  * Blocks until the connection is established or @attr->connect_timeout_ms
  * passes.
  *
- * Returns 0, or -EINVAL (bad @attr), -ENODEV (no RDMA device reaches
- * @attr->addr), -ECONNREFUSED (rejected or nobody listening), -ETIMEDOUT,
+ * Returns 0, or -EINVAL (bad @attr, its struct_size too small),
+ * -EOPNOTSUPP (struct_size larger than this library knows), -ENODEV (no
+ * RDMA device reaches @attr->addr), -ECONNREFUSED (rejected or nobody listening), -ETIMEDOUT,
  * -ENOMEM, or another -errno from rdma_cm or verbs.
  */
 int rpcrdma_clnt_connect(const struct rpcrdma_clnt_attr *attr, struct rpcrdma_clnt **out);
@@ -179,7 +184,9 @@ void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt);
  * connection was lost, first re-establishes it (blocking, bounded).
  *
  * Returns 0 (then @call->done will run exactly once), or -EINVAL (bad
- * @call: a message shorter than an XID, a misplaced payload), -EMSGSIZE
+ * @call: its struct_size too small, a message shorter than an XID, a
+ * misplaced payload), -EOPNOTSUPP (struct_size larger than this library
+ * knows), -EMSGSIZE
  * (a buffer too large for 16 segments of @max_segment bytes), -EEXIST (its
  * XID is already in flight), -EAGAIN (@max_requests calls are already in
  * flight or queued: poll, then retry), -ENOMEM, -ENOTCONN (cannot
@@ -302,6 +309,7 @@ int rpcrdma_clnt_call(struct rpcrdma_clnt *clnt, const void *msg, size_t msg_len
 
 /**
  * struct rpcrdma_clnt_info - what a connection negotiated
+ * @struct_size: set by the caller: RPCRDMA_SIZED() (rpcrdma.h)
  * @connected: non-zero while a connection is established
  * @credits: the server's current grant, clamped
  * @inline_send: largest inline call, bytes
@@ -313,6 +321,7 @@ int rpcrdma_clnt_call(struct rpcrdma_clnt *clnt, const void *msg, size_t msg_len
  * @vers_high: highest version it named there (0: none received)
  */
 struct rpcrdma_clnt_info {
+	uint32_t struct_size;
 	int connected;
 	uint32_t credits;
 	uint32_t inline_send;
@@ -323,10 +332,23 @@ struct rpcrdma_clnt_info {
 	uint32_t vers_high;
 };
 
-/** rpcrdma_clnt_info - fill @info; returns 0 */
+/**
+ * rpcrdma_clnt_info - what the connection negotiated
+ * @clnt: the client
+ * @info: filled in, as far as its struct_size reaches
+ *
+ * Returns 0, or -EINVAL (NULL argument, struct_size too small),
+ * -EOPNOTSUPP (struct_size larger than this library knows).
+ */
 int rpcrdma_clnt_info(const struct rpcrdma_clnt *clnt, struct rpcrdma_clnt_info *info);
 
-/** rpcrdma_clnt_stats - the client's counters (see &struct rpcrdma_stats); returns 0 */
+/**
+ * rpcrdma_clnt_stats - the client's counters (see &struct rpcrdma_stats)
+ * @clnt: the client
+ * @stats: filled in, as far as its struct_size reaches
+ *
+ * Returns 0, or -EINVAL, -EOPNOTSUPP as rpcrdma_clnt_info().
+ */
 int rpcrdma_clnt_stats(const struct rpcrdma_clnt *clnt, struct rpcrdma_stats *stats);
 
 /**

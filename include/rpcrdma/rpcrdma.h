@@ -6,11 +6,31 @@
  * otherwise: functions return 0 (or a non-negative count) on success and a
  * negative errno on failure, and leave errno alone; constructors fill an out
  * parameter; every destroy function accepts NULL.
+ *
+ * Structs that grow. Every struct the caller fills for the library
+ * (&struct rpcrdma_clnt_attr, &struct rpcrdma_svc_attr, &struct
+ * rpcrdma_call) and every struct the library fills for the caller (&struct
+ * rpcrdma_stats, &struct rpcrdma_clnt_info) begins with uint32_t
+ * struct_size, which the caller sets to the size of the struct as the
+ * header it was built with declares it: RPCRDMA_SIZED(var) in a designated
+ * initializer, or RPCRDMA_INIT(&var) to zero the struct and set it. Later
+ * releases only append fields. The library reads, and fills, only the
+ * fields that lie within struct_size; fields a smaller (older) struct lacks
+ * take their defaults. A struct_size below the struct's first version (0,
+ * say: the size was not set) fails with -EINVAL, one larger than this
+ * library knows (the program was built against a newer header) with
+ * -EOPNOTSUPP: fields are never silently ignored.
+ *
+ * The codec's structs (<rpcrdma/proto.h>) mirror the wire and carry no
+ * size; when one changes, the functions that take it get a new symbol
+ * version and the old layout stays served under the old one, as do the
+ * structs above in their layouts before they had a size (librpcrdma 0.1).
  */
 #ifndef RPCRDMA_RPCRDMA_H
 #define RPCRDMA_RPCRDMA_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include <rpcrdma/proto.h>
 
@@ -19,8 +39,15 @@ extern "C" {
 #endif
 
 #define RPCRDMA_VERSION_MAJOR 0
-#define RPCRDMA_VERSION_MINOR 1
+#define RPCRDMA_VERSION_MINOR 2
 #define RPCRDMA_VERSION_MICRO 0
+
+/** RPCRDMA_SIZED - in a designated initializer of @var: its struct_size */
+#define RPCRDMA_SIZED(var) .struct_size = sizeof(var)
+
+/** RPCRDMA_INIT - zero the struct @ptr points to and set its struct_size */
+#define RPCRDMA_INIT(ptr) \
+	(memset((ptr), 0, sizeof(*(ptr))), (ptr)->struct_size = sizeof(*(ptr)))
 
 /**
  * rpcrdma_version_string - the library's version, "major.minor.micro"
@@ -54,6 +81,7 @@ void rpcrdma_set_log(void (*fn)(int level, const char *msg, void *arg), void *ar
 /**
  * struct rpcrdma_stats - counters of one client, or of one server (summed
  * over its connections, past and present)
+ * @struct_size: set by the caller (see the conventions above)
  * @calls: calls sent (client) or received (server)
  * @replies: replies received (client) or sent (server)
  * @rdma_errors: RDMA_ERROR messages received (client) or sent (server)
@@ -75,6 +103,7 @@ void rpcrdma_set_log(void (*fn)(int level, const char *msg, void *arg), void *ar
  * @heap_bytes: heap memory held now
  */
 struct rpcrdma_stats {
+	uint32_t struct_size;
 	uint64_t calls;
 	uint64_t replies;
 	uint64_t rdma_errors;

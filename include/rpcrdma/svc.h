@@ -49,6 +49,7 @@ enum rpcrdma_conn_event {
 
 /**
  * struct rpcrdma_svc_attr - how to listen
+ * @struct_size: set by the caller: RPCRDMA_SIZED() (rpcrdma.h)
  * @addr: address to bind (IPv4 or IPv6; port 0 picks a free one); required
  * @backlog: listen backlog (default 16)
  * @max_requests: credits granted to each client: receives kept posted and
@@ -67,6 +68,7 @@ enum rpcrdma_conn_event {
  *	64 MiB)
  */
 struct rpcrdma_svc_attr {
+	uint32_t struct_size;
 	const struct sockaddr *addr;
 	int backlog;
 	uint32_t max_requests;
@@ -84,7 +86,9 @@ struct rpcrdma_svc_attr {
  * @attr: where and how; copied
  * @out: the new server
  *
- * Returns 0, or -EINVAL (bad @attr), -EADDRINUSE, -ENODEV, -ENOMEM, or
+ * Returns 0, or -EINVAL (bad @attr, its struct_size too small),
+ * -EOPNOTSUPP (struct_size larger than this library knows), -EADDRINUSE,
+ * -ENODEV, -ENOMEM, or
  * another -errno from rdma_cm.
  */
 int rpcrdma_svc_listen(const struct rpcrdma_svc_attr *attr, struct rpcrdma_svc **out);
@@ -153,7 +157,14 @@ int rpcrdma_svc_arm(struct rpcrdma_svc *svc);
  */
 int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms);
 
-/** rpcrdma_svc_stats - the server's counters (see &struct rpcrdma_stats); returns 0 */
+/**
+ * rpcrdma_svc_stats - the server's counters (see &struct rpcrdma_stats)
+ * @svc: the server
+ * @stats: filled in, as far as its struct_size reaches
+ *
+ * Returns 0, or -EINVAL (NULL argument, struct_size too small),
+ * -EOPNOTSUPP (struct_size larger than this library knows).
+ */
 int rpcrdma_svc_stats(const struct rpcrdma_svc *svc, struct rpcrdma_stats *stats);
 
 /**

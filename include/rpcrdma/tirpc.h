@@ -326,9 +326,11 @@ struct rpcrdma_ddp_buf {
 #define RPCRDMA_CLSET_MEM_REGISTER 0x52440003u
 
 /**
- * RPCRDMA_CLGET_STATS - the native client's counters (struct rpcrdma_stats *)
+ * RPCRDMA_CLGET_STATS - the native client's counters (struct rpcrdma_stats *,
+ * its struct_size set: see rpcrdma.h). 0.1's code for it was 0x52440004,
+ * with 0.1's struct, and still works as it did.
  */
-#define RPCRDMA_CLGET_STATS 0x52440004u
+#define RPCRDMA_CLGET_STATS 0x52440005u
 
 #ifdef __cplusplus
 }

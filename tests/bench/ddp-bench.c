@@ -101,6 +101,7 @@ static double run_op(struct rpcrdma_clnt *clnt, int op, unsigned char *buf, size
 		uint32_t msg[4] = { htonl(++*xid), htonl((uint32_t)op), 0, 0 };
 		int finished = 0;
 		struct rpcrdma_call call = {
+			RPCRDMA_SIZED(call),
 			.msg = msg,
 			.msg_len = sizeof(msg),
 			.reply = reply,
@@ -136,13 +137,13 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sockaddr_in sin = { .sin_family = AF_INET };
-	struct rpcrdma_svc_attr sattr = { 0 };
-	struct rpcrdma_clnt_attr cattr = { 0 };
+	struct rpcrdma_svc_attr sattr = { RPCRDMA_SIZED(sattr) };
+	struct rpcrdma_clnt_attr cattr = { RPCRDMA_SIZED(cattr) };
 	struct sockaddr_storage addr;
 	socklen_t alen = sizeof(addr);
 	struct rpcrdma_clnt *clnt;
 	struct rpcrdma_mem *cmem;
-	struct rpcrdma_stats cst, sst;
+	struct rpcrdma_stats cst = { RPCRDMA_SIZED(cst) }, sst = { RPCRDMA_SIZED(sst) };
 	struct server s = { 0 };
 	size_t size = 1 << 20;
 	unsigned int calls = 200, runs = 5, r;

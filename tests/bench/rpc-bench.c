@@ -55,7 +55,7 @@ static int server_start(struct server *s, uint32_t credits, uint32_t inline_size
 			struct sockaddr_storage *addr)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
-	struct rpcrdma_svc_attr attr = { 0 };
+	struct rpcrdma_svc_attr attr = { RPCRDMA_SIZED(attr) };
 	socklen_t len = sizeof(*addr);
 
 	memset(s, 0, sizeof(*s));
@@ -130,6 +130,7 @@ static int run_calls(struct rpcrdma_clnt *clnt, unsigned int depth, unsigned int
 			if (s->busy)
 				continue;
 			null_call(s->msg, ++*xid);
+			s->call.struct_size = sizeof(s->call);
 			s->call.msg = s->msg;
 			s->call.msg_len = sizeof(s->msg);
 			s->call.reply = s->reply;
@@ -155,7 +156,7 @@ static int bench_rate(unsigned int calls, int depth_only)
 {
 	static const unsigned int depths[] = { 1, 16 };
 	struct sockaddr_storage addr;
-	struct rpcrdma_clnt_attr attr = { 0 };
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_clnt *clnt;
 	struct server s;
 	uint32_t xid = 1;
@@ -201,7 +202,7 @@ static void step_done(struct rpcrdma_call *call)
 static int bench_step(unsigned int calls)
 {
 	struct sockaddr_storage addr;
-	struct rpcrdma_clnt_attr attr = { 0 };
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_clnt *clnt;
 	unsigned char msg[24], reply[64];
 	struct server s;
@@ -220,7 +221,7 @@ static int bench_step(unsigned int calls)
 	pthread_join(s.thread, NULL);
 	softrdma_set_mode(SOFTRDMA_MODE_STEP);
 	for (i = 0; i < calls && !rc; i++) {
-		struct rpcrdma_call call = { 0 };
+		struct rpcrdma_call call = { RPCRDMA_SIZED(call) };
 		int finished = 0, spins = 0;
 
 		null_call(msg, i + 1);
@@ -265,8 +266,8 @@ static int bench_memory(void)
 	       "svc reg", "svc heap");
 	for (i = 0; i < 3; i++) {
 		for (j = 0; j < 3; j++) {
-			struct rpcrdma_stats before, after, cst;
-			struct rpcrdma_clnt_attr attr = { 0 };
+			struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) }, cst = { RPCRDMA_SIZED(cst) };
+			struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 			struct sockaddr_storage addr;
 			struct rpcrdma_clnt *clnt;
 			struct server s;

@@ -154,6 +154,7 @@ int harness_server_start(struct harness_server *hs, uint32_t max_requests, uint3
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	hs->attr.struct_size = sizeof(hs->attr);
 	hs->attr.addr = (struct sockaddr *)&sin;
 	hs->attr.max_requests = max_requests;
 	hs->attr.inline_size = inline_size;
@@ -223,7 +224,7 @@ void harness_server_run(struct harness_server *hs, void (*fn)(struct harness_ser
 
 void harness_clnt_attr(const struct harness_server *hs, struct rpcrdma_clnt_attr *attr)
 {
-	memset(attr, 0, sizeof(*attr));
+	RPCRDMA_INIT(attr);
 	attr->addr = (const struct sockaddr *)&hs->addr;
 	attr->connect_timeout_ms = 5000;
 	attr->call_timeout_ms = 10000;

@@ -110,7 +110,7 @@ static void t_every_defect_class(void **state)
 	static struct vec vecs[32];
 	struct harness_server hs;
 	struct rawpeer rp;
-	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_clnt *clnt;
 	unsigned char pd[RPCRDMA_CM_PRIVATE_LEN];
 	struct rpcrdma_cm_private mine = { 4096, 4096, 0 };

@@ -75,7 +75,7 @@ static void arena_put(struct fixture *fx, void *p)
 
 static void fixture_up(struct fixture *fx, enum reg_mode mode)
 {
-	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 
 	memset(fx, 0, sizeof(*fx));
 	fx->mode = mode;
@@ -95,7 +95,7 @@ static void fixture_up(struct fixture *fx, enum reg_mode mode)
 
 static void fixture_down(struct fixture *fx)
 {
-	struct rpcrdma_stats st;
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 
 	assert_int_equal(rpcrdma_clnt_stats(fx->clnt, &st), 0);
 	if (fx->mode == REG_BOUNCE)
@@ -153,6 +153,7 @@ static void echo_case(struct fixture *fx, size_t msg_len, size_t payload_len, ui
 	size_t off;
 	int rc;
 	struct rpcrdma_call call = {
+		RPCRDMA_SIZED(call),
 		.msg = msg,
 		.msg_len = msg_len,
 		.payload = payload_len ? payload : NULL,
@@ -221,6 +222,7 @@ static void read_case(struct fixture *fx, size_t bytes, bool want_result)
 	size_t off;
 	int rc;
 	struct rpcrdma_call call = {
+		RPCRDMA_SIZED(call),
 		.msg = msg,
 		.msg_len = 16,
 		.reply = reply,
@@ -264,6 +266,7 @@ static void unused_write_chunk_case(struct fixture *fx)
 	unsigned char *reply = arena_get(fx, 40);
 	unsigned char *result = arena_get(fx, 3 * 4096);
 	struct rpcrdma_call call = {
+		RPCRDMA_SIZED(call),
 		.msg = msg,
 		.msg_len = 40,
 		.reply = reply,
@@ -360,7 +363,7 @@ static void t_cancel_in_flight(void **state)
 	struct rpcrdma_req *req = NULL;
 	uint32_t rkeys[64], nkeys = 0, i, linv;
 	unsigned char *msg, *reply;
-	struct rpcrdma_call call;
+	struct rpcrdma_call call = { RPCRDMA_SIZED(call) };
 
 	fixture_up(&fx, REG_WINDOWS);
 	atomic_store(&fx.hs.mode, HARNESS_HOLD);
@@ -368,7 +371,7 @@ static void t_cancel_in_flight(void **state)
 	reply = arena_get(&fx, 9000);
 	ddp_fill(msg, 9000, 1);
 	put32(msg, 0, ++fx.xid);
-	memset(&call, 0, sizeof(call));
+	RPCRDMA_INIT(&call);
 	call.msg = msg;
 	call.msg_len = 9000;		/* a long call ... */
 	call.reply = reply;
@@ -424,7 +427,7 @@ static void set_ord_2(struct harness_server *hs, void *arg)
  */
 static void t_read_waves(void **state)
 {
-	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct fixture fx;
 	unsigned long reads;
 	uint32_t ord = 0;

@@ -145,7 +145,7 @@ static void other_call(struct rig *r)
 
 static void rig_up(struct rig *r)
 {
-	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 
 	memset(r, 0, sizeof(*r));
 	memset(&ddp_counters, 0, sizeof(ddp_counters));
@@ -175,7 +175,7 @@ static void read_svc_stats(struct harness_server *hs, void *arg)
 
 static void rig_down(struct rig *r)
 {
-	struct rpcrdma_stats st;
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 
 	other_call(r);
 	/* Read on the server thread, which owns the server. */
@@ -841,7 +841,7 @@ struct cfix {
 static void cfix_up(struct cfix *f, bool bounce)
 {
 	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
-	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 
 	memset(f, 0, sizeof(*f));
 	f->bounce = bounce;
@@ -850,7 +850,7 @@ static void cfix_up(struct cfix *f, bool bounce)
 			 RPCRDMA_CM_PRIVATE_LEN);
 	assert_int_equal(rawpeer_listen(&f->srv), 0);
 	assert_int_equal(rawpeer_accept_start(&f->srv, pdata, sizeof(pdata)), 0);
-	memset(&attr, 0, sizeof(attr));
+	RPCRDMA_INIT(&attr);
 	attr.addr = (const struct sockaddr *)&f->srv.addr;
 	attr.connect_timeout_ms = 5000;
 	attr.call_timeout_ms = 10000;
@@ -936,6 +936,7 @@ static void ccall_start(struct cfix *f, struct ccall *c, unsigned int slot, size
 	assert_non_null(c->reply);
 	ddp_fill(c->msg, 16, ++f->xid);
 	put32(c->msg, 0, f->xid);
+	c->call.struct_size = sizeof(c->call);
 	c->call.msg = c->msg;
 	c->call.msg_len = 16;
 	c->call.result = c->result;
@@ -1061,7 +1062,7 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 	struct rpcrdma_chunk_desc good_wdesc[2], good_rdesc;
 	struct rpcrdma_hdr_enc good_enc;
 	struct rpcrdma_read_segment rs = { 8, { 0x1234, 16, 0x10000 } };
-	struct rpcrdma_stats before, after;
+	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
 	unsigned char body[256], hdr_bad[64];
 	static struct ccall c;
 	struct cfix f;
@@ -1275,7 +1276,7 @@ static void inv_other_call(void)
 	struct rpcrdma_segment wecho[RPCRDMA_CLNT_MAX_SEGS];
 	struct rpcrdma_chunk_desc wdesc;
 	static struct ccall w, a, b;
-	struct rpcrdma_stats st;
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 	unsigned char body[8];
 	struct cfix f;
 

@@ -92,6 +92,7 @@ static int ddp_call(struct fixture *fx, bool check)
 	uint32_t seed = fx->xid + 17;
 	int finished = 0, rc;
 	struct rpcrdma_call call = {
+		RPCRDMA_SIZED(call),
 		.msg = msg,
 		.msg_len = MSG,
 		.payload = payload,
@@ -125,8 +126,8 @@ static int ddp_call(struct fixture *fx, bool check)
 
 static void fixture_up(struct fixture *fx, unsigned int retries)
 {
-	struct rpcrdma_clnt_attr attr;
-	struct rpcrdma_stats st;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 
 	memset(fx, 0, sizeof(*fx));
 	memset(&ddp_counters, 0, sizeof(ddp_counters));
@@ -162,7 +163,7 @@ static void run_case(const struct position *pos, enum softrdma_fault_kind kind,
 		     unsigned int retries)
 {
 	struct softrdma_fault f = { .match = pos->match, .kind = kind, .status = pos->status };
-	struct rpcrdma_clnt_info info;
+	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
 	struct fixture fx;
 	int id, rc;
 

@@ -90,8 +90,8 @@ static void fixture_up_pd(struct fixture *fx, enum reg_mode mode,
 {
 	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
 	struct rpcrdma_cm_private req;
-	struct rpcrdma_clnt_attr attr;
-	struct rpcrdma_clnt_info info;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
 
 	memset(fx, 0, sizeof(*fx));
 	fx->mode = mode;
@@ -102,7 +102,7 @@ static void fixture_up_pd(struct fixture *fx, enum reg_mode mode,
 	assert_int_equal(rawpeer_listen(&fx->srv), 0);
 	assert_int_equal(rawpeer_accept_start(&fx->srv, pd ? pdata : NULL,
 					      pd ? sizeof(pdata) : 0), 0);
-	memset(&attr, 0, sizeof(attr));
+	RPCRDMA_INIT(&attr);
 	attr.addr = (const struct sockaddr *)&fx->srv.addr;
 	attr.connect_timeout_ms = 5000;
 	attr.call_timeout_ms = 10000;
@@ -359,8 +359,8 @@ static uint32_t run_shape(struct fixture *fx, const struct shape *sh, enum probe
 	struct rpcrdma_chunk_desc wdesc, rdesc;
 	struct rpcrdma_hdr_enc enc = { .credit = GRANT, .proc = RPCRDMA_MSG };
 	struct rawpeer_call *rc = malloc(sizeof(*rc));
-	struct rpcrdma_stats st;
-	struct rpcrdma_call call;
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+	struct rpcrdma_call call = { RPCRDMA_SIZED(call) };
 	unsigned long linv, first = 0;
 	uint32_t xid = ++fx->xid, nkeys, i;
 	long n, hlen;
@@ -371,7 +371,7 @@ static uint32_t run_shape(struct fixture *fx, const struct shape *sh, enum probe
 	put32(msg, 0, xid);
 	if (payload)
 		ddp_fill(payload, sh->payload_len, xid + 1);
-	memset(&call, 0, sizeof(call));
+	RPCRDMA_INIT(&call);
 	call.msg = msg;
 	call.msg_len = sh->msg_len;
 	call.payload = payload;
@@ -811,14 +811,14 @@ static int run_sampled(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call, str
 static void t_server_exposes_nothing(void **state)
 {
 	struct harness_server hs;
-	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_clnt *clnt;
 	struct svc_reg reg = { 0 };
 	struct rpcrdma_mem *cmem;
-	struct rpcrdma_stats sst;
+	struct rpcrdma_stats sst = { RPCRDMA_SIZED(sst) };
 	struct sampler smp;
 	unsigned char *arena, *sregion;
-	struct rpcrdma_call call;
+	struct rpcrdma_call call = { RPCRDMA_SIZED(call) };
 	int finished = 0, i;
 
 	memset(&ddp_counters, 0, sizeof(ddp_counters));
@@ -840,7 +840,7 @@ static void t_server_exposes_nothing(void **state)
 	/* A long call offering a Reply chunk, held by the server once pulled. */
 	ddp_fill(arena, 9000, 1);
 	put32(arena, 0, 0x100);
-	memset(&call, 0, sizeof(call));
+	RPCRDMA_INIT(&call);
 	call.msg = arena;
 	call.msg_len = 9000;
 	call.reply = arena + 16384;
@@ -871,7 +871,7 @@ static void t_server_exposes_nothing(void **state)
 		unsigned char *result = arena + 262144;
 		size_t msg_len = i % 2 ? 9000 : 40, pay = (size_t)(i % 4) * 3000 + 1;
 
-		memset(&call, 0, sizeof(call));
+		RPCRDMA_INIT(&call);
 		ddp_fill(msg, msg_len, (uint32_t)i);
 		put32(msg, 0, 0x200 + (uint32_t)i);
 		put32(msg, 1, DDP_OP_ECHO);

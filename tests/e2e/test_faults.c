@@ -69,9 +69,9 @@ static void run_case(const struct softrdma_fault *tmpl, enum position pos, unsig
 		     const char *kind)
 {
 	struct harness_server hs;
-	struct rpcrdma_clnt_attr attr;
-	struct rpcrdma_clnt_info info;
-	struct rpcrdma_stats st;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 	struct rpcrdma_clnt *clnt;
 	struct softrdma_fault f = *tmpl;
 	int id, rc;

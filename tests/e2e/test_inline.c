@@ -32,9 +32,9 @@ static void async_done(struct rpcrdma_call *call)
 static void t_roundtrip_10000(void **state)
 {
 	struct harness_server hs;
-	struct rpcrdma_clnt_attr attr;
-	struct rpcrdma_clnt_info info;
-	struct rpcrdma_stats st;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 	struct rpcrdma_clnt *clnt;
 	unsigned char msg[4096], reply[4096];
 	size_t max_msg;
@@ -89,7 +89,7 @@ static void t_roundtrip_10000(void **state)
 static void t_reply_in_place(void **state)
 {
 	struct harness_server hs;
-	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_clnt *clnt;
 	unsigned char msg[1024], reply[1024];
 	uint32_t i;
@@ -118,9 +118,9 @@ static void t_reply_in_place(void **state)
 static void t_credits_64_over_8(void **state)
 {
 	struct harness_server hs;
-	struct rpcrdma_clnt_attr attr;
-	struct rpcrdma_clnt_info info;
-	struct rpcrdma_stats st;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 	struct rpcrdma_clnt *clnt;
 	struct async_call *calls = calloc(64, sizeof(*calls));
 	unsigned int i, rounds = 0, finished;
@@ -138,6 +138,7 @@ static void t_credits_64_over_8(void **state)
 		struct async_call *ac = &calls[i];
 
 		harness_fill_msg(ac->msg, 100 + i, 0x1000 + i, i);
+		ac->call.struct_size = sizeof(ac->call);
 		ac->call.msg = ac->msg;
 		ac->call.msg_len = 100 + i;
 		ac->call.reply = ac->reply;
@@ -151,6 +152,7 @@ static void t_credits_64_over_8(void **state)
 		struct async_call extra = { 0 };
 
 		harness_fill_msg(extra.msg, 8, 0x9999, 0);
+		extra.call.struct_size = sizeof(extra.call);
 		extra.call.msg = extra.msg;
 		extra.call.msg_len = 8;
 		extra.call.done = async_done;

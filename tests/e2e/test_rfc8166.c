@@ -122,7 +122,7 @@ static void read_svc_stats(struct harness_server *hs, void *arg)
 
 static struct rpcrdma_stats srig_stats(struct srig *r)
 {
-	struct rpcrdma_stats st;
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 
 	harness_server_run(&r->hs, read_svc_stats, &st);
 	return st;
@@ -218,7 +218,7 @@ static void t_svc_err_vers_echoes_vers(void **state)
 static void t_svc_short_message_dropped(void **state)
 {
 	static const size_t lens[] = { 4, 15, 16, 20, 24, 27 };
-	struct rpcrdma_stats before, after;
+	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
 	struct srig r;
 	size_t i;
 
@@ -356,9 +356,9 @@ static void t_svc_app_err_chunk(void **state)
 {
 	struct rpcrdma_hdr_enc enc = { .credit = GRANT, .proc = RPCRDMA_MSG };
 	unsigned char msg[16], reply[RAWPEER_BUF];
-	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_clnt *clnt;
-	struct rpcrdma_stats before, after;
+	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
 	size_t rlen;
 	struct srig r;
 	int n;
@@ -615,7 +615,7 @@ struct cfix {
 static void cfix_up(struct cfix *f, bool bounce)
 {
 	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
-	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 
 	memset(f, 0, sizeof(*f));
 	f->bounce = bounce;
@@ -624,7 +624,7 @@ static void cfix_up(struct cfix *f, bool bounce)
 			 RPCRDMA_CM_PRIVATE_LEN);
 	assert_int_equal(rawpeer_listen(&f->srv), 0);
 	assert_int_equal(rawpeer_accept_start(&f->srv, pdata, sizeof(pdata)), 0);
-	memset(&attr, 0, sizeof(attr));
+	RPCRDMA_INIT(&attr);
 	attr.addr = (const struct sockaddr *)&f->srv.addr;
 	attr.connect_timeout_ms = 5000;
 	attr.call_timeout_ms = 10000;
@@ -652,7 +652,7 @@ static void cfix_down(struct cfix *f)
 
 static struct rpcrdma_stats cfix_stats(struct cfix *f)
 {
-	struct rpcrdma_stats st;
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 
 	assert_int_equal(rpcrdma_clnt_stats(f->clnt, &st), 0);
 	return st;
@@ -713,6 +713,7 @@ static void ccall_start(struct cfix *f, struct ccall *c, size_t result_max, size
 	assert_non_null(c->reply);
 	ddp_fill(c->msg, 16, ++f->xid);
 	put32(c->msg, 0, f->xid);
+	c->call.struct_size = sizeof(c->call);
 	c->call.msg = c->msg;
 	c->call.msg_len = 16;
 	c->call.result = c->result;
@@ -1134,7 +1135,7 @@ static void send_bad_reply(struct cfix *f, const struct bad_case *bc, struct cca
 static void dropped_reply_case(const struct bad_case *bc, bool bounce)
 {
 	struct rpcrdma_hdr_enc enc = { .credit = GRANT, .proc = RPCRDMA_MSG };
-	struct rpcrdma_stats before, after;
+	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
 	const char *how = bounce ? "bounce" : "windows";
 	static struct ccall c;
 	unsigned char body[8];
@@ -1206,8 +1207,8 @@ static void t_clnt_dropped_reply_times_out(void **state)
 static void t_clnt_rdma_error_statuses(void **state)
 {
 	struct rpcrdma_hdr_enc enc = { .credit = GRANT, .proc = RPCRDMA_ERROR };
-	struct rpcrdma_clnt_info info;
-	struct rpcrdma_stats before, after;
+	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
+	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
 	static struct ccall c;
 	struct cfix f;
 

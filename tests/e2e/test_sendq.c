@@ -33,7 +33,7 @@ struct fixture {
  */
 static void fixture_up(struct fixture *fx, enum harness_mode mode)
 {
-	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	unsigned char msg[16], reply[16];
 	size_t rlen = sizeof(reply);
 
@@ -100,6 +100,7 @@ static void submit_ordered(struct fixture *fx, struct ordered *calls, unsigned i
 	for (i = 0; i < n; i++) {
 		memset(&calls[i], 0, sizeof(calls[i]));
 		harness_fill_msg(calls[i].msg, sizeof(calls[i].msg), xid + i, i);
+		calls[i].call.struct_size = sizeof(calls[i].call);
 		calls[i].call.msg = calls[i].msg;
 		calls[i].call.msg_len = sizeof(calls[i].msg);
 		calls[i].call.reply = calls[i].reply;
@@ -123,7 +124,7 @@ static void t_sq_waiters_fifo(void **state)
 	struct fixture fx;
 	struct ordered calls[6];
 	unsigned int order[6], next = 0, i;
-	struct rpcrdma_stats st;
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 	uint32_t avail;
 
 	fixture_up(&fx, HARNESS_HOLD);
@@ -143,7 +144,7 @@ static void t_sq_waiters_fifo(void **state)
 	}
 	fx.hs.nheld = 0;
 	{
-		struct rpcrdma_stats st2;
+		struct rpcrdma_stats st2 = { RPCRDMA_SIZED(st2) };
 
 		rpcrdma_svc_stats(fx.hs.svc, &st2);
 		assert_int_equal(st2.sq_waits - st.sq_waits, 6);
@@ -233,14 +234,14 @@ static int fd_readable(int fd)
 static void t_arm_then_poll_again(void **state)
 {
 	struct fixture fx;
-	struct rpcrdma_call call;
+	struct rpcrdma_call call = { RPCRDMA_SIZED(call) };
 	unsigned char msg[16], reply[16];
 	int finished = 0;
 	int fd;
 
 	fixture_up(&fx, HARNESS_ECHO);
 	fd = rpcrdma_clnt_fd(fx.clnt);
-	memset(&call, 0, sizeof(call));
+	RPCRDMA_INIT(&call);
 	harness_fill_msg(msg, sizeof(msg), 0x300, 3);
 	call.msg = msg;
 	call.msg_len = sizeof(msg);

@@ -38,6 +38,7 @@ static void tcall_init(struct tcall *t, uint32_t xid, int timeout_ms)
 {
 	memset(t, 0, sizeof(*t));
 	harness_fill_msg(t->msg, sizeof(t->msg), xid, xid);
+	t->call.struct_size = sizeof(t->call);
 	t->call.msg = t->msg;
 	t->call.msg_len = sizeof(t->msg);
 	t->call.reply = t->reply;
@@ -50,7 +51,7 @@ static void tcall_init(struct tcall *t, uint32_t xid, int timeout_ms)
 /* Connect and raise the grant with a few echoed calls, then hold calls. */
 static struct rpcrdma_clnt *connect_warm(struct harness_server *hs, unsigned int retries)
 {
-	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_clnt *clnt;
 	unsigned char msg[16], reply[16];
 	uint32_t i;
@@ -221,7 +222,7 @@ static void t_peer_disconnects_mid_call(void **state)
 	struct harness_server hs;
 	struct rpcrdma_clnt *clnt;
 	struct tcall calls[NCALLS];
-	struct rpcrdma_clnt_info info;
+	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
 	unsigned int i, retries;
 
 	for (retries = 0; retries <= 1; retries++) {
@@ -255,8 +256,8 @@ static void t_timeout_disconnects(void **state)
 {
 	struct harness_server hs;
 	struct rpcrdma_clnt *clnt;
-	struct rpcrdma_clnt_info info;
-	struct rpcrdma_stats st;
+	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 	struct tcall t;
 	unsigned char msg[32], reply[32];
 	size_t rlen = sizeof(reply);
@@ -289,7 +290,7 @@ static void t_timeout_disconnects(void **state)
 static void t_connect_refused(void **state)
 {
 	struct harness_server hs;
-	struct rpcrdma_clnt_attr attr;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_clnt *clnt = NULL;
 
 	assert_int_equal(harness_server_start(&hs, 8, 0, HARNESS_ECHO), 0);

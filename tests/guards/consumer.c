@@ -55,8 +55,13 @@ static int codec_round_trip(void)
 
 int main(void)
 {
-	if (strcmp(rpcrdma_version_string(), "0.1.0") != 0) {
-		fprintf(stderr, "version %s\n", rpcrdma_version_string());
+	char want[32];
+
+	/* The installed header and the library it found agree on the version. */
+	snprintf(want, sizeof(want), "%d.%d.%d", RPCRDMA_VERSION_MAJOR, RPCRDMA_VERSION_MINOR,
+		 RPCRDMA_VERSION_MICRO);
+	if (strcmp(rpcrdma_version_string(), want) != 0) {
+		fprintf(stderr, "version %s, header %s\n", rpcrdma_version_string(), want);
 		return 1;
 	}
 	if (codec_round_trip())

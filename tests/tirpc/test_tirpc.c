@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compat_0_1.h"
 #include "tt.h"
 
 /* xdr_void as an xdrproc_t, through the type any function pointer casts to. */
@@ -132,7 +133,7 @@ static void test_echo_large(void **state)
 					65536, 65537, 1024 * 1024 };
 	struct tt_server *srv = srv_of(state);
 	CLIENT *cl = tt_client(srv, TT_PROG, TT_VERS, TT_BIG, TT_BIG);
-	struct rpcrdma_stats before, after;
+	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
 	size_t i;
 
 	assert_non_null(cl);
@@ -154,6 +155,13 @@ static void test_echo_large(void **state)
 		assert_int_equal(after.reply_chunks - before.reply_chunks, 12);
 		assert_int_equal(after.read_chunks - before.read_chunks, 10);
 		assert_int_equal(after.bounce_bytes - before.bounce_bytes, 0);
+		/* 0.1's control code still answers with 0.1's layout: no struct_size. */
+		struct rpcrdma_stats_0_1 old;
+
+		assert_true(clnt_control(cl, RPCRDMA_CLGET_STATS_0_1, (char *)&old));
+		assert_int_equal(old.counters[0], after.calls);
+		assert_int_equal(old.counters[6], after.reply_chunks);
+		assert_int_equal(old.counters[14], after.connects);
 	}
 	clnt_destroy(cl);
 }
@@ -632,7 +640,7 @@ static void test_ddp(void **state)
 {
 	struct tt_server *srv = srv_of(state);
 	CLIENT *cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
-	struct rpcrdma_stats before, after;
+	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
 	u_int n = 1024 * 1024, sum = 0;
 	struct rpcrdma_ddp_buf ddp;
 	unsigned char *buf;

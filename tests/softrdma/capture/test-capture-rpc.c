@@ -197,7 +197,7 @@ static void *server_main(void *arg)
 
 static void server_start(struct server *s)
 {
-	struct rpcrdma_svc_attr attr = { .on_call = on_call };
+	struct rpcrdma_svc_attr attr = { RPCRDMA_SIZED(attr), .on_call = on_call };
 	socklen_t len = sizeof(s->addr);
 
 	memset(s, 0, sizeof(*s));
@@ -238,6 +238,7 @@ static void do_call(struct rpcrdma_clnt *clnt, struct rpc *r, size_t msg_len, si
 	r->reply = calloc(1, reply_max);
 	r->result = result_max ? calloc(1, result_max) : NULL;
 	assert_non_null(r->reply);
+	r->call.struct_size = sizeof(r->call);
 	r->call.msg = r->msg;
 	r->call.msg_len = msg_len;
 	r->call.reply = r->reply;
@@ -522,7 +523,7 @@ static void check_cm(void)
 
 static void test_rpc_capture(void **state)
 {
-	struct rpcrdma_clnt_attr attr = { 0 };
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_clnt *clnt;
 	struct handles h;
 	struct server s;

@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RPC-over-RDMA server, native API.
+ *
+ * A server listens on one address and accepts connections. It belongs to the
+ * thread that drives it: call every function below from that thread (or
+ * under a lock the caller holds); callbacks run on it, from inside the poll
+ * functions. Replies may be sent later than the on_call callback, from the
+ * same thread, so an application can finish calls asynchronously.
+ *
+ * The server never exposes its memory to a peer: its buffers are registered
+ * for local access only.
+ */
+#ifndef RPCRDMA_SVC_H
+#define RPCRDMA_SVC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <rpcrdma/rpcrdma.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rpcrdma_svc;
+struct rpcrdma_svc_conn;
+struct rpcrdma_svc_call;
+struct rpcrdma_mem;
+
+/** Connection events reported through &rpcrdma_svc_attr.on_conn. */
+enum rpcrdma_conn_event {
+	RPCRDMA_CONN_ESTABLISHED = 1,	/* ready for calls */
+	/*
+	 * Gone: no more calls; the pointer dies after the callback. Reported
+	 * once for every connection reported ACCEPTED, whether or not it was
+	 * ever ESTABLISHED.
+	 */
+	RPCRDMA_CONN_CLOSED,
+	/*
+	 * Accepted, from inside rpcrdma_svc_listen_poll(): the connection and
+	 * its descriptor (rpcrdma_svc_conn_fd()) exist from now on, before
+	 * ESTABLISHED, so that an adapter polling each connection by itself
+	 * can start watching it.
+	 */
+	RPCRDMA_CONN_ACCEPTED,
+};
+
+/**
+ * struct rpcrdma_svc_attr - how to listen
+ * @addr: address to bind (IPv4 or IPv6; port 0 picks a free one); required
+ * @backlog: listen backlog (default 16)
+ * @max_requests: credits granted to each client: receives kept posted and
+ *	calls in progress per connection at most (default 32, 1..1024)
+ * @inline_size: largest inline message received and sent, in bytes
+ *	(default 4096, 1024..65536)
+ * @on_call: a call arrived; required. The call is the application's until
+ *	it answers it with rpcrdma_svc_reply() / rpcrdma_svc_reply_commit()
+ *	or drops it with rpcrdma_svc_call_drop(), now or later.
+ * @on_conn: a connection was established or closed; optional
+ * @arg: passed to the callbacks
+ * @flags: 0 (reserved)
+ * @max_read: largest call the server pulls by RDMA Read (all of a call's
+ *	Read chunks together; default 64 MiB): larger ones get ERR_CHUNK
+ * @max_reply: largest reply sent through a client's Reply chunk (default
+ *	64 MiB)
+ */
+struct rpcrdma_svc_attr {
+	const struct sockaddr *addr;
+	int backlog;
+	uint32_t max_requests;
+	uint32_t inline_size;
+	void (*on_call)(struct rpcrdma_svc_call *call, void *arg);
+	void (*on_conn)(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_event event, void *arg);
+	void *arg;
+	uint32_t flags;
+	uint64_t max_read;
+	uint64_t max_reply;
+};
+
+/**
+ * rpcrdma_svc_listen - create a server and start listening
+ * @attr: where and how; copied
+ * @out: the new server
+ *
+ * Returns 0, or -EINVAL (bad @attr), -EADDRINUSE, -ENODEV, -ENOMEM, or
+ * another -errno from rdma_cm.
+ */
+int rpcrdma_svc_listen(const struct rpcrdma_svc_attr *attr, struct rpcrdma_svc **out);
+
+/**
+ * rpcrdma_svc_destroy - stop listening, close every connection, free
+ * @svc: the server, or NULL
+ *
+ * Every connection is drained (each of its work requests completed or
+ * flushed, each buffer released once) before this returns. Calls the
+ * application still holds stay valid: replying to them fails with
+ * -ENOTCONN, and they must still be finished (reply or drop) to release
+ * them.
+ */
+void rpcrdma_svc_destroy(struct rpcrdma_svc *svc);
+
+/**
+ * rpcrdma_svc_addr - the bound address (with the port picked for port 0)
+ * @svc: the server
+ * @addr: filled in
+ * @len: in: bytes at @addr; out: the address length
+ *
+ * Returns 0 or -ENOSPC.
+ */
+int rpcrdma_svc_addr(const struct rpcrdma_svc *svc, struct sockaddr *addr, socklen_t *len);
+
+/**
+ * rpcrdma_svc_fd - one descriptor for the whole server
+ * @svc: the server
+ *
+ * Event mode: call rpcrdma_svc_poll() until it returns less than its
+ * budget, then rpcrdma_svc_arm(), and sleep on this descriptor only if that
+ * returned 0.
+ */
+int rpcrdma_svc_fd(const struct rpcrdma_svc *svc);
+
+/**
+ * rpcrdma_svc_poll - make progress on the listener and every connection
+ * @svc: the server
+ * @budget: most completions to process per connection (> 0)
+ *
+ * Busy polling: accepts and closes connections, processes completions, and
+ * calls the callbacks; never arms notification. Returns the number of
+ * events and completions processed, or a -errno; a connection that used its
+ * whole budget makes the result >= @budget (call again).
+ */
+int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget);
+
+/**
+ * rpcrdma_svc_arm - prepare to sleep on rpcrdma_svc_fd()
+ * @svc: the server
+ *
+ * Arms every connection's completion notification and looks once more.
+ * Returns 0 when it is safe to sleep, > 0 when work was found and processed
+ * (poll again), or a -errno.
+ */
+int rpcrdma_svc_arm(struct rpcrdma_svc *svc);
+
+/**
+ * rpcrdma_svc_wait - poll; if idle, arm and sleep until there is work or
+ * @timeout_ms passes, then poll
+ * @svc: the server
+ * @timeout_ms: -1 for no bound
+ *
+ * Returns what rpcrdma_svc_poll() returned, 0 on timeout, or a -errno.
+ */
+int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms);
+
+/** rpcrdma_svc_stats - the server's counters (see &struct rpcrdma_stats); returns 0 */
+int rpcrdma_svc_stats(const struct rpcrdma_svc *svc, struct rpcrdma_stats *stats);
+
+/**
+ * rpcrdma_svc_mem_register - register memory the server sends from
+ * @svc: the server
+ * @addr: start of the region
+ * @len: its length (> 0)
+ * @out: the registration; undo with rpcrdma_mem_deregister()
+ *
+ * Reply payloads (rpcrdma_svc_reply_payload()) that lie within a registered
+ * region go to the client by RDMA Write without a copy; others are copied
+ * into a bounce buffer first. The region is registered for local access
+ * only: the server never exposes memory to a peer.
+ *
+ * Returns 0, -EINVAL, -ENOMEM, or a -errno from the device.
+ */
+int rpcrdma_svc_mem_register(struct rpcrdma_svc *svc, void *addr, size_t len,
+			     struct rpcrdma_mem **out);
+
+/* Per-connection control, for adapters that poll each connection by itself. */
+
+/**
+ * rpcrdma_svc_listen_fd - the listener's own descriptor (rdma_cm events)
+ * @svc: the server
+ *
+ * Readable when a connection request or a listener event is pending: then
+ * call rpcrdma_svc_listen_poll(). With these per-part functions, use
+ * rpcrdma_svc_conn_fd() and rpcrdma_svc_conn_poll() for the connections;
+ * do not mix them with rpcrdma_svc_fd()/rpcrdma_svc_poll().
+ */
+int rpcrdma_svc_listen_fd(const struct rpcrdma_svc *svc);
+
+/** rpcrdma_svc_listen_poll - process pending listener events; returns their number or -errno */
+int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc);
+
+/**
+ * rpcrdma_svc_conn_fd - a connection's own descriptor
+ * @conn: the connection
+ *
+ * Readable when the connection has work: completions or its rdma_cm events.
+ */
+int rpcrdma_svc_conn_fd(const struct rpcrdma_svc_conn *conn);
+
+/**
+ * rpcrdma_svc_conn_poll - make progress on one connection (busy polling)
+ * @conn: the connection
+ * @budget: most completions to process (> 0)
+ *
+ * May run on_call and on_conn. After on_conn reports CLOSED, @conn must not
+ * be used again. Returns the number of completions processed or a -errno.
+ */
+int rpcrdma_svc_conn_poll(struct rpcrdma_svc_conn *conn, int budget);
+
+/**
+ * rpcrdma_svc_conn_arm - prepare to sleep on rpcrdma_svc_conn_fd()
+ * @conn: the connection
+ *
+ * As rpcrdma_svc_arm(), for one connection; may run the callbacks (and
+ * report CLOSED). Returns 0 when it is safe to sleep, > 0 when work was
+ * processed, or a -errno.
+ */
+int rpcrdma_svc_conn_arm(struct rpcrdma_svc_conn *conn);
+
+/** rpcrdma_svc_conn_set_ctx / get_ctx - one pointer for the application */
+void rpcrdma_svc_conn_set_ctx(struct rpcrdma_svc_conn *conn, void *ctx);
+void *rpcrdma_svc_conn_get_ctx(const struct rpcrdma_svc_conn *conn);
+
+/**
+ * rpcrdma_svc_conn_addrs - local and peer addresses of a connection
+ * @conn: the connection
+ * @local: filled in, or NULL
+ * @peer: filled in, or NULL
+ *
+ * Each of @local and @peer must have room for a struct sockaddr_in6.
+ * Returns 0.
+ */
+int rpcrdma_svc_conn_addrs(const struct rpcrdma_svc_conn *conn, struct sockaddr *local,
+			   struct sockaddr *peer);
+
+/**
+ * rpcrdma_svc_conn_close - close a connection from the server side
+ * @conn: the connection
+ *
+ * Disconnects; the drain and on_conn(CLOSED) follow in later polls.
+ * Returns 0.
+ */
+int rpcrdma_svc_conn_close(struct rpcrdma_svc_conn *conn);
+
+/* Calls */
+
+/**
+ * rpcrdma_svc_call_msg - the RPC call message of a received call
+ * @call: the call
+ * @len: set to its length in bytes
+ *
+ * The message arrived inline, or was pulled by RDMA Read from a long call's
+ * position-zero Read chunk; either way it lacks the bytes of its payloads
+ * (rpcrdma_svc_call_payload()). Returns a pointer valid until the call is
+ * finished.
+ */
+const void *rpcrdma_svc_call_msg(const struct rpcrdma_svc_call *call, size_t *len);
+
+/**
+ * rpcrdma_svc_call_payloads - how many DDP payloads (data-item Read chunks) a call has
+ * @call: the call
+ */
+unsigned int rpcrdma_svc_call_payloads(const struct rpcrdma_svc_call *call);
+
+/**
+ * rpcrdma_svc_call_payload - one DDP payload of a call (NFS WRITE data, ...)
+ * @call: the call
+ * @i: which, below rpcrdma_svc_call_payloads()
+ * @data: set to the bytes, pulled by RDMA Read before the call was handed up
+ * @len: set to their length
+ * @pos: set to their XDR position: the offset in the message (see
+ *	rpcrdma_svc_call_msg()) where they belong; the message resumes after
+ *	them rounded up to a multiple of 4 (the XDR padding is not sent)
+ *
+ * @data stays valid until the call is finished, or for ever once kept with
+ * rpcrdma_svc_call_keep_payload(). Returns 0 or -EINVAL.
+ */
+int rpcrdma_svc_call_payload(const struct rpcrdma_svc_call *call, unsigned int i,
+			     const void **data, size_t *len, uint32_t *pos);
+
+/**
+ * rpcrdma_svc_call_keep_payload - take a payload's buffer over, without a copy
+ * @call: the call
+ * @i: which payload
+ * @len: set to its length
+ *
+ * The buffer becomes the application's: it outlives the call and the
+ * connection, and is released with rpcrdma_svc_payload_free(). Returns it,
+ * or NULL if @i is out of range or already kept.
+ */
+void *rpcrdma_svc_call_keep_payload(struct rpcrdma_svc_call *call, unsigned int i, size_t *len);
+
+/** rpcrdma_svc_payload_free - release a buffer from rpcrdma_svc_call_keep_payload(); NULL is a no-op */
+void rpcrdma_svc_payload_free(void *data);
+
+/**
+ * rpcrdma_svc_call_write_chunk - the room a client offered for a DDP result
+ * @call: the call
+ * @i: which Write chunk
+ *
+ * Returns the bytes the client's @i'th Write chunk can take, or 0 when it
+ * offered fewer chunks.
+ */
+uint64_t rpcrdma_svc_call_write_chunk(const struct rpcrdma_svc_call *call, unsigned int i);
+
+/**
+ * rpcrdma_svc_reply_payload - name a DDP result for the reply (no copy)
+ * @call: the call, not yet answered
+ * @pos: its XDR position in the reply message that rpcrdma_svc_reply() or
+ *	rpcrdma_svc_reply_commit() will send, which lacks its bytes: a
+ *	multiple of 4
+ * @buf: the payload (NFS READ data, ...)
+ * @len: its length
+ * @release: called with @arg exactly once, when the library is done with
+ *	@buf: after the Send that ends the reply has completed (or flushed), or
+ *	at once when the reply is never posted; may be NULL
+ * @arg: for @release
+ *
+ * Payloads fill the client's Write chunks in the order they are named: the
+ * first goes to the first Write chunk, and so on. The library chains RDMA
+ * Writes for them ahead of the reply's Send and reports to the client the
+ * bytes actually written. A payload without a Write chunk to take it is
+ * sent inside the reply at @pos instead (with its XDR padding). A payload
+ * larger than its Write chunk makes the reply fail with -EMSGSIZE and the
+ * client get ERR_CHUNK (never a truncated reply).
+ *
+ * Returns 0, -EINVAL (misplaced, or more than 32 payloads), or -ENOTCONN;
+ * on failure @release has already run.
+ */
+int rpcrdma_svc_reply_payload(struct rpcrdma_svc_call *call, uint32_t pos, const void *buf,
+			      size_t len, void (*release)(void *arg), void *arg);
+
+/** rpcrdma_svc_call_xid - the call's XID (host byte order) */
+uint32_t rpcrdma_svc_call_xid(const struct rpcrdma_svc_call *call);
+
+/** rpcrdma_svc_call_conn - the connection the call came on (NULL once it closed) */
+struct rpcrdma_svc_conn *rpcrdma_svc_call_conn(const struct rpcrdma_svc_call *call);
+
+/**
+ * rpcrdma_svc_reply - answer a call with a copy of @msg, and finish it
+ * @call: the call; invalid after this returns, whatever the result
+ * @msg: the RPC reply message
+ * @len: its length
+ *
+ * The reply goes inline when it fits the client's receive size, through
+ * the client's Reply chunk if the call offered one (then always, as RFC
+ * 8166 says), with its payloads (rpcrdma_svc_reply_payload()) by RDMA
+ * Write into the call's Write chunks, and by Send With Invalidate when the
+ * client allows it and the call named exactly one rkey.
+ *
+ * Returns 0 when the reply is posted (or queued behind others for send-queue
+ * space), -ENOTCONN if the connection is gone, -EMSGSIZE if the reply does
+ * not fit: larger than the client's inline receive size with no Reply
+ * chunk, larger than the Reply chunk, or a payload larger than its Write
+ * chunk; the client then gets RDMA_ERROR / ERR_CHUNK instead.
+ */
+int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *msg, size_t len);
+
+/**
+ * rpcrdma_svc_reply_buf - where to encode the reply in place (no copy)
+ * @call: the call
+ * @buf: set to a registered buffer owned by the call
+ * @max: set to its size
+ *
+ * Encode the RPC reply at @buf, then send it with
+ * rpcrdma_svc_reply_commit(). When the call offered a Reply chunk, @max is
+ * what that chunk can take (capped by &rpcrdma_svc_attr.max_reply), else
+ * what fits inline. Returns 0, -ENOTCONN, or -ENOMEM.
+ */
+int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **buf, size_t *max);
+
+/**
+ * rpcrdma_svc_reply_commit - send the reply encoded at rpcrdma_svc_reply_buf()
+ * @call: the call; invalid after this returns, whatever the result
+ * @len: bytes encoded
+ *
+ * Returns as rpcrdma_svc_reply(), or -EINVAL if no buffer was taken or
+ * @len exceeds it.
+ */
+int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_t len);
+
+/**
+ * rpcrdma_svc_call_drop - finish a call without answering it
+ * @call: the call; invalid after this returns
+ */
+void rpcrdma_svc_call_drop(struct rpcrdma_svc_call *call);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RPCRDMA_SVC_H */

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A program as it was written and built against librpcrdma 0.1 (its headers
+ * are abi/0.1/include), run against the current library: its structs have
+ * no struct_size, and every call must reach the 0.1 entry points and mean
+ * what it meant then. old-abi.sh builds it and checks that it links to
+ * RPCRDMA_0.1 only.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rpcrdma/rpcrdma.h>
+
+#define CHECK(cond)                                                                        \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			fprintf(stderr, "old-abi: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+
+static struct rpcrdma_svc *svc;
+static atomic_bool stop;
+
+static void on_call(struct rpcrdma_svc_call *call, void *arg)
+{
+	size_t len;
+	const void *msg = rpcrdma_svc_call_msg(call, &len);
+
+	(void)arg;
+	rpcrdma_svc_reply(call, msg, len);
+}
+
+static void *serve(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop))
+		rpcrdma_svc_wait(svc, 20);
+	return NULL;
+}
+
+static int done_runs;
+static struct rpcrdma_call *done_call;
+
+static void on_done(struct rpcrdma_call *call)
+{
+	done_runs++;
+	done_call = call;
+}
+
+static void fill(unsigned char *msg, size_t len, uint32_t xid)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		msg[i] = (unsigned char)(i * 7 + xid);
+	xid = htonl(xid);
+	memcpy(msg, &xid, 4);
+}
+
+int main(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(sin);
+	struct rpcrdma_svc_attr sattr = { 0 };
+	struct rpcrdma_clnt_attr cattr = { 0 };
+	struct rpcrdma_clnt_info info;
+	struct rpcrdma_stats cst, sst;
+	struct rpcrdma_hdr_enc enc = { 0 };
+	struct rpcrdma_clnt *clnt;
+	struct rpcrdma_call call;
+	unsigned char msg[256], reply[256], hdr[64];
+	size_t rlen;
+	pthread_t th;
+	uint32_t w;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sattr.addr = (struct sockaddr *)&sin;
+	sattr.max_requests = 8;
+	sattr.inline_size = 2048;
+	sattr.on_call = on_call;
+	CHECK(rpcrdma_svc_listen(&sattr, &svc) == 0);
+	CHECK(rpcrdma_svc_addr(svc, (struct sockaddr *)&sin, &alen) == 0);
+	CHECK(pthread_create(&th, NULL, serve, NULL) == 0);
+
+	/* Field by field as 0.1 laid them out: the negotiated sizes show it. */
+	cattr.addr = (struct sockaddr *)&sin;
+	cattr.max_requests = 4;
+	cattr.inline_size = 2048;
+	cattr.connect_timeout_ms = 5000;
+	CHECK(rpcrdma_clnt_connect(&cattr, &clnt) == 0);
+	memset(&info, 0xff, sizeof(info));
+	CHECK(rpcrdma_clnt_info(clnt, &info) == 0);
+	CHECK(info.connected == 1 && info.connects == 1);
+	CHECK(info.inline_send == 2048 && info.inline_recv == 2048);
+	CHECK(info.credits >= 1 && info.credits <= 4);
+
+	fill(msg, sizeof(msg), 0x100);
+	rlen = sizeof(reply);
+	CHECK(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 5000) == 0);
+	CHECK(rlen == sizeof(msg) && memcmp(reply, msg, rlen) == 0);
+
+	/* The 0.1 struct rpcrdma_call: done() gets it back, results filled in. */
+	memset(&call, 0, sizeof(call));
+	fill(msg, 100, 0x101);
+	call.msg = msg;
+	call.msg_len = 100;
+	call.reply = reply;
+	call.reply_max = sizeof(reply);
+	call.done = on_done;
+	call.reply_len = 12345;
+	CHECK(rpcrdma_clnt_submit(clnt, &call) == 0);
+	while (!done_runs)
+		CHECK(rpcrdma_clnt_wait(clnt, 1000) >= 0);
+	CHECK(done_runs == 1 && done_call == &call);
+	CHECK(call.status == 0 && call.reply_len == 100 && memcmp(reply, msg, 100) == 0);
+
+	/* Cancelled before it was ever polled: done() with -ECANCELED, the same pointer. */
+	fill(msg, 64, 0x102);
+	call.msg_len = 64;
+	CHECK(rpcrdma_clnt_submit(clnt, &call) == 0);
+	CHECK(rpcrdma_clnt_cancel(clnt, &call) == 0);
+	CHECK(done_runs == 2 && done_call == &call && call.status == -ECANCELED);
+	CHECK(rpcrdma_clnt_cancel(clnt, &call) == -ENOENT);
+
+	memset(&cst, 0xff, sizeof(cst));
+	CHECK(rpcrdma_clnt_stats(clnt, &cst) == 0);
+	CHECK(cst.calls >= 2 && cst.replies >= 2 && cst.connects == 1 && cst.dropped == 0);
+	CHECK(cst.heap_bytes > 0 && cst.heap_bytes < (1u << 30));
+	rpcrdma_clnt_destroy(clnt);
+
+	atomic_store(&stop, true);
+	pthread_join(th, NULL);
+	memset(&sst, 0xff, sizeof(sst));
+	CHECK(rpcrdma_svc_stats(svc, &sst) == 0);
+	CHECK(sst.calls >= 2 && sst.replies >= 2 && sst.rdma_errors == 0);
+	rpcrdma_svc_destroy(svc);
+
+	/* The 0.1 encoder: ERR_VERS carried rdma_vers 1, whatever followed the struct. */
+	enc.xid = 9;
+	enc.proc = RPCRDMA_ERROR;
+	enc.err = RPCRDMA_ERR_VERS;
+	enc.vers_low = 1;
+	enc.vers_high = 1;
+	CHECK(rpcrdma_hdr_encoded_len(&enc) == 28);
+	CHECK(rpcrdma_hdr_encode(hdr, sizeof(hdr), &enc) == 28);
+	memcpy(&w, hdr + 4, 4);
+	CHECK(ntohl(w) == 1);
+
+	printf("old-abi: a 0.1 program ran against librpcrdma %s\n", rpcrdma_version_string());
+	return 0;
+}
