@@ -21,8 +21,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 # profile SIDE N: leaves $tmp/SIDE.N, the callgrind_annotate listing.
 profile() {
+	# rpcrdma_clnt_submit is versioned (rpcrdma_clnt_submit@@RPCRDMA_0.2): a pattern.
 	case $1 in
-	client) set -- "$2" --toggle-collect=rpcrdma_clnt_submit --toggle-collect=rpcrdma_clnt_poll ;;
+	client) set -- "$2" --toggle-collect='rpcrdma_clnt_submit*' --toggle-collect=rpcrdma_clnt_poll ;;
 	server) set -- "$2" --toggle-collect=rpcrdma_svc_poll ;;
 	esac
 	n=$1
