@@ -22,7 +22,8 @@
  * -EOPNOTSUPP: fields are never silently ignored.
  *
  * The codec's structs (<rpcrdma/proto.h>) mirror the wire and carry no
- * size; when one changes, the functions that take it get a new symbol
+ * size, nor does the buffer descriptor of <rpcrdma/tirpc.h> (a pointer and
+ * a length); when one changes, the functions that take it get a new symbol
  * version and the old layout stays served under the old one, as do the
  * structs above in their layouts before they had a size (librpcrdma 0.1).
  */
