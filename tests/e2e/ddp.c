@@ -26,14 +26,6 @@ size_t ddp_check(const unsigned char *buf, size_t len, uint32_t seed)
 	return len;
 }
 
-static uint32_t word(const unsigned char *p, size_t i)
-{
-	uint32_t w;
-
-	memcpy(&w, p + 4 * i, 4);
-	return ntohl(w);
-}
-
 struct ddp_buf {
 	void *data;
 	int kept;	/* 1: from rpcrdma_svc_call_keep_payload */
@@ -81,7 +73,7 @@ void ddp_serve_call(struct rpcrdma_svc_call *call)
 		rpcrdma_svc_call_drop(call);
 		return;
 	}
-	if (word(msg, 1) == DDP_OP_ERR_CHUNK) {
+	if (get32(msg, 1) == DDP_OP_ERR_CHUNK) {
 		unsigned char *data = malloc(16);
 
 		rc = data ? ddp_name(call, 8, data, 16, 0) : -ENOMEM;
@@ -89,16 +81,16 @@ void ddp_serve_call(struct rpcrdma_svc_call *call)
 			rc = rpcrdma_svc_reply_err_chunk(call);
 		else
 			rpcrdma_svc_call_drop(call);
-	} else if (word(msg, 1) == DDP_OP_READ && len >= 16) {
-		uint32_t xid_status[2] = { htonl(word(msg, 0)), 0 };
-		size_t bytes = word(msg, 2);
+	} else if (get32(msg, 1) == DDP_OP_READ && len >= 16) {
+		uint32_t xid_status[2] = { htonl(get32(msg, 0)), 0 };
+		size_t bytes = get32(msg, 2);
 		unsigned char *data = malloc(bytes ? bytes : 1);
 
 		if (!data) {
 			rpcrdma_svc_call_drop(call);
 			return;
 		}
-		ddp_fill(data, bytes, word(msg, 3));
+		ddp_fill(data, bytes, get32(msg, 3));
 		rc = ddp_name(call, 8, data, bytes, 0);
 		if (!rc)
 			rc = rpcrdma_svc_reply(call, xid_status, sizeof(xid_status));

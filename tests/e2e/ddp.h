@@ -19,9 +19,11 @@
 #ifndef E2E_DDP_H
 #define E2E_DDP_H
 
+#include <arpa/inet.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rpcrdma/rpcrdma.h>
 
@@ -39,6 +41,21 @@ extern struct ddp_counters ddp_counters;
 
 /* Answer one call per the protocol above. */
 void ddp_serve_call(struct rpcrdma_svc_call *call);
+
+/* XDR word @i at @p (big-endian), written and read. */
+static inline void put32(unsigned char *p, size_t i, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(p + 4 * i, &v, 4);
+}
+
+static inline uint32_t get32(const unsigned char *p, size_t i)
+{
+	uint32_t v;
+
+	memcpy(&v, p + 4 * i, 4);
+	return ntohl(v);
+}
 
 /* The pattern byte at offset @i for @seed. */
 static inline unsigned char ddp_pattern(uint32_t seed, size_t i)

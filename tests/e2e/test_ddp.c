@@ -112,12 +112,6 @@ static void fixture_down(struct fixture *fx)
 	harness_assert_fabric_idle();
 }
 
-static void put32(unsigned char *p, size_t i, uint32_t v)
-{
-	v = htonl(v);
-	memcpy(p + 4 * i, &v, 4);
-}
-
 static void sync_done(struct rpcrdma_call *call)
 {
 	*(int *)call->arg = 1;

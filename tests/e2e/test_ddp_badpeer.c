@@ -44,6 +44,7 @@
 
 #include "ddp.h"
 #include "harness.h"
+#include "rawclnt.h"
 #include "rawpeer.h"
 #include "xprt_rdma.h"
 
@@ -53,20 +54,6 @@
 #define MiB (1024u * 1024)
 
 static const struct rpcrdma_cm_private peer_pd = { 4096, 4096, 0 };
-
-static void put32(unsigned char *p, size_t i, uint32_t v)
-{
-	v = htonl(v);
-	memcpy(p + 4 * i, &v, 4);
-}
-
-static uint32_t get32(const unsigned char *p, size_t i)
-{
-	uint32_t v;
-
-	memcpy(&v, p + 4 * i, 4);
-	return ntohl(v);
-}
 
 /* ---- A raw client against the library server ------------------------------------------- */
 
@@ -828,76 +815,6 @@ static void t_chunk_roles(void **state)
 
 /* ---- A raw server against the library client ------------------------------------------- */
 
-struct cfix {
-	struct rawpeer srv;
-	struct rpcrdma_clnt *clnt;
-	struct rpcrdma_mem *mem;
-	unsigned char *arena;	/* registered with the client: windows */
-	unsigned char *local;	/* the raw server's memory */
-	bool bounce;
-	uint32_t xid;
-};
-
-static void cfix_up(struct cfix *f, bool bounce)
-{
-	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
-	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
-
-	memset(f, 0, sizeof(*f));
-	f->bounce = bounce;
-	f->xid = 0x9000;
-	assert_int_equal(rpcrdma_cm_private_encode(pdata, sizeof(pdata), &peer_pd),
-			 RPCRDMA_CM_PRIVATE_LEN);
-	assert_int_equal(rawpeer_listen(&f->srv), 0);
-	assert_int_equal(rawpeer_accept_start(&f->srv, pdata, sizeof(pdata)), 0);
-	RPCRDMA_INIT(&attr);
-	attr.addr = (const struct sockaddr *)&f->srv.addr;
-	attr.connect_timeout_ms = 5000;
-	attr.call_timeout_ms = 10000;
-	attr.max_segment = SEG;
-	assert_int_equal(rpcrdma_clnt_connect(&attr, &f->clnt), 0);
-	assert_int_equal(rawpeer_accept_join(&f->srv), 0);
-	f->local = aligned_alloc(4096, MEM);
-	f->arena = aligned_alloc(4096, MEM);
-	assert_non_null(f->local);
-	assert_non_null(f->arena);
-	memset(f->arena, 0x3c, MEM);
-	assert_non_null(rawpeer_reg(&f->srv, f->local, MEM, IBV_ACCESS_LOCAL_WRITE));
-	if (!bounce)
-		assert_int_equal(rpcrdma_clnt_mem_register(f->clnt, f->arena, MEM, &f->mem), 0);
-}
-
-static void cfix_down(struct cfix *f)
-{
-	rpcrdma_clnt_destroy(f->clnt);
-	rawpeer_close(&f->srv);
-	free(f->arena);
-	free(f->local);
-	harness_assert_fabric_idle();
-}
-
-static void count_done(struct rpcrdma_call *call)
-{
-	(*(int *)call->arg)++;
-}
-
-/* Poll the client for @ms milliseconds, or until *@finished. */
-static void clnt_run(struct cfix *f, const int *finished, int ms)
-{
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		rpcrdma_clnt_poll(f->clnt, 16);
-		if (*finished)
-			return;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
-			return;
-		poll(NULL, 0, 1);
-	}
-}
-
 /* One call of the library client: its buffers, and what it advertised. */
 struct ccall {
 	struct rpcrdma_call call;
@@ -943,7 +860,7 @@ static void ccall_start(struct cfix *f, struct ccall *c, unsigned int slot, size
 	c->call.result_max = result_max;
 	c->call.reply = c->reply;
 	c->call.reply_max = reply_max;
-	c->call.done = count_done;
+	c->call.done = cfix_count_done;
 	c->call.arg = &c->finished;
 	assert_int_equal(rpcrdma_clnt_submit(f->clnt, &c->call), 0);
 
@@ -1179,7 +1096,7 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 		enc.xid += 1000;
 		put32(body, 0, enc.xid);
 		assert_int_equal(srv_reply(&f, &enc, body, 8, 0), IBV_WC_SUCCESS);
-		clnt_run(&f, &c.finished, 100);
+		cfix_run(&f, &c.finished, 100);
 		assert_int_equal(c.finished, 0);
 		assert_int_equal(rpcrdma_clnt_stats(f.clnt, &after), 0);
 		assert_int_equal(after.dropped - before.dropped, 1);
@@ -1196,7 +1113,7 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 	}
 
 	if (bc->retry) {
-		clnt_run(&f, &c.finished, 100);
+		cfix_run(&f, &c.finished, 100);
 		if (c.finished)
 			fail_msg("%s (%s): the call ended (%d) on a reply it must drop", bc->name,
 				 bounce ? "bounce" : "windows", c.call.status);
@@ -1207,7 +1124,7 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 		assert_int_equal(srv_reply(&f, &good_enc, body, good_enc.proc == RPCRDMA_MSG ? 8 : 0,
 					   0), IBV_WC_SUCCESS);
 	}
-	clnt_run(&f, &c.finished, 5000);
+	cfix_run(&f, &c.finished, 5000);
 	if (c.finished != 1)
 		fail_msg("%s (%s): the call did not complete", bc->name,
 			 bounce ? "bounce" : "windows");
@@ -1287,7 +1204,7 @@ static void inv_other_call(void)
 	put32(body, 0, enc.xid);
 	put32(body, 1, 0);
 	assert_int_equal(srv_reply(&f, &enc, body, 8, 0), IBV_WC_SUCCESS);
-	clnt_run(&f, &w.finished, 5000);
+	cfix_run(&f, &w.finished, 5000);
 	assert_int_equal(w.finished, 1);
 	assert_int_equal(w.call.status, 0);
 
@@ -1306,8 +1223,8 @@ static void inv_other_call(void)
 	assert_int_equal(srv_reply(&f, &enc, body, 8, b.rkeys[0]), IBV_WC_SUCCESS);
 	/* The fabric did invalidate B's window. */
 	assert_int_equal(softrdma_rkey_reach(b.rkeys[0], NULL, NULL, NULL), -ENOENT);
-	clnt_run(&f, &a.finished, 5000);
-	clnt_run(&f, &b.finished, 5000);
+	cfix_run(&f, &a.finished, 5000);
+	cfix_run(&f, &b.finished, 5000);
 	assert_int_equal(a.finished, 1);
 	assert_int_equal(a.call.status, -EPROTO);
 	assert_int_equal(a.call.result_len, 0);

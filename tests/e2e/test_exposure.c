@@ -75,12 +75,6 @@ struct advert {
 
 static const struct rpcrdma_cm_private srv_pd = { 4096, 4096, 0 };
 
-static void put32(unsigned char *p, size_t i, uint32_t v)
-{
-	v = htonl(v);
-	memcpy(p + 4 * i, &v, 4);
-}
-
 /*
  * A raw server, accepting with RFC 8797 private data @pd (NULL: none), and
  * a library client connected to it.

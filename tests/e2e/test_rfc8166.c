@@ -40,6 +40,7 @@
 
 #include "ddp.h"
 #include "harness.h"
+#include "rawclnt.h"
 #include "rawpeer.h"
 #include "xprt_rdma.h"
 
@@ -49,20 +50,6 @@
 #define DROP_WAIT_MS 150
 
 static const struct rpcrdma_cm_private peer_pd = { 4096, 4096, 0 };
-
-static void put32(unsigned char *p, size_t i, uint32_t v)
-{
-	v = htonl(v);
-	memcpy(p + 4 * i, &v, 4);
-}
-
-static uint32_t get32(const unsigned char *p, size_t i)
-{
-	uint32_t v;
-
-	memcpy(&v, p + 4 * i, 4);
-	return ntohl(v);
-}
 
 /* ---- A raw client against the library server ------------------------------------------- */
 
@@ -602,82 +589,12 @@ static void t_tirpc_svc_empty_chunk_and_err_chunk(void **state)
 
 /* ---- A raw server against the library client ------------------------------------------- */
 
-struct cfix {
-	struct rawpeer srv;
-	struct rpcrdma_clnt *clnt;
-	struct rpcrdma_mem *mem;
-	unsigned char *arena;	/* registered with the client when !bounce */
-	unsigned char *local;	/* the raw server's memory */
-	bool bounce;
-	uint32_t xid;
-};
-
-static void cfix_up(struct cfix *f, bool bounce)
-{
-	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
-	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
-
-	memset(f, 0, sizeof(*f));
-	f->bounce = bounce;
-	f->xid = 0x9100;
-	assert_int_equal(rpcrdma_cm_private_encode(pdata, sizeof(pdata), &peer_pd),
-			 RPCRDMA_CM_PRIVATE_LEN);
-	assert_int_equal(rawpeer_listen(&f->srv), 0);
-	assert_int_equal(rawpeer_accept_start(&f->srv, pdata, sizeof(pdata)), 0);
-	RPCRDMA_INIT(&attr);
-	attr.addr = (const struct sockaddr *)&f->srv.addr;
-	attr.connect_timeout_ms = 5000;
-	attr.call_timeout_ms = 10000;
-	attr.max_segment = SEG;
-	assert_int_equal(rpcrdma_clnt_connect(&attr, &f->clnt), 0);
-	assert_int_equal(rawpeer_accept_join(&f->srv), 0);
-	f->local = aligned_alloc(4096, MEM);
-	f->arena = aligned_alloc(4096, MEM);
-	assert_non_null(f->local);
-	assert_non_null(f->arena);
-	memset(f->arena, 0x3c, MEM);
-	assert_non_null(rawpeer_reg(&f->srv, f->local, MEM, IBV_ACCESS_LOCAL_WRITE));
-	if (!bounce)
-		assert_int_equal(rpcrdma_clnt_mem_register(f->clnt, f->arena, MEM, &f->mem), 0);
-}
-
-static void cfix_down(struct cfix *f)
-{
-	rpcrdma_clnt_destroy(f->clnt);
-	rawpeer_close(&f->srv);
-	free(f->arena);
-	free(f->local);
-	harness_assert_fabric_idle();
-}
-
 static struct rpcrdma_stats cfix_stats(struct cfix *f)
 {
 	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 
 	assert_int_equal(rpcrdma_clnt_stats(f->clnt, &st), 0);
 	return st;
-}
-
-static void count_done(struct rpcrdma_call *call)
-{
-	(*(int *)call->arg)++;
-}
-
-/* Poll the client for @ms milliseconds, or until *@finished. */
-static void clnt_run(struct cfix *f, const int *finished, int ms)
-{
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		rpcrdma_clnt_poll(f->clnt, 16);
-		if (*finished)
-			return;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
-			return;
-		poll(NULL, 0, 1);
-	}
 }
 
 /* One call of the library client and what the raw server received of it. */
@@ -721,7 +638,7 @@ static void ccall_start(struct cfix *f, struct ccall *c, size_t result_max, size
 	c->call.reply = c->reply;
 	c->call.reply_max = reply_max;
 	c->call.timeout_ms = timeout_ms;
-	c->call.done = count_done;
+	c->call.done = cfix_count_done;
 	c->call.arg = &c->finished;
 	assert_int_equal(rpcrdma_clnt_submit(f->clnt, &c->call), 0);
 	assert_int_equal(rawpeer_recv_call(&f->srv, &c->rc, 3000), 0);
@@ -748,6 +665,20 @@ static void srv_send(struct cfix *f, const struct rpcrdma_hdr_enc *enc, const vo
 	if (len)
 		memcpy(out + n, body, len);
 	assert_int_equal(rawpeer_send(&f->srv, out, (size_t)n + len), 0);
+}
+
+/* @chunk echoed as a Responder that did not use it: its segments, each 0 bytes long. */
+static void echo_unused(const struct rpcrdma_chunk *chunk, struct rpcrdma_segment *segs,
+			struct rpcrdma_chunk_desc *desc)
+{
+	uint32_t i;
+
+	for (i = 0; i < chunk->nsegs; i++) {
+		rpcrdma_chunk_segment(chunk, i, &segs[i]);
+		segs[i].length = 0;
+	}
+	desc->nsegs = chunk->nsegs;
+	desc->segs = segs;
 }
 
 /* An RPC-reply-like body of @len bytes: the XID, then a pattern. */
@@ -778,12 +709,7 @@ static void inline_reply_case(bool bounce, bool echo_zero, bool with_result)
 	assert_true(c.rc.hdr.has_reply);
 	enc.xid = c.rc.hdr.xid;
 	if (echo_zero) {
-		for (i = 0; i < c.rc.hdr.reply.nsegs; i++) {
-			rpcrdma_chunk_segment(&c.rc.hdr.reply, i, &zero[i]);
-			zero[i].length = 0;
-		}
-		rdesc.nsegs = c.rc.hdr.reply.nsegs;
-		rdesc.segs = zero;
+		echo_unused(&c.rc.hdr.reply, zero, &rdesc);
 		enc.reply = &rdesc;
 	}
 	if (with_result) {
@@ -797,7 +723,7 @@ static void inline_reply_case(bool bounce, bool echo_zero, bool with_result)
 	}
 	reply_body(body, sizeof(body), enc.xid);
 	srv_send(&f, &enc, body, sizeof(body));
-	clnt_run(&f, &c.finished, 5000);
+	cfix_run(&f, &c.finished, 5000);
 	assert_int_equal(c.finished, 1);
 	if (c.call.status != 0)
 		fail_msg("%s (%s): status %d", shape, bounce ? "bounce" : "windows", c.call.status);
@@ -854,18 +780,13 @@ static void unused_write_case(bool bounce, bool echo_zero)
 	ccall_start(&f, &c, 3000, 64, 0);
 	enc.xid = c.rc.hdr.xid;
 	if (echo_zero) {
-		for (i = 0; i < c.rc.hdr.write[0].nsegs; i++) {
-			rpcrdma_chunk_segment(&c.rc.hdr.write[0], i, &zero[i]);
-			zero[i].length = 0;
-		}
-		wdesc.nsegs = c.rc.hdr.write[0].nsegs;
-		wdesc.segs = zero;
+		echo_unused(&c.rc.hdr.write[0], zero, &wdesc);
 		enc.write_chunks = 1;
 		enc.write = &wdesc;
 	}
 	reply_body(body, sizeof(body), enc.xid);
 	srv_send(&f, &enc, body, sizeof(body));
-	clnt_run(&f, &c.finished, 5000);
+	cfix_run(&f, &c.finished, 5000);
 	assert_int_equal(c.finished, 1);
 	assert_int_equal(c.call.status, 0);
 	assert_int_equal(c.call.reply_len, sizeof(body));
@@ -910,7 +831,7 @@ static void *tsrv_main(void *arg)
 	struct rpcrdma_chunk_desc rdesc;
 	struct rpcrdma_hdr_enc enc = { .credit = GRANT, .proc = RPCRDMA_MSG };
 	unsigned char out[RAWPEER_BUF];
-	uint32_t words[8], i;
+	uint32_t words[8];
 	long n;
 
 	t->rc = rawpeer_recv_call(t->srv, &rc, 5000);
@@ -919,12 +840,7 @@ static void *tsrv_main(void *arg)
 	t->has_reply = rc.hdr.has_reply;
 	enc.xid = rc.hdr.xid;
 	if (t->echo_zero && rc.hdr.has_reply) {
-		for (i = 0; i < rc.hdr.reply.nsegs; i++) {
-			rpcrdma_chunk_segment(&rc.hdr.reply, i, &zero[i]);
-			zero[i].length = 0;
-		}
-		rdesc.nsegs = rc.hdr.reply.nsegs;
-		rdesc.segs = zero;
+		echo_unused(&rc.hdr.reply, zero, &rdesc);
 		enc.reply = &rdesc;
 	}
 	n = rpcrdma_hdr_encode(out, sizeof(out), &enc);
@@ -1146,7 +1062,7 @@ static void dropped_reply_case(const struct bad_case *bc, bool bounce)
 	ccall_start(&f, &c, bc->result_max, bc->reply_max, 0);
 	reply_body(body, sizeof(body), c.rc.hdr.xid);
 	send_bad_reply(&f, bc, &c, body);
-	clnt_run(&f, &c.finished, DROP_WAIT_MS);
+	cfix_run(&f, &c.finished, DROP_WAIT_MS);
 	if (c.finished)
 		fail_msg("%s (%s): the call ended (status %d) instead of staying pending",
 			 bc->name, how, c.call.status);
@@ -1158,7 +1074,7 @@ static void dropped_reply_case(const struct bad_case *bc, bool bounce)
 	/* The valid reply with the same XID ends the call. */
 	enc.xid = c.rc.hdr.xid;
 	srv_send(&f, &enc, body, sizeof(body));
-	clnt_run(&f, &c.finished, 5000);
+	cfix_run(&f, &c.finished, 5000);
 	assert_int_equal(c.finished, 1);
 	if (c.call.status != 0)
 		fail_msg("%s (%s): the valid reply after it ended the call with %d", bc->name, how,
@@ -1193,7 +1109,7 @@ static void t_clnt_dropped_reply_times_out(void **state)
 	ccall_start(&f, &c, 0, 64, 300);
 	reply_body(body, sizeof(body), c.rc.hdr.xid);
 	send_bad_reply(&f, &bad_cases[2], &c, body);
-	clnt_run(&f, &c.finished, 3000);
+	cfix_run(&f, &c.finished, 3000);
 	assert_int_equal(c.finished, 1);
 	assert_int_equal(c.call.status, -ETIMEDOUT);
 	ccall_free(&f, &c);
@@ -1222,7 +1138,7 @@ static void t_clnt_rdma_error_statuses(void **state)
 	enc.xid = c.rc.hdr.xid;
 	enc.err = RPCRDMA_ERR_CHUNK;
 	srv_send(&f, &enc, NULL, 0);
-	clnt_run(&f, &c.finished, 5000);
+	cfix_run(&f, &c.finished, 5000);
 	assert_int_equal(c.finished, 1);
 	assert_int_equal(c.call.status, -EREMOTEIO);
 	assert_int_equal(c.call.reply_len, 0);
@@ -1235,7 +1151,7 @@ static void t_clnt_rdma_error_statuses(void **state)
 	enc.vers_high = 3;
 	enc.vers = RPCRDMA_VERSION;	/* the version of the call it refuses */
 	srv_send(&f, &enc, NULL, 0);
-	clnt_run(&f, &c.finished, 5000);
+	cfix_run(&f, &c.finished, 5000);
 	assert_int_equal(c.finished, 1);
 	assert_int_equal(c.call.status, -EPROTONOSUPPORT);
 	assert_int_equal(c.call.reply_len, 0);
