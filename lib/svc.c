@@ -196,7 +196,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_fd(const struct rpcrdma_svc *svc)
 RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 {
 	struct rdma_cm_event *ev;
-	int n = 0;
+	int n = 0, rc;
 
 	if (!svc)
 		return -EINVAL;
@@ -221,7 +221,9 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 			req.pdata_len = 0;
 		req.initiator_depth = ev->param.conn.initiator_depth;
 		rdma_ack_cm_event(ev);
-		svc_rdma_accept(svc, &req);
+		rc = svc_rdma_accept(svc, &req);
+		if (rc)
+			rpcrdma_warn("server: a connection request was refused: %s", strerror(-rc));
 	}
 	return n;
 }

@@ -147,6 +147,20 @@ static int svc_rdma_map_reads(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call
 	return 0;
 }
 
+/*
+ * Fold @handle into the one rkey seen so far. Returns false once two
+ * differ: then no single Send With Invalidate covers the call.
+ */
+static bool svc_rdma_one_rkey(uint32_t handle, uint32_t *rkey, bool *found)
+{
+	if (!*found) {
+		*rkey = handle;
+		*found = true;
+		return true;
+	}
+	return *rkey == handle;
+}
+
 /* The one rkey that a Send With Invalidate may retire, if there is exactly one. */
 static bool svc_rdma_get_inv_rkey(const struct rpcrdma_hdr *hdr, uint32_t *rkey)
 {
@@ -155,33 +169,23 @@ static bool svc_rdma_get_inv_rkey(const struct rpcrdma_hdr *hdr, uint32_t *rkey)
 	bool found = false;
 	uint32_t i, j;
 
-#define SVC_RDMA_CHECK_RKEY(h)				\
-	do {						\
-		if (!found) {				\
-			*rkey = (h);			\
-			found = true;			\
-		} else if (*rkey != (h)) {		\
-			return false;			\
-		}					\
-	} while (0)
-
 	for (i = 0; i < hdr->read_segs; i++) {
 		rpcrdma_hdr_read_segment(hdr, i, &rs);
-		SVC_RDMA_CHECK_RKEY(rs.seg.handle);
+		if (!svc_rdma_one_rkey(rs.seg.handle, rkey, &found))
+			return false;
 	}
 	for (i = 0; i < hdr->write_chunks; i++) {
 		for (j = 0; j < hdr->write[i].nsegs; j++) {
 			rpcrdma_chunk_segment(&hdr->write[i], j, &seg);
-			SVC_RDMA_CHECK_RKEY(seg.handle);
+			if (!svc_rdma_one_rkey(seg.handle, rkey, &found))
+				return false;
 		}
 	}
-	if (hdr->has_reply) {
-		for (j = 0; j < hdr->reply.nsegs; j++) {
-			rpcrdma_chunk_segment(&hdr->reply, j, &seg);
-			SVC_RDMA_CHECK_RKEY(seg.handle);
-		}
+	for (j = 0; hdr->has_reply && j < hdr->reply.nsegs; j++) {
+		rpcrdma_chunk_segment(&hdr->reply, j, &seg);
+		if (!svc_rdma_one_rkey(seg.handle, rkey, &found))
+			return false;
 	}
-#undef SVC_RDMA_CHECK_RKEY
 	return found;
 }
 
