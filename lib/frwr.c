@@ -196,16 +196,10 @@ static int frwr_map_buf(struct rpcrdma_xprt *x, struct rpcrdma_req *req, enum rp
 			to_server ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE, segs, nsegs);
 }
 
-/* Bytes of the header for these chunk shapes. */
+/* Bytes of the header for these chunk shapes: at most one Write chunk, one Reply chunk. */
 static uint32_t frwr_hdr_len(uint32_t nreads, uint32_t nwrite, uint32_t nreply)
 {
-	uint32_t len = RPCRDMA_HDR_MIN_LEN + nreads * 24;
-
-	if (nwrite)
-		len += 8 + RPCRDMA_SEGMENT_LEN * nwrite;
-	if (nreply)
-		len += 4 + RPCRDMA_SEGMENT_LEN * nreply;
-	return len;
+	return (uint32_t)rpcrdma_hdr_len(nreads, nwrite ? 1 : 0, nwrite, nreply != 0, nreply);
 }
 
 /*

@@ -148,7 +148,6 @@ __attribute__((constructor)) static void proto_simd_init(void)
 #define XDR_ONE be32_const(1)
 
 /* A Read list entry: discriminator, position, handle, length, offset. */
-#define READ_ENTRY_LEN (4 + 4 + RPCRDMA_SEGMENT_LEN)
 
 /* Caps in force for one decode, defaults already substituted. */
 struct caps {
@@ -254,15 +253,15 @@ static const unsigned char *decode_read_list(const unsigned char *first,
 {
 	const size_t avail = (size_t)(end - first);
 	/* An entry at off is whole, with the discriminator after it, iff off < in_bounds. */
-	const size_t in_bounds = avail >= READ_ENTRY_LEN + 4 ? avail - READ_ENTRY_LEN - 3 : 0;
-	const size_t read_stop = (size_t)caps->read_segs * READ_ENTRY_LEN;
+	const size_t in_bounds = avail >= RPCRDMA_READ_ENTRY_LEN + 4 ? avail - RPCRDMA_READ_ENTRY_LEN - 3 : 0;
+	const size_t read_stop = (size_t)caps->read_segs * RPCRDMA_READ_ENTRY_LEN;
 	size_t off = 0, fast_end = 0, stop;
 	uint32_t pos, pos_raw, chunk_pos = 0, nchunks = 0;
 	uint64_t head = 0, chunk_total = 0;
 	const unsigned char *p;
 	uint32_t disc;
 
-	for (;; off += READ_ENTRY_LEN) {
+	for (;; off += RPCRDMA_READ_ENTRY_LEN) {
 		p = first + off;
 		/* The discriminator and the position, compared as one word. */
 		if (unlikely(off >= fast_end || load_raw64(p) != head)) {
@@ -310,7 +309,7 @@ static const unsigned char *decode_read_list(const unsigned char *first,
 			nchunks++;
 			chunk_pos = pos;
 			chunk_total = 0;
-			stop = off + (size_t)caps->chunk_segs * READ_ENTRY_LEN;
+			stop = off + (size_t)caps->chunk_segs * RPCRDMA_READ_ENTRY_LEN;
 			if (stop > read_stop)
 				stop = read_stop;
 			fast_end = stop < in_bounds ? stop : in_bounds;
@@ -326,7 +325,7 @@ static const unsigned char *decode_read_list(const unsigned char *first,
 			*rc = -EOVERFLOW;
 			return NULL;
 		}
-		hdr->read_segs = (uint32_t)(off / READ_ENTRY_LEN);
+		hdr->read_segs = (uint32_t)(off / RPCRDMA_READ_ENTRY_LEN);
 		hdr->read_chunks = nchunks;
 		hdr->read_list = first + 4;
 	}
@@ -482,7 +481,7 @@ static inline void read_segment_out(const unsigned char *p, struct rpcrdma_segme
 RPCRDMA_EXPORT void rpcrdma_hdr_read_segment(const struct rpcrdma_hdr *hdr, uint32_t i,
 					     struct rpcrdma_read_segment *out)
 {
-	const unsigned char *p = hdr->read_list + (size_t)i * READ_ENTRY_LEN;
+	const unsigned char *p = hdr->read_list + (size_t)i * RPCRDMA_READ_ENTRY_LEN;
 
 	out->position = get_be32(p);
 	read_segment_out(p + 4, &out->seg);
@@ -560,7 +559,7 @@ static long lists_len(const struct rpcrdma_hdr_enc *enc, int check_positions)
 			return -EINVAL;
 		if (check_positions && unlikely(!read_list_valid(enc->read, enc->read_segs)))
 			return -EINVAL;
-		n += (long)enc->read_segs * READ_ENTRY_LEN;
+		n += (long)enc->read_segs * RPCRDMA_READ_ENTRY_LEN;
 	}
 	if (enc->write_chunks) {
 		if (unlikely(enc->write_chunks > RPCRDMA_MAX_CHUNKS_LIMIT || !enc->write))
@@ -673,10 +672,10 @@ static unsigned char *encode_chunk(unsigned char *p, const struct rpcrdma_chunk_
 static int encode_lists(unsigned char *p, const struct rpcrdma_hdr_enc *enc)
 {
 	const unsigned char *src = (const unsigned char *)enc->read;
-	size_t off, bytes = (size_t)enc->read_segs * READ_ENTRY_LEN;
+	size_t off, bytes = (size_t)enc->read_segs * RPCRDMA_READ_ENTRY_LEN;
 	uint32_t i, pos, prev = 0, misaligned = 0;
 
-	for (off = 0; off != bytes; off += READ_ENTRY_LEN) {
+	for (off = 0; off != bytes; off += RPCRDMA_READ_ENTRY_LEN) {
 		pos = load_raw32(src + off);
 		if (unlikely(pos < prev))
 			return -EINVAL;

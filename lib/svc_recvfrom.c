@@ -192,11 +192,11 @@ static bool svc_rdma_get_inv_rkey(const struct rpcrdma_hdr *hdr, uint32_t *rkey)
 /* Bytes an inline RDMA_MSG reply header takes: the Write list is echoed. */
 static uint32_t svc_rdma_reply_reserve(const struct rpcrdma_hdr *hdr)
 {
-	uint32_t bytes = RPCRDMA_HDR_MIN_LEN, i;
+	uint32_t segs = 0, i;
 
 	for (i = 0; i < hdr->write_chunks; i++)
-		bytes += 8 + RPCRDMA_SEGMENT_LEN * hdr->write[i].nsegs;
-	return bytes;
+		segs += hdr->write[i].nsegs;
+	return (uint32_t)rpcrdma_hdr_len(0, hdr->write_chunks, segs, 0, 0);
 }
 
 void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call)

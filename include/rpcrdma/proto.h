@@ -42,6 +42,27 @@ enum rpcrdma_errcode {
 #define RPCRDMA_HDR_MIN_LEN 28
 /** Bytes of one encoded segment: handle, length, offset. */
 #define RPCRDMA_SEGMENT_LEN 16
+/** Bytes of one Read list entry: its discriminator, position and segment. */
+#define RPCRDMA_READ_ENTRY_LEN (8 + RPCRDMA_SEGMENT_LEN)
+
+/**
+ * rpcrdma_hdr_len - bytes of an RDMA_MSG or RDMA_NOMSG header
+ * @read_segs: Read segments in the Read list
+ * @write_chunks: Write chunks in the Write list
+ * @write_segs: segments of all those Write chunks together
+ * @has_reply: non-zero when a Reply chunk is present
+ * @reply_segs: segments of the Reply chunk
+ *
+ * What rpcrdma_hdr_encode() writes for such lists, without encoding them.
+ */
+static inline size_t rpcrdma_hdr_len(uint32_t read_segs, uint32_t write_chunks,
+				     uint32_t write_segs, int has_reply, uint32_t reply_segs)
+{
+	/* Each Write chunk and a present Reply chunk: discriminator and count. */
+	return RPCRDMA_HDR_MIN_LEN + (size_t)read_segs * RPCRDMA_READ_ENTRY_LEN +
+	       (size_t)write_chunks * 8 + (size_t)write_segs * RPCRDMA_SEGMENT_LEN +
+	       (has_reply ? 4 + (size_t)reply_segs * RPCRDMA_SEGMENT_LEN : 0);
+}
 
 /** An RDMA segment (RFC 8166 section 4.1.1), in host byte order. */
 struct rpcrdma_segment {

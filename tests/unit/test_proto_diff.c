@@ -184,6 +184,17 @@ static void hspec_enc(const struct hspec *h, struct rpcrdma_hdr_enc *enc)
 	enc->vers = h->vers;
 }
 
+/* rpcrdma_hdr_len() for @h's lists. */
+static size_t hspec_len(const struct hspec *h)
+{
+	uint32_t i, wsegs = 0;
+
+	for (i = 0; i < h->nwrite; i++)
+		wsegs += h->write[i].nsegs;
+	return rpcrdma_hdr_len(h->nread, h->nwrite, wsegs, h->has_reply,
+			       h->has_reply ? h->reply.nsegs : 0);
+}
+
 /*
  * rpcgen's structure for @h. The list nodes and arrays live in @nodes and
  * point into @h: XDR_ENCODE only reads them, and nothing here is freed.
@@ -441,6 +452,8 @@ static void test_ours_to_rpcgen(void **state)
 		n = rpcrdma_hdr_encode(st->ours, sizeof(st->ours), &enc);
 		assert_true(n >= 20);
 		assert_int_equal(n, rpcrdma_hdr_encoded_len(&enc));
+		if (st->h.proc != RPCRDMA_ERROR)
+			assert_int_equal(n, hspec_len(&st->h));
 		assert_true(x_decode(st->ours, (size_t)n, &msg, &used));
 		assert_int_equal(used, n);
 		compare_x_with_hspec(&msg, &st->h);
