@@ -194,6 +194,8 @@ static uint32_t svc_rdma_reply_reserve(const struct rpcrdma_hdr *hdr)
 {
 	uint32_t segs = 0, i;
 
+	if (likely(!hdr->write_chunks))
+		return RPCRDMA_HDR_MIN_LEN;
 	for (i = 0; i < hdr->write_chunks; i++)
 		segs += hdr->write[i].nsegs;
 	return (uint32_t)rpcrdma_hdr_len(0, hdr->write_chunks, segs, 0, 0);
