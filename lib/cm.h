@@ -21,8 +21,10 @@ int rpcrdma_cm_next_event(struct rdma_event_channel *ch, struct rdma_cm_event **
 int rpcrdma_cm_wait_event(struct rdma_event_channel *ch, int64_t deadline_ms,
 			  struct rdma_cm_event **ev);
 
-/* Length of a sockaddr by family; 0 for an unsupported family. */
-socklen_t rpcrdma_sockaddr_len(const struct sockaddr *sa);
+/* Inline sizes either side may ask for (RFC 8797 speaks in whole KiB). */
+#define RPCRDMA_DEF_INLINE 4096
+#define RPCRDMA_MIN_INLINE 1024
+#define RPCRDMA_MAX_INLINE 65536
 
 /* Our RFC 8797 private data: both sizes @inline_size, @flags. */
 void rpcrdma_cm_private_build(unsigned char buf[RPCRDMA_CM_PRIVATE_LEN], uint32_t inline_size,

@@ -24,6 +24,7 @@
 #include <rpcrdma/rpcrdma.h>
 
 #include "compiler.h"
+#include "util.h"
 
 /*
  * Every work request's wr_id is the address of one of these, embedded in the
@@ -239,20 +240,5 @@ void rpcrdma_async_register(struct rpcrdma_ep *ep);
 void rpcrdma_async_unregister(struct rpcrdma_ep *ep);
 /* Read @ctx's pending async events without blocking and flag their endpoints. */
 void rpcrdma_async_poll(struct ibv_context *ctx);
-
-/* Monotonic clock in milliseconds. */
-int64_t rpcrdma_now_ms(void);
-
-/* Internal log, routed through rpcrdma_set_log(). */
-void rpcrdma_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-#define rpcrdma_err(...) rpcrdma_log(RPCRDMA_LOG_ERR, __VA_ARGS__)
-#define rpcrdma_warn(...) rpcrdma_log(RPCRDMA_LOG_WARNING, __VA_ARGS__)
-#define rpcrdma_info(...) rpcrdma_log(RPCRDMA_LOG_INFO, __VA_ARGS__)
-#define rpcrdma_dbg(...) rpcrdma_log(RPCRDMA_LOG_DEBUG, __VA_ARGS__)
-
-/* Heap accounting for rpcrdma_stats.heap_bytes. */
-void *rpcrdma_zalloc(struct rpcrdma_stats *stats, size_t size);
-void rpcrdma_free(struct rpcrdma_stats *stats, void *p, size_t size);
 
 #endif /* RPCRDMA_EP_H */

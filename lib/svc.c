@@ -14,9 +14,6 @@
 #define RPCRDMA_SVC_DEF_REQUESTS 32
 #define RPCRDMA_SVC_MAX_REQUESTS 1024
 #define RPCRDMA_SVC_DEF_BACKLOG 16
-#define RPCRDMA_DEF_INLINE 4096
-#define RPCRDMA_MIN_INLINE 1024
-#define RPCRDMA_MAX_INLINE 65536
 
 static int svc_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_attr *in)
 {

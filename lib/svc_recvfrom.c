@@ -70,11 +70,6 @@ static void svc_rdma_put_recv(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ct
 	list_add_tail(&rdma->sc_recv_free, &ctxt->rc_list);
 }
 
-static uint32_t round4(uint64_t len)
-{
-	return (uint32_t)((len + 3) & ~3ull);
-}
-
 /*
  * Group the Read list into chunks (runs of one position) and place each:
  * the position-zero chunk is a long call's message; the others are
@@ -121,7 +116,7 @@ static int svc_rdma_map_reads(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call
 		}
 		if (nchunks == 0 || rs.position != prev_pos) {
 			if (nchunks)
-				consumed += round4(call->chunks[nchunks - 1].ch_len);
+				consumed += xdr_round4(call->chunks[nchunks - 1].ch_len);
 			ch = &call->chunks[nchunks++];
 			ch->ch_first_seg = i;
 			/* Where the payload goes in a message that lacks the earlier ones. */

@@ -91,7 +91,7 @@ static void svc_rdma_read_build(struct svc_rdma_read_ctxt *rd, struct svc_rdma_c
 static int svc_rdma_sink(struct svcxprt_rdma *rdma, struct svc_rdma_chunk *ch)
 {
 	/* Room for the XDR padding the client left out, zeroed: it is restored. */
-	uint64_t len = ((ch->ch_len + 3) & ~3ull);
+	uint64_t len = xdr_round4(ch->ch_len);
 	unsigned int i;
 
 	if (!len)

@@ -208,11 +208,6 @@ int svc_rdma_send_error(struct svcxprt_rdma *rdma, const struct rpcrdma_hdr *fai
 	return svc_rdma_post_send(rdma, ctxt);
 }
 
-static size_t round4(size_t len)
-{
-	return (len + 3) & ~(size_t)3;
-}
-
 /*
  * Lay out @msg with the payloads @p[0..n) spliced in at their positions
  * (each padded to 4 bytes with zeroes) at @dst. @dst may be @msg itself:
@@ -225,12 +220,12 @@ static void svc_rdma_splice(unsigned char *dst, const unsigned char *msg, size_t
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		shift += round4(p[i].len);
+		shift += xdr_round4(p[i].len);
 	for (i = n; i-- > 0;) {
 		memmove(dst + p[i].pos + shift, msg + p[i].pos, end - p[i].pos);
-		shift -= round4(p[i].len);
+		shift -= xdr_round4(p[i].len);
 		memcpy(dst + p[i].pos + shift, p[i].buf, p[i].len);
-		memset(dst + p[i].pos + shift + p[i].len, 0, round4(p[i].len) - p[i].len);
+		memset(dst + p[i].pos + shift + p[i].len, 0, xdr_round4(p[i].len) - p[i].len);
 		end = p[i].pos;
 	}
 	if (dst != msg)
@@ -396,7 +391,7 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 			goto out_err;
 		}
 		if (!svc_rdma_payload_ddp(hdr, i))
-			stream_len += round4(call->payloads[i].len);
+			stream_len += xdr_round4(call->payloads[i].len);
 	}
 	ninl = svc_rdma_inline_payloads(call, inl);
 	for (i = 0; i < hdr->write_chunks; i++)

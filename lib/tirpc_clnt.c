@@ -33,7 +33,7 @@
 #include <rpcrdma/tirpc.h>
 
 #include "compat_0_1.h"
-#include "ep.h"
+#include "util.h"
 #include "tirpc_xdr.h"
 
 #define TCLNT_BUDGET 64
@@ -695,8 +695,7 @@ RPCRDMA_EXPORT CLIENT *rpcrdma_clnt_create(const struct sockaddr *addr, rpcprog_
 	struct timeval now;
 	int rc;
 
-	alen = !addr ? 0 : addr->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
-		     addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : 0;
+	alen = addr ? rpcrdma_sockaddr_len(addr) : 0;
 	if (!alen) {
 		rc = -EINVAL;
 		goto fail;

@@ -41,7 +41,7 @@
 #include <rpcrdma/svc.h>
 #include <rpcrdma/tirpc.h>
 
-#include "ep.h"
+#include "util.h"
 #include "list.h"
 #include "tirpc_rpcb.h"
 #include "tirpc_xdr.h"
@@ -111,18 +111,9 @@ static const char *tsvc_netid(int family)
 	return family == AF_INET6 ? "rdma6" : "rdma";
 }
 
-static socklen_t tsvc_addr_len(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return sizeof(struct sockaddr_in);
-	if (sa->sa_family == AF_INET6)
-		return sizeof(struct sockaddr_in6);
-	return 0;
-}
-
 static bool tsvc_set_netbuf(struct netbuf *nb, const struct sockaddr *sa)
 {
-	socklen_t len = tsvc_addr_len(sa);
+	socklen_t len = rpcrdma_sockaddr_len(sa);
 
 	nb->buf = len ? malloc(len) : NULL;
 	if (!nb->buf)
@@ -135,7 +126,7 @@ static bool tsvc_set_netbuf(struct netbuf *nb, const struct sockaddr *sa)
 /* libtirpc's legacy xp_raddr (svc_getcaller()): a sockaddr_in6-sized copy. */
 static void tsvc_set_raddr(SVCXPRT *xprt, const struct sockaddr *sa)
 {
-	socklen_t len = tsvc_addr_len(sa);
+	socklen_t len = rpcrdma_sockaddr_len(sa);
 
 	memset(&xprt->xp_raddr, 0, sizeof(xprt->xp_raddr));
 	memcpy(&xprt->xp_raddr, sa, len);
@@ -750,7 +741,7 @@ RPCRDMA_EXPORT SVCXPRT *rpcrdma_svc_create(const struct sockaddr *addr, u_int se
 	struct tsvc *ts;
 	int rc, fd;
 
-	if (!addr || !tsvc_addr_len(addr)) {
+	if (!addr || !rpcrdma_sockaddr_len(addr)) {
 		errno = EINVAL;
 		return NULL;
 	}

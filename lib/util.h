@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What every layer of the library uses and none owns: the log, the
+ * monotonic clock, heap accounting, socket address lengths and XDR's
+ * rounding. No verbs here: the libtirpc adapters include this alone.
+ */
+#ifndef RPCRDMA_UTIL_H
+#define RPCRDMA_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <rpcrdma/rpcrdma.h>
+
+#include "compiler.h"
+
+/* Monotonic clock in milliseconds. */
+int64_t rpcrdma_now_ms(void);
+
+/* Internal log, routed through rpcrdma_set_log(). */
+void rpcrdma_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define rpcrdma_err(...) rpcrdma_log(RPCRDMA_LOG_ERR, __VA_ARGS__)
+#define rpcrdma_warn(...) rpcrdma_log(RPCRDMA_LOG_WARNING, __VA_ARGS__)
+#define rpcrdma_info(...) rpcrdma_log(RPCRDMA_LOG_INFO, __VA_ARGS__)
+#define rpcrdma_dbg(...) rpcrdma_log(RPCRDMA_LOG_DEBUG, __VA_ARGS__)
+
+/* Heap accounting for rpcrdma_stats.heap_bytes. */
+void *rpcrdma_zalloc(struct rpcrdma_stats *stats, size_t size);
+void rpcrdma_free(struct rpcrdma_stats *stats, void *p, size_t size);
+
+/* Length of a sockaddr by family; 0 for an unsupported family (cm.c). */
+socklen_t rpcrdma_sockaddr_len(const struct sockaddr *sa);
+
+/* @len rounded up to XDR's 4-byte units. */
+static inline uint64_t xdr_round4(uint64_t len)
+{
+	return (len + 3) & ~(uint64_t)3;
+}
+
+#endif /* RPCRDMA_UTIL_H */
