@@ -102,7 +102,7 @@ static int clnt_alloc(struct rpcrdma_xprt *x)
 		req->rl_send_wr.opcode = IBV_WR_SEND;
 		req->rl_send_wr.send_flags = IBV_SEND_SIGNALED;
 		list_init(&req->rl_registered);
-		list_add_tail(&x->rb_reqs_free, &req->rl_list);
+		list_add_tail(&req->rl_list, &x->rb_reqs_free);
 	}
 	for (i = 0; i < x->rx_nreps; i++) {
 		struct rpcrdma_rep *rep = &x->rx_reps[i];
@@ -111,7 +111,7 @@ static int clnt_alloc(struct rpcrdma_xprt *x)
 		rep->rr_recv_wr.wr_id = rpcrdma_cqe_id(&rep->rr_cqe);
 		rep->rr_recv_wr.sg_list = &rep->rr_sge;
 		rep->rr_recv_wr.num_sge = 1;
-		list_add_tail(&x->rb_reps_free, &rep->rr_list);
+		list_add_tail(&rep->rr_list, &x->rb_reps_free);
 	}
 	return 0;
 }
@@ -188,7 +188,7 @@ static void clnt_check_timeouts(struct rpcrdma_xprt *x)
 
 	if (now < x->rx_next_deadline)
 		return;
-	list_for_each(&x->rb_inflight, pos) {
+	list_for_each(pos, &x->rb_inflight) {
 		struct rpcrdma_req *req = list_entry(pos, struct rpcrdma_req, rl_list);
 
 		if (req->rl_flags & RPCRDMA_REQ_TIMEDOUT)
@@ -201,7 +201,7 @@ static void clnt_check_timeouts(struct rpcrdma_xprt *x)
 			next = req->rl_deadline;
 		}
 	}
-	list_for_each_safe(&x->rb_pending, pos, tmp) {
+	list_for_each_safe(pos, tmp, &x->rb_pending) {
 		struct rpcrdma_req *req = list_entry(pos, struct rpcrdma_req, rl_list);
 
 		if (req->rl_deadline <= now) {
@@ -224,7 +224,7 @@ static void clnt_fail_pending(struct rpcrdma_xprt *x, int status)
 {
 	struct rpcrdma_req *req;
 
-	while ((req = list_pop(&x->rb_pending, struct rpcrdma_req, rl_list)))
+	while ((req = list_pop_entry(&x->rb_pending, struct rpcrdma_req, rl_list)))
 		xprt_rdma_finish(x, req, status);
 }
 
@@ -308,7 +308,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 		if (rc)
 			return rc == -ETIMEDOUT ? -ETIMEDOUT : -ENOTCONN;
 	}
-	req = list_pop(&x->rb_reqs_free, struct rpcrdma_req, rl_list);
+	req = list_pop_entry(&x->rb_reqs_free, struct rpcrdma_req, rl_list);
 	if (!req)
 		return -EAGAIN;
 
@@ -324,7 +324,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 	if (rc) {
 		frwr_release(x, req);
 		req->rl_call = NULL;
-		list_add_tail(&x->rb_reqs_free, &req->rl_list);
+		list_add_tail(&req->rl_list, &x->rb_reqs_free);
 		return rc;
 	}
 	req->rl_retries = x->rx_attr.retries;
@@ -335,7 +335,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 	xprt_rdma_hash_add(x, req);
 	if (x->rx_outstanding >= x->rx_credits)
 		x->rx_stats.credit_stalls++;
-	list_add_tail(&x->rb_pending, &req->rl_list);
+	list_add_tail(&req->rl_list, &x->rb_pending);
 	xprt_rdma_kick(x);
 	return 0;
 }

@@ -292,8 +292,8 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 
 	list_init(&retry);
 	/* Replies waiting to invalidate are as lost as the calls still in flight. */
-	list_splice_tail(&x->rb_inflight, &x->rb_linv);
-	while ((req = list_pop(&x->rb_inflight, struct rpcrdma_req, rl_list))) {
+	list_splice_tail(&x->rb_linv, &x->rb_inflight);
+	while ((req = list_pop_entry(&x->rb_inflight, struct rpcrdma_req, rl_list))) {
 		/* A reply that was an error ends the call so, whatever its windows did. */
 		bool answered = (req->rl_flags & RPCRDMA_REQ_REPLIED) && req->rl_status;
 
@@ -305,7 +305,7 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 			xprt_rdma_hash_del(x, req);
 			frwr_release(x, req);
 			req->rl_flags = 0;
-			list_add_tail(&x->rb_reqs_free, &req->rl_list);
+			list_add_tail(&req->rl_list, &x->rb_reqs_free);
 		} else if (answered) {
 			xprt_rdma_finish(x, req, req->rl_status);
 		} else if (req->rl_flags & RPCRDMA_REQ_TIMEDOUT) {
@@ -318,19 +318,19 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 			/* A reply consumed before the loss took it out of the XID table. */
 			xprt_rdma_hash_del(x, req);
 			xprt_rdma_hash_add(x, req);
-			list_add_tail(&retry, &req->rl_list);
+			list_add_tail(&req->rl_list, &retry);
 		} else {
 			xprt_rdma_finish(x, req, -ECONNRESET);
 		}
 	}
 	/* Retransmissions go first, in their original order. */
-	list_splice_tail(&retry, &x->rb_pending);
 	list_splice_tail(&x->rb_pending, &retry);
+	list_splice_tail(&retry, &x->rb_pending);
 	/* Windows bound on the dead QP are not reused; queued calls bind new ones. */
 	frwr_conn_lost(x);
 
 	/* Replies that arrived before the loss are no use now. */
-	list_splice_tail(&x->rb_reps_free, &x->rb_reps_ready);
+	list_splice_tail(&x->rb_reps_ready, &x->rb_reps_free);
 
 	epoll_ctl(x->rx_epfd, EPOLL_CTL_DEL, x->rx_ep.channel->fd, NULL);
 	rpcrdma_ep_destroy(&x->rx_ep);

@@ -21,13 +21,13 @@ void rpcrdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 	x->rx_ep.recv_posted--;
 	if (unlikely(wc->status != IBV_WC_SUCCESS)) {
 		rpcrdma_ep_wc_error(&x->rx_ep, wc, "client receive");
-		list_add_tail(&x->rb_reps_free, &rep->rr_list);
+		list_add_tail(&rep->rr_list, &x->rb_reps_free);
 		return;
 	}
 	rep->rr_byte_len = wc->byte_len;
 	rep->rr_with_inv = (wc->wc_flags & IBV_WC_WITH_INV) != 0;
 	rep->rr_inv_rkey = rep->rr_with_inv ? wc->invalidated_rkey : 0;
-	list_add_tail(&x->rb_reps_ready, &rep->rr_list);
+	list_add_tail(&rep->rr_list, &x->rb_reps_ready);
 }
 
 /* A grant of 0 would deadlock; more than our slots is meaningless. */
@@ -218,9 +218,9 @@ void xprt_rdma_process_replies(struct rpcrdma_xprt *x)
 {
 	struct rpcrdma_rep *rep;
 
-	while ((rep = list_pop(&x->rb_reps_ready, struct rpcrdma_rep, rr_list))) {
+	while ((rep = list_pop_entry(&x->rb_reps_ready, struct rpcrdma_rep, rr_list))) {
 		rpcrdma_reply_handler(x, rep);
-		list_add_tail(&x->rb_reps_free, &rep->rr_list);
+		list_add_tail(&rep->rr_list, &x->rb_reps_free);
 	}
 }
 
@@ -234,7 +234,7 @@ void xprt_rdma_post_reps(struct rpcrdma_xprt *x)
 
 	if (list_empty(&x->rb_reps_free))
 		return;
-	list_for_each(&x->rb_reps_free, pos) {
+	list_for_each(pos, &x->rb_reps_free) {
 		struct rpcrdma_rep *rep = list_entry(pos, struct rpcrdma_rep, rr_list);
 
 		*link = &rep->rr_recv_wr;

@@ -55,7 +55,7 @@ void xprt_rdma_finish(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int statu
 		req->rl_call->result_len = 0;
 	}
 	list_del(&req->rl_list);
-	list_add_tail(&x->rb_done, &req->rl_list);
+	list_add_tail(&req->rl_list, &x->rb_done);
 }
 
 /* A slot whose call is gone (canceled) and whose last WR is done: reusable. */
@@ -65,7 +65,7 @@ static void xprt_rdma_free_slot(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	frwr_release(x, req);
 	req->rl_flags = 0;
 	list_del(&req->rl_list);
-	list_add_tail(&x->rb_reqs_free, &req->rl_list);
+	list_add_tail(&req->rl_list, &x->rb_reqs_free);
 }
 
 /*
@@ -89,7 +89,7 @@ void xprt_rdma_run_done(struct rpcrdma_xprt *x)
 {
 	struct rpcrdma_req *req;
 
-	while ((req = list_pop(&x->rb_done, struct rpcrdma_req, rl_list))) {
+	while ((req = list_pop_entry(&x->rb_done, struct rpcrdma_req, rl_list))) {
 		struct rpcrdma_call *call = req->rl_call;
 
 		/* Bounced results and replies come back now, past the fence. */
@@ -98,7 +98,7 @@ void xprt_rdma_run_done(struct rpcrdma_xprt *x)
 		req->rl_call = NULL;
 		req->rl_flags = 0;
 		/* Free the slot first: done() may submit the next call. */
-		list_add_tail(&x->rb_reqs_free, &req->rl_list);
+		list_add_tail(&req->rl_list, &x->rb_reqs_free);
 		call->done(call);
 	}
 }
@@ -126,7 +126,7 @@ static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 
 	x->rx_ep.sq_avail -= req->rl_sqecount;
 	req->rl_flags |= RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT;
-	list_add_tail(&x->rb_inflight, &req->rl_list);
+	list_add_tail(&req->rl_list, &x->rb_inflight);
 	x->rx_outstanding++;
 	x->rx_stats.calls++;
 	rc = rpcrdma_ep_post_send(&x->rx_ep, req->rl_chain, req->rl_sqecount, &posted);
@@ -140,7 +140,7 @@ static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	/* Nothing went out: it waits for the next connection, unsent. */
 	req->rl_flags &= ~(RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT);
 	list_del(&req->rl_list);
-	list_add_head(&x->rb_pending, &req->rl_list);
+	list_add(&req->rl_list, &x->rb_pending);
 	x->rx_outstanding--;
 	x->rx_stats.calls--;
 }
@@ -157,7 +157,7 @@ void xprt_rdma_kick(struct rpcrdma_xprt *x)
 		if (x->rx_ep.sq_avail < req->rl_linv_pending)
 			return;
 		list_del(&req->rl_list);
-		list_add_tail(&x->rb_inflight, &req->rl_list);
+		list_add_tail(&req->rl_list, &x->rb_inflight);
 		frwr_post_linv(x, req);
 	}
 	while (x->rx_connected && !list_empty(&x->rb_pending) &&

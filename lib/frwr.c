@@ -59,7 +59,7 @@ int frwr_check_call(const struct rpcrdma_xprt *x, const struct rpcrdma_call *cal
 
 static struct rpcrdma_mw *frwr_mw_get(struct rpcrdma_xprt *x)
 {
-	struct rpcrdma_mw *mw = list_pop(&x->rx_mws_free, struct rpcrdma_mw, mw_list);
+	struct rpcrdma_mw *mw = list_pop_entry(&x->rx_mws_free, struct rpcrdma_mw, mw_list);
 
 	if (mw)
 		return mw;
@@ -97,7 +97,7 @@ static void frwr_mw_put(struct rpcrdma_xprt *x, struct rpcrdma_mw *mw)
 		return;
 	}
 	list_del(&mw->mw_list);
-	list_add_tail(&x->rx_mws_free, &mw->mw_list);
+	list_add_tail(&mw->mw_list, &x->rx_mws_free);
 }
 
 /*
@@ -141,7 +141,7 @@ static int frwr_map(struct rpcrdma_xprt *x, struct rpcrdma_req *req, struct ibv_
 		wr->bind_mw.bind_info.addr = seg->offset;
 		wr->bind_mw.bind_info.length = n;
 		wr->bind_mw.bind_info.mw_access_flags = (unsigned int)access;
-		list_add_tail(&req->rl_registered, &mw->mw_list);
+		list_add_tail(&mw->mw_list, &req->rl_registered);
 		req->rl_nmws++;
 		seg->handle = mw->mw_rkey;
 	}
@@ -301,7 +301,7 @@ int frwr_map_call(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
 		struct list_node *pos;
 		struct ibv_send_wr **link = &req->rl_chain;
 
-		list_for_each(&req->rl_registered, pos) {
+		list_for_each(pos, &req->rl_registered) {
 			struct rpcrdma_mw *mw = list_entry(pos, struct rpcrdma_mw, mw_list);
 
 			*link = &mw->mw_wr;
@@ -324,7 +324,7 @@ bool frwr_reminv(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t rkey)
 {
 	struct list_node *pos;
 
-	list_for_each(&req->rl_registered, pos) {
+	list_for_each(pos, &req->rl_registered) {
 		struct rpcrdma_mw *mw = list_entry(pos, struct rpcrdma_mw, mw_list);
 
 		if (mw->mw_rkey == rkey) {
@@ -345,7 +345,7 @@ static struct ibv_send_wr *frwr_linv_chain(struct rpcrdma_req *req,
 	struct ibv_send_wr *first = NULL, **link = &first;
 	struct list_node *pos;
 
-	list_for_each(&req->rl_registered, pos) {
+	list_for_each(pos, &req->rl_registered) {
 		struct rpcrdma_mw *mw = list_entry(pos, struct rpcrdma_mw, mw_list);
 		struct ibv_send_wr *wr = &mw->mw_wr;
 
@@ -395,7 +395,7 @@ void frwr_unmap_async(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	req->rl_linv_pending = req->rl_nmws;
 	if (!list_empty(&x->rb_linv) || x->rx_ep.sq_avail < req->rl_linv_pending) {
 		x->rx_stats.sq_waits++;
-		list_add_tail(&x->rb_linv, &req->rl_list);
+		list_add_tail(&req->rl_list, &x->rb_linv);
 		return;
 	}
 	frwr_post_linv(x, req);

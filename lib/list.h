@@ -1,16 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* A circular doubly linked list with the head embedded in its owner. */
+/*
+ * Intrusive circular doubly linked lists, with the kernel's names and
+ * argument order: the node being added comes first, the list's head
+ * second (list_add_tail(new, head)). One copy for the library and softrdma.
+ */
 #ifndef RPCRDMA_LIST_H
 #define RPCRDMA_LIST_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "compiler.h"
-
 struct list_node {
 	struct list_node *next, *prev;
 };
+
+#ifndef container_of
+#define container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#endif
 
 static inline void list_init(struct list_node *head)
 {
@@ -23,8 +30,8 @@ static inline bool list_empty(const struct list_node *head)
 	return head->next == head;
 }
 
-static inline void list_insert(struct list_node *node, struct list_node *prev,
-			       struct list_node *next)
+static inline void list_insert_(struct list_node *node, struct list_node *prev,
+				struct list_node *next)
 {
 	node->prev = prev;
 	node->next = next;
@@ -32,54 +39,60 @@ static inline void list_insert(struct list_node *node, struct list_node *prev,
 	next->prev = node;
 }
 
-static inline void list_add_tail(struct list_node *head, struct list_node *node)
+/* @node at the end of @head's list. */
+static inline void list_add_tail(struct list_node *node, struct list_node *head)
 {
-	list_insert(node, head->prev, head);
+	list_insert_(node, head->prev, head);
 }
 
-static inline void list_add_head(struct list_node *head, struct list_node *node)
+/* @node at the front of @head's list. */
+static inline void list_add(struct list_node *node, struct list_node *head)
 {
-	list_insert(node, head, head->next);
+	list_insert_(node, head, head->next);
 }
 
+/* Leaves the node self-linked, so that a second removal is harmless. */
 static inline void list_del(struct list_node *node)
 {
 	node->prev->next = node->next;
 	node->next->prev = node->prev;
-	node->next = node;
-	node->prev = node;
+	list_init(node);
 }
 
-/* Move every node of @from to the tail of @to, keeping their order. */
-static inline void list_splice_tail(struct list_node *to, struct list_node *from)
+/* Every node of @list to the tail of @head, in order; @list is left empty. */
+static inline void list_splice_tail(struct list_node *list, struct list_node *head)
 {
-	if (list_empty(from))
+	if (list_empty(list))
 		return;
-	from->next->prev = to->prev;
-	to->prev->next = from->next;
-	from->prev->next = to;
-	to->prev = from->prev;
-	list_init(from);
+	list->next->prev = head->prev;
+	head->prev->next = list->next;
+	list->prev->next = head;
+	head->prev = list->prev;
+	list_init(list);
+}
+
+/* The first node, removed, or NULL when the list is empty. */
+static inline struct list_node *list_pop(struct list_node *head)
+{
+	struct list_node *node = head->next;
+
+	if (node == head)
+		return NULL;
+	list_del(node);
+	return node;
 }
 
 #define list_entry(node, type, member) container_of(node, type, member)
 
 #define list_first_entry(head, type, member) list_entry((head)->next, type, member)
 
-/* The first entry removed from the list, or NULL when it is empty. */
-#define list_pop(head, type, member) \
-	(list_empty(head) ? NULL : list_pop_node_(list_first_entry(head, type, member), \
-						  &list_first_entry(head, type, member)->member))
+/* The first entry, removed from the list, or NULL when it is empty. */
+#define list_pop_entry(head, type, member) \
+	(list_empty(head) ? NULL : list_entry(list_pop(head), type, member))
 
-static inline void *list_pop_node_(void *entry, struct list_node *node)
-{
-	list_del(node);
-	return entry;
-}
+#define list_for_each(pos, head) for (pos = (head)->next; pos != (head); pos = pos->next)
 
-#define list_for_each(head, pos) for (pos = (head)->next; pos != (head); pos = pos->next)
-
-#define list_for_each_safe(head, pos, tmp) \
+#define list_for_each_safe(pos, tmp, head) \
 	for (pos = (head)->next, tmp = pos->next; pos != (head); pos = tmp, tmp = pos->next)
 
 #endif /* RPCRDMA_LIST_H */

@@ -35,7 +35,7 @@ int rpcrdma_mem_create(struct list_node *list, struct rpcrdma_stats *stats, void
 		}
 	}
 	mem->rm_nmrs = npds;
-	list_add_tail(list, &mem->rm_node);
+	list_add_tail(&mem->rm_node, list);
 	*out = mem;
 	return 0;
 }
@@ -46,7 +46,7 @@ struct rpcrdma_mem *rpcrdma_mem_find(struct list_node *list, const void *addr, s
 	const unsigned char *p = addr;
 	struct list_node *pos;
 
-	list_for_each(list, pos) {
+	list_for_each(pos, list) {
 		struct rpcrdma_mem *mem = list_entry(pos, struct rpcrdma_mem, rm_node);
 		unsigned int i;
 

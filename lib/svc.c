@@ -151,10 +151,10 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *svc)
 	/* No new connections: the listener goes first. */
 	rdma_destroy_id(svc->sv_listen_id);
 	svc->sv_listen_id = NULL;
-	list_for_each_safe(&svc->sv_conns, pos, tmp)
+	list_for_each_safe(pos, tmp, &svc->sv_conns)
 		svc_rdma_conn_destroy_sync(list_entry(pos, struct svcxprt_rdma, sc_node));
 	/* Connections whose calls the application still holds outlive us. */
-	list_for_each_safe(&svc->sv_zombies, pos, tmp) {
+	list_for_each_safe(pos, tmp, &svc->sv_zombies) {
 		struct svcxprt_rdma *rdma = list_entry(pos, struct svcxprt_rdma, sc_node);
 
 		list_del(&rdma->sc_node);
@@ -233,7 +233,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget)
 	if (!svc || budget <= 0)
 		return -EINVAL;
 	n = rpcrdma_svc_listen_poll(svc);
-	list_for_each_safe(&svc->sv_conns, pos, tmp) {
+	list_for_each_safe(pos, tmp, &svc->sv_conns) {
 		int rc = svc_rdma_conn_poll(list_entry(pos, struct svcxprt_rdma, sc_node), budget);
 
 		if (rc > 0)
@@ -249,7 +249,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_arm(struct rpcrdma_svc *svc)
 
 	if (!svc)
 		return -EINVAL;
-	list_for_each_safe(&svc->sv_conns, pos, tmp) {
+	list_for_each_safe(pos, tmp, &svc->sv_conns) {
 		int rc = svc_rdma_conn_arm(list_entry(pos, struct svcxprt_rdma, sc_node));
 
 		if (rc > 0)

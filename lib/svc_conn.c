@@ -87,7 +87,7 @@ static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32
 		ctxt->rc_recv_wr.wr_id = rpcrdma_cqe_id(&ctxt->rc_cqe);
 		ctxt->rc_recv_wr.sg_list = &ctxt->rc_recv_sge;
 		ctxt->rc_recv_wr.num_sge = 1;
-		list_add_tail(&rdma->sc_recv_free, &ctxt->rc_list);
+		list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
 	}
 	for (i = 0; i < rdma->sc_nsend; i++) {
 		struct svc_rdma_send_ctxt *ctxt = &rdma->sc_send_ctxts[i];
@@ -103,7 +103,7 @@ static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32
 		ctxt->sc_send_wr.num_sge = 1;
 		ctxt->sc_send_wr.opcode = IBV_WR_SEND;
 		ctxt->sc_send_wr.send_flags = IBV_SEND_SIGNALED;
-		list_add_tail(&rdma->sc_send_free, &ctxt->sc_chain.list);
+		list_add_tail(&ctxt->sc_chain.list, &rdma->sc_send_free);
 	}
 	return 0;
 }
@@ -139,11 +139,11 @@ static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
 		       rpcrdma_slab_bytes(&rdma->sc_send_slab);
 
 	/* The drain is over: partly posted chains can be released now. */
-	while ((chain = list_pop(&rdma->sc_orphans, struct svc_rdma_chain, list)))
+	while ((chain = list_pop_entry(&rdma->sc_orphans, struct svc_rdma_chain, list)))
 		chain->abort(rdma, chain);
 	/* Calls whose Reads finished during the drain are not handed up. */
 	svc_rdma_read_complete(rdma);
-	list_splice_tail(&rdma->sc_recv_free, &rdma->sc_rq_dto_q);
+	list_splice_tail(&rdma->sc_rq_dto_q, &rdma->sc_recv_free);
 	rpcrdma_ep_destroy(&rdma->sc_ep);
 	if (rdma->sc_svc && rdma->sc_epfd >= 0)
 		epoll_ctl(rdma->sc_svc->sv_epfd, EPOLL_CTL_DEL, rdma->sc_epfd, NULL);
@@ -198,7 +198,7 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 	rdma->sc_stats->disconnects++;
 	list_del(&rdma->sc_node);
 	if (svc)
-		list_add_tail(&svc->sv_zombies, &rdma->sc_node);
+		list_add_tail(&rdma->sc_node, &svc->sv_zombies);
 	/* Every connection reported ACCEPTED is reported CLOSED, established or not. */
 	if (svc && svc->sv_attr.on_conn)
 		svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_CLOSED, svc->sv_attr.arg);
@@ -218,7 +218,7 @@ void svc_rdma_conn_put_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt
 	svc_rdma_release_payloads(call);
 	svc_rdma_call_release_chunks(rdma, call);
 	ctxt->rc_held = false;
-	list_add_tail(&rdma->sc_recv_free, &ctxt->rc_list);
+	list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
 	rdma->sc_calls_held--;
 	if (rdma->sc_state == SVCXPRT_CLOSED && rdma->sc_calls_held == 0)
 		svc_rdma_free(rdma);
@@ -438,7 +438,7 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	/* The QP is ready to send now; ESTABLISHED only confirms it. */
 	rdma->sc_ep.state = RPCRDMA_EP_CONNECTED;
 	rdma->sc_state = SVCXPRT_ACCEPTING;
-	list_add_tail(&svc->sv_conns, &rdma->sc_node);
+	list_add_tail(&rdma->sc_node, &svc->sv_conns);
 	rdma->sc_stats->connects++;
 	if (svc->sv_attr.on_conn)
 		svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_ACCEPTED, svc->sv_attr.arg);

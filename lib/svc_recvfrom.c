@@ -25,11 +25,11 @@ void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 	rdma->sc_ep.recv_posted--;
 	if (unlikely(wc->status != IBV_WC_SUCCESS)) {
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server receive");
-		list_add_tail(&rdma->sc_recv_free, &ctxt->rc_list);
+		list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
 		return;
 	}
 	ctxt->rc_byte_len = wc->byte_len;
-	list_add_tail(&rdma->sc_rq_dto_q, &ctxt->rc_list);
+	list_add_tail(&ctxt->rc_list, &rdma->sc_rq_dto_q);
 }
 
 /* Bring the posted receives back up to the grant ceiling, in one chain. */
@@ -43,7 +43,7 @@ void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
 	if (rdma->sc_ep.recv_posted >= rdma->sc_max_requests)
 		return;
 	want = rdma->sc_max_requests - rdma->sc_ep.recv_posted;
-	list_for_each(&rdma->sc_recv_free, pos) {
+	list_for_each(pos, &rdma->sc_recv_free) {
 		struct svc_rdma_recv_ctxt *ctxt = list_entry(pos, struct svc_rdma_recv_ctxt, rc_list);
 
 		if (count == want)
@@ -67,7 +67,7 @@ void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
 
 static void svc_rdma_put_recv(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
 {
-	list_add_tail(&rdma->sc_recv_free, &ctxt->rc_list);
+	list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
 }
 
 /*
@@ -338,7 +338,7 @@ void svc_rdma_recvfrom(struct svcxprt_rdma *rdma)
 	struct svc_rdma_recv_ctxt *ctxt;
 
 	svc_rdma_read_complete(rdma);
-	while ((ctxt = list_pop(&rdma->sc_rq_dto_q, struct svc_rdma_recv_ctxt, rc_list))) {
+	while ((ctxt = list_pop_entry(&rdma->sc_rq_dto_q, struct svc_rdma_recv_ctxt, rc_list))) {
 		if (rdma->sc_ep.close_pending || rdma->sc_state >= SVCXPRT_CLOSING) {
 			svc_rdma_put_recv(rdma, ctxt);
 			continue;

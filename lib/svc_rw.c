@@ -164,7 +164,7 @@ int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_c
 		svc_rdma_read_build(rd, &call->chunks[i], hdr);
 	if (rd->rd_nwrs == 0) {
 		/* Only zero-length segments: nothing to pull. */
-		list_add_tail(&rdma->sc_read_complete_q, &ctxt->rc_list);
+		list_add_tail(&ctxt->rc_list, &rdma->sc_read_complete_q);
 		return 0;
 	}
 	svc_rdma_read_wave(rdma, rd);
@@ -189,7 +189,7 @@ void svc_rdma_wc_read_done(struct ibv_cq *cq, struct ibv_wc *wc)
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server RDMA Read");
 		rd->rd_failed = true;
 	}
-	list_add_tail(&rdma->sc_read_complete_q, &rd->rd_recv->rc_list);
+	list_add_tail(&rd->rd_recv->rc_list, &rdma->sc_read_complete_q);
 }
 
 /* An unsignaled Read of a wave: seen only when it failed or flushed. */
@@ -216,8 +216,7 @@ void svc_rdma_read_complete(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_recv_ctxt *ctxt;
 
-	while ((ctxt = list_pop(&rdma->sc_read_complete_q, struct svc_rdma_recv_ctxt,
-				rc_list))) {
+	while ((ctxt = list_pop_entry(&rdma->sc_read_complete_q, struct svc_rdma_recv_ctxt, rc_list))) {
 		struct rpcrdma_svc_call *call = &ctxt->rc_call;
 		struct svc_rdma_read_ctxt *rd = call->read;
 

@@ -25,7 +25,7 @@ struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_send_ctxt *ctxt;
 
-	ctxt = list_pop(&rdma->sc_send_free, struct svc_rdma_send_ctxt, sc_chain.list);
+	ctxt = list_pop_entry(&rdma->sc_send_free, struct svc_rdma_send_ctxt, sc_chain.list);
 	if (unlikely(!ctxt))
 		return NULL;
 	ctxt->sc_chain.first = &ctxt->sc_send_wr;
@@ -69,7 +69,7 @@ void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt
 			rel->release(rel->arg);
 	}
 	ctxt->sc_nreleases = 0;
-	list_add_tail(&rdma->sc_send_free, &ctxt->sc_chain.list);
+	list_add_tail(&ctxt->sc_chain.list, &rdma->sc_send_free);
 }
 
 uint32_t svc_rdma_grant(const struct svcxprt_rdma *rdma)
@@ -117,7 +117,7 @@ static int svc_rdma_post_now(struct svcxprt_rdma *rdma, struct svc_rdma_chain *c
 		return 0;
 	if (rc == -EINPROGRESS) {
 		/* The head is in flight: release the owner after the drain. */
-		list_add_tail(&rdma->sc_orphans, &chain->list);
+		list_add_tail(&chain->list, &rdma->sc_orphans);
 		return 0;
 	}
 	return rc;
@@ -135,7 +135,7 @@ int svc_rdma_post_chain(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
 	if (unlikely(!list_empty(&rdma->sc_send_waiters) ||
 		     rdma->sc_ep.sq_avail < chain->sqecount)) {
 		rdma->sc_stats->sq_waits++;
-		list_add_tail(&rdma->sc_send_waiters, &chain->list);
+		list_add_tail(&chain->list, &rdma->sc_send_waiters);
 		return 0;
 	}
 	return svc_rdma_post_now(rdma, chain);
@@ -160,7 +160,7 @@ void svc_rdma_fail_waiters(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_chain *chain;
 
-	while ((chain = list_pop(&rdma->sc_send_waiters, struct svc_rdma_chain, list)))
+	while ((chain = list_pop_entry(&rdma->sc_send_waiters, struct svc_rdma_chain, list)))
 		chain->abort(rdma, chain);
 }
 

@@ -285,7 +285,7 @@ static void tconn_accepted(struct tsvc *ts, struct rpcrdma_svc_conn *conn)
 	tc->svc = ts;
 	tc->conn = conn;
 	rpcrdma_svc_conn_set_ctx(conn, tc);
-	list_add_tail(&ts->conns, &tc->node);
+	list_add_tail(&tc->node, &ts->conns);
 	xprt_register(&tc->xprt);
 	return;
 fail:
@@ -685,7 +685,7 @@ static void tsvc_destroy(SVCXPRT *xprt)
 
 	xprt_unregister(xprt);
 	ts->listener_gone = true;
-	list_for_each_safe(&ts->conns, pos, tmp) {
+	list_for_each_safe(pos, tmp, &ts->conns) {
 		struct tconn *tc = list_entry(pos, struct tconn, node);
 
 		if (tc == busy)

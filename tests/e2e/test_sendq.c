@@ -200,7 +200,7 @@ static void t_sq_waiters_released_on_close(void **state)
 	{
 		unsigned int free_now = 0;
 
-		list_for_each(&fx.rdma->sc_send_free, pos)
+		list_for_each(pos, &fx.rdma->sc_send_free)
 			free_now++;
 		/* Every send context is free again: nothing else is in flight. */
 		assert_int_equal(free_now, fx.rdma->sc_nsend);
