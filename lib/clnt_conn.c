@@ -26,7 +26,7 @@ static int xprt_rdma_buffers(struct rpcrdma_xprt *x, struct ibv_context *verbs)
 
 	x->rx_pd = ibv_alloc_pd(verbs);
 	if (!x->rx_pd)
-		return errno ? -errno : -ENOMEM;
+		return rpcrdma_errno(-ENOMEM);
 	/* Only the local device touches these buffers: no remote access. */
 	rc = rpcrdma_slab_create(&x->rx_send_slab, x->rx_pd, x->rx_nreqs, size, 0);
 	if (rc)
@@ -121,7 +121,7 @@ static int xprt_rdma_resolve(struct rpcrdma_xprt *x, struct rdma_cm_id *id, int6
 
 	if (rdma_resolve_addr(id, x->rx_has_src ? (struct sockaddr *)&x->rx_src : NULL,
 			      (struct sockaddr *)&x->rx_addr, timeout > 0 ? timeout : 1))
-		return errno ? -errno : -EHOSTUNREACH;
+		return rpcrdma_errno(-EHOSTUNREACH);
 	rc = xprt_rdma_wait(x, id, deadline, RDMA_CM_EVENT_ADDR_RESOLVED, &ev);
 	if (rc)
 		return rc;
@@ -129,7 +129,7 @@ static int xprt_rdma_resolve(struct rpcrdma_xprt *x, struct rdma_cm_id *id, int6
 
 	timeout = (int)(deadline - rpcrdma_now_ms());
 	if (rdma_resolve_route(id, timeout > 0 ? timeout : 1))
-		return errno ? -errno : -EHOSTUNREACH;
+		return rpcrdma_errno(-EHOSTUNREACH);
 	rc = xprt_rdma_wait(x, id, deadline, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev);
 	if (rc)
 		return rc;
@@ -164,7 +164,7 @@ static int xprt_rdma_establish(struct rpcrdma_xprt *x, struct rdma_cm_id *id, in
 	param.retry_count = 6;
 	param.rnr_retry_count = x->rx_attr.rnr_retry;
 	if (rdma_connect(id, &param))
-		return errno ? -errno : -ECONNREFUSED;
+		return rpcrdma_errno(-ECONNREFUSED);
 
 	rc = xprt_rdma_wait(x, id, deadline, RDMA_CM_EVENT_ESTABLISHED, &ev);
 	if (rc)
@@ -193,7 +193,7 @@ int xprt_rdma_connect(struct rpcrdma_xprt *x)
 	int rc;
 
 	if (rdma_create_id(x->rx_cm_channel, &id, x, RDMA_PS_TCP))
-		return errno ? -errno : -ENOMEM;
+		return rpcrdma_errno(-ENOMEM);
 	rc = xprt_rdma_resolve(x, id, deadline);
 	if (rc)
 		goto out_id;

@@ -18,7 +18,7 @@ int rpcrdma_cm_channel_create(struct rdma_event_channel **out)
 
 	ch = rdma_create_event_channel();
 	if (!ch)
-		return errno ? -errno : -ENODEV;
+		return rpcrdma_errno(-ENODEV);
 	flags = fcntl(ch->fd, F_GETFL);
 	if (flags < 0 || fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
 		int rc = -errno;
@@ -36,7 +36,7 @@ int rpcrdma_cm_next_event(struct rdma_event_channel *ch, struct rdma_cm_event **
 		return 0;
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 		return -EAGAIN;
-	return errno ? -errno : -EIO;
+	return rpcrdma_errno(-EIO);
 }
 
 int rpcrdma_cm_wait_event(struct rdma_event_channel *ch, int64_t deadline_ms,

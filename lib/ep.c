@@ -21,7 +21,7 @@ static int verbs_err(int rc)
 {
 	if (rc > 0)
 		return -rc;
-	return errno ? -errno : -EIO;
+	return rpcrdma_errno(-EIO);
 }
 
 int64_t rpcrdma_now_ms(void)

@@ -24,7 +24,7 @@ int rpcrdma_slab_create(struct rpcrdma_slab *slab, struct ibv_pd *pd, uint32_t c
 	memset(slab->base, 0, bytes);
 	slab->mr = ibv_reg_mr(pd, slab->base, bytes, access);
 	if (!slab->mr) {
-		int rc = errno ? -errno : -ENOMEM;
+		int rc = rpcrdma_errno(-ENOMEM);
 
 		free(slab->base);
 		slab->base = NULL;

@@ -26,7 +26,7 @@ int rpcrdma_mem_create(struct list_node *list, struct rpcrdma_stats *stats, void
 	for (i = 0; i < npds; i++) {
 		mem->rm_mrs[i] = ibv_reg_mr(pds[i], addr, len, access);
 		if (!mem->rm_mrs[i]) {
-			int rc = errno ? -errno : -ENOMEM;
+			int rc = rpcrdma_errno(-ENOMEM);
 
 			while (i--)
 				ibv_dereg_mr(mem->rm_mrs[i]);
@@ -102,7 +102,7 @@ int rpcrdma_buf_alloc(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t len, in
 		return -ENOMEM;
 	buf->mr = ibv_reg_mr(pd, buf->data, bytes, access);
 	if (!buf->mr) {
-		int rc = errno ? -errno : -ENOMEM;
+		int rc = rpcrdma_errno(-ENOMEM);
 
 		free(buf->data);
 		buf->data = NULL;

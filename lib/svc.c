@@ -118,12 +118,12 @@ int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 	if (rc)
 		goto out;
 	if (rdma_create_id(svc->sv_cm_channel, &svc->sv_listen_id, svc, RDMA_PS_TCP)) {
-		rc = errno ? -errno : -ENOMEM;
+		rc = rpcrdma_errno(-ENOMEM);
 		goto out;
 	}
 	if (rdma_bind_addr(svc->sv_listen_id, (struct sockaddr *)&svc->sv_addr) ||
 	    rdma_listen(svc->sv_listen_id, svc->sv_attr.backlog)) {
-		rc = errno ? -errno : -EADDRINUSE;
+		rc = rpcrdma_errno(-EADDRINUSE);
 		goto out;
 	}
 	len = rpcrdma_sockaddr_len(rdma_get_local_addr(svc->sv_listen_id));

@@ -380,7 +380,7 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 		goto out_reject;
 	/* Each connection gets its own CM events, so it can be polled alone. */
 	if (rdma_migrate_id(req->id, rdma->sc_cm_channel)) {
-		rc = errno ? -errno : -EIO;
+		rc = rpcrdma_errno(-EIO);
 		goto out_reject;
 	}
 	pd = svc_rdma_get_pd(svc, req->id->verbs);
@@ -431,7 +431,7 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	svc_rdma_accept_params(rdma, req->id->verbs, req->initiator_depth, pdata, &param);
 	rdma->sc_ord = param.initiator_depth;
 	if (rdma_accept(req->id, &param)) {
-		rc = errno ? -errno : -ECONNABORTED;
+		rc = rpcrdma_errno(-ECONNABORTED);
 		rpcrdma_warn("server: rdma_accept failed: %s", strerror(-rc));
 		goto out_drain;
 	}

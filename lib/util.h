@@ -7,6 +7,7 @@
 #ifndef RPCRDMA_UTIL_H
 #define RPCRDMA_UTIL_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -32,6 +33,15 @@ void rpcrdma_free(struct rpcrdma_stats *stats, void *p, size_t size);
 
 /* Length of a sockaddr by family; 0 for an unsupported family (cm.c). */
 socklen_t rpcrdma_sockaddr_len(const struct sockaddr *sa);
+
+/*
+ * The -errno that a failed verbs or rdma_cm call left in errno (those that
+ * return -1), or @fallback (a negative errno) when it left none.
+ */
+static inline int rpcrdma_errno(int fallback)
+{
+	return errno ? -errno : fallback;
+}
 
 /* @len rounded up to XDR's 4-byte units. */
 static inline uint64_t xdr_round4(uint64_t len)
