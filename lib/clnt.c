@@ -296,7 +296,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 		return -EINVAL;
 	if (x->rx_destroying)
 		return -ESHUTDOWN;
-	rc = frwr_check_call(x, call);
+	rc = rpcrdma_check_call(x, call);
 	if (rc)
 		return rc;
 	memcpy(&xid, call->msg, sizeof(xid));
@@ -320,7 +320,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 	call->reply_len = 0;
 	call->result_len = 0;
 	/* Inline messages are copied now; what goes by chunk is exposed now. */
-	rc = frwr_map_call(x, req, false);
+	rc = rpcrdma_marshal_req(x, req, false);
 	if (rc) {
 		frwr_release(x, req);
 		req->rl_call = NULL;

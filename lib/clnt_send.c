@@ -129,7 +129,7 @@ static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	list_add_tail(&req->rl_list, &x->rb_inflight);
 	x->rx_outstanding++;
 	x->rx_stats.calls++;
-	rc = rpcrdma_ep_post_send(&x->rx_ep, req->rl_chain, req->rl_sqecount, &posted);
+	rc = frwr_send(x, req, &posted);
 	if (likely(rc == 0))
 		return;
 	if (rc == -EINPROGRESS) {
@@ -167,7 +167,7 @@ void xprt_rdma_kick(struct rpcrdma_xprt *x)
 
 		if (!(req->rl_flags & RPCRDMA_REQ_MAPPED)) {
 			/* Sent again on a new connection: new windows, new sizes. */
-			int rc = frwr_map_call(x, req, true);
+			int rc = rpcrdma_marshal_req(x, req, true);
 
 			if (rc) {
 				frwr_release(x, req);

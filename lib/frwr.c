@@ -38,25 +38,6 @@ int frwr_mr_access(const struct rpcrdma_xprt *x)
 	return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND;
 }
 
-static uint32_t nsegs_for(const struct rpcrdma_xprt *x, size_t len)
-{
-	return (uint32_t)((len + x->rx_attr.max_segment - 1) / x->rx_attr.max_segment);
-}
-
-int frwr_check_call(const struct rpcrdma_xprt *x, const struct rpcrdma_call *call)
-{
-	size_t max = (size_t)x->rx_attr.max_segment * RPCRDMA_CLNT_MAX_SEGS;
-
-	if ((call->payload_len && !call->payload) || (call->result_max && !call->result))
-		return -EINVAL;
-	if (call->payload_len && ((call->payload_pos & 3) || call->payload_pos > call->msg_len))
-		return -EINVAL;
-	if (call->msg_len > max || call->payload_len > max || call->result_max > max ||
-	    call->reply_max > max)
-		return -EMSGSIZE;
-	return 0;
-}
-
 static struct rpcrdma_mw *frwr_mw_get(struct rpcrdma_xprt *x)
 {
 	struct rpcrdma_mw *mw = list_pop_entry(&x->rx_mws_free, struct rpcrdma_mw, mw_list);
@@ -104,7 +85,7 @@ static void frwr_mw_put(struct rpcrdma_xprt *x, struct rpcrdma_mw *mw)
  * Expose [@addr, @addr + @len) under @mr with @access, as segments of at
  * most max_segment bytes, each through a window bound for this call.
  */
-static int frwr_map(struct rpcrdma_xprt *x, struct rpcrdma_req *req, struct ibv_mr *mr,
+static int frwr_bind(struct rpcrdma_xprt *x, struct rpcrdma_req *req, struct ibv_mr *mr,
 		    const unsigned char *addr, size_t len, int access,
 		    struct rpcrdma_segment *segs, uint32_t *nsegs)
 {
@@ -182,9 +163,14 @@ static const unsigned char *frwr_region(struct rpcrdma_xprt *x, struct rpcrdma_r
 	return bounce->data;
 }
 
-static int frwr_map_buf(struct rpcrdma_xprt *x, struct rpcrdma_req *req, enum rpcrdma_bounce kind,
-			const void *buf, size_t len, bool to_server, struct rpcrdma_segment *segs,
-			uint32_t *nsegs)
+/*
+ * Register a call buffer for a chunk: @buf, @len bytes, that the server
+ * reads (@to_server) or writes, described in @segs (*@nsegs of them). The
+ * windows' binds wait for frwr_send(). Returns 0 or -ENOMEM.
+ */
+int frwr_map(struct rpcrdma_xprt *x, struct rpcrdma_req *req, enum rpcrdma_bounce kind,
+	     const void *buf, size_t len, bool to_server, struct rpcrdma_segment *segs,
+	     uint32_t *nsegs)
 {
 	const unsigned char *addr;
 	struct ibv_mr *mr;
@@ -192,126 +178,30 @@ static int frwr_map_buf(struct rpcrdma_xprt *x, struct rpcrdma_req *req, enum rp
 	addr = frwr_region(x, req, kind, buf, len, to_server, &mr);
 	if (!addr)
 		return -ENOMEM;
-	return frwr_map(x, req, mr, addr, len,
-			to_server ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE, segs, nsegs);
-}
-
-/* Bytes of the header for these chunk shapes: at most one Write chunk, one Reply chunk. */
-static uint32_t frwr_hdr_len(uint32_t nreads, uint32_t nwrite, uint32_t nreply)
-{
-	return (uint32_t)rpcrdma_hdr_len(nreads, nwrite ? 1 : 0, nwrite, nreply != 0, nreply);
+	return frwr_bind(x, req, mr, addr, len,
+			 to_server ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE, segs, nsegs);
 }
 
 /*
- * Prepare a call for the current connection: decide inline or long call and
- * whether to offer a Reply chunk, bind windows over what the server must
- * reach, encode the transport header and, inline, place the message after
- * it. With @remap (a call sent again on a new connection) the inline
- * message already in the send buffer is kept. Returns 0 or -errno.
+ * Post the call: the binds of its windows first on the send queue,
+ * unsignaled, the Send last. The caller has taken rl_sqecount slots.
+ * Returns as rpcrdma_ep_post_send().
  */
-int frwr_map_call(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
+int frwr_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t *posted)
 {
-	struct rpcrdma_call *call = req->rl_call;
-	struct rpcrdma_hdr_enc enc = { .xid = req->rl_xid, .credit = x->rx_nreqs };
-	struct rpcrdma_chunk_desc wdesc, rdesc;
-	struct rpcrdma_segment *segs;
-	uint32_t npay = call->payload_len ? nsegs_for(x, call->payload_len) : 0;
-	uint32_t nres = call->result_max ? nsegs_for(x, call->result_max) : 0;
-	uint32_t send_max = x->rx_inline.send_max, nreply = 0, n, i, hdr_len;
-	size_t bufsize = x->rx_send_slab.bufsize;
-	bool long_call, offer_reply;
-	int rc;
+	struct ibv_send_wr *first = &req->rl_send_wr, **link = &first;
+	struct list_node *pos;
 
-	if (send_max > bufsize)
-		send_max = (uint32_t)bufsize;
-	/* A reply that may not fit inline gets a Reply chunk over the caller's buffer. */
-	offer_reply = call->reply_max > x->rx_inline.recv_max - frwr_hdr_len(0, nres, 0);
-	if (offer_reply)
-		nreply = nsegs_for(x, call->reply_max);
-	long_call = frwr_hdr_len(npay, nres, nreply) + call->msg_len > send_max;
-	if (long_call && remap)
-		return -EMSGSIZE;	/* the message was copied, and no longer fits */
-	hdr_len = frwr_hdr_len(npay + (long_call ? nsegs_for(x, call->msg_len) : 0), nres, nreply);
-	if (hdr_len > send_max)
-		return -EMSGSIZE;
+	if (likely(!req->rl_nmws))
+		return rpcrdma_ep_post_send(&x->rx_ep, first, 1, posted);
+	list_for_each(pos, &req->rl_registered) {
+		struct rpcrdma_mw *mw = list_entry(pos, struct rpcrdma_mw, mw_list);
 
-	req->rl_nreads = req->rl_nwrite = req->rl_nreply = 0;
-	if (long_call) {
-		segs = req->rl_write;	/* scratch until the Write chunk is mapped */
-		rc = frwr_map_buf(x, req, RPCRDMA_BOUNCE_MSG, call->msg, call->msg_len, true, segs,
-				  &n);
-		if (rc)
-			return rc;
-		for (i = 0; i < n; i++) {
-			req->rl_reads[req->rl_nreads].position = 0;
-			req->rl_reads[req->rl_nreads++].seg = segs[i];
-		}
-		x->rx_stats.read_chunks++;
+		*link = &mw->mw_wr;
+		link = &mw->mw_wr.next;
 	}
-	if (npay) {
-		segs = req->rl_write;
-		rc = frwr_map_buf(x, req, RPCRDMA_BOUNCE_PAYLOAD, call->payload, call->payload_len,
-				  true, segs, &n);
-		if (rc)
-			return rc;
-		for (i = 0; i < n; i++) {
-			req->rl_reads[req->rl_nreads].position = call->payload_pos;
-			req->rl_reads[req->rl_nreads++].seg = segs[i];
-		}
-		x->rx_stats.read_chunks++;
-	}
-	if (nres) {
-		rc = frwr_map_buf(x, req, RPCRDMA_BOUNCE_RESULT, call->result, call->result_max,
-				  false, req->rl_write, &req->rl_nwrite);
-		if (rc)
-			return rc;
-		wdesc.nsegs = req->rl_nwrite;
-		wdesc.segs = req->rl_write;
-		enc.write_chunks = 1;
-		enc.write = &wdesc;
-		x->rx_stats.write_chunks++;
-	}
-	if (offer_reply) {
-		rc = frwr_map_buf(x, req, RPCRDMA_BOUNCE_REPLY, call->reply, call->reply_max, false,
-				  req->rl_reply, &req->rl_nreply);
-		if (rc)
-			return rc;
-		rdesc.nsegs = req->rl_nreply;
-		rdesc.segs = req->rl_reply;
-		enc.reply = &rdesc;
-		x->rx_stats.reply_chunks++;
-	}
-	enc.proc = long_call ? RPCRDMA_NOMSG : RPCRDMA_MSG;
-	enc.read_segs = req->rl_nreads;
-	enc.read = req->rl_reads;
-	if (!long_call && remap && req->rl_hdr_len != hdr_len)
-		memmove(req->rl_buf + hdr_len, req->rl_buf + req->rl_hdr_len, call->msg_len);
-	if (rpcrdma_hdr_encode(req->rl_buf, hdr_len, &enc) != (long)hdr_len)
-		return -EPROTO;
-	if (!long_call && !remap)
-		memcpy(req->rl_buf + hdr_len, call->msg, call->msg_len);
-	req->rl_hdr_len = hdr_len;
-	req->rl_long_call = long_call;
-	req->rl_sge.length = hdr_len + (long_call ? 0 : (uint32_t)call->msg_len);
-
-	/* The binds go first on the send queue, unsignaled; the Send ends the chain. */
-	req->rl_chain = &req->rl_send_wr;
-	req->rl_sqecount = 1;
-	if (req->rl_nmws) {
-		struct list_node *pos;
-		struct ibv_send_wr **link = &req->rl_chain;
-
-		list_for_each(pos, &req->rl_registered) {
-			struct rpcrdma_mw *mw = list_entry(pos, struct rpcrdma_mw, mw_list);
-
-			*link = &mw->mw_wr;
-			link = &mw->mw_wr.next;
-			req->rl_sqecount++;
-		}
-		*link = &req->rl_send_wr;
-	}
-	req->rl_flags |= RPCRDMA_REQ_MAPPED;
-	return 0;
+	*link = &req->rl_send_wr;
+	return rpcrdma_ep_post_send(&x->rx_ep, first, req->rl_sqecount, posted);
 }
 
 /*

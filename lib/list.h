@@ -87,8 +87,11 @@ static inline struct list_node *list_pop(struct list_node *head)
 #define list_first_entry(head, type, member) list_entry((head)->next, type, member)
 
 /* The first entry, removed from the list, or NULL when it is empty. */
-#define list_pop_entry(head, type, member) \
-	(list_empty(head) ? NULL : list_entry(list_pop(head), type, member))
+#define list_pop_entry(head, type, member)                                    \
+	__extension__({                                                       \
+		struct list_node *node_ = list_pop(head);                     \
+		node_ ? list_entry(node_, type, member) : (type *)NULL;       \
+	})
 
 #define list_for_each(pos, head) for (pos = (head)->next; pos != (head); pos = pos->next)
 

@@ -89,7 +89,6 @@ struct rpcrdma_req {
 	uint32_t rl_nmws;
 	uint32_t rl_sqecount;			/* WRs of the send chain: binds + Send */
 	uint32_t rl_linv_pending;		/* LOCAL_INVs not yet completed */
-	struct ibv_send_wr *rl_chain;		/* first WR of the send chain */
 	struct rpcrdma_buf rl_bounce[RPCRDMA_BOUNCE_MAX];
 	struct rpcrdma_mem *rl_mems[RPCRDMA_BOUNCE_MAX];
 	uint32_t rl_nreads;
@@ -167,14 +166,21 @@ void xprt_rdma_process_cm(struct rpcrdma_xprt *x);
 void xprt_rdma_conn_lost(struct rpcrdma_xprt *x);
 void xprt_rdma_free_buffers(struct rpcrdma_xprt *x);
 
-/* clnt_reply.c: match and consume replies, keep receives posted. */
+/* clnt_reply.c: receive completions, keeping receives posted. */
 void xprt_rdma_process_replies(struct rpcrdma_xprt *x);
 void xprt_rdma_post_reps(struct rpcrdma_xprt *x);
 
+/* rpc_rdma.c: the marshal of a call, and the replies' checks. */
+int rpcrdma_check_call(const struct rpcrdma_xprt *x, const struct rpcrdma_call *call);
+int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap);
+void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep);
+
 /* frwr.c: memory windows for a call's chunks, and their invalidation. */
-int frwr_check_call(const struct rpcrdma_xprt *x, const struct rpcrdma_call *call);
 int frwr_mr_access(const struct rpcrdma_xprt *x);
-int frwr_map_call(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap);
+int frwr_map(struct rpcrdma_xprt *x, struct rpcrdma_req *req, enum rpcrdma_bounce kind,
+	     const void *buf, size_t len, bool to_server, struct rpcrdma_segment *segs,
+	     uint32_t *nsegs);
+int frwr_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t *posted);
 bool frwr_reminv(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t rkey);
 void frwr_unmap_async(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 void frwr_post_linv(struct rpcrdma_xprt *x, struct rpcrdma_req *req);

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client's RPC-over-RDMA marshal and reply handling (the kernel's
+ * net/sunrpc/xprtrdma/rpc_rdma.c): deciding how a call travels (inline or
+ * long call, which chunks), encoding its transport header, and checking a
+ * reply against the call it answers before the call takes its results.
+ * Registration of the chunks' memory is frwr.c's.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include <rpcrdma/proto.h>
+
+#include "xprt_rdma.h"
+
+static uint32_t rpcrdma_nsegs(const struct rpcrdma_xprt *x, size_t len)
+{
+	return (uint32_t)((len + x->rx_attr.max_segment - 1) / x->rx_attr.max_segment);
+}
+
+int rpcrdma_check_call(const struct rpcrdma_xprt *x, const struct rpcrdma_call *call)
+{
+	size_t max = (size_t)x->rx_attr.max_segment * RPCRDMA_CLNT_MAX_SEGS;
+
+	if ((call->payload_len && !call->payload) || (call->result_max && !call->result))
+		return -EINVAL;
+	if (call->payload_len && ((call->payload_pos & 3) || call->payload_pos > call->msg_len))
+		return -EINVAL;
+	if (call->msg_len > max || call->payload_len > max || call->result_max > max ||
+	    call->reply_max > max)
+		return -EMSGSIZE;
+	return 0;
+}
+
+/* Bytes of the header for these chunk shapes: at most one Write chunk, one Reply chunk. */
+static uint32_t rpcrdma_hdr_len_call(uint32_t nreads, uint32_t nwrite, uint32_t nreply)
+{
+	return (uint32_t)rpcrdma_hdr_len(nreads, nwrite ? 1 : 0, nwrite, nreply != 0, nreply);
+}
+
+/*
+ * Prepare a call for the current connection: decide inline or long call and
+ * whether to offer a Reply chunk, register what the server must reach
+ * (frwr_map()), encode the transport header and, inline, place the message
+ * after it. With @remap (a call sent again on a new connection) the inline
+ * message already in the send buffer is kept. Returns 0 or -errno.
+ */
+int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
+{
+	struct rpcrdma_call *call = req->rl_call;
+	struct rpcrdma_hdr_enc enc = { .xid = req->rl_xid, .credit = x->rx_nreqs };
+	struct rpcrdma_chunk_desc wdesc, rdesc;
+	struct rpcrdma_segment *segs;
+	uint32_t npay = call->payload_len ? rpcrdma_nsegs(x, call->payload_len) : 0;
+	uint32_t nres = call->result_max ? rpcrdma_nsegs(x, call->result_max) : 0;
+	uint32_t send_max = x->rx_inline.send_max, nreply = 0, n, i, hdr_len;
+	size_t bufsize = x->rx_send_slab.bufsize;
+	bool long_call, offer_reply;
+	int rc;
+
+	if (send_max > bufsize)
+		send_max = (uint32_t)bufsize;
+	/* A reply that may not fit inline gets a Reply chunk over the caller's buffer. */
+	offer_reply = call->reply_max > x->rx_inline.recv_max - rpcrdma_hdr_len_call(0, nres, 0);
+	if (offer_reply)
+		nreply = rpcrdma_nsegs(x, call->reply_max);
+	long_call = rpcrdma_hdr_len_call(npay, nres, nreply) + call->msg_len > send_max;
+	if (long_call && remap)
+		return -EMSGSIZE;	/* the message was copied, and no longer fits */
+	hdr_len = rpcrdma_hdr_len_call(npay + (long_call ? rpcrdma_nsegs(x, call->msg_len) : 0), nres, nreply);
+	if (hdr_len > send_max)
+		return -EMSGSIZE;
+
+	req->rl_nreads = req->rl_nwrite = req->rl_nreply = 0;
+	if (long_call) {
+		segs = req->rl_write;	/* scratch until the Write chunk is mapped */
+		rc = frwr_map(x, req, RPCRDMA_BOUNCE_MSG, call->msg, call->msg_len, true, segs,
+				  &n);
+		if (rc)
+			return rc;
+		for (i = 0; i < n; i++) {
+			req->rl_reads[req->rl_nreads].position = 0;
+			req->rl_reads[req->rl_nreads++].seg = segs[i];
+		}
+		x->rx_stats.read_chunks++;
+	}
+	if (npay) {
+		segs = req->rl_write;
+		rc = frwr_map(x, req, RPCRDMA_BOUNCE_PAYLOAD, call->payload, call->payload_len,
+				  true, segs, &n);
+		if (rc)
+			return rc;
+		for (i = 0; i < n; i++) {
+			req->rl_reads[req->rl_nreads].position = call->payload_pos;
+			req->rl_reads[req->rl_nreads++].seg = segs[i];
+		}
+		x->rx_stats.read_chunks++;
+	}
+	if (nres) {
+		rc = frwr_map(x, req, RPCRDMA_BOUNCE_RESULT, call->result, call->result_max,
+				  false, req->rl_write, &req->rl_nwrite);
+		if (rc)
+			return rc;
+		wdesc.nsegs = req->rl_nwrite;
+		wdesc.segs = req->rl_write;
+		enc.write_chunks = 1;
+		enc.write = &wdesc;
+		x->rx_stats.write_chunks++;
+	}
+	if (offer_reply) {
+		rc = frwr_map(x, req, RPCRDMA_BOUNCE_REPLY, call->reply, call->reply_max, false,
+				  req->rl_reply, &req->rl_nreply);
+		if (rc)
+			return rc;
+		rdesc.nsegs = req->rl_nreply;
+		rdesc.segs = req->rl_reply;
+		enc.reply = &rdesc;
+		x->rx_stats.reply_chunks++;
+	}
+	enc.proc = long_call ? RPCRDMA_NOMSG : RPCRDMA_MSG;
+	enc.read_segs = req->rl_nreads;
+	enc.read = req->rl_reads;
+	if (!long_call && remap && req->rl_hdr_len != hdr_len)
+		memmove(req->rl_buf + hdr_len, req->rl_buf + req->rl_hdr_len, call->msg_len);
+	if (rpcrdma_hdr_encode(req->rl_buf, hdr_len, &enc) != (long)hdr_len)
+		return -EPROTO;
+	if (!long_call && !remap)
+		memcpy(req->rl_buf + hdr_len, call->msg, call->msg_len);
+	req->rl_hdr_len = hdr_len;
+	req->rl_long_call = long_call;
+	req->rl_sge.length = hdr_len + (long_call ? 0 : (uint32_t)call->msg_len);
+
+	/* The binds go first on the send queue (frwr_send()), the Send last. */
+	req->rl_sqecount = 1 + req->rl_nmws;
+	req->rl_flags |= RPCRDMA_REQ_MAPPED;
+	return 0;
+}
+
+/* A grant of 0 would deadlock; more than our slots is meaningless. */
+static uint32_t clamp_credits(const struct rpcrdma_xprt *x, uint32_t credits)
+{
+	if (credits == 0)
+		return 1;
+	return credits < x->rx_nreqs ? credits : x->rx_nreqs;
+}
+
+/*
+ * The bytes a server reports having written into one of our chunks: at most
+ * the segments offered, each with the handle and offset offered and no
+ * longer than offered. Segments fill in order, so the data is contiguous:
+ * a short segment ends it. Returns the total, or -1 for an echo that does
+ * not match what the call offered.
+ */
+static int64_t chunk_written(const struct rpcrdma_chunk *echo, const struct rpcrdma_segment *ours,
+			     uint32_t nours)
+{
+	struct rpcrdma_segment seg;
+	bool ended = false;
+	int64_t total = 0;
+	uint32_t i;
+
+	if (echo->nsegs > nours)
+		return -1;
+	for (i = 0; i < echo->nsegs; i++) {
+		rpcrdma_chunk_segment(echo, i, &seg);
+		if (seg.handle != ours[i].handle || seg.offset != ours[i].offset ||
+		    seg.length > ours[i].length || (ended && seg.length))
+			return -1;
+		if (seg.length < ours[i].length)
+			ended = true;
+		total += seg.length;
+	}
+	return total;
+}
+
+/* What an accepted reply brought: set on the call only once it is accepted. */
+struct rpcrdma_reply_view {
+	int status;
+	size_t result_len;
+	size_t reply_len;
+	uint32_t reply_chunk_len;	/* bytes of the reply that came by Reply chunk */
+	const unsigned char *body;	/* an inline reply, to copy to call->reply */
+};
+
+/* The Write list of a reply: the call's one Write chunk, used or not. Returns false to drop. */
+static bool rpcrdma_reply_write_list(const struct rpcrdma_hdr *hdr, const struct rpcrdma_req *req,
+				     struct rpcrdma_reply_view *v)
+{
+	int64_t n;
+
+	if (hdr->write_chunks > (req->rl_nwrite ? 1u : 0u))
+		return false;
+	if (!hdr->write_chunks)
+		return true;
+	n = chunk_written(&hdr->write[0], req->rl_write, req->rl_nwrite);
+	if (n < 0)
+		return false;
+	v->result_len = (size_t)n;
+	return true;
+}
+
+/*
+ * Decide whether the reply can be accepted for @req (RFC 8166 4.5: a
+ * Requester silently discards what it cannot accept, and the call waits on
+ * for a valid reply or its timeout). Returns true with @v filled, or false.
+ */
+static bool rpcrdma_reply_accept(struct rpcrdma_xprt *x, const struct rpcrdma_hdr *hdr,
+				 const struct rpcrdma_rep *rep, const struct rpcrdma_req *req,
+				 struct rpcrdma_reply_view *v)
+{
+	size_t len = rep->rr_byte_len - hdr->hdr_len;
+	uint32_t rpc_xid;
+	int64_t n = 0;
+
+	memset(v, 0, sizeof(*v));
+	if (hdr->proc == RPCRDMA_ERROR) {
+		x->rx_stats.rdma_errors++;
+		if (hdr->err == RPCRDMA_ERR_VERS) {
+			x->rx_vers_low = hdr->vers_low;
+			x->rx_vers_high = hdr->vers_high;
+			v->status = -EPROTONOSUPPORT;
+		} else {
+			v->status = -EREMOTEIO;
+		}
+		return true;
+	}
+	if ((hdr->proc != RPCRDMA_MSG && hdr->proc != RPCRDMA_NOMSG) || hdr->read_segs ||
+	    !rpcrdma_reply_write_list(hdr, req, v))
+		return false;
+	if (hdr->has_reply) {
+		if (!req->rl_nreply)
+			return false;
+		n = chunk_written(&hdr->reply, req->rl_reply, req->rl_nreply);
+		if (n < 0)
+			return false;
+	}
+	if (hdr->proc == RPCRDMA_NOMSG) {
+		/* The whole reply came by RDMA Write into the Reply chunk. */
+		if (!hdr->has_reply || n < (int64_t)sizeof(rpc_xid))
+			return false;
+		v->reply_len = (size_t)n;
+		v->reply_chunk_len = (uint32_t)n;
+		return true;
+	}
+	/* Inline: a Reply chunk may come back, but unused (RFC 8166 4.3.3). */
+	if (n || len < sizeof(rpc_xid))
+		return false;
+	memcpy(&rpc_xid, rep->rr_buf + hdr->hdr_len, sizeof(rpc_xid));
+	if (ntohl(rpc_xid) != hdr->xid)
+		return false;
+	if (len > req->rl_call->reply_max) {
+		v->status = -EMSGSIZE;
+		return true;
+	}
+	v->body = rep->rr_buf + hdr->hdr_len;
+	v->reply_len = len;
+	return true;
+}
+
+/* A reply not accepted: count it; a window the server invalidated with it is gone all the same. */
+static void rpcrdma_reply_drop(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep,
+			       struct rpcrdma_req *req, const struct rpcrdma_hdr *hdr, int rc)
+{
+	x->rx_stats.dropped++;
+	rpcrdma_dbg("client: dropped a reply for XID 0x%08x (proc %u%s%s)", hdr->xid, hdr->proc,
+		    rc ? ", " : "", rc ? strerror(-rc) : "");
+	if (rep->rr_with_inv)
+		frwr_reminv(x, req, rep->rr_inv_rkey);
+}
+
+/*
+ * The reply is accepted: the call takes its results, leaves the XID table,
+ * and completes once its memory is fenced and its Send is done.
+ */
+static void rpcrdma_complete_rqst(struct rpcrdma_xprt *x, struct rpcrdma_req *req,
+				  const struct rpcrdma_rep *rep, const struct rpcrdma_reply_view *v)
+{
+	if (v->body)
+		memcpy(req->rl_call->reply, v->body, v->reply_len);
+	if (!v->status) {
+		req->rl_call->reply_len = v->reply_len;
+		req->rl_call->result_len = v->result_len;
+	}
+	req->rl_reply_chunk_len = v->reply_chunk_len;
+
+	x->rx_stats.replies++;
+	req->rl_flags |= RPCRDMA_REQ_REPLIED;
+	req->rl_flags &= ~RPCRDMA_REQ_SENT;
+	x->rx_outstanding--;
+	xprt_rdma_hash_del(x, req);
+	req->rl_status = v->status;
+	/* Fence the call's memory before anyone looks at the reply (RFC 8166). */
+	if (rep->rr_with_inv && !frwr_reminv(x, req, rep->rr_inv_rkey)) {
+		req->rl_status = -EPROTO;
+		x->rx_stats.dropped++;
+	}
+	frwr_unmap_async(x, req);
+	xprt_rdma_req_ready(x, req);
+}
+
+void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep)
+{
+	struct rpcrdma_reply_view v;
+	struct rpcrdma_hdr hdr;
+	struct rpcrdma_req *req;
+	int rc;
+
+	rc = rpcrdma_hdr_decode(rep->rr_buf, rep->rr_byte_len, NULL, &hdr);
+	if (rc == -ENODATA || rc == -EPROTONOSUPPORT) {
+		/* No XID to match, or a version we cannot parse: drop it. */
+		x->rx_stats.dropped++;
+		rpcrdma_dbg("client: dropped a reply (%s)", strerror(-rc));
+		return;
+	}
+	req = xprt_rdma_lookup(x, hdr.xid);
+	if (!req || !(req->rl_flags & RPCRDMA_REQ_SENT)) {
+		x->rx_stats.dropped++;
+		rpcrdma_dbg("client: dropped a reply for unknown XID 0x%08x", hdr.xid);
+		return;
+	}
+	if (req->rl_flags & RPCRDMA_REQ_CANCELED) {
+		/* Any answer frees the slot: its windows were invalidated at cancel time. */
+		memset(&v, 0, sizeof(v));
+		v.status = -ECANCELED;
+	} else if (rc || !rpcrdma_reply_accept(x, &hdr, rep, req, &v)) {
+		rpcrdma_reply_drop(x, rep, req, &hdr, rc);
+		return;
+	}
+	x->rx_credits = clamp_credits(x, hdr.credit);
+	rpcrdma_complete_rqst(x, req, rep, &v);
+}
+
