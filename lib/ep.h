@@ -24,70 +24,8 @@
 #include <rpcrdma/rpcrdma.h>
 
 #include "compiler.h"
+#include "cq.h"
 #include "util.h"
-
-/*
- * Every work request's wr_id is the address of one of these, embedded in the
- * object that owns the WR. The poller calls done(cq, wc); the handler finds
- * its object with container_of and its transport in cq->cq_context. When
- * wc->status is not IBV_WC_SUCCESS only wr_id, status, qp_num and
- * vendor_err are valid.
- */
-struct rpcrdma_cqe {
-	void (*done)(struct ibv_cq *cq, struct ibv_wc *wc);
-};
-
-static inline uint64_t rpcrdma_cqe_id(struct rpcrdma_cqe *cqe)
-{
-	return (uint64_t)(uintptr_t)cqe;
-}
-
-static inline struct rpcrdma_cqe *rpcrdma_wc_cqe(const struct ibv_wc *wc)
-{
-	return (struct rpcrdma_cqe *)(uintptr_t)wc->wr_id;
-}
-
-/* Work completions taken per ibv_poll_cq call. */
-#define RPCRDMA_POLL_BATCH 16
-
-/*
- * Poll @cq and dispatch each completion to its handler, at most @budget of
- * them. Returns the number dispatched, or -EIO if polling failed.
- */
-int rpcrdma_cq_poll(struct ibv_cq *cq, int budget);
-
-/* A slab of equal buffers registered as one memory region. */
-struct rpcrdma_slab {
-	unsigned char *base;
-	size_t bufsize;
-	uint32_t count;
-	struct ibv_mr *mr;
-};
-
-/*
- * Allocate @count buffers of @bufsize bytes (rounded up to a cache line) and
- * register them under @pd with @access. Returns 0 or -errno.
- */
-int rpcrdma_slab_create(struct rpcrdma_slab *slab, struct ibv_pd *pd, uint32_t count,
-			size_t bufsize, int access);
-/* Deregister (verbs teardown); the memory stays until rpcrdma_slab_free(). */
-void rpcrdma_slab_dereg(struct rpcrdma_slab *slab);
-void rpcrdma_slab_free(struct rpcrdma_slab *slab);
-
-static inline unsigned char *rpcrdma_slab_buf(const struct rpcrdma_slab *slab, uint32_t i)
-{
-	return slab->base + (size_t)i * slab->bufsize;
-}
-
-static inline uint32_t rpcrdma_slab_lkey(const struct rpcrdma_slab *slab)
-{
-	return slab->mr->lkey;
-}
-
-static inline size_t rpcrdma_slab_bytes(const struct rpcrdma_slab *slab)
-{
-	return slab->bufsize * slab->count;
-}
 
 enum rpcrdma_ep_state {
 	RPCRDMA_EP_NEW = 0,	/* resources created, not connected */

@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "ep.h"
+#include "util.h"
 
 static void (*log_fn)(int level, const char *msg, void *arg);
 static void *log_arg;

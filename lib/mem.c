@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Registered slabs and accounted heap allocations. */
+/* Registered memory (mem.h) and accounted heap allocations. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ep.h"
+#include "mem.h"
+#include "util.h"
 
 #define RPCRDMA_CACHELINE 64
 
@@ -70,4 +71,143 @@ void rpcrdma_free(struct rpcrdma_stats *stats, void *p, size_t size)
 	if (stats)
 		stats->heap_bytes -= size;
 	free(p);
+}
+
+#define RPCRDMA_PAGE 4096
+
+int rpcrdma_mem_create(struct list_node *list, struct rpcrdma_stats *stats, void *addr,
+		       size_t len, struct ibv_pd **pds, unsigned int npds, int access,
+		       struct rpcrdma_mem **out)
+{
+	struct rpcrdma_mem *mem;
+	unsigned int i;
+
+	if (!addr || !len || (uintptr_t)addr + len < (uintptr_t)addr || npds > RPCRDMA_MEM_MAX_MRS)
+		return -EINVAL;
+	mem = rpcrdma_zalloc(stats, sizeof(*mem));
+	if (!mem)
+		return -ENOMEM;
+	mem->rm_addr = addr;
+	mem->rm_len = len;
+	mem->rm_stats = stats;
+	for (i = 0; i < npds; i++) {
+		mem->rm_mrs[i] = ibv_reg_mr(pds[i], addr, len, access);
+		if (!mem->rm_mrs[i]) {
+			int rc = rpcrdma_errno(-ENOMEM);
+
+			while (i--)
+				ibv_dereg_mr(mem->rm_mrs[i]);
+			rpcrdma_free(stats, mem, sizeof(*mem));
+			return rc;
+		}
+	}
+	mem->rm_nmrs = npds;
+	list_add_tail(&mem->rm_node, list);
+	*out = mem;
+	return 0;
+}
+
+struct rpcrdma_mem *rpcrdma_mem_find(struct list_node *list, const void *addr, size_t len,
+				     struct ibv_pd *pd, struct ibv_mr **mr)
+{
+	const unsigned char *p = addr;
+	struct list_node *pos;
+
+	list_for_each(pos, list) {
+		struct rpcrdma_mem *mem = list_entry(pos, struct rpcrdma_mem, rm_node);
+		unsigned int i;
+
+		if (p < mem->rm_addr || len > mem->rm_len ||
+		    (size_t)(p - mem->rm_addr) > mem->rm_len - len)
+			continue;
+		for (i = 0; i < mem->rm_nmrs; i++) {
+			if (mem->rm_mrs[i]->pd == pd) {
+				*mr = mem->rm_mrs[i];
+				return mem;
+			}
+		}
+	}
+	return NULL;
+}
+
+static void rpcrdma_mem_release(struct rpcrdma_mem *mem)
+{
+	unsigned int i;
+
+	for (i = 0; i < mem->rm_nmrs; i++)
+		ibv_dereg_mr(mem->rm_mrs[i]);
+	list_del(&mem->rm_node);
+	rpcrdma_free(mem->rm_stats, mem, sizeof(*mem));
+}
+
+RPCRDMA_EXPORT int rpcrdma_mem_deregister(struct rpcrdma_mem *mem)
+{
+	if (!mem)
+		return 0;
+	if (mem->rm_users)
+		return -EBUSY;
+	rpcrdma_mem_release(mem);
+	return 0;
+}
+
+void rpcrdma_mem_destroy_all(struct list_node *list)
+{
+	while (!list_empty(list))
+		rpcrdma_mem_release(list_first_entry(list, struct rpcrdma_mem, rm_node));
+}
+
+int rpcrdma_buf_alloc(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t len, int access,
+		      struct rpcrdma_stats *stats)
+{
+	size_t bytes = (len + RPCRDMA_PAGE - 1) & ~(size_t)(RPCRDMA_PAGE - 1);
+
+	memset(buf, 0, sizeof(*buf));
+	if (!len || bytes < len)
+		return -EINVAL;
+	buf->data = aligned_alloc(RPCRDMA_PAGE, bytes);
+	if (!buf->data)
+		return -ENOMEM;
+	buf->mr = ibv_reg_mr(pd, buf->data, bytes, access);
+	if (!buf->mr) {
+		int rc = rpcrdma_errno(-ENOMEM);
+
+		free(buf->data);
+		buf->data = NULL;
+		return rc;
+	}
+	buf->len = len;
+	stats->heap_bytes += bytes;
+	stats->registered_bytes += bytes;
+	return 0;
+}
+
+static size_t buf_bytes(const struct rpcrdma_buf *buf)
+{
+	return (buf->len + RPCRDMA_PAGE - 1) & ~(size_t)(RPCRDMA_PAGE - 1);
+}
+
+void rpcrdma_buf_dereg(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats)
+{
+	if (buf->mr) {
+		ibv_dereg_mr(buf->mr);
+		stats->registered_bytes -= buf_bytes(buf);
+		buf->mr = NULL;
+	}
+}
+
+void *rpcrdma_buf_detach(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats)
+{
+	void *data = buf->data;
+
+	rpcrdma_buf_dereg(buf, stats);
+	if (data)
+		stats->heap_bytes -= buf_bytes(buf);
+	memset(buf, 0, sizeof(*buf));
+	return data;
+}
+
+void rpcrdma_buf_free(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats)
+{
+	if (buf->data)
+		free(rpcrdma_buf_detach(buf, stats));
 }

@@ -12,7 +12,7 @@
 #include "cm.h"
 #include "ep.h"
 #include "list.h"
-#include "regmem.h"
+#include "mem.h"
 
 struct svcxprt_rdma;
 struct svc_rdma_recv_ctxt;

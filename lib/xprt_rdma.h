@@ -12,7 +12,7 @@
 #include "cm.h"
 #include "ep.h"
 #include "list.h"
-#include "regmem.h"
+#include "mem.h"
 
 /* Segments per chunk the client offers (the server's default cap). */
 #define RPCRDMA_CLNT_MAX_SEGS 16

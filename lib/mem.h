@@ -1,19 +1,56 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Application memory registered with the library (struct rpcrdma_mem): one
- * MR per protection domain the owner uses, found again by address when a
- * call or a reply names a buffer inside it.
+ * Registered memory: slabs of equal buffers registered as one region (the
+ * transports' send and receive buffers); application memory registered
+ * with the library (struct rpcrdma_mem), one MR per protection domain,
+ * found again by address when a call or a reply names a buffer inside it;
+ * and the library's own registered buffers (bounce buffers, Read sinks,
+ * long replies).
  */
-#ifndef RPCRDMA_REGMEM_H
-#define RPCRDMA_REGMEM_H
+#ifndef RPCRDMA_MEM_H
+#define RPCRDMA_MEM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <infiniband/verbs.h>
 
 #include <rpcrdma/rpcrdma.h>
 
 #include "list.h"
+
+/* A slab of equal buffers registered as one memory region. */
+struct rpcrdma_slab {
+	unsigned char *base;
+	size_t bufsize;
+	uint32_t count;
+	struct ibv_mr *mr;
+};
+
+/*
+ * Allocate @count buffers of @bufsize bytes (rounded up to a cache line) and
+ * register them under @pd with @access. Returns 0 or -errno.
+ */
+int rpcrdma_slab_create(struct rpcrdma_slab *slab, struct ibv_pd *pd, uint32_t count,
+			size_t bufsize, int access);
+/* Deregister (verbs teardown); the memory stays until rpcrdma_slab_free(). */
+void rpcrdma_slab_dereg(struct rpcrdma_slab *slab);
+void rpcrdma_slab_free(struct rpcrdma_slab *slab);
+
+static inline unsigned char *rpcrdma_slab_buf(const struct rpcrdma_slab *slab, uint32_t i)
+{
+	return slab->base + (size_t)i * slab->bufsize;
+}
+
+static inline uint32_t rpcrdma_slab_lkey(const struct rpcrdma_slab *slab)
+{
+	return slab->mr->lkey;
+}
+
+static inline size_t rpcrdma_slab_bytes(const struct rpcrdma_slab *slab)
+{
+	return slab->bufsize * slab->count;
+}
 
 #define RPCRDMA_MEM_MAX_MRS 8
 
@@ -64,4 +101,4 @@ void rpcrdma_buf_dereg(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats);
 /* Deregister but keep the memory (for the application); returns it. */
 void *rpcrdma_buf_detach(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats);
 
-#endif /* RPCRDMA_REGMEM_H */
+#endif /* RPCRDMA_MEM_H */
