@@ -4,7 +4,6 @@
  * completion handler, handing what arrived to rpcrdma_reply_handler()
  * (rpc_rdma.c), and keeping receives posted.
  */
-#include <string.h>
 
 #include "xprt_rdma.h"
 
@@ -38,27 +37,6 @@ void xprt_rdma_process_replies(struct rpcrdma_xprt *x)
 /* Post every unposted receive buffer in one chain. */
 void xprt_rdma_post_reps(struct rpcrdma_xprt *x)
 {
-	struct ibv_recv_wr *first = NULL, **link = &first;
-	struct list_node *pos;
-	uint32_t count = 0, posted;
-	int rc;
-
-	if (list_empty(&x->rb_reps_free))
-		return;
-	list_for_each(pos, &x->rb_reps_free) {
-		struct rpcrdma_rep *rep = list_entry(pos, struct rpcrdma_rep, rr_list);
-
-		*link = &rep->rr_recv_wr;
-		link = &rep->rr_recv_wr.next;
-		count++;
-	}
-	*link = NULL;
-	rc = rpcrdma_ep_post_recv(&x->rx_ep, first, count, &posted);
-	/* The posted ones lead the free list, in chain order. */
-	while (posted--)
-		list_del(x->rb_reps_free.next);
-	if (rc) {
-		rpcrdma_err("client: posting receives failed: %s", strerror(-rc));
-		rpcrdma_ep_close_deferred(&x->rx_ep);
-	}
+	rpcrdma_ep_post_recvs(&x->rx_ep, &x->rb_reps_free, UINT32_MAX,
+			      RPCRDMA_RECV_WR_OFF(struct rpcrdma_rep, rr_list, rr_recv_wr));
 }

@@ -288,24 +288,46 @@ void rpcrdma_ep_destroy(struct rpcrdma_ep *ep)
 	}
 }
 
-int rpcrdma_ep_post_recv(struct rpcrdma_ep *ep, struct ibv_recv_wr *first, uint32_t count,
-			 uint32_t *posted)
+static struct ibv_recv_wr *recv_wr_of(struct list_node *node, ptrdiff_t wr_off)
 {
-	struct ibv_recv_wr *bad = NULL, *wr;
-	uint32_t n = 0;
+	return (struct ibv_recv_wr *)(void *)((char *)node + wr_off);
+}
+
+int rpcrdma_ep_post_recvs(struct rpcrdma_ep *ep, struct list_node *free, uint32_t max,
+			  ptrdiff_t wr_off)
+{
+	struct ibv_recv_wr *first = NULL, **link = &first, *bad = NULL, *wr;
+	struct list_node *pos;
+	uint32_t count = 0, posted = 0;
 	int rc;
 
+	list_for_each(pos, free) {
+		if (count == max)
+			break;
+		*link = recv_wr_of(pos, wr_off);
+		link = &(*link)->next;
+		count++;
+	}
+	if (!count)
+		return 0;
+	*link = NULL;
 	rc = ibv_post_recv(ep->qp, first, &bad);
 	if (likely(rc == 0)) {
-		ep->recv_posted += count;
-		*posted = count;
-		return 0;
+		posted = count;
+	} else {
+		for (wr = first; wr && wr != bad; wr = wr->next)
+			posted++;
 	}
-	for (wr = first; wr && wr != bad; wr = wr->next)
-		n++;
-	ep->recv_posted += n;
-	*posted = n;
-	return verbs_err(rc);
+	ep->recv_posted += posted;
+	/* The posted ones lead the list, in chain order. */
+	while (posted--)
+		list_del(free->next);
+	if (likely(rc == 0))
+		return 0;
+	rc = verbs_err(rc);
+	rpcrdma_err("posting receives failed: %s", strerror(-rc));
+	rpcrdma_ep_close_deferred(ep);
+	return rc;
 }
 
 int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint32_t sqecount,

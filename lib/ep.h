@@ -16,6 +16,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
@@ -25,6 +26,7 @@
 
 #include "compiler.h"
 #include "cq.h"
+#include "list.h"
 #include "util.h"
 
 enum rpcrdma_ep_state {
@@ -156,11 +158,17 @@ int rpcrdma_ep_drain_sync(struct rpcrdma_ep *ep, int timeout_ms);
 void rpcrdma_ep_destroy(struct rpcrdma_ep *ep);
 
 /*
- * Post a chain of @count receives; *@posted tells how many of the chain's
- * head were posted (they will complete). Returns 0 or -errno.
+ * Post up to @max receives, in one chain, from @free: a list of receive
+ * buffers each holding its struct ibv_recv_wr @wr_off bytes after its list
+ * node (RPCRDMA_RECV_WR_OFF). Those posted leave the list, in order; they
+ * will complete. Returns 0 or -errno, having asked for a close: a side
+ * short of receives would make its peer overrun it.
  */
-int rpcrdma_ep_post_recv(struct rpcrdma_ep *ep, struct ibv_recv_wr *first, uint32_t count,
-			 uint32_t *posted);
+int rpcrdma_ep_post_recvs(struct rpcrdma_ep *ep, struct list_node *free, uint32_t max,
+			  ptrdiff_t wr_off);
+
+#define RPCRDMA_RECV_WR_OFF(type, list_member, wr_member) \
+	((ptrdiff_t)offsetof(type, wr_member) - (ptrdiff_t)offsetof(type, list_member))
 
 /*
  * Post a chain of @sqecount send WRs whose slots the caller has taken from

@@ -35,34 +35,11 @@ void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 /* Bring the posted receives back up to the grant ceiling, in one chain. */
 void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
 {
-	struct ibv_recv_wr *first = NULL, **link = &first;
-	struct list_node *pos;
-	uint32_t want, count = 0, posted;
-	int rc;
-
 	if (rdma->sc_ep.recv_posted >= rdma->sc_max_requests)
 		return;
-	want = rdma->sc_max_requests - rdma->sc_ep.recv_posted;
-	list_for_each(pos, &rdma->sc_recv_free) {
-		struct svc_rdma_recv_ctxt *ctxt = list_entry(pos, struct svc_rdma_recv_ctxt, rc_list);
-
-		if (count == want)
-			break;
-		*link = &ctxt->rc_recv_wr;
-		link = &ctxt->rc_recv_wr.next;
-		count++;
-	}
-	if (!count)
-		return;
-	*link = NULL;
-	rc = rpcrdma_ep_post_recv(&rdma->sc_ep, first, count, &posted);
-	while (posted--)
-		list_del(rdma->sc_recv_free.next);
-	if (rc) {
-		/* A server short of receives would make clients overrun it. */
-		rpcrdma_err("server: posting receives failed: %s", strerror(-rc));
-		rpcrdma_ep_close_deferred(&rdma->sc_ep);
-	}
+	rpcrdma_ep_post_recvs(&rdma->sc_ep, &rdma->sc_recv_free,
+			      rdma->sc_max_requests - rdma->sc_ep.recv_posted,
+			      RPCRDMA_RECV_WR_OFF(struct svc_rdma_recv_ctxt, rc_list, rc_recv_wr));
 }
 
 static void svc_rdma_put_recv(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
