@@ -64,6 +64,15 @@ void *rpcrdma_zalloc(struct rpcrdma_stats *stats, size_t size)
 	return p;
 }
 
+void *rpcrdma_realloc(struct rpcrdma_stats *stats, void *p, size_t old, size_t size)
+{
+	void *q = realloc(p, size);
+
+	if (q && stats)
+		stats->heap_bytes += size - old;
+	return q;
+}
+
 void rpcrdma_free(struct rpcrdma_stats *stats, void *p, size_t size)
 {
 	if (!p)

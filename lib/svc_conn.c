@@ -34,7 +34,7 @@ static struct ibv_pd *svc_rdma_get_pd(struct rpcrdma_svc *svc, struct ibv_contex
 	return NULL;
 }
 
-static void *svc_rdma_alloc(struct svcxprt_rdma *rdma, size_t size)
+void *svc_rdma_alloc(struct svcxprt_rdma *rdma, size_t size)
 {
 	void *p = rpcrdma_zalloc(rdma->sc_stats, size);
 
@@ -43,7 +43,16 @@ static void *svc_rdma_alloc(struct svcxprt_rdma *rdma, size_t size)
 	return p;
 }
 
-static void svc_rdma_free_mem(struct svcxprt_rdma *rdma, void *p, size_t size)
+void *svc_rdma_realloc(struct svcxprt_rdma *rdma, void *p, size_t old, size_t size)
+{
+	void *q = rpcrdma_realloc(rdma->sc_stats, p, old, size);
+
+	if (q)
+		rdma->sc_heap += size - old;
+	return q;
+}
+
+void svc_rdma_free_mem(struct svcxprt_rdma *rdma, void *p, size_t size)
 {
 	if (p)
 		rdma->sc_heap -= size;
@@ -119,9 +128,13 @@ static void svc_rdma_free(struct svcxprt_rdma *rdma)
 	list_del(&rdma->sc_node);
 	rdma->sc_stats->heap_bytes -= slabs;
 	for (i = 0; rdma->sc_send_ctxts && i < rdma->sc_nsend; i++) {
-		free(rdma->sc_send_ctxts[i].sc_wrs);
-		free(rdma->sc_send_ctxts[i].sc_wr_sges);
-		free(rdma->sc_send_ctxts[i].sc_releases);
+		struct svc_rdma_send_ctxt *ctxt = &rdma->sc_send_ctxts[i];
+
+		svc_rdma_free_mem(rdma, ctxt->sc_wrs, ctxt->sc_max_wrs * sizeof(*ctxt->sc_wrs));
+		svc_rdma_free_mem(rdma, ctxt->sc_wr_sges,
+				  ctxt->sc_max_wrs * sizeof(*ctxt->sc_wr_sges));
+		svc_rdma_free_mem(rdma, ctxt->sc_releases,
+				  ctxt->sc_max_releases * sizeof(*ctxt->sc_releases));
 	}
 	rpcrdma_slab_free(&rdma->sc_recv_slab);
 	rpcrdma_slab_free(&rdma->sc_send_slab);

@@ -48,7 +48,8 @@ struct svc_rdma_read_ctxt {
 	struct svc_rdma_recv_ctxt *rd_recv;
 	struct ibv_send_wr *rd_wrs;		/* one per Read segment */
 	struct ibv_sge *rd_sges;
-	uint32_t rd_nwrs;
+	uint32_t rd_nwrs;			/* WRs built */
+	uint32_t rd_max;			/* WRs and SGEs allocated */
 	uint32_t rd_next;			/* first WR of the next wave */
 	bool rd_failed;
 };
@@ -218,6 +219,14 @@ static inline struct svc_rdma_recv_ctxt *svc_rdma_call_ctxt(struct rpcrdma_svc_c
 {
 	return container_of(call, struct svc_rdma_recv_ctxt, rc_call);
 }
+
+/*
+ * svc_conn.c: a connection's heap, accounted in its server's stats and in
+ * sc_heap (what it keeps when the server goes first).
+ */
+void *svc_rdma_alloc(struct svcxprt_rdma *rdma, size_t size);
+void *svc_rdma_realloc(struct svcxprt_rdma *rdma, void *p, size_t old, size_t size);
+void svc_rdma_free_mem(struct svcxprt_rdma *rdma, void *p, size_t size);
 
 /* svc_conn.c: accepting, polling and closing one connection. */
 struct svc_rdma_conn_req {

@@ -68,7 +68,7 @@ static int svc_rdma_map_reads(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call
 	call->nchunks = 0;
 	call->has_pzrc = false;
 	if (hdr->read_chunks)
-		call->chunks = calloc(hdr->read_chunks, sizeof(*call->chunks));
+		call->chunks = svc_rdma_alloc(rdma, hdr->read_chunks * sizeof(*call->chunks));
 	if (hdr->read_chunks && !call->chunks)
 		return -ENOMEM;
 
@@ -183,7 +183,8 @@ void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_
 	for (i = 0; i < call->nchunks; i++)
 		if (!call->chunks[i].ch_kept)
 			svc_rdma_sink_put(rdma, &call->chunks[i].ch_buf);
-	free(call->chunks);
+	/* Allocated for every Read chunk of the header; nchunks may stop short. */
+	svc_rdma_free_mem(rdma, call->chunks, call->hdr->read_chunks * sizeof(*call->chunks));
 	call->chunks = NULL;
 	call->nchunks = 0;
 	rpcrdma_buf_free(&call->long_reply, rdma->sc_stats);

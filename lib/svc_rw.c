@@ -15,9 +15,9 @@
 
 static void svc_rdma_read_free(struct svcxprt_rdma *rdma, struct svc_rdma_read_ctxt *rd)
 {
-	free(rd->rd_wrs);
-	free(rd->rd_sges);
-	free(rd);
+	svc_rdma_free_mem(rdma, rd->rd_wrs, rd->rd_max * sizeof(*rd->rd_wrs));
+	svc_rdma_free_mem(rdma, rd->rd_sges, rd->rd_max * sizeof(*rd->rd_sges));
+	svc_rdma_free_mem(rdma, rd, sizeof(*rd));
 }
 
 /*
@@ -145,11 +145,12 @@ int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_c
 		memset(call->chunks[i].ch_buf.data + call->chunks[i].ch_len, 0,
 		       (4 - (call->chunks[i].ch_len & 3)) & 3);
 	}
-	rd = calloc(1, sizeof(*rd));
+	rd = svc_rdma_alloc(rdma, sizeof(*rd));
 	if (!rd)
 		return -ENOMEM;
-	rd->rd_wrs = calloc(hdr->read_segs, sizeof(*rd->rd_wrs));
-	rd->rd_sges = calloc(hdr->read_segs, sizeof(*rd->rd_sges));
+	rd->rd_max = hdr->read_segs;
+	rd->rd_wrs = svc_rdma_alloc(rdma, hdr->read_segs * sizeof(*rd->rd_wrs));
+	rd->rd_sges = svc_rdma_alloc(rdma, hdr->read_segs * sizeof(*rd->rd_sges));
 	if (!rd->rd_wrs || !rd->rd_sges) {
 		svc_rdma_read_free(rdma, rd);
 		return -ENOMEM;
@@ -267,7 +268,8 @@ void svc_rdma_reply_done(struct ibv_cq *cq, struct ibv_wc *wc)
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server RDMA Write (Reply chunk)");
 }
 
-static int svc_rdma_grow_wrs(struct svc_rdma_send_ctxt *ctxt, uint32_t need)
+static int svc_rdma_grow_wrs(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+			     uint32_t need)
 {
 	struct ibv_send_wr *wrs;
 	struct ibv_sge *sges;
@@ -278,13 +280,21 @@ static int svc_rdma_grow_wrs(struct svc_rdma_send_ctxt *ctxt, uint32_t need)
 	n = ctxt->sc_max_wrs ? ctxt->sc_max_wrs * 2 : 16;
 	while (n < ctxt->sc_nwrs + need)
 		n *= 2;
-	wrs = realloc(ctxt->sc_wrs, n * sizeof(*wrs));
-	if (!wrs)
+	/* Both new arrays first: a failure leaves the context as it was. */
+	wrs = svc_rdma_alloc(rdma, n * sizeof(*wrs));
+	sges = svc_rdma_alloc(rdma, n * sizeof(*sges));
+	if (!wrs || !sges) {
+		svc_rdma_free_mem(rdma, wrs, n * sizeof(*wrs));
+		svc_rdma_free_mem(rdma, sges, n * sizeof(*sges));
 		return -ENOMEM;
+	}
+	if (ctxt->sc_nwrs) {
+		memcpy(wrs, ctxt->sc_wrs, ctxt->sc_nwrs * sizeof(*wrs));
+		memcpy(sges, ctxt->sc_wr_sges, ctxt->sc_nwrs * sizeof(*sges));
+	}
+	svc_rdma_free_mem(rdma, ctxt->sc_wrs, ctxt->sc_max_wrs * sizeof(*wrs));
+	svc_rdma_free_mem(rdma, ctxt->sc_wr_sges, ctxt->sc_max_wrs * sizeof(*sges));
 	ctxt->sc_wrs = wrs;
-	sges = realloc(ctxt->sc_wr_sges, n * sizeof(*sges));
-	if (!sges)
-		return -ENOMEM;
 	ctxt->sc_wr_sges = sges;
 	/* The arrays moved: point each WR at its own SGE again. */
 	for (i = 0; i < ctxt->sc_nwrs; i++)
@@ -308,7 +318,7 @@ int svc_rdma_add_writes(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ct
 
 	if (len > chunk->total)
 		return -EMSGSIZE;
-	if (svc_rdma_grow_wrs(ctxt, chunk->nsegs))
+	if (svc_rdma_grow_wrs(rdma, ctxt, chunk->nsegs))
 		return -ENOMEM;
 	for (i = 0; i < chunk->nsegs; i++) {
 		struct ibv_send_wr *wr = &ctxt->sc_wrs[ctxt->sc_nwrs];

@@ -38,12 +38,14 @@ struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma)
 	return ctxt;
 }
 
-static int svc_rdma_add_release(struct svc_rdma_send_ctxt *ctxt,
+static int svc_rdma_add_release(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
 				const struct svc_rdma_release *rel)
 {
 	if (ctxt->sc_nreleases == ctxt->sc_max_releases) {
 		uint32_t n = ctxt->sc_max_releases ? 2 * ctxt->sc_max_releases : 4;
-		struct svc_rdma_release *r = realloc(ctxt->sc_releases, n * sizeof(*r));
+		struct svc_rdma_release *r =
+			svc_rdma_realloc(rdma, ctxt->sc_releases,
+					 ctxt->sc_max_releases * sizeof(*r), n * sizeof(*r));
 
 		if (!r)
 			return -ENOMEM;
@@ -253,7 +255,7 @@ static int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send
 			rel.mem->rm_users++;
 			*src = p->buf;
 			*lkey = mr->lkey;
-			return svc_rdma_add_release(ctxt, &rel);
+			return svc_rdma_add_release(rdma, ctxt, &rel);
 		}
 	}
 	rc = rpcrdma_buf_alloc(&rel.buf, rdma->sc_pd, p->len, 0, rdma->sc_stats);
@@ -263,7 +265,7 @@ static int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send
 	rdma->sc_stats->bounce_bytes += p->len;
 	*src = rel.buf.data;
 	*lkey = rel.buf.mr->lkey;
-	rc = svc_rdma_add_release(ctxt, &rel);
+	rc = svc_rdma_add_release(rdma, ctxt, &rel);
 	if (rc)
 		rpcrdma_buf_free(&rel.buf, rdma->sc_stats);
 	return rc;
@@ -282,7 +284,7 @@ static int svc_rdma_take_payloads(struct svc_rdma_send_ctxt *ctxt, struct rpcrdm
 
 		if (!rel.release)
 			continue;
-		if (svc_rdma_add_release(ctxt, &rel))
+		if (svc_rdma_add_release(call->rdma, ctxt, &rel))
 			return -ENOMEM;
 		call->payloads[i].release = NULL;
 	}
@@ -296,7 +298,8 @@ void svc_rdma_release_payloads(struct rpcrdma_svc_call *call)
 	for (i = 0; i < call->npayloads; i++)
 		if (call->payloads[i].release)
 			call->payloads[i].release(call->payloads[i].arg);
-	free(call->payloads);
+	svc_rdma_free_mem(call->rdma, call->payloads,
+			  SVC_RDMA_MAX_PAYLOADS * sizeof(*call->payloads));
 	call->payloads = NULL;
 	call->npayloads = 0;
 }
@@ -348,13 +351,14 @@ static unsigned int svc_rdma_inline_payloads(const struct rpcrdma_svc_call *call
 /* Chunk segments echoed from the stack; more than this come from the heap. */
 #define SVC_RDMA_STACK_SEGS 32
 
-static void svc_rdma_free_echo(uint32_t *written, uint32_t *written_stack,
-			       struct rpcrdma_segment *echo, struct rpcrdma_segment *echo_stack)
+static void svc_rdma_free_echo(struct svcxprt_rdma *rdma, uint32_t nsegs, uint32_t *written,
+			       uint32_t *written_stack, struct rpcrdma_segment *echo,
+			       struct rpcrdma_segment *echo_stack)
 {
 	if (written != written_stack)
-		free(written);
+		svc_rdma_free_mem(rdma, written, nsegs * sizeof(*written));
 	if (echo != echo_stack)
-		free(echo);
+		svc_rdma_free_mem(rdma, echo, nsegs * sizeof(*echo));
 }
 
 /*
@@ -402,8 +406,8 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 		written = memset(written_stack, 0, nsegs * sizeof(*written));
 		echo = echo_stack;
 	} else {
-		written = calloc(nsegs, sizeof(*written));
-		echo = calloc(nsegs, sizeof(*echo));
+		written = svc_rdma_alloc(rdma, nsegs * sizeof(*written));
+		echo = svc_rdma_alloc(rdma, nsegs * sizeof(*echo));
 	}
 	if (!written || !echo) {
 		rc = -ENOMEM;
@@ -452,7 +456,7 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 		}
 		src = rel.buf.data;
 		lkey = rel.buf.mr->lkey;
-		rc = svc_rdma_add_release(ctxt, &rel);
+		rc = svc_rdma_add_release(rdma, ctxt, &rel);
 		if (rc) {
 			rpcrdma_buf_free(&rel.buf, rdma->sc_stats);
 			goto out_err;
@@ -515,19 +519,19 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 		rc = -EMSGSIZE;
 		goto out_err;
 	}
-	svc_rdma_free_echo(written, written_stack, echo, echo_stack);
+	svc_rdma_free_echo(rdma, nsegs, written, written_stack, echo, echo_stack);
 	rdma->sc_stats->replies++;
 	return svc_rdma_post_send(rdma, ctxt);
 
 out_err:
 	/* Never a truncated or half-built reply: the client gets ERR_CHUNK. */
 	svc_rdma_send_ctxt_put(rdma, ctxt);
-	svc_rdma_free_echo(written, written_stack, echo, echo_stack);
+	svc_rdma_free_echo(rdma, nsegs, written, written_stack, echo, echo_stack);
 	svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
 	return rc == -EINVAL ? -EINVAL : -EMSGSIZE;
 out_put:
 	svc_rdma_send_ctxt_put(rdma, ctxt);
-	svc_rdma_free_echo(written, written_stack, echo, echo_stack);
+	svc_rdma_free_echo(rdma, nsegs, written, written_stack, echo, echo_stack);
 	return rc;
 }
 
@@ -655,7 +659,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_payload(struct rpcrdma_svc_call *call, uint
 		goto fail;
 	rc = -ENOMEM;
 	if (!call->payloads) {
-		call->payloads = calloc(SVC_RDMA_MAX_PAYLOADS, sizeof(*call->payloads));
+		call->payloads = svc_rdma_alloc(call->rdma,
+						SVC_RDMA_MAX_PAYLOADS * sizeof(*call->payloads));
 		if (!call->payloads)
 			goto fail;
 	}

@@ -29,6 +29,8 @@ void rpcrdma_log(int level, const char *fmt, ...) __attribute__((format(printf, 
 
 /* Heap accounting for rpcrdma_stats.heap_bytes. */
 void *rpcrdma_zalloc(struct rpcrdma_stats *stats, size_t size);
+/* @p (@old bytes, or NULL) grown or shrunk to @size bytes; the new part is not zeroed. */
+void *rpcrdma_realloc(struct rpcrdma_stats *stats, void *p, size_t old, size_t size);
 void rpcrdma_free(struct rpcrdma_stats *stats, void *p, size_t size);
 
 /* Length of a sockaddr by family; 0 for an unsupported family (cm.c). */

@@ -100,8 +100,12 @@ void rpcrdma_set_log(void (*fn)(int level, const char *msg, void *arg), void *ar
  * @timeouts: calls that timed out
  * @connects: connections established
  * @disconnects: connections closed
- * @registered_bytes: memory registered with the device now
- * @heap_bytes: heap memory held now
+ * @registered_bytes: the library's own buffers registered with the device
+ *	now (send and receive buffers, bounce buffers, Read sinks, long
+ *	replies); @heap_bytes counts them too. Regions the application
+ *	registers (rpcrdma_clnt_mem_register(), rpcrdma_svc_mem_register())
+ *	are its own memory and count in neither
+ * @heap_bytes: heap memory the library holds now, registered or not
  */
 struct rpcrdma_stats {
 	uint32_t struct_size;

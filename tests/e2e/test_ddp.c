@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,7 +41,16 @@ struct fixture {
 	size_t used;
 	enum reg_mode mode;
 	uint32_t xid;
+	uint64_t svc_heap;	/* the server's heap_bytes before the client came */
 };
+
+static void read_svc_heap(struct harness_server *hs, void *arg)
+{
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+
+	rpcrdma_svc_stats(hs->svc, &st);
+	*(uint64_t *)arg = st.heap_bytes;
+}
 
 static size_t round4(size_t n)
 {
@@ -82,6 +92,7 @@ static void fixture_up(struct fixture *fx, enum reg_mode mode)
 	fx->xid = 0x10000;
 	memset(&ddp_counters, 0, sizeof(ddp_counters));
 	assert_int_equal(harness_server_start(&fx->hs, 16, 0, HARNESS_DDP), 0);
+	harness_server_run(&fx->hs, read_svc_heap, &fx->svc_heap);
 	harness_clnt_attr(&fx->hs, &attr);
 	if (mode == REG_PERSISTENT)
 		attr.flags = RPCRDMA_CLNT_PERSISTENT_REG;
@@ -96,6 +107,8 @@ static void fixture_up(struct fixture *fx, enum reg_mode mode)
 static void fixture_down(struct fixture *fx)
 {
 	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+	uint64_t heap = 0;
+	int i;
 
 	assert_int_equal(rpcrdma_clnt_stats(fx->clnt, &st), 0);
 	if (fx->mode == REG_BOUNCE)
@@ -104,6 +117,18 @@ static void fixture_down(struct fixture *fx)
 		assert_int_equal(st.bounce_bytes, 0);
 	assert_int_equal(rpcrdma_mem_deregister(fx->mem), 0);
 	rpcrdma_clnt_destroy(fx->clnt);
+	/*
+	 * Everything the connection allocated (Read contexts, grown Write and
+	 * release arrays, chunk tables, echoes, sinks) went through the
+	 * accounting: once it is freed, the server is back where it started.
+	 */
+	for (i = 0; i < 300; i++) {
+		harness_server_run(&fx->hs, read_svc_heap, &heap);
+		if (heap == fx->svc_heap)
+			break;
+		poll(NULL, 0, 10);
+	}
+	assert_int_equal(heap, fx->svc_heap);
 	harness_server_stop(&fx->hs);
 	free(fx->arena);
 	/* Every payload the server named was released, once. */
