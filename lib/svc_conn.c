@@ -52,12 +52,6 @@ void *svc_rdma_realloc(struct svcxprt_rdma *rdma, void *p, size_t old, size_t si
 	return q;
 }
 
-void svc_rdma_free_mem(struct svcxprt_rdma *rdma, void *p, size_t size)
-{
-	if (p)
-		rdma->sc_heap -= size;
-	rpcrdma_free(rdma->sc_stats, p, size);
-}
 
 static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32_t inline_size)
 {

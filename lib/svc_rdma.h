@@ -226,7 +226,6 @@ static inline struct svc_rdma_recv_ctxt *svc_rdma_call_ctxt(struct rpcrdma_svc_c
  */
 void *svc_rdma_alloc(struct svcxprt_rdma *rdma, size_t size);
 void *svc_rdma_realloc(struct svcxprt_rdma *rdma, void *p, size_t old, size_t size);
-void svc_rdma_free_mem(struct svcxprt_rdma *rdma, void *p, size_t size);
 
 /* svc_conn.c: accepting, polling and closing one connection. */
 struct svc_rdma_conn_req {
@@ -242,6 +241,15 @@ int svc_rdma_conn_arm(struct svcxprt_rdma *rdma);
 void svc_rdma_conn_destroy_sync(struct svcxprt_rdma *rdma);
 void svc_rdma_conn_put_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
 bool svc_rdma_can_send(const struct svcxprt_rdma *rdma);
+
+/* Give back what svc_rdma_alloc() gave; NULL costs a test, on the hot path too. */
+static inline void svc_rdma_free_mem(struct svcxprt_rdma *rdma, void *p, size_t size)
+{
+	if (!p)
+		return;
+	rdma->sc_heap -= size;
+	rpcrdma_free(rdma->sc_stats, p, size);
+}
 
 /* svc_recvfrom.c: the receive path. */
 void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc);

@@ -351,14 +351,14 @@ static unsigned int svc_rdma_inline_payloads(const struct rpcrdma_svc_call *call
 /* Chunk segments echoed from the stack; more than this come from the heap. */
 #define SVC_RDMA_STACK_SEGS 32
 
-static void svc_rdma_free_echo(struct svcxprt_rdma *rdma, uint32_t nsegs, uint32_t *written,
-			       uint32_t *written_stack, struct rpcrdma_segment *echo,
-			       struct rpcrdma_segment *echo_stack)
+/* The echo arrays of @nsegs segments: on the stack up to SVC_RDMA_STACK_SEGS. */
+static inline void svc_rdma_free_echo(struct svcxprt_rdma *rdma, uint32_t nsegs, uint32_t *written,
+				      struct rpcrdma_segment *echo)
 {
-	if (written != written_stack)
-		svc_rdma_free_mem(rdma, written, nsegs * sizeof(*written));
-	if (echo != echo_stack)
-		svc_rdma_free_mem(rdma, echo, nsegs * sizeof(*echo));
+	if (likely(nsegs <= SVC_RDMA_STACK_SEGS))
+		return;
+	svc_rdma_free_mem(rdma, written, nsegs * sizeof(*written));
+	svc_rdma_free_mem(rdma, echo, nsegs * sizeof(*echo));
 }
 
 /*
@@ -519,19 +519,19 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 		rc = -EMSGSIZE;
 		goto out_err;
 	}
-	svc_rdma_free_echo(rdma, nsegs, written, written_stack, echo, echo_stack);
+	svc_rdma_free_echo(rdma, nsegs, written, echo);
 	rdma->sc_stats->replies++;
 	return svc_rdma_post_send(rdma, ctxt);
 
 out_err:
 	/* Never a truncated or half-built reply: the client gets ERR_CHUNK. */
 	svc_rdma_send_ctxt_put(rdma, ctxt);
-	svc_rdma_free_echo(rdma, nsegs, written, written_stack, echo, echo_stack);
+	svc_rdma_free_echo(rdma, nsegs, written, echo);
 	svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
 	return rc == -EINVAL ? -EINVAL : -EMSGSIZE;
 out_put:
 	svc_rdma_send_ctxt_put(rdma, ctxt);
-	svc_rdma_free_echo(rdma, nsegs, written, written_stack, echo, echo_stack);
+	svc_rdma_free_echo(rdma, nsegs, written, echo);
 	return rc;
 }
 
