@@ -220,6 +220,49 @@ static inline struct svc_rdma_recv_ctxt *svc_rdma_call_ctxt(struct rpcrdma_svc_c
 	return container_of(call, struct svc_rdma_recv_ctxt, rc_call);
 }
 
+/* The most DDP results a reply names (rpcrdma_svc_reply_payload()). */
+#define SVC_RDMA_MAX_PAYLOADS RPCRDMA_MAX_CHUNKS_LIMIT
+/* Chunk segments a reply echoes from the stack; more than this come from the heap. */
+#define SVC_RDMA_STACK_SEGS 32
+
+/* Where a reply's RPC message is: copied, encoded in place, or in a long-reply buffer. */
+struct svc_rdma_msg {
+	const unsigned char *msg;
+	size_t len;
+	bool in_place;			/* at sc_xprt_buf + hdr_reserve */
+	struct rpcrdma_buf *long_buf;	/* the call's long-reply buffer, handed over */
+};
+
+/*
+ * A reply in the making (svc_rdma_sendto): its transport header, the
+ * payloads that go in the message, and the echo of every chunk segment
+ * with the bytes written into it (Write list first, then the Reply chunk).
+ */
+struct svc_rdma_reply {
+	const struct svc_rdma_msg *msg;
+	struct rpcrdma_hdr_enc enc;
+	struct rpcrdma_chunk_desc wdesc[RPCRDMA_MAX_CHUNKS_LIMIT];
+	struct rpcrdma_chunk_desc rdesc;
+	struct svc_rdma_payload inl[SVC_RDMA_MAX_PAYLOADS];
+	unsigned int ninl;
+	size_t stream_len;			/* the message with its inline payloads */
+	uint32_t nsegs;				/* segments echoed */
+	uint32_t *written;
+	struct rpcrdma_segment *echo;
+	uint32_t written_stack[SVC_RDMA_STACK_SEGS];
+	struct rpcrdma_segment echo_stack[SVC_RDMA_STACK_SEGS];
+};
+
+/*
+ * Payload @i goes by RDMA Write into Write chunk @i when that chunk has
+ * segments; a payload beyond the Write list, or whose chunk is empty (the
+ * client asks for the item inline: RFC 8166 3.4.6), goes in the message.
+ */
+static inline bool svc_rdma_payload_ddp(const struct rpcrdma_hdr *hdr, unsigned int i)
+{
+	return i < hdr->write_chunks && hdr->write[i].nsegs;
+}
+
 /*
  * svc_conn.c: a connection's heap, accounted in its server's stats and in
  * sc_heap (what it keeps when the server goes first).
@@ -267,9 +310,10 @@ void svc_rdma_wc_read_done(struct ibv_cq *cq, struct ibv_wc *wc);
 void svc_rdma_wc_read(struct ibv_cq *cq, struct ibv_wc *wc);
 void svc_rdma_write_done(struct ibv_cq *cq, struct ibv_wc *wc);
 void svc_rdma_reply_done(struct ibv_cq *cq, struct ibv_wc *wc);
-int svc_rdma_add_writes(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
-			const struct rpcrdma_chunk *chunk, const unsigned char *src, uint64_t len,
-			uint32_t lkey, struct rpcrdma_cqe *cqe, uint32_t *written);
+int svc_rdma_prepare_write_list(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+				struct rpcrdma_svc_call *call, struct svc_rdma_reply *r);
+int svc_rdma_prepare_reply_chunk(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+				 struct rpcrdma_svc_call *call, struct svc_rdma_reply *r);
 
 /* svc_sendto.c: the reply path. */
 void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc);
@@ -282,5 +326,14 @@ void svc_rdma_post_waiters(struct svcxprt_rdma *rdma);
 void svc_rdma_fail_waiters(struct svcxprt_rdma *rdma);
 uint32_t svc_rdma_grant(const struct svcxprt_rdma *rdma);
 void svc_rdma_release_payloads(struct rpcrdma_svc_call *call);
+int svc_rdma_add_release(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+			 const struct svc_rdma_release *rel);
+void svc_rdma_splice(unsigned char *dst, const unsigned char *msg, size_t msg_len,
+		     const struct svc_rdma_payload *p, unsigned int n);
+int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+			  const struct svc_rdma_payload *p, const unsigned char **src,
+			  uint32_t *lkey);
+void svc_rdma_echo(const struct rpcrdma_chunk *chunk, const uint32_t *written,
+		   struct rpcrdma_segment *segs, struct rpcrdma_chunk_desc *desc);
 
 #endif /* RPCRDMA_SVC_RDMA_H */

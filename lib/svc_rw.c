@@ -308,9 +308,10 @@ static int svc_rdma_grow_wrs(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctx
  * client's @chunk, segment by segment, recording the bytes each segment
  * received in @written. Returns 0, or -EMSGSIZE if the chunk is too small.
  */
-int svc_rdma_add_writes(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
-			const struct rpcrdma_chunk *chunk, const unsigned char *src, uint64_t len,
-			uint32_t lkey, struct rpcrdma_cqe *cqe, uint32_t *written)
+static int svc_rdma_add_writes(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+			       const struct rpcrdma_chunk *chunk, const unsigned char *src,
+			       uint64_t len, uint32_t lkey, struct rpcrdma_cqe *cqe,
+			       uint32_t *written)
 {
 	struct rpcrdma_segment seg;
 	uint64_t off = 0;
@@ -343,5 +344,82 @@ int svc_rdma_add_writes(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ct
 		ctxt->sc_nwrs++;
 		off += n;
 	}
+	return 0;
+}
+
+/*
+ * The reply's DDP payloads by RDMA Write into the client's Write chunks, in
+ * order, and the Write list's echo. Returns 0, -EMSGSIZE (a payload larger
+ * than its chunk) or -ENOMEM.
+ */
+int svc_rdma_prepare_write_list(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+				struct rpcrdma_svc_call *call, struct svc_rdma_reply *r)
+{
+	const struct rpcrdma_hdr *hdr = call->hdr;
+	uint32_t i, off;
+	int rc;
+
+	for (off = 0, i = 0; i < hdr->write_chunks; off += hdr->write[i].nsegs, i++) {
+		if (i < call->npayloads && svc_rdma_payload_ddp(hdr, i)) {
+			const unsigned char *src;
+			uint32_t lkey;
+
+			rc = svc_rdma_payload_lkey(rdma, ctxt, &call->payloads[i], &src, &lkey);
+			if (!rc)
+				rc = svc_rdma_add_writes(rdma, ctxt, &hdr->write[i], src,
+							 call->payloads[i].len, lkey,
+							 &ctxt->sc_write_cqe, r->written + off);
+			if (rc)
+				return rc;
+			rdma->sc_stats->write_chunks++;
+		}
+		svc_rdma_echo(&hdr->write[i], r->written + off, r->echo + off, &r->wdesc[i]);
+	}
+	r->enc.write_chunks = hdr->write_chunks;
+	r->enc.write = r->wdesc;
+	return 0;
+}
+
+/*
+ * The whole reply by RDMA Write into the client's Reply chunk: RFC 8166
+ * has a Reply chunk offered be a Reply chunk used, never truncated. The
+ * message goes from where it was encoded when it is whole there, else from
+ * a registered buffer it is assembled in, with its inline payloads.
+ * Returns 0, -EMSGSIZE (larger than the chunk) or -ENOMEM.
+ */
+int svc_rdma_prepare_reply_chunk(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+				 struct rpcrdma_svc_call *call, struct svc_rdma_reply *r)
+{
+	const struct rpcrdma_hdr *hdr = call->hdr;
+	const struct svc_rdma_msg *m = r->msg;
+	struct svc_rdma_release rel = { 0 };
+	uint32_t off = r->nsegs - hdr->reply.nsegs;
+	int rc;
+
+	if (r->stream_len > hdr->reply.total)
+		return -EMSGSIZE;
+	if (m->long_buf && r->ninl == 0) {
+		rel.buf = *m->long_buf;
+		memset(m->long_buf, 0, sizeof(*m->long_buf));
+	} else {
+		rc = rpcrdma_buf_alloc(&rel.buf, rdma->sc_pd, r->stream_len ? r->stream_len : 4, 0,
+				       rdma->sc_stats);
+		if (rc)
+			return rc;
+		svc_rdma_splice(rel.buf.data, m->msg, m->len, r->inl, r->ninl);
+	}
+	rc = svc_rdma_add_release(rdma, ctxt, &rel);
+	if (rc) {
+		rpcrdma_buf_free(&rel.buf, rdma->sc_stats);
+		return rc;
+	}
+	rc = svc_rdma_add_writes(rdma, ctxt, &hdr->reply, rel.buf.data, r->stream_len,
+				 rel.buf.mr->lkey, &ctxt->sc_reply_cqe, r->written + off);
+	if (rc)
+		return rc;
+	svc_rdma_echo(&hdr->reply, r->written + off, r->echo + off, &r->rdesc);
+	r->enc.reply = &r->rdesc;
+	r->enc.proc = RPCRDMA_NOMSG;
+	rdma->sc_stats->reply_chunks++;
 	return 0;
 }

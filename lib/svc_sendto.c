@@ -14,7 +14,6 @@
 #include "svc_rdma.h"
 
 #define SVC_RDMA_DEF_MAX_REPLY (64ull << 20)
-#define SVC_RDMA_MAX_PAYLOADS RPCRDMA_MAX_CHUNKS_LIMIT
 
 static void svc_rdma_send_abort(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
 {
@@ -38,8 +37,8 @@ struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma)
 	return ctxt;
 }
 
-static int svc_rdma_add_release(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
-				const struct svc_rdma_release *rel)
+int svc_rdma_add_release(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+			 const struct svc_rdma_release *rel)
 {
 	if (ctxt->sc_nreleases == ctxt->sc_max_releases) {
 		uint32_t n = ctxt->sc_max_releases ? 2 * ctxt->sc_max_releases : 4;
@@ -215,8 +214,8 @@ int svc_rdma_send_error(struct svcxprt_rdma *rdma, const struct rpcrdma_hdr *fai
  * (each padded to 4 bytes with zeroes) at @dst. @dst may be @msg itself:
  * the pieces are moved from the last one back.
  */
-static void svc_rdma_splice(unsigned char *dst, const unsigned char *msg, size_t msg_len,
-			    const struct svc_rdma_payload *p, unsigned int n)
+void svc_rdma_splice(unsigned char *dst, const unsigned char *msg, size_t msg_len,
+		     const struct svc_rdma_payload *p, unsigned int n)
 {
 	size_t end = msg_len, shift = 0;
 	unsigned int i;
@@ -235,9 +234,9 @@ static void svc_rdma_splice(unsigned char *dst, const unsigned char *msg, size_t
 }
 
 /* The lkey @buf[0..len) can be read under: a registration, or a bounce copy. */
-static int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
-				 const struct svc_rdma_payload *p, const unsigned char **src,
-				 uint32_t *lkey)
+int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+			  const struct svc_rdma_payload *p, const unsigned char **src,
+			  uint32_t *lkey)
 {
 	struct svc_rdma_release rel = { 0 };
 	struct ibv_mr *mr;
@@ -304,17 +303,9 @@ void svc_rdma_release_payloads(struct rpcrdma_svc_call *call)
 	call->npayloads = 0;
 }
 
-/* Where a reply's RPC message is: copied, encoded in place, or in a long-reply buffer. */
-struct svc_rdma_msg {
-	const unsigned char *msg;
-	size_t len;
-	bool in_place;			/* at sc_xprt_buf + hdr_reserve */
-	struct rpcrdma_buf *long_buf;	/* the call's long-reply buffer, handed over */
-};
-
 /* Echo a client chunk with the bytes written into each segment. */
-static void svc_rdma_echo(const struct rpcrdma_chunk *chunk, const uint32_t *written,
-			  struct rpcrdma_segment *segs, struct rpcrdma_chunk_desc *desc)
+void svc_rdma_echo(const struct rpcrdma_chunk *chunk, const uint32_t *written,
+		   struct rpcrdma_segment *segs, struct rpcrdma_chunk_desc *desc)
 {
 	uint32_t i;
 
@@ -324,16 +315,6 @@ static void svc_rdma_echo(const struct rpcrdma_chunk *chunk, const uint32_t *wri
 	}
 	desc->nsegs = chunk->nsegs;
 	desc->segs = segs;
-}
-
-/*
- * Payload @i goes by RDMA Write into Write chunk @i when that chunk has
- * segments; a payload beyond the Write list, or whose chunk is empty (the
- * client asks for the item inline: RFC 8166 3.4.6), goes in the message.
- */
-static bool svc_rdma_payload_ddp(const struct rpcrdma_hdr *hdr, unsigned int i)
-{
-	return i < hdr->write_chunks && hdr->write[i].nsegs;
 }
 
 /* The payloads that go inline, in order, into @out. Returns how many. */
@@ -348,161 +329,92 @@ static unsigned int svc_rdma_inline_payloads(const struct rpcrdma_svc_call *call
 	return n;
 }
 
-/* Chunk segments echoed from the stack; more than this come from the heap. */
-#define SVC_RDMA_STACK_SEGS 32
-
 /* The echo arrays of @nsegs segments: on the stack up to SVC_RDMA_STACK_SEGS. */
-static inline void svc_rdma_free_echo(struct svcxprt_rdma *rdma, uint32_t nsegs, uint32_t *written,
-				      struct rpcrdma_segment *echo)
+static inline void svc_rdma_free_echo(struct svcxprt_rdma *rdma, struct svc_rdma_reply *r)
 {
-	if (likely(nsegs <= SVC_RDMA_STACK_SEGS))
+	if (likely(r->nsegs <= SVC_RDMA_STACK_SEGS))
 		return;
-	svc_rdma_free_mem(rdma, written, nsegs * sizeof(*written));
-	svc_rdma_free_mem(rdma, echo, nsegs * sizeof(*echo));
+	svc_rdma_free_mem(rdma, r->written, r->nsegs * sizeof(*r->written));
+	svc_rdma_free_mem(rdma, r->echo, r->nsegs * sizeof(*r->echo));
 }
 
 /*
- * Build and post the reply. Consumes @ctxt and the call's payloads whatever
- * happens. Returns 0, -ENOTCONN, -EMSGSIZE (the client got ERR_CHUNK), or
- * -ENOMEM.
+ * Start a reply: the payloads' releases move to @ctxt, the stream's length
+ * with its inline payloads, and room to echo every chunk segment. Returns
+ * 0, -EINVAL (a payload placed beyond the message), or -ENOMEM.
  */
-static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call,
-			   struct svc_rdma_send_ctxt *ctxt, const struct svc_rdma_msg *m)
+static int svc_rdma_reply_init(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+			       struct rpcrdma_svc_call *call, const struct svc_rdma_msg *m,
+			       struct svc_rdma_reply *r)
 {
 	const struct rpcrdma_hdr *hdr = call->hdr;
-	struct rpcrdma_hdr_enc enc = { .xid = call->xid, .proc = RPCRDMA_MSG };
-	struct rpcrdma_chunk_desc wdesc[RPCRDMA_MAX_CHUNKS_LIMIT], rdesc;
-	struct svc_rdma_payload inl[SVC_RDMA_MAX_PAYLOADS];
-	unsigned int ninl;
-	uint32_t nsegs = hdr->has_reply ? hdr->reply.nsegs : 0, i, *written = NULL;
-	uint32_t written_stack[SVC_RDMA_STACK_SEGS];
-	struct rpcrdma_segment *echo = NULL, echo_stack[SVC_RDMA_STACK_SEGS];
-	size_t stream_len = m->len, off;
-	unsigned char *hdr_buf;
-	long hdr_len;
+	uint32_t i;
 	int rc;
 
-	if (!svc_rdma_can_send(rdma)) {
-		rc = -ENOTCONN;
-		goto out_put;
-	}
+	r->msg = m;
+	r->enc = (struct rpcrdma_hdr_enc){ .xid = call->xid, .proc = RPCRDMA_MSG };
+	r->stream_len = m->len;
+	r->nsegs = hdr->has_reply ? hdr->reply.nsegs : 0;
+	r->written = NULL;
+	r->echo = NULL;
 	rc = svc_rdma_take_payloads(ctxt, call);
 	if (rc)
-		goto out_put;
+		return rc;
 	for (i = 0; i < call->npayloads; i++) {
-		if (call->payloads[i].pos > m->len) {
-			rc = -EINVAL;
-			goto out_err;
-		}
+		if (call->payloads[i].pos > m->len)
+			return -EINVAL;
 		if (!svc_rdma_payload_ddp(hdr, i))
-			stream_len += xdr_round4(call->payloads[i].len);
+			r->stream_len += xdr_round4(call->payloads[i].len);
 	}
-	ninl = svc_rdma_inline_payloads(call, inl);
+	r->ninl = svc_rdma_inline_payloads(call, r->inl);
 	for (i = 0; i < hdr->write_chunks; i++)
-		nsegs += hdr->write[i].nsegs;
+		r->nsegs += hdr->write[i].nsegs;
 	/* Most replies echo a few segments, or none: the stack serves them. */
-	if (nsegs <= SVC_RDMA_STACK_SEGS) {
+	if (r->nsegs <= SVC_RDMA_STACK_SEGS) {
 		/* Segments of chunks left unused are echoed with 0 bytes written. */
-		written = memset(written_stack, 0, nsegs * sizeof(*written));
-		echo = echo_stack;
-	} else {
-		written = svc_rdma_alloc(rdma, nsegs * sizeof(*written));
-		echo = svc_rdma_alloc(rdma, nsegs * sizeof(*echo));
+		r->written = memset(r->written_stack, 0, r->nsegs * sizeof(*r->written));
+		r->echo = r->echo_stack;
+		return 0;
 	}
-	if (!written || !echo) {
-		rc = -ENOMEM;
-		goto out_put;
-	}
+	r->written = svc_rdma_alloc(rdma, r->nsegs * sizeof(*r->written));
+	r->echo = svc_rdma_alloc(rdma, r->nsegs * sizeof(*r->echo));
+	return r->written && r->echo ? 0 : -ENOMEM;
+}
 
-	/* DDP payloads go by RDMA Write into the Write chunks, in order. */
-	for (off = 0, i = 0; i < hdr->write_chunks; off += hdr->write[i].nsegs, i++) {
-		if (i < call->npayloads && svc_rdma_payload_ddp(hdr, i)) {
-			const unsigned char *src;
-			uint32_t lkey;
+/*
+ * The transport header and, inline, the message with its inline payloads
+ * into @ctxt's buffer; the Send (or Send With Invalidate) ends the chain of
+ * Writes before it. Returns 0 or -EMSGSIZE.
+ */
+static int svc_rdma_map_reply_msg(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
+				  const struct rpcrdma_svc_call *call, struct svc_rdma_reply *r)
+{
+	const struct svc_rdma_msg *m = r->msg;
+	long hdr_len;
+	uint32_t i;
 
-			rc = svc_rdma_payload_lkey(rdma, ctxt, &call->payloads[i], &src, &lkey);
-			if (!rc)
-				rc = svc_rdma_add_writes(rdma, ctxt, &hdr->write[i], src,
-							 call->payloads[i].len, lkey,
-							 &ctxt->sc_write_cqe, written + off);
-			if (rc)
-				goto out_err;
-			rdma->sc_stats->write_chunks++;
-		}
-		svc_rdma_echo(&hdr->write[i], written + off, echo + off, &wdesc[i]);
-	}
-	enc.write_chunks = hdr->write_chunks;
-	enc.write = wdesc;
-
-	if (hdr->has_reply) {
-		/* RFC 8166: a Reply chunk offered is a Reply chunk used, never truncated. */
-		struct svc_rdma_release rel = { 0 };
-		const unsigned char *src;
-		uint32_t lkey;
-
-		if (stream_len > hdr->reply.total) {
-			rc = -EMSGSIZE;
-			goto out_err;
-		}
-		if (m->long_buf && ninl == 0) {
-			rel.buf = *m->long_buf;		/* written from where it was encoded */
-			memset(m->long_buf, 0, sizeof(*m->long_buf));
-		} else {
-			rc = rpcrdma_buf_alloc(&rel.buf, rdma->sc_pd, stream_len ? stream_len : 4, 0,
-					       rdma->sc_stats);
-			if (rc)
-				goto out_err;
-			svc_rdma_splice(rel.buf.data, m->msg, m->len, inl, ninl);
-		}
-		src = rel.buf.data;
-		lkey = rel.buf.mr->lkey;
-		rc = svc_rdma_add_release(rdma, ctxt, &rel);
-		if (rc) {
-			rpcrdma_buf_free(&rel.buf, rdma->sc_stats);
-			goto out_err;
-		}
-		rc = svc_rdma_add_writes(rdma, ctxt, &hdr->reply, src, stream_len, lkey,
-					 &ctxt->sc_reply_cqe, written + off);
-		if (rc)
-			goto out_err;
-		svc_rdma_echo(&hdr->reply, written + off, echo + off, &rdesc);
-		enc.reply = &rdesc;
-		enc.proc = RPCRDMA_NOMSG;
-		rdma->sc_stats->reply_chunks++;
-	}
-
-	enc.credit = svc_rdma_grant(rdma);
-	hdr_len = rpcrdma_hdr_encoded_len(&enc);
-	if (hdr_len < 0) {
-		rc = -EMSGSIZE;
-		goto out_err;
-	}
-	if (enc.proc == RPCRDMA_NOMSG) {
-		if ((size_t)hdr_len > rdma->sc_inline.send_max) {
-			rc = -EMSGSIZE;
-			goto out_err;
-		}
-		hdr_buf = ctxt->sc_xprt_buf;
+	r->enc.credit = svc_rdma_grant(rdma);
+	hdr_len = rpcrdma_hdr_encoded_len(&r->enc);
+	if (hdr_len < 0)
+		return -EMSGSIZE;
+	if (r->enc.proc == RPCRDMA_NOMSG) {
+		if ((size_t)hdr_len > rdma->sc_inline.send_max)
+			return -EMSGSIZE;
 		ctxt->sc_sge.length = (uint32_t)hdr_len;
 	} else {
 		/* Inline: the header ends where the message starts, at hdr_reserve. */
 		if ((size_t)hdr_len != call->hdr_reserve ||
-		    call->hdr_reserve + stream_len > rdma->sc_inline.send_max ||
-		    call->hdr_reserve + stream_len > rdma->sc_send_slab.bufsize) {
-			rc = -EMSGSIZE;
-			goto out_err;
-		}
-		hdr_buf = ctxt->sc_xprt_buf;
+		    call->hdr_reserve + r->stream_len > rdma->sc_inline.send_max ||
+		    call->hdr_reserve + r->stream_len > rdma->sc_send_slab.bufsize)
+			return -EMSGSIZE;
 		svc_rdma_splice(ctxt->sc_xprt_buf + call->hdr_reserve,
 				m->in_place ? ctxt->sc_xprt_buf + call->hdr_reserve : m->msg, m->len,
-				inl, ninl);
-		ctxt->sc_sge.length = (uint32_t)(hdr_len + stream_len);
+				r->inl, r->ninl);
+		ctxt->sc_sge.length = (uint32_t)(hdr_len + r->stream_len);
 	}
-	if (rpcrdma_hdr_encode(hdr_buf, (size_t)hdr_len, &enc) != hdr_len) {
-		rc = -EPROTO;
-		goto out_err;
-	}
-	ctxt->sc_sge.addr = (uintptr_t)hdr_buf;
+	if (rpcrdma_hdr_encode(ctxt->sc_xprt_buf, (size_t)hdr_len, &r->enc) != hdr_len)
+		return -EMSGSIZE;
+	ctxt->sc_sge.addr = (uintptr_t)ctxt->sc_xprt_buf;
 
 	if (call->inv) {
 		ctxt->sc_send_wr.opcode = IBV_WR_SEND_WITH_INV;
@@ -515,23 +427,56 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 		ctxt->sc_wrs[i].next = i + 1 < ctxt->sc_nwrs ? &ctxt->sc_wrs[i + 1] : &ctxt->sc_send_wr;
 	ctxt->sc_chain.first = ctxt->sc_nwrs ? &ctxt->sc_wrs[0] : &ctxt->sc_send_wr;
 	ctxt->sc_chain.sqecount = ctxt->sc_nwrs + 1;
-	if (ctxt->sc_chain.sqecount > rdma->sc_sq_depth) {
-		rc = -EMSGSIZE;
-		goto out_err;
+	return ctxt->sc_chain.sqecount > rdma->sc_sq_depth ? -EMSGSIZE : 0;
+}
+
+/*
+ * Build and post the reply. Consumes @ctxt and the call's payloads whatever
+ * happens. Returns 0, -ENOTCONN, -EMSGSIZE (the client got ERR_CHUNK),
+ * -EINVAL (a misplaced payload; ERR_CHUNK too), or -ENOMEM.
+ */
+static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call,
+			   struct svc_rdma_send_ctxt *ctxt, const struct svc_rdma_msg *m)
+{
+	struct svc_rdma_reply r;
+	int rc;
+
+	r.nsegs = 0;
+	if (!svc_rdma_can_send(rdma)) {
+		rc = -ENOTCONN;
+		goto out_put;
 	}
-	svc_rdma_free_echo(rdma, nsegs, written, echo);
+	rc = svc_rdma_reply_init(rdma, ctxt, call, m, &r);
+	if (rc == -EINVAL)
+		goto out_err;
+	if (rc)
+		goto out_put;
+	if (call->hdr->write_chunks) {
+		rc = svc_rdma_prepare_write_list(rdma, ctxt, call, &r);
+		if (rc)
+			goto out_err;
+	}
+	if (call->hdr->has_reply) {
+		rc = svc_rdma_prepare_reply_chunk(rdma, ctxt, call, &r);
+		if (rc)
+			goto out_err;
+	}
+	rc = svc_rdma_map_reply_msg(rdma, ctxt, call, &r);
+	if (rc)
+		goto out_err;
+	svc_rdma_free_echo(rdma, &r);
 	rdma->sc_stats->replies++;
 	return svc_rdma_post_send(rdma, ctxt);
 
 out_err:
 	/* Never a truncated or half-built reply: the client gets ERR_CHUNK. */
 	svc_rdma_send_ctxt_put(rdma, ctxt);
-	svc_rdma_free_echo(rdma, nsegs, written, echo);
+	svc_rdma_free_echo(rdma, &r);
 	svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
 	return rc == -EINVAL ? -EINVAL : -EMSGSIZE;
 out_put:
 	svc_rdma_send_ctxt_put(rdma, ctxt);
-	svc_rdma_free_echo(rdma, nsegs, written, echo);
+	svc_rdma_free_echo(rdma, &r);
 	return rc;
 }
 
