@@ -112,7 +112,7 @@ static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32
 }
 
 /* Free the memory of a connection whose verbs resources are gone. */
-static void svc_rdma_free(struct svcxprt_rdma *rdma)
+void svc_rdma_free(struct svcxprt_rdma *rdma)
 {
 	size_t slabs = rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
 		       rpcrdma_slab_bytes(&rdma->sc_send_slab);
@@ -213,23 +213,6 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 		svc_rdma_free(rdma);
 }
 
-void svc_rdma_conn_put_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
-{
-	struct rpcrdma_svc_call *call = &ctxt->rc_call;
-
-	if (call->reply_ctxt) {
-		svc_rdma_send_ctxt_put(rdma, call->reply_ctxt);
-		call->reply_ctxt = NULL;
-	}
-	/* Payloads named for a reply that never went out are released now. */
-	svc_rdma_release_payloads(call);
-	svc_rdma_call_release_chunks(rdma, call);
-	ctxt->rc_held = false;
-	list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
-	rdma->sc_calls_held--;
-	if (rdma->sc_state == SVCXPRT_CLOSED && rdma->sc_calls_held == 0)
-		svc_rdma_free(rdma);
-}
 
 static void svc_rdma_begin_close(struct svcxprt_rdma *rdma)
 {

@@ -282,7 +282,14 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget);
 int svc_rdma_conn_arm(struct svcxprt_rdma *rdma);
 void svc_rdma_conn_destroy_sync(struct svcxprt_rdma *rdma);
-void svc_rdma_conn_put_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
+void svc_rdma_free(struct svcxprt_rdma *rdma);
+
+/* A held call is over: a closed connection goes once it holds none. */
+static inline void svc_rdma_conn_call_done(struct svcxprt_rdma *rdma)
+{
+	if (--rdma->sc_calls_held == 0 && rdma->sc_state == SVCXPRT_CLOSED)
+		svc_rdma_free(rdma);
+}
 bool svc_rdma_can_send(const struct svcxprt_rdma *rdma);
 
 /* Give back what svc_rdma_alloc() gave; NULL costs a test, on the hot path too. */
@@ -300,6 +307,7 @@ void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma);
 void svc_rdma_recvfrom(struct svcxprt_rdma *rdma);
 void svc_rdma_hand_up(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
 void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call);
+void svc_rdma_recv_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
 
 /* svc_rw.c: RDMA Reads that pull Read chunks; Write WRs for the reply. */
 int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);

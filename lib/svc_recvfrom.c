@@ -42,9 +42,36 @@ void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
 			      RPCRDMA_RECV_WR_OFF(struct svc_rdma_recv_ctxt, rc_list, rc_recv_wr));
 }
 
-static void svc_rdma_put_recv(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+/* The receive buffer holds a call from now on: lent to the application, or pulling. */
+static void svc_rdma_recv_ctxt_hold(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
 {
+	rdma->sc_calls_held++;
+	ctxt->rc_held = true;
+}
+
+/*
+ * The one way a receive buffer comes back, whatever held it: a call it held
+ * lets go of its reply buffer, the payloads named for a reply that never
+ * went out and its pulled chunks; then it may be posted again. The
+ * connection may be freed when this was its last call.
+ */
+void svc_rdma_recv_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+{
+	struct rpcrdma_svc_call *call = &ctxt->rc_call;
+	bool held = ctxt->rc_held;
+
+	if (held) {
+		if (call->reply_ctxt) {
+			svc_rdma_send_ctxt_put(rdma, call->reply_ctxt);
+			call->reply_ctxt = NULL;
+		}
+		svc_rdma_release_payloads(call);
+		svc_rdma_call_release_chunks(rdma, call);
+		ctxt->rc_held = false;
+	}
 	list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
+	if (held)
+		svc_rdma_conn_call_done(rdma);
 }
 
 /*
@@ -291,8 +318,7 @@ static void svc_rdma_handle_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv
 		svc_rdma_send_error(rdma, call->hdr, err);
 		goto out_put;
 	}
-	rdma->sc_calls_held++;
-	ctxt->rc_held = true;
+	svc_rdma_recv_ctxt_hold(rdma, ctxt);
 	if (call->hdr->read_segs) {
 		rdma->sc_stats->read_chunks += call->hdr->read_chunks;
 		/* Handed up from svc_rdma_read_complete() once the data is in. */
@@ -300,14 +326,14 @@ static void svc_rdma_handle_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv
 			return;
 		rdma->sc_stats->dropped++;
 		svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
-		svc_rdma_conn_put_call(rdma, ctxt);
+		svc_rdma_recv_ctxt_put(rdma, ctxt);
 		return;
 	}
 	svc_rdma_hand_up(rdma, ctxt);
 	return;
 
 out_put:
-	svc_rdma_put_recv(rdma, ctxt);
+	svc_rdma_recv_ctxt_put(rdma, ctxt);
 }
 
 /* Decode what arrived and hand the calls up, in arrival order. */
@@ -318,7 +344,7 @@ void svc_rdma_recvfrom(struct svcxprt_rdma *rdma)
 	svc_rdma_read_complete(rdma);
 	while ((ctxt = list_pop_entry(&rdma->sc_rq_dto_q, struct svc_rdma_recv_ctxt, rc_list))) {
 		if (rdma->sc_ep.close_pending || rdma->sc_state >= SVCXPRT_CLOSING) {
-			svc_rdma_put_recv(rdma, ctxt);
+			svc_rdma_recv_ctxt_put(rdma, ctxt);
 			continue;
 		}
 		svc_rdma_handle_call(rdma, ctxt);

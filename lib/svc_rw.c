@@ -32,7 +32,7 @@ static void svc_rdma_read_abort(struct svcxprt_rdma *rdma, struct svc_rdma_chain
 
 	ctxt->rc_call.read = NULL;
 	svc_rdma_read_free(rdma, rd);
-	svc_rdma_conn_put_call(rdma, ctxt);
+	svc_rdma_recv_ctxt_put(rdma, ctxt);
 }
 
 /* Post (or queue for SQ space) the next wave of at most sc_ord Reads. */
@@ -224,7 +224,7 @@ void svc_rdma_read_complete(struct svcxprt_rdma *rdma)
 		if (rd->rd_failed || rdma->sc_ep.close_pending || rdma->sc_state >= SVCXPRT_CLOSING) {
 			call->read = NULL;
 			svc_rdma_read_free(rdma, rd);
-			svc_rdma_conn_put_call(rdma, ctxt);
+			svc_rdma_recv_ctxt_put(rdma, ctxt);
 			continue;
 		}
 		if (rd->rd_next < rd->rd_nwrs) {
@@ -237,7 +237,7 @@ void svc_rdma_read_complete(struct svcxprt_rdma *rdma)
 			/* RFC 8166 4.1: the pulled message must start with rdma_xid. */
 			rdma->sc_stats->dropped++;
 			svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
-			svc_rdma_conn_put_call(rdma, ctxt);
+			svc_rdma_recv_ctxt_put(rdma, ctxt);
 			continue;
 		}
 		svc_rdma_hand_up(rdma, ctxt);

@@ -506,7 +506,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *
 		rc = -ENOMEM;
 	else
 		rc = svc_rdma_sendto(rdma, call, ctxt, &m);
-	svc_rdma_conn_put_call(rdma, svc_rdma_call_ctxt(call));
+	svc_rdma_recv_ctxt_put(rdma, svc_rdma_call_ctxt(call));
 	return rc;
 }
 
@@ -585,7 +585,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_
 	} else {
 		rc = -EINVAL;
 	}
-	svc_rdma_conn_put_call(rdma, svc_rdma_call_ctxt(call));
+	svc_rdma_recv_ctxt_put(rdma, svc_rdma_call_ctxt(call));
 	return rc;
 }
 
@@ -639,12 +639,12 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_err_chunk(struct rpcrdma_svc_call *call)
 		rc = svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
 	else
 		rc = -ENOTCONN;
-	svc_rdma_conn_put_call(rdma, svc_rdma_call_ctxt(call));
+	svc_rdma_recv_ctxt_put(rdma, svc_rdma_call_ctxt(call));
 	return rc;
 }
 
 RPCRDMA_EXPORT void rpcrdma_svc_call_drop(struct rpcrdma_svc_call *call)
 {
 	if (call)
-		svc_rdma_conn_put_call(call->rdma, svc_rdma_call_ctxt(call));
+		svc_rdma_recv_ctxt_put(call->rdma, svc_rdma_call_ctxt(call));
 }
