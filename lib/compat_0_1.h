@@ -11,7 +11,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include <rpcrdma/rpcrdma.h>
+#include <rpcrdma/clnt.h>
+#include <rpcrdma/svc.h>
 
 #include "compiler.h"
 

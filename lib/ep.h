@@ -22,7 +22,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include <rpcrdma/rpcrdma.h>
+#include <rpcrdma/base.h>
 
 #include "compiler.h"
 #include "cq.h"

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rpcrdma/clnt.h>
+
 #include "mem.h"
 #include "util.h"
 

@@ -15,7 +15,7 @@
 
 #include <infiniband/verbs.h>
 
-#include <rpcrdma/rpcrdma.h>
+#include <rpcrdma/base.h>
 
 #include "list.h"
 

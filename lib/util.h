@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include <rpcrdma/rpcrdma.h>
+#include <rpcrdma/base.h>
 
 #include "compiler.h"
 

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include <rpcrdma/rpcrdma.h>
+#include <rpcrdma/base.h>
 
 #ifdef __cplusplus
 extern "C" {
