@@ -16,7 +16,7 @@ if [ $# -eq 3 ]; then
 	dropin=$1 server=$2 client=$3
 else
 	build=${1:-build}
-	dropin=$build/tests/softrdma/dropin
+	dropin=$build/softrdma/dropin
 	server=$build/examples/echo/echo-server-rdma
 	client=$build/examples/echo/echo-client-rdma
 	tcp=$build/examples/echo

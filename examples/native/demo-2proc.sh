@@ -14,7 +14,7 @@ if [ $# -eq 3 ]; then
 	dropin=$1 server=$2 client=$3
 else
 	build=${1:-build}
-	dropin=$build/tests/softrdma/dropin
+	dropin=$build/softrdma/dropin
 	server=$build/examples/native/echo-server
 	client=$build/examples/native/echo-client
 fi
