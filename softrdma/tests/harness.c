@@ -317,3 +317,27 @@ void h_cm_close(struct h_conn *c)
 	rdma_destroy_event_channel(c->cch);
 	rdma_destroy_event_channel(c->sch);
 }
+
+void h_pair_open_reg(struct h_pair *p, const struct h_opts *o, void *const buf[2], size_t len,
+		     int access, struct ibv_mr *mr[2])
+{
+	int i;
+
+	h_pair_open(p, o);
+	for (i = 0; i < 2; i++)
+		mr[i] = h_reg(p->pd, buf[i], len, access);
+}
+
+void h_pair_close_reg(struct h_pair *p, struct ibv_mr *mr[2])
+{
+	struct ibv_wc wc[64];
+	int i;
+
+	h_settle();
+	for (i = 0; i < 2; i++) {
+		while (ibv_poll_cq(p->cq[i], 64, wc) > 0)
+			;
+		assert_int_equal(ibv_dereg_mr(mr[i]), 0);
+	}
+	h_pair_close(p);
+}

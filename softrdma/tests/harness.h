@@ -46,6 +46,15 @@ void h_pair_open(struct h_pair *p, const struct h_opts *o);
 void h_pair_close(struct h_pair *p);
 void h_qp_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const struct h_opts *o);
 
+/*
+ * The fixture most tests share: open @p with @o and register @buf[i] (@len
+ * bytes each) with @access into @mr[i]; and the reverse: settle, drain
+ * both CQs, deregister, close. The buffers stay the caller's.
+ */
+void h_pair_open_reg(struct h_pair *p, const struct h_opts *o, void *const buf[2], size_t len,
+		     int access, struct ibv_mr *mr[2]);
+void h_pair_close_reg(struct h_pair *p, struct ibv_mr *mr[2]);
+
 struct ibv_mr *h_reg(struct ibv_pd *pd, void *buf, size_t len, int access);
 int h_post(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, void *buf, uint32_t len,
 	   uint32_t lkey, unsigned int flags, uint64_t raddr, uint32_t rkey);

@@ -23,28 +23,17 @@ static struct ibv_mr *mr[2];
 
 static int open_pair(void **state)
 {
-	int i;
+	void *bufs[2] = { buf[0], buf[1] };
 
 	(void)state;
-	h_pair_open(&p, &opts);
-	for (i = 0; i < 2; i++)
-		mr[i] = h_reg(p.pd, buf[i], sizeof(buf[i]), IBV_ACCESS_LOCAL_WRITE);
+	h_pair_open_reg(&p, &opts, bufs, sizeof(buf[0]), IBV_ACCESS_LOCAL_WRITE, mr);
 	return 0;
 }
 
 static int close_pair(void **state)
 {
-	struct ibv_wc wc[64];
-	int i;
-
 	(void)state;
-	h_settle();
-	for (i = 0; i < 2; i++) {
-		while (ibv_poll_cq(p.cq[i], 64, wc) > 0)
-			;
-		assert_int_equal(ibv_dereg_mr(mr[i]), 0);
-	}
-	h_pair_close(&p);
+	h_pair_close_reg(&p, mr);
 	h_opts_default(&opts);
 	return 0;
 }

@@ -24,30 +24,25 @@ static struct h_opts opts;
 
 static int open_pair(void **state)
 {
-	int i;
+	void *bufs[2];
 
 	(void)state;
 	memset(&fx, 0, sizeof(fx));
-	h_pair_open(&fx.p, &opts);
-	for (i = 0; i < 2; i++) {
-		fx.buf[i] = calloc(1, LEN);
-		fx.mr[i] = h_reg(fx.p.pd, fx.buf[i], LEN, IBV_ACCESS_LOCAL_WRITE |
-				 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
-	}
+	fx.buf[0] = calloc(1, LEN);
+	fx.buf[1] = calloc(1, LEN);
+	bufs[0] = fx.buf[0];
+	bufs[1] = fx.buf[1];
+	h_pair_open_reg(&fx.p, &opts, bufs, LEN,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE, fx.mr);
 	return 0;
 }
 
 static int close_pair(void **state)
 {
-	int i;
-
 	(void)state;
-	h_settle();
-	for (i = 0; i < 2; i++) {
-		assert_int_equal(ibv_dereg_mr(fx.mr[i]), 0);
-		free(fx.buf[i]);
-	}
-	h_pair_close(&fx.p);
+	h_pair_close_reg(&fx.p, fx.mr);
+	free(fx.buf[0]);
+	free(fx.buf[1]);
 	return 0;
 }
 

@@ -19,32 +19,24 @@ static struct ibv_mr *mr[2];
 
 static int open_pair(void **state)
 {
-	int i;
+	void *bufs[2];
 
 	(void)state;
-	h_pair_open(&p, &opts);
-	for (i = 0; i < 2; i++) {
-		buf[i] = calloc(1, LEN);
-		mr[i] = h_reg(p.pd, buf[i], LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-			      IBV_ACCESS_REMOTE_WRITE);
-	}
+	buf[0] = calloc(1, LEN);
+	buf[1] = calloc(1, LEN);
+	bufs[0] = buf[0];
+	bufs[1] = buf[1];
+	h_pair_open_reg(&p, &opts, bufs, LEN,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE, mr);
 	return 0;
 }
 
 static int close_pair(void **state)
 {
-	struct ibv_wc wc[64];
-	int i;
-
 	(void)state;
-	h_settle();
-	for (i = 0; i < 2; i++) {
-		while (ibv_poll_cq(p.cq[i], 64, wc) > 0)
-			;
-		assert_int_equal(ibv_dereg_mr(mr[i]), 0);
-		free(buf[i]);
-	}
-	h_pair_close(&p);
+	h_pair_close_reg(&p, mr);
+	free(buf[0]);
+	free(buf[1]);
 	h_opts_default(&opts);
 	return 0;
 }
