@@ -17,22 +17,22 @@ shift 6
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# The RPCRDMA_0.1 node of the map, and a stub defining each of its names.
+# The RPCRDMA_0.1 node of the map, and a stand-in defining each of its names.
 sed -n '/^RPCRDMA_0\.1 {/,/^};/p' "$map" >"$tmp/0.1.map"
 sed -e 's@/\*.*\*/@@g' "$tmp/0.1.map" | awk '
 	/global:/ { g = 1; next }
 	/local:/ { g = 0; next }
 	g { gsub(/[ \t;]/, ""); if ($0 != "") printf "void %s(void);\nvoid %s(void) {}\n", $0, $0 }
-' >"$tmp/stub.c"
-[ -s "$tmp/stub.c" ] || { echo "no RPCRDMA_0.1 node in $map"; exit 1; }
-mkdir "$tmp/stub"
+' >"$tmp/standin.c"
+[ -s "$tmp/standin.c" ] || { echo "no RPCRDMA_0.1 node in $map"; exit 1; }
+mkdir "$tmp/standin"
 "$@" -shared -fPIC -Wl,-soname,librpcrdma.so.0 -Wl,--version-script="$tmp/0.1.map" \
-	-o "$tmp/stub/librpcrdma.so" "$tmp/stub.c"
+	-o "$tmp/standin/librpcrdma.so" "$tmp/standin.c"
 
 san=
 [ "$sanitize" = none ] || san="-fsanitize=$sanitize"
 # shellcheck disable=SC2086 # flags are word lists
-"$@" $san -I"$oldinc" -o "$tmp/old-abi" "$src" -L"$tmp/stub" -lrpcrdma -lpthread
+"$@" $san -I"$oldinc" -o "$tmp/old-abi" "$src" -L"$tmp/standin" -lrpcrdma -lpthread
 
 # Every librpcrdma reference is at 0.1, as in a program linked then.
 refs=$(nm -D --undefined-only --with-symbol-versions "$tmp/old-abi" | awk '/rpcrdma_/ { print $2 }')
