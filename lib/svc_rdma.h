@@ -336,8 +336,6 @@ uint32_t svc_rdma_grant(const struct svcxprt_rdma *rdma);
 void svc_rdma_release_payloads(struct rpcrdma_svc_call *call);
 int svc_rdma_add_release(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
 			 const struct svc_rdma_release *rel);
-void svc_rdma_splice(unsigned char *dst, const unsigned char *msg, size_t msg_len,
-		     const struct svc_rdma_payload *p, unsigned int n);
 int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
 			  const struct svc_rdma_payload *p, const unsigned char **src,
 			  uint32_t *lkey);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "svc_pcl.h"
 #include "svc_rdma.h"
 
 static void svc_rdma_read_free(struct svcxprt_rdma *rdma, struct svc_rdma_read_ctxt *rd)

@@ -11,6 +11,7 @@
 
 #include <rpcrdma/proto.h>
 
+#include "svc_pcl.h"
 #include "svc_rdma.h"
 
 #define SVC_RDMA_DEF_MAX_REPLY (64ull << 20)
@@ -209,30 +210,6 @@ int svc_rdma_send_error(struct svcxprt_rdma *rdma, const struct rpcrdma_hdr *fai
 	return svc_rdma_post_send(rdma, ctxt);
 }
 
-/*
- * Lay out @msg with the payloads @p[0..n) spliced in at their positions
- * (each padded to 4 bytes with zeroes) at @dst. @dst may be @msg itself:
- * the pieces are moved from the last one back.
- */
-void svc_rdma_splice(unsigned char *dst, const unsigned char *msg, size_t msg_len,
-		     const struct svc_rdma_payload *p, unsigned int n)
-{
-	size_t end = msg_len, shift = 0;
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		shift += xdr_round4(p[i].len);
-	for (i = n; i-- > 0;) {
-		memmove(dst + p[i].pos + shift, msg + p[i].pos, end - p[i].pos);
-		shift -= xdr_round4(p[i].len);
-		memcpy(dst + p[i].pos + shift, p[i].buf, p[i].len);
-		memset(dst + p[i].pos + shift + p[i].len, 0, xdr_round4(p[i].len) - p[i].len);
-		end = p[i].pos;
-	}
-	if (dst != msg)
-		memmove(dst, msg, end);
-}
-
 /* The lkey @buf[0..len) can be read under: a registration, or a bounce copy. */
 int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
 			  const struct svc_rdma_payload *p, const unsigned char **src,
@@ -315,18 +292,6 @@ void svc_rdma_echo(const struct rpcrdma_chunk *chunk, const uint32_t *written,
 	}
 	desc->nsegs = chunk->nsegs;
 	desc->segs = segs;
-}
-
-/* The payloads that go inline, in order, into @out. Returns how many. */
-static unsigned int svc_rdma_inline_payloads(const struct rpcrdma_svc_call *call,
-					     struct svc_rdma_payload *out)
-{
-	unsigned int i, n = 0;
-
-	for (i = 0; i < call->npayloads; i++)
-		if (!svc_rdma_payload_ddp(call->hdr, i))
-			out[n++] = call->payloads[i];
-	return n;
 }
 
 /* The echo arrays of @nsegs segments: on the stack up to SVC_RDMA_STACK_SEGS. */
