@@ -62,7 +62,7 @@ void rpcrdma_async_unregister(struct rpcrdma_ep *ep)
 }
 
 /* Raise the flag of the endpoints the event concerns. Called under async_lock. */
-static void async_dispatch(struct ibv_context *ctx, const struct ibv_async_event *ev)
+static void rpcrdma_async_dispatch(struct ibv_context *ctx, const struct ibv_async_event *ev)
 {
 	struct async_entry *e;
 
@@ -99,7 +99,7 @@ void rpcrdma_async_poll(struct ibv_context *ctx)
 	while (ibv_get_async_event(ctx, &ev) == 0) {
 		rpcrdma_warn("async event: %s", ibv_event_type_str(ev.event_type));
 		pthread_mutex_lock(&async_lock);
-		async_dispatch(ctx, &ev);
+		rpcrdma_async_dispatch(ctx, &ev);
 		pthread_mutex_unlock(&async_lock);
 		ibv_ack_async_event(&ev);
 	}

@@ -31,7 +31,7 @@
 /* Receives beyond one per slot: slack for replies racing a reconnect. */
 #define RPCRDMA_CLNT_EXTRA_RECVS 4
 
-static int clnt_attr_fill(struct rpcrdma_xprt *x, const struct rpcrdma_clnt_attr *in)
+static int xprt_rdma_attr_fill(struct rpcrdma_xprt *x, const struct rpcrdma_clnt_attr *in)
 {
 	struct rpcrdma_clnt_attr *a = &x->rx_attr;
 	socklen_t len;
@@ -75,7 +75,7 @@ static int clnt_attr_fill(struct rpcrdma_xprt *x, const struct rpcrdma_clnt_attr
 	return 0;
 }
 
-static int clnt_alloc(struct rpcrdma_xprt *x)
+static int xprt_rdma_alloc(struct rpcrdma_xprt *x)
 {
 	uint32_t i, hash_size = 1;
 
@@ -116,7 +116,7 @@ static int clnt_alloc(struct rpcrdma_xprt *x)
 	return 0;
 }
 
-static void clnt_free(struct rpcrdma_xprt *x)
+static void xprt_rdma_free(struct rpcrdma_xprt *x)
 {
 	xprt_rdma_free_buffers(x);
 	rpcrdma_free(&x->rx_stats, x->rx_hash, sizeof(*x->rx_hash) * (x->rx_hash_mask + 1));
@@ -155,10 +155,10 @@ int rpcrdma_clnt_connect_0_2(const struct rpcrdma_clnt_attr *attr,
 	list_init(&x->rb_reps_free);
 	list_init(&x->rb_reps_ready);
 
-	rc = clnt_attr_fill(x, attr);
+	rc = xprt_rdma_attr_fill(x, attr);
 	if (rc)
 		goto out;
-	rc = clnt_alloc(x);
+	rc = xprt_rdma_alloc(x);
 	if (rc)
 		goto out;
 	rc = rpcrdma_cm_channel_create(&x->rx_cm_channel);
@@ -175,12 +175,12 @@ int rpcrdma_clnt_connect_0_2(const struct rpcrdma_clnt_attr *attr,
 	*out = (struct rpcrdma_clnt *)x;
 	return 0;
 out:
-	clnt_free(x);
+	xprt_rdma_free(x);
 	return rc;
 }
 
 /* Mark overdue calls. One in flight closes the connection: RDMA has no keepalive. */
-static void clnt_check_timeouts(struct rpcrdma_xprt *x)
+static void xprt_rdma_check_timeouts(struct rpcrdma_xprt *x)
 {
 	int64_t now = rpcrdma_now_ms(), next = INT64_MAX;
 	struct list_node *pos, *tmp;
@@ -220,7 +220,7 @@ static void clnt_check_timeouts(struct rpcrdma_xprt *x)
 }
 
 /* Fail every queued call with @status. */
-static void clnt_fail_pending(struct rpcrdma_xprt *x, int status)
+static void xprt_rdma_fail_pending(struct rpcrdma_xprt *x, int status)
 {
 	struct rpcrdma_req *req;
 
@@ -229,14 +229,14 @@ static void clnt_fail_pending(struct rpcrdma_xprt *x, int status)
 }
 
 /* Work after a batch of completions: the steps handlers deferred to us. */
-static void clnt_after_batch(struct rpcrdma_xprt *x)
+static void xprt_rdma_after_batch(struct rpcrdma_xprt *x)
 {
 	if (x->rx_have_ep) {
 		xprt_rdma_process_replies(x);
 		if (x->rx_connected && !x->rx_ep.close_pending)
 			xprt_rdma_post_reps(x);
 	}
-	clnt_check_timeouts(x);
+	xprt_rdma_check_timeouts(x);
 	if (x->rx_have_ep) {
 		if (x->rx_ep.close_pending && x->rx_ep.state != RPCRDMA_EP_CLOSING &&
 		    x->rx_ep.state != RPCRDMA_EP_DRAINED) {
@@ -251,7 +251,7 @@ static void clnt_after_batch(struct rpcrdma_xprt *x)
 
 		if (rc) {
 			rpcrdma_warn("client: reconnecting failed: %s", strerror(-rc));
-			clnt_fail_pending(x, -ENOTCONN);
+			xprt_rdma_fail_pending(x, -ENOTCONN);
 		}
 	}
 	xprt_rdma_kick(x);
@@ -273,7 +273,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_poll(struct rpcrdma_clnt *clnt, int budget)
 			n = 0;
 		}
 	}
-	clnt_after_batch(x);
+	xprt_rdma_after_batch(x);
 	return n;
 }
 
@@ -340,7 +340,8 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 	return 0;
 }
 
-static struct rpcrdma_req *clnt_find_call(struct rpcrdma_xprt *x, const struct rpcrdma_call *call)
+static struct rpcrdma_req *xprt_rdma_find_call(struct rpcrdma_xprt *x,
+						const struct rpcrdma_call *call)
 {
 	uint32_t i;
 
@@ -358,7 +359,7 @@ int rpcrdma_clnt_cancel_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 
 	if (!clnt || !call)
 		return -EINVAL;
-	req = clnt_find_call(x, call);
+	req = xprt_rdma_find_call(x, call);
 	if (!req || (req->rl_flags & RPCRDMA_REQ_CANCELED))
 		return -ENOENT;
 	if (req->rl_flags & RPCRDMA_REQ_REPLIED || !(req->rl_flags & RPCRDMA_REQ_SENT)) {
@@ -438,7 +439,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_arm(struct rpcrdma_clnt *clnt)
 		n = 1;
 	}
 	if (n > 0)
-		clnt_after_batch(x);
+		xprt_rdma_after_batch(x);
 	return n;
 }
 
@@ -463,7 +464,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_wait(struct rpcrdma_clnt *clnt, int timeout_ms)
 	return rpcrdma_clnt_poll(clnt, 64);
 }
 
-static void clnt_sync_done(struct rpcrdma_call *call)
+static void xprt_rdma_sync_done(struct rpcrdma_call *call)
 {
 	*(int *)call->arg = 1;
 }
@@ -482,7 +483,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *clnt, const void *msg,
 	call.reply = reply;
 	call.reply_max = *reply_len;
 	call.timeout_ms = timeout_ms;
-	call.done = clnt_sync_done;
+	call.done = xprt_rdma_sync_done;
 	call.arg = &finished;
 	rc = rpcrdma_clnt_submit(clnt, &call);
 	if (rc)
@@ -523,7 +524,7 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt)
 		xprt_rdma_process_replies(x);
 		xprt_rdma_conn_lost(x);
 	}
-	clnt_fail_pending(x, -ECANCELED);
+	xprt_rdma_fail_pending(x, -ECANCELED);
 	/*
 	 * Only a provider that never flushed leaves a Send pending here; its
 	 * QP and CQ are gone, so nothing can complete it any more.
@@ -539,7 +540,7 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt)
 	}
 	frwr_conn_lost(x);
 	xprt_rdma_run_done(x);
-	clnt_free(x);
+	xprt_rdma_free(x);
 }
 
 RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_info, 0_2);

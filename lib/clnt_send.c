@@ -8,7 +8,7 @@
 
 #include "xprt_rdma.h"
 
-static uint32_t xid_slot(const struct rpcrdma_xprt *x, uint32_t xid)
+static uint32_t xprt_rdma_xid_slot(const struct rpcrdma_xprt *x, uint32_t xid)
 {
 	/* XIDs are usually sequential: a multiplicative hash spreads them. */
 	return (xid * 2654435761u) & x->rx_hash_mask;
@@ -16,7 +16,7 @@ static uint32_t xid_slot(const struct rpcrdma_xprt *x, uint32_t xid)
 
 struct rpcrdma_req *xprt_rdma_lookup(struct rpcrdma_xprt *x, uint32_t xid)
 {
-	struct rpcrdma_req *req = x->rx_hash[xid_slot(x, xid)];
+	struct rpcrdma_req *req = x->rx_hash[xprt_rdma_xid_slot(x, xid)];
 
 	while (req && req->rl_xid != xid)
 		req = req->rl_hash_next;
@@ -25,7 +25,7 @@ struct rpcrdma_req *xprt_rdma_lookup(struct rpcrdma_xprt *x, uint32_t xid)
 
 void xprt_rdma_hash_add(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
-	struct rpcrdma_req **slot = &x->rx_hash[xid_slot(x, req->rl_xid)];
+	struct rpcrdma_req **slot = &x->rx_hash[xprt_rdma_xid_slot(x, req->rl_xid)];
 
 	req->rl_hash_next = *slot;
 	*slot = req;
@@ -33,7 +33,7 @@ void xprt_rdma_hash_add(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 
 void xprt_rdma_hash_del(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
-	struct rpcrdma_req **pp = &x->rx_hash[xid_slot(x, req->rl_xid)];
+	struct rpcrdma_req **pp = &x->rx_hash[xprt_rdma_xid_slot(x, req->rl_xid)];
 
 	while (*pp && *pp != req)
 		pp = &(*pp)->rl_hash_next;

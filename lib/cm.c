@@ -82,7 +82,7 @@ void rpcrdma_cm_private_build(unsigned char buf[RPCRDMA_CM_PRIVATE_LEN], uint32_
 	rpcrdma_cm_private_encode(buf, RPCRDMA_CM_PRIVATE_LEN, &pd);
 }
 
-static uint32_t min_u32(uint32_t a, uint32_t b)
+static uint32_t rpcrdma_min_u32(uint32_t a, uint32_t b)
 {
 	return a < b ? a : b;
 }
@@ -94,8 +94,8 @@ void rpcrdma_cm_negotiate(const void *pd, size_t len, uint32_t inline_size,
 
 	/* Absent or foreign data leaves the RFC 8797 defaults in peer. */
 	rpcrdma_cm_private_decode(pd, len, &peer);
-	out->send_max = min_u32(inline_size, peer.recv_size);
-	out->recv_max = min_u32(inline_size, peer.send_size);
+	out->send_max = rpcrdma_min_u32(inline_size, peer.recv_size);
+	out->recv_max = rpcrdma_min_u32(inline_size, peer.send_size);
 	out->remote_inv = (peer.flags & RPCRDMA_CM_REMOTE_INVALIDATE) != 0;
 }
 

@@ -17,7 +17,7 @@
 #define RPCRDMA_ACK_BATCH 16
 
 /* rdma-core returns positive errnos from post and -1 + errno from others. */
-static int verbs_err(int rc)
+static int rpcrdma_verbs_err(int rc)
 {
 	if (rc > 0)
 		return -rc;
@@ -58,7 +58,8 @@ static void rpcrdma_wc_drain_recv(struct ibv_cq *cq, struct ibv_wc *wc)
 
 	rc = ibv_post_send(ep->qp, &wr, &bad);
 	if (rc) {
-		rpcrdma_err("drain: cannot post the send-queue marker: %s", strerror(-verbs_err(rc)));
+		rpcrdma_err("drain: cannot post the send-queue marker: %s",
+			    strerror(-rpcrdma_verbs_err(rc)));
 		ep->state = RPCRDMA_EP_DRAINED;
 	}
 }
@@ -100,7 +101,7 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 
 	ep->channel = ibv_create_comp_channel(id->verbs);
 	if (!ep->channel)
-		return verbs_err(-1);
+		return rpcrdma_verbs_err(-1);
 	flags = fcntl(ep->channel->fd, F_GETFL);
 	if (flags < 0 || fcntl(ep->channel->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
 		rc = -errno;
@@ -111,7 +112,7 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 	ep->cq = ibv_create_cq(id->verbs, (int)(send_wrs + recv_wrs + 2),
 			       attr->context, ep->channel, 0);
 	if (!ep->cq) {
-		rc = verbs_err(-1);
+		rc = rpcrdma_verbs_err(-1);
 		goto out_channel;
 	}
 
@@ -126,7 +127,7 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 	qpa.cap.max_send_sge = attr->send_sges;
 	qpa.cap.max_recv_sge = 1;
 	if (rdma_create_qp(id, attr->pd, &qpa)) {
-		rc = verbs_err(-1);
+		rc = rpcrdma_verbs_err(-1);
 		goto out_cq;
 	}
 	ep->qp = id->qp;
@@ -177,11 +178,12 @@ void rpcrdma_ep_begin_close(struct rpcrdma_ep *ep)
 	/* ERR flushes every outstanding WR, on either queue, in order. */
 	rc = ibv_modify_qp(ep->qp, &attr, IBV_QP_STATE);
 	if (rc)
-		rpcrdma_warn("drain: moving the QP to ERR failed: %s", strerror(-verbs_err(rc)));
+		rpcrdma_warn("drain: moving the QP to ERR failed: %s",
+			     strerror(-rpcrdma_verbs_err(rc)));
 	rc = ibv_post_recv(ep->qp, &wr, &bad);
 	if (rc) {
 		rpcrdma_err("drain: cannot post the receive-queue marker: %s",
-			    strerror(-verbs_err(rc)));
+			    strerror(-rpcrdma_verbs_err(rc)));
 		ep->state = RPCRDMA_EP_DRAINED;
 	}
 }
@@ -288,7 +290,7 @@ void rpcrdma_ep_destroy(struct rpcrdma_ep *ep)
 	}
 }
 
-static struct ibv_recv_wr *recv_wr_of(struct list_node *node, ptrdiff_t wr_off)
+static struct ibv_recv_wr *rpcrdma_recv_wr_of(struct list_node *node, ptrdiff_t wr_off)
 {
 	return (struct ibv_recv_wr *)(void *)((char *)node + wr_off);
 }
@@ -304,7 +306,7 @@ int rpcrdma_ep_post_recvs(struct rpcrdma_ep *ep, struct list_node *free, uint32_
 	list_for_each(pos, free) {
 		if (count == max)
 			break;
-		*link = recv_wr_of(pos, wr_off);
+		*link = rpcrdma_recv_wr_of(pos, wr_off);
 		link = &(*link)->next;
 		count++;
 	}
@@ -324,7 +326,7 @@ int rpcrdma_ep_post_recvs(struct rpcrdma_ep *ep, struct list_node *free, uint32_
 		list_del(free->next);
 	if (likely(rc == 0))
 		return 0;
-	rc = verbs_err(rc);
+	rc = rpcrdma_verbs_err(rc);
 	rpcrdma_err("posting receives failed: %s", strerror(-rc));
 	rpcrdma_ep_close_deferred(ep);
 	return rc;
@@ -340,7 +342,7 @@ int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint3
 	rc = ibv_post_send(ep->qp, first, &bad);
 	if (likely(rc == 0))
 		return 0;
-	rpcrdma_err("post_send failed: %s", strerror(-verbs_err(rc)));
+	rpcrdma_err("post_send failed: %s", strerror(-rpcrdma_verbs_err(rc)));
 	ep->close_pending = true;
 	if (bad == first) {
 		ep->sq_avail += sqecount;

@@ -192,7 +192,7 @@ int rpcrdma_buf_alloc(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t len, in
 	return 0;
 }
 
-static size_t buf_bytes(const struct rpcrdma_buf *buf)
+static size_t rpcrdma_buf_bytes(const struct rpcrdma_buf *buf)
 {
 	return (buf->len + RPCRDMA_PAGE - 1) & ~(size_t)(RPCRDMA_PAGE - 1);
 }
@@ -201,7 +201,7 @@ void rpcrdma_buf_dereg(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats)
 {
 	if (buf->mr) {
 		ibv_dereg_mr(buf->mr);
-		stats->registered_bytes -= buf_bytes(buf);
+		stats->registered_bytes -= rpcrdma_buf_bytes(buf);
 		buf->mr = NULL;
 	}
 }
@@ -212,7 +212,7 @@ void *rpcrdma_buf_detach(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats)
 
 	rpcrdma_buf_dereg(buf, stats);
 	if (data)
-		stats->heap_bytes -= buf_bytes(buf);
+		stats->heap_bytes -= rpcrdma_buf_bytes(buf);
 	memset(buf, 0, sizeof(*buf));
 	return data;
 }

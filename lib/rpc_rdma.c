@@ -139,7 +139,7 @@ int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool re
 }
 
 /* A grant of 0 would deadlock; more than our slots is meaningless. */
-static uint32_t clamp_credits(const struct rpcrdma_xprt *x, uint32_t credits)
+static uint32_t rpcrdma_clamp_credits(const struct rpcrdma_xprt *x, uint32_t credits)
 {
 	if (credits == 0)
 		return 1;
@@ -153,8 +153,8 @@ static uint32_t clamp_credits(const struct rpcrdma_xprt *x, uint32_t credits)
  * a short segment ends it. Returns the total, or -1 for an echo that does
  * not match what the call offered.
  */
-static int64_t chunk_written(const struct rpcrdma_chunk *echo, const struct rpcrdma_segment *ours,
-			     uint32_t nours)
+static int64_t rpcrdma_chunk_written(const struct rpcrdma_chunk *echo,
+				     const struct rpcrdma_segment *ours, uint32_t nours)
 {
 	struct rpcrdma_segment seg;
 	bool ended = false;
@@ -194,7 +194,7 @@ static bool rpcrdma_reply_write_list(const struct rpcrdma_hdr *hdr, const struct
 		return false;
 	if (!hdr->write_chunks)
 		return true;
-	n = chunk_written(&hdr->write[0], req->rl_write, req->rl_nwrite);
+	n = rpcrdma_chunk_written(&hdr->write[0], req->rl_write, req->rl_nwrite);
 	if (n < 0)
 		return false;
 	v->result_len = (size_t)n;
@@ -232,7 +232,7 @@ static bool rpcrdma_reply_accept(struct rpcrdma_xprt *x, const struct rpcrdma_hd
 	if (hdr->has_reply) {
 		if (!req->rl_nreply)
 			return false;
-		n = chunk_written(&hdr->reply, req->rl_reply, req->rl_nreply);
+		n = rpcrdma_chunk_written(&hdr->reply, req->rl_reply, req->rl_nreply);
 		if (n < 0)
 			return false;
 	}
@@ -328,7 +328,7 @@ void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep
 		rpcrdma_reply_drop(x, rep, req, &hdr, rc);
 		return;
 	}
-	x->rx_credits = clamp_credits(x, hdr.credit);
+	x->rx_credits = rpcrdma_clamp_credits(x, hdr.credit);
 	rpcrdma_complete_rqst(x, req, rep, &v);
 }
 

@@ -15,7 +15,7 @@
 #define RPCRDMA_SVC_MAX_REQUESTS 1024
 #define RPCRDMA_SVC_DEF_BACKLOG 16
 
-static int svc_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_attr *in)
+static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_attr *in)
 {
 	struct rpcrdma_svc_attr *a = &svc->sv_attr;
 	socklen_t len;
@@ -49,7 +49,7 @@ static int svc_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_attr 
  * A PD for every device, made now so that memory can be registered before
  * any connection arrives; a connection uses the one of its device.
  */
-static int svc_alloc_pds(struct rpcrdma_svc *svc)
+static int svc_rdma_alloc_pds(struct rpcrdma_svc *svc)
 {
 	struct ibv_context **devs;
 	int n, i;
@@ -71,7 +71,7 @@ static int svc_alloc_pds(struct rpcrdma_svc *svc)
 	return svc->sv_npds ? 0 : -ENODEV;
 }
 
-static void svc_free(struct rpcrdma_svc *svc)
+static void svc_rdma_svc_free(struct rpcrdma_svc *svc)
 {
 	unsigned int i;
 
@@ -108,10 +108,10 @@ int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 	list_init(&svc->sv_conns);
 	list_init(&svc->sv_zombies);
 	list_init(&svc->sv_mems);
-	rc = svc_attr_fill(svc, attr);
+	rc = svc_rdma_attr_fill(svc, attr);
 	if (rc)
 		goto out;
-	rc = svc_alloc_pds(svc);
+	rc = svc_rdma_alloc_pds(svc);
 	if (rc)
 		goto out;
 	rc = rpcrdma_cm_channel_create(&svc->sv_cm_channel);
@@ -138,7 +138,7 @@ int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 	*out = svc;
 	return 0;
 out:
-	svc_free(svc);
+	svc_rdma_svc_free(svc);
 	return rc;
 }
 
@@ -162,7 +162,7 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *svc)
 		rdma->sc_own_stats.heap_bytes = rdma->sc_heap;
 		rdma->sc_stats = &rdma->sc_own_stats;
 	}
-	svc_free(svc);
+	svc_rdma_svc_free(svc);
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_addr(const struct rpcrdma_svc *svc, struct sockaddr *addr,
