@@ -41,4 +41,27 @@ void cfix_run(struct cfix *f, const int *finished, int ms);
 /* A done() that counts into the int at call->arg. */
 void cfix_count_done(struct rpcrdma_call *call);
 
+/* One call of the library client, what the raw server received of it, the rkeys it named. */
+struct ccall {
+	struct rpcrdma_call call;
+	unsigned char *msg, *result, *reply;
+	int finished;
+	struct rawpeer_call rc;
+	uint32_t nkeys;
+	uint32_t rkeys[48];
+	uint64_t offs[48];
+};
+
+/*
+ * Submit a 16-byte call with a Write chunk of @result_max bytes (0: none)
+ * and room for @reply_max bytes of reply (a Reply chunk beyond the inline
+ * size), its buffers in arena slot @slot (64 KiB each; or malloc'd ones
+ * filled with 0x3c, with bounce), and receive it at the raw server,
+ * collecting the rkeys (and offsets) it advertised.
+ */
+void cfix_call_start(struct cfix *f, struct ccall *c, unsigned int slot, size_t result_max,
+		     size_t reply_max, int timeout_ms);
+/* Free what cfix_call_start() allocated (bounce mode). */
+void cfix_call_free(struct cfix *f, struct ccall *c);
+
 #endif /* E2E_RAWCLNT_H */

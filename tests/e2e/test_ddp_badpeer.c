@@ -815,86 +815,16 @@ static void t_chunk_roles(void **state)
 
 /* ---- A raw server against the library client ------------------------------------------- */
 
-/* One call of the library client: its buffers, and what it advertised. */
-struct ccall {
-	struct rpcrdma_call call;
-	unsigned char *msg, *result, *reply;
-	int finished;
-	struct rawpeer_call rc;		/* as the raw server received it */
-	uint32_t nkeys;
-	uint32_t rkeys[48];
-	uint64_t offs[48];
-};
-
-/*
- * Submit a 16-byte call offering a Write chunk of @result_max bytes (0: none)
- * and room for a reply of @reply_max (a Reply chunk beyond inline size),
- * and receive it at the raw server.
- */
+/* cfix_call_start(), and every rkey the call named is reachable while it is in flight. */
 static void ccall_start(struct cfix *f, struct ccall *c, unsigned int slot, size_t result_max,
 			size_t reply_max)
 {
-	struct rpcrdma_read_segment rs;
-	struct rpcrdma_segment seg;
-	unsigned char *base = f->arena + slot * 65536;
-	uint32_t i, j;
+	uint32_t i;
 
-	memset(c, 0, sizeof(*c));
-	if (f->bounce) {
-		c->msg = malloc(16);
-		c->result = result_max ? malloc(result_max) : NULL;
-		c->reply = malloc(reply_max);
-	} else {
-		c->msg = base;
-		c->result = result_max ? base + 64 : NULL;
-		c->reply = base + 64 + 32768;
-	}
-	assert_non_null(c->msg);
-	assert_non_null(c->reply);
-	ddp_fill(c->msg, 16, ++f->xid);
-	put32(c->msg, 0, f->xid);
-	c->call.struct_size = sizeof(c->call);
-	c->call.msg = c->msg;
-	c->call.msg_len = 16;
-	c->call.result = c->result;
-	c->call.result_max = result_max;
-	c->call.reply = c->reply;
-	c->call.reply_max = reply_max;
-	c->call.done = cfix_count_done;
-	c->call.arg = &c->finished;
-	assert_int_equal(rpcrdma_clnt_submit(f->clnt, &c->call), 0);
-
-	assert_int_equal(rawpeer_recv_call(&f->srv, &c->rc, 3000), 0);
-	assert_int_equal(c->rc.hdr.xid, f->xid);
-	for (i = 0; i < c->rc.hdr.read_segs; i++) {
-		rpcrdma_hdr_read_segment(&c->rc.hdr, i, &rs);
-		c->offs[c->nkeys] = rs.seg.offset;
-		c->rkeys[c->nkeys++] = rs.seg.handle;
-	}
-	for (i = 0; i < c->rc.hdr.write_chunks; i++) {
-		for (j = 0; j < c->rc.hdr.write[i].nsegs; j++) {
-			rpcrdma_chunk_segment(&c->rc.hdr.write[i], j, &seg);
-			c->offs[c->nkeys] = seg.offset;
-			c->rkeys[c->nkeys++] = seg.handle;
-		}
-	}
-	for (j = 0; c->rc.hdr.has_reply && j < c->rc.hdr.reply.nsegs; j++) {
-		rpcrdma_chunk_segment(&c->rc.hdr.reply, j, &seg);
-		c->offs[c->nkeys] = seg.offset;
-		c->rkeys[c->nkeys++] = seg.handle;
-	}
+	cfix_call_start(f, c, slot, result_max, reply_max, 0);
 	assert_int_equal(c->rc.hdr.write_chunks, result_max ? 1 : 0);
 	for (i = 0; i < c->nkeys; i++)
 		assert_int_equal(softrdma_rkey_reach(c->rkeys[i], NULL, NULL, NULL), 0);
-}
-
-static void ccall_free(struct cfix *f, struct ccall *c)
-{
-	if (f->bounce) {
-		free(c->msg);
-		free(c->result);
-		free(c->reply);
-	}
 }
 
 /* After done(): the call's windows are dead and the client exposes nothing. */
@@ -1159,7 +1089,7 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 		if (!bounce)
 			assert_memory_equal(target, saved, sizeof(saved));
 	}
-	ccall_free(&f, &c);
+	cfix_call_free(&f, &c);
 	cfix_down(&f);
 }
 

@@ -597,63 +597,6 @@ static struct rpcrdma_stats cfix_stats(struct cfix *f)
 	return st;
 }
 
-/* One call of the library client and what the raw server received of it. */
-struct ccall {
-	struct rpcrdma_call call;
-	unsigned char *msg, *result, *reply;
-	int finished;
-	struct rawpeer_call rc;
-};
-
-/*
- * Submit a 16-byte call with a Write chunk of @result_max bytes (0: none)
- * and room for @reply_max bytes of reply (a Reply chunk beyond the inline
- * size), and receive it at the raw server.
- */
-static void ccall_start(struct cfix *f, struct ccall *c, size_t result_max, size_t reply_max,
-			int timeout_ms)
-{
-	memset(c, 0, sizeof(*c));
-	if (f->bounce) {
-		c->msg = malloc(16);
-		c->result = result_max ? malloc(result_max) : NULL;
-		c->reply = malloc(reply_max);
-		if (c->result)
-			memset(c->result, 0x3c, result_max);
-		memset(c->reply, 0x3c, reply_max);
-	} else {
-		c->msg = f->arena;
-		c->result = result_max ? f->arena + 64 : NULL;
-		c->reply = f->arena + 64 + 65536;
-	}
-	assert_non_null(c->msg);
-	assert_non_null(c->reply);
-	ddp_fill(c->msg, 16, ++f->xid);
-	put32(c->msg, 0, f->xid);
-	c->call.struct_size = sizeof(c->call);
-	c->call.msg = c->msg;
-	c->call.msg_len = 16;
-	c->call.result = c->result;
-	c->call.result_max = result_max;
-	c->call.reply = c->reply;
-	c->call.reply_max = reply_max;
-	c->call.timeout_ms = timeout_ms;
-	c->call.done = cfix_count_done;
-	c->call.arg = &c->finished;
-	assert_int_equal(rpcrdma_clnt_submit(f->clnt, &c->call), 0);
-	assert_int_equal(rawpeer_recv_call(&f->srv, &c->rc, 3000), 0);
-	assert_int_equal(c->rc.hdr.xid, f->xid);
-}
-
-static void ccall_free(struct cfix *f, struct ccall *c)
-{
-	if (f->bounce) {
-		free(c->msg);
-		free(c->result);
-		free(c->reply);
-	}
-}
-
 /* Encode @enc, append @body, Send it from the raw server. */
 static void srv_send(struct cfix *f, const struct rpcrdma_hdr_enc *enc, const void *body,
 		     size_t len)
@@ -705,7 +648,7 @@ static void inline_reply_case(bool bounce, bool echo_zero, bool with_result)
 	uint32_t i;
 
 	cfix_up(&f, bounce);
-	ccall_start(&f, &c, with_result ? 3000 : 0, 20000, 0);
+	cfix_call_start(&f, &c, 0, with_result ? 3000 : 0, 20000, 0);
 	assert_true(c.rc.hdr.has_reply);
 	enc.xid = c.rc.hdr.xid;
 	if (echo_zero) {
@@ -741,7 +684,7 @@ static void inline_reply_case(bool bounce, bool echo_zero, bool with_result)
 			if (c.result[i] != 0x3c)
 				fail_msg("%s: result byte %u written", shape, i);
 	}
-	ccall_free(&f, &c);
+	cfix_call_free(&f, &c);
 	cfix_down(&f);
 }
 
@@ -777,7 +720,7 @@ static void unused_write_case(bool bounce, bool echo_zero)
 	uint32_t i;
 
 	cfix_up(&f, bounce);
-	ccall_start(&f, &c, 3000, 64, 0);
+	cfix_call_start(&f, &c, 0, 3000, 64, 0);
 	enc.xid = c.rc.hdr.xid;
 	if (echo_zero) {
 		echo_unused(&c.rc.hdr.write[0], zero, &wdesc);
@@ -796,7 +739,7 @@ static void unused_write_case(bool bounce, bool echo_zero)
 		if (c.result[i] != 0x3c)
 			fail_msg("unused Write chunk (%s): result byte %u written",
 				 bounce ? "bounce" : "windows", i);
-	ccall_free(&f, &c);
+	cfix_call_free(&f, &c);
 	cfix_down(&f);
 }
 
@@ -1059,7 +1002,7 @@ static void dropped_reply_case(const struct bad_case *bc, bool bounce)
 
 	cfix_up(&f, bounce);
 	before = cfix_stats(&f);
-	ccall_start(&f, &c, bc->result_max, bc->reply_max, 0);
+	cfix_call_start(&f, &c, 0, bc->result_max, bc->reply_max, 0);
 	reply_body(body, sizeof(body), c.rc.hdr.xid);
 	send_bad_reply(&f, bc, &c, body);
 	cfix_run(&f, &c.finished, DROP_WAIT_MS);
@@ -1084,7 +1027,7 @@ static void dropped_reply_case(const struct bad_case *bc, bool bounce)
 	assert_int_equal(c.call.result_len, 0);
 	after = cfix_stats(&f);
 	assert_int_equal(after.dropped - before.dropped, 1);
-	ccall_free(&f, &c);
+	cfix_call_free(&f, &c);
 	cfix_down(&f);
 }
 
@@ -1106,13 +1049,13 @@ static void t_clnt_dropped_reply_times_out(void **state)
 	struct cfix f;
 
 	cfix_up(&f, false);
-	ccall_start(&f, &c, 0, 64, 300);
+	cfix_call_start(&f, &c, 0, 0, 64, 300);
 	reply_body(body, sizeof(body), c.rc.hdr.xid);
 	send_bad_reply(&f, &bad_cases[2], &c, body);
 	cfix_run(&f, &c.finished, 3000);
 	assert_int_equal(c.finished, 1);
 	assert_int_equal(c.call.status, -ETIMEDOUT);
-	ccall_free(&f, &c);
+	cfix_call_free(&f, &c);
 	cfix_down(&f);
 }
 
@@ -1134,7 +1077,7 @@ static void t_clnt_rdma_error_statuses(void **state)
 	assert_int_equal(info.vers_high, 0);
 	before = cfix_stats(&f);
 
-	ccall_start(&f, &c, 0, 20000, 0);
+	cfix_call_start(&f, &c, 0, 0, 20000, 0);
 	enc.xid = c.rc.hdr.xid;
 	enc.err = RPCRDMA_ERR_CHUNK;
 	srv_send(&f, &enc, NULL, 0);
@@ -1142,9 +1085,9 @@ static void t_clnt_rdma_error_statuses(void **state)
 	assert_int_equal(c.finished, 1);
 	assert_int_equal(c.call.status, -EREMOTEIO);
 	assert_int_equal(c.call.reply_len, 0);
-	ccall_free(&f, &c);
+	cfix_call_free(&f, &c);
 
-	ccall_start(&f, &c, 3000, 64, 0);
+	cfix_call_start(&f, &c, 0, 3000, 64, 0);
 	enc.xid = c.rc.hdr.xid;
 	enc.err = RPCRDMA_ERR_VERS;
 	enc.vers_low = 2;
@@ -1159,7 +1102,7 @@ static void t_clnt_rdma_error_statuses(void **state)
 	assert_int_equal(rpcrdma_clnt_info(f.clnt, &info), 0);
 	assert_int_equal(info.vers_low, 2);
 	assert_int_equal(info.vers_high, 3);
-	ccall_free(&f, &c);
+	cfix_call_free(&f, &c);
 
 	after = cfix_stats(&f);
 	assert_int_equal(after.rdma_errors - before.rdma_errors, 2);
