@@ -149,7 +149,6 @@ int rpcrdma_clnt_connect_0_2(const struct rpcrdma_clnt_attr *attr,
 	list_init(&x->rb_pending);
 	list_init(&x->rb_inflight);
 	list_init(&x->rb_done);
-	list_init(&x->rb_linv);
 	list_init(&x->rx_mems);
 	list_init(&x->rx_mws_free);
 	list_init(&x->rb_reps_free);

@@ -291,8 +291,8 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 	struct rpcrdma_req *req;
 
 	list_init(&retry);
-	/* Replies waiting to invalidate are as lost as the calls still in flight. */
-	list_splice_tail(&x->rb_linv, &x->rb_inflight);
+	/* Calls queued for the send queue stay pending, unsent; LOCAL_INVs are moot. */
+	rpcrdma_sq_flush(&x->rx_ep);
 	while ((req = list_pop_entry(&x->rb_inflight, struct rpcrdma_req, rl_list))) {
 		/* A reply that was an error ends the call so, whatever its windows did. */
 		bool answered = (req->rl_flags & RPCRDMA_REQ_REPLIED) && req->rl_status;

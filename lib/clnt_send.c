@@ -49,6 +49,12 @@ void xprt_rdma_hash_del(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 void xprt_rdma_finish(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int status)
 {
 	xprt_rdma_hash_del(x, req);
+	if (unlikely(req->rl_flags & RPCRDMA_REQ_SQ_WAIT)) {
+		/* Timed out or canceled while queued for the send queue. */
+		rpcrdma_sq_unwait(&req->rl_sqw);
+		req->rl_flags &= ~RPCRDMA_REQ_SQ_WAIT;
+		x->rx_outstanding--;
+	}
 	req->rl_status = status;
 	if (status) {
 		req->rl_call->reply_len = 0;
@@ -112,22 +118,22 @@ void rpcrdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc)
 	struct rpcrdma_xprt *x = cq->cq_context;
 	struct rpcrdma_req *req = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_req, rl_cqe);
 
-	x->rx_ep.sq_avail += req->rl_sqecount;
+	rpcrdma_sq_put(&x->rx_ep, req->rl_sqecount);
 	req->rl_flags &= ~RPCRDMA_REQ_SEND_PENDING;
 	if (unlikely(wc->status != IBV_WC_SUCCESS))
 		rpcrdma_ep_wc_error(&x->rx_ep, wc, "client send");
 	xprt_rdma_req_ready(x, req);
 }
 
+/* A credit and the chain's slots are taken: post the call. */
 static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
 	uint32_t posted;
 	int rc;
 
-	x->rx_ep.sq_avail -= req->rl_sqecount;
 	req->rl_flags |= RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT;
+	list_del(&req->rl_list);
 	list_add_tail(&req->rl_list, &x->rb_inflight);
-	x->rx_outstanding++;
 	x->rx_stats.calls++;
 	rc = frwr_send(x, req, &posted);
 	if (likely(rc == 0))
@@ -137,7 +143,7 @@ static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 		req->rl_flags &= ~RPCRDMA_REQ_SEND_PENDING;
 		return;
 	}
-	/* Nothing went out: it waits for the next connection, unsent. */
+	/* Nothing went out: it waits for the next connection, unsent, ahead of the rest. */
 	req->rl_flags &= ~(RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT);
 	list_del(&req->rl_list);
 	list_add(&req->rl_list, &x->rb_pending);
@@ -145,26 +151,50 @@ static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	x->rx_stats.calls--;
 }
 
-/*
- * Invalidations first (they complete calls and free windows), then queued
- * calls while the grant and the send queue allow, in order.
- */
-void xprt_rdma_kick(struct rpcrdma_xprt *x)
+static void xprt_rdma_sq_send(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w)
 {
-	while (x->rx_connected && !x->rx_ep.close_pending && !list_empty(&x->rb_linv)) {
-		struct rpcrdma_req *req = list_first_entry(&x->rb_linv, struct rpcrdma_req, rl_list);
+	struct rpcrdma_req *req = container_of(w, struct rpcrdma_req, rl_sqw);
 
-		if (x->rx_ep.sq_avail < req->rl_linv_pending)
-			return;
-		list_del(&req->rl_list);
-		list_add_tail(&req->rl_list, &x->rb_inflight);
-		frwr_post_linv(x, req);
+	req->rl_flags &= ~RPCRDMA_REQ_SQ_WAIT;
+	xprt_rdma_send(container_of(ep, struct rpcrdma_xprt, rx_ep), req);
+}
+
+/* The connection closed first: the call stays pending, unsent, and gives back its credit. */
+static void xprt_rdma_sq_unsent(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w)
+{
+	struct rpcrdma_req *req = container_of(w, struct rpcrdma_req, rl_sqw);
+
+	req->rl_flags &= ~RPCRDMA_REQ_SQ_WAIT;
+	container_of(ep, struct rpcrdma_xprt, rx_ep)->rx_outstanding--;
+}
+
+/* A call that holds a credit goes now, or waits on rb_pending for its slots. */
+static void xprt_rdma_sq_wait(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	x->rx_outstanding++;
+	if (likely(rpcrdma_sq_get(&x->rx_ep, req->rl_sqecount))) {
+		xprt_rdma_send(x, req);
+		return;
 	}
-	while (x->rx_connected && !list_empty(&x->rb_pending) &&
-	       x->rx_outstanding < x->rx_credits && !x->rx_ep.close_pending) {
-		struct rpcrdma_req *req = list_first_entry(&x->rb_pending, struct rpcrdma_req,
-							   rl_list);
+	req->rl_flags |= RPCRDMA_REQ_SQ_WAIT;
+	req->rl_sqw.sqecount = req->rl_sqecount;
+	req->rl_sqw.post = xprt_rdma_sq_send;
+	req->rl_sqw.abort = xprt_rdma_sq_unsent;
+	rpcrdma_sq_post(&x->rx_ep, &req->rl_sqw);
+}
 
+/* The calls on rb_pending go, in order, while the grant allows. */
+void xprt_rdma_kick_pending(struct rpcrdma_xprt *x)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &x->rb_pending) {
+		struct rpcrdma_req *req = list_entry(pos, struct rpcrdma_req, rl_list);
+
+		if (x->rx_outstanding >= x->rx_credits || x->rx_ep.close_pending)
+			return;
+		if (req->rl_flags & RPCRDMA_REQ_SQ_WAIT)
+			continue;
 		if (!(req->rl_flags & RPCRDMA_REQ_MAPPED)) {
 			/* Sent again on a new connection: new windows, new sizes. */
 			int rc = rpcrdma_marshal_req(x, req, true);
@@ -177,16 +207,10 @@ void xprt_rdma_kick(struct rpcrdma_xprt *x)
 		}
 		if (unlikely(req->rl_sqecount > x->rx_sq_depth)) {
 			/* More binds than the whole send queue holds: it could never go. */
-			list_del(&req->rl_list);
 			frwr_release(x, req);
 			xprt_rdma_finish(x, req, -EMSGSIZE);
 			continue;
 		}
-		if (unlikely(x->rx_ep.sq_avail < req->rl_sqecount)) {
-			x->rx_stats.sq_waits++;
-			break;
-		}
-		list_del(&req->rl_list);
-		xprt_rdma_send(x, req);
+		xprt_rdma_sq_wait(x, req);
 	}
 }

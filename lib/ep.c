@@ -95,6 +95,7 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 	memset(ep, 0, sizeof(*ep));
 	ep->id = id;
 	ep->stats = stats;
+	list_init(&ep->sq_waiters);
 	ep->drain_recv_cqe.done = rpcrdma_wc_drain_recv;
 	ep->drain_send_cqe.done = rpcrdma_wc_drain_send;
 	rpcrdma_ep_fit(id->verbs, &send_wrs, &recv_wrs);
@@ -344,14 +345,45 @@ int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint3
 		return 0;
 	rpcrdma_err("post_send failed: %s", strerror(-rpcrdma_verbs_err(rc)));
 	ep->close_pending = true;
-	if (bad == first) {
-		ep->sq_avail += sqecount;
-		return -ENOTCONN;
-	}
-	/* The head of the chain is in flight; its flushes are still to come. */
 	for (wr = first; wr && wr != bad; wr = wr->next)
 		n++;
+	rpcrdma_sq_put(ep, sqecount - n);
+	if (n == 0)
+		return -ENOTCONN;
+	/* The head of the chain is in flight; its flushes are still to come. */
 	if (posted)
 		*posted = n;
 	return -EINPROGRESS;
+}
+
+void rpcrdma_sq_post(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w)
+{
+	if (likely(rpcrdma_sq_get(ep, w->sqecount))) {
+		w->post(ep, w);
+		return;
+	}
+	ep->stats->sq_waits++;
+	list_add_tail(&w->list, &ep->sq_waiters);
+}
+
+void rpcrdma_sq_wake_waiters(struct rpcrdma_ep *ep)
+{
+	while (!list_empty(&ep->sq_waiters) && !ep->close_pending) {
+		struct rpcrdma_sq_waiter *w =
+			list_first_entry(&ep->sq_waiters, struct rpcrdma_sq_waiter, list);
+
+		if (ep->sq_avail < w->sqecount)
+			return;
+		list_del(&w->list);
+		ep->sq_avail -= w->sqecount;
+		w->post(ep, w);
+	}
+}
+
+void rpcrdma_sq_flush(struct rpcrdma_ep *ep)
+{
+	struct rpcrdma_sq_waiter *w;
+
+	while ((w = list_pop_entry(&ep->sq_waiters, struct rpcrdma_sq_waiter, list)))
+		w->abort(ep, w);
 }

@@ -52,6 +52,7 @@ enum rpcrdma_ep_state {
  *	which may be less than asked when the device offers less
  * @rq_depth: receives that may be posted at once (likewise fitted)
  * @recv_posted: receives posted and not yet completed
+ * @sq_waiters: FIFO of &struct rpcrdma_sq_waiter waiting for @sq_avail
  * @drain_recv_cqe: the receive-queue drain marker
  * @drain_send_cqe: the send-queue drain marker
  * @stats: the owner's counters
@@ -71,6 +72,7 @@ struct rpcrdma_ep {
 	uint32_t sq_avail;
 	uint32_t rq_depth;
 	uint32_t recv_posted;
+	struct list_node sq_waiters;
 	struct rpcrdma_cqe drain_recv_cqe;
 	struct rpcrdma_cqe drain_send_cqe;
 	struct rpcrdma_stats *stats;
@@ -171,15 +173,74 @@ int rpcrdma_ep_post_recvs(struct rpcrdma_ep *ep, struct list_node *free, uint32_
 	((ptrdiff_t)offsetof(type, wr_member) - (ptrdiff_t)offsetof(type, list_member))
 
 /*
- * Post a chain of @sqecount send WRs whose slots the caller has taken from
- * sq_avail. On failure a close is requested, and: if nothing was posted the
- * slots are given back and -ENOTCONN returned; if only the chain's head was
- * posted, -EINPROGRESS is returned and *@posted (when not NULL) tells how
- * many WRs: their completions, flushes included, are still to come, and
- * the caller settles the slots of the rest.
+ * Post a chain of @sqecount send WRs whose slots the caller has taken
+ * (rpcrdma_sq_get()). On failure a close is requested and the slots of the
+ * WRs not posted are given back: if none was posted, -ENOTCONN is returned;
+ * if only the chain's head was, -EINPROGRESS, and *@posted (when not NULL)
+ * tells how many WRs went: their completions, flushes included, are still
+ * to come.
  */
 int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint32_t sqecount,
 			 uint32_t *posted);
+
+/*
+ * Send-queue slots. Every WR a side posts takes a slot from sq_avail, and
+ * the handler of the signaled WR that ends its chain gives the chain's
+ * slots back (RC ordering: the unsignaled WRs before it are done too).
+ * Chains that find too few slots, or waiters ahead of them, queue FIFO:
+ * nothing posts past an earlier waiter, so no large chain starves.
+ */
+
+/*
+ * A chain waiting for @sqecount slots. @post runs with the slots taken and
+ * must post the chain (through rpcrdma_ep_post_send()); @abort runs when the
+ * endpoint closes first and hands the owner its chain back, unposted.
+ */
+struct rpcrdma_sq_waiter {
+	struct list_node list;
+	uint32_t sqecount;
+	void (*post)(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w);
+	void (*abort)(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w);
+};
+
+/* Take @n slots, if they are free and no one waits ahead. */
+static inline bool rpcrdma_sq_get(struct rpcrdma_ep *ep, uint32_t n)
+{
+	if (unlikely(!list_empty(&ep->sq_waiters) || ep->sq_avail < n))
+		return false;
+	ep->sq_avail -= n;
+	return true;
+}
+
+/* Give back @n slots: their WRs completed. Waiters go at rpcrdma_sq_wake(). */
+static inline void rpcrdma_sq_put(struct rpcrdma_ep *ep, uint32_t n)
+{
+	ep->sq_avail += n;
+}
+
+/* Post @w now when its slots are free (w->post), or queue it behind the rest. */
+void rpcrdma_sq_post(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w);
+
+void rpcrdma_sq_wake_waiters(struct rpcrdma_ep *ep);
+
+/*
+ * After a batch of completions: post the waiters whose slots are free, in
+ * order, until one does not fit or a close is pending.
+ */
+static inline void rpcrdma_sq_wake(struct rpcrdma_ep *ep)
+{
+	if (unlikely(!list_empty(&ep->sq_waiters)))
+		rpcrdma_sq_wake_waiters(ep);
+}
+
+/* The endpoint closes: every waiter is handed back (w->abort), in order. */
+void rpcrdma_sq_flush(struct rpcrdma_ep *ep);
+
+/* The owner gives up on a queued waiter (a timeout, a cancel). */
+static inline void rpcrdma_sq_unwait(struct rpcrdma_sq_waiter *w)
+{
+	list_del(&w->list);
+}
 
 /* Async events (async.c): register endpoints so events can find them. */
 void rpcrdma_async_register(struct rpcrdma_ep *ep);

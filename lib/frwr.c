@@ -141,6 +141,7 @@ static const unsigned char *frwr_region(struct rpcrdma_xprt *x, struct rpcrdma_r
 	struct rpcrdma_buf *bounce = &req->rl_bounce[kind];
 	struct rpcrdma_mem *mem;
 
+	req->rl_regions = true;
 	if (!req->rl_mems[kind] && !bounce->data) {
 		mem = rpcrdma_mem_find(&x->rx_mems, buf, len, x->rx_pd, mr);
 		if (mem) {
@@ -251,15 +252,15 @@ static struct ibv_send_wr *frwr_linv_chain(struct rpcrdma_req *req,
 	return first;
 }
 
-/* Post a call's LOCAL_INV chain now; its slots are available. */
-void frwr_post_linv(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+/* The LOCAL_INV chain's slots are taken: post it. */
+static void frwr_post_linv(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w)
 {
-	uint32_t n = req->rl_linv_pending, posted = 0;
+	struct rpcrdma_req *req = container_of(w, struct rpcrdma_req, rl_sqw);
+	uint32_t posted = 0;
 	int rc;
 
-	x->rx_ep.sq_avail -= n;
-	rc = rpcrdma_ep_post_send(&x->rx_ep, frwr_linv_chain(req, frwr_wc_localinv_done), n,
-				  &posted);
+	rc = rpcrdma_ep_post_send(ep, frwr_linv_chain(req, frwr_wc_localinv_done),
+				  req->rl_linv_pending, &posted);
 	if (likely(rc == 0))
 		return;
 	/*
@@ -268,12 +269,18 @@ void frwr_post_linv(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	 */
 	req->rl_flags |= RPCRDMA_REQ_LINV_FAILED;
 	if (rc == -EINPROGRESS) {
-		x->rx_ep.sq_avail += n - posted;
 		req->rl_linv_pending = posted;
 	} else {
 		req->rl_linv_pending = 0;
 		req->rl_flags &= ~RPCRDMA_REQ_LINV_PENDING;
 	}
+}
+
+/* The call stays on rb_inflight: the loss of the connection settles it. */
+static void frwr_linv_abort(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w)
+{
+	(void)ep;
+	(void)w;
 }
 
 /* After the reply: invalidate what the server did not, without waiting here. */
@@ -283,12 +290,10 @@ void frwr_unmap_async(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 		return;
 	req->rl_flags |= RPCRDMA_REQ_LINV_PENDING;
 	req->rl_linv_pending = req->rl_nmws;
-	if (!list_empty(&x->rb_linv) || x->rx_ep.sq_avail < req->rl_linv_pending) {
-		x->rx_stats.sq_waits++;
-		list_add_tail(&req->rl_list, &x->rb_linv);
-		return;
-	}
-	frwr_post_linv(x, req);
+	req->rl_sqw.sqecount = req->rl_nmws;
+	req->rl_sqw.post = frwr_post_linv;
+	req->rl_sqw.abort = frwr_linv_abort;
+	rpcrdma_sq_post(&x->rx_ep, &req->rl_sqw);
 }
 
 /*
@@ -305,20 +310,19 @@ int frwr_unmap_sync(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 
 	if (!n)
 		return 0;
-	while (x->rx_connected && !x->rx_ep.close_pending && x->rx_ep.sq_avail < n) {
+	/* Waiters queued for the send queue go first, as they would anyway. */
+	while (x->rx_connected && !x->rx_ep.close_pending && !rpcrdma_sq_get(&x->rx_ep, n)) {
 		if (rpcrdma_now_ms() > deadline || rpcrdma_ep_poll(&x->rx_ep, 16) < 0)
 			return -ENOTCONN;
+		rpcrdma_sq_wake(&x->rx_ep);
 	}
 	if (!x->rx_connected || x->rx_ep.close_pending)
 		return -ENOTCONN;
 	req->rl_wake = false;
 	req->rl_linv_pending = n;
 	req->rl_flags |= RPCRDMA_REQ_LINV_PENDING;
-	x->rx_ep.sq_avail -= n;
 	rc = rpcrdma_ep_post_send(&x->rx_ep, frwr_linv_chain(req, frwr_wc_localinv_wake), n,
 				  &posted);
-	if (rc == -EINPROGRESS)
-		x->rx_ep.sq_avail += n - posted;
 	/* An unposted last WR never wakes anyone: wait only when it went out. */
 	if (rc)
 		return -ENOTCONN;
@@ -342,6 +346,10 @@ void frwr_release(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	struct rpcrdma_call *call = req->rl_call;
 	unsigned int k;
 
+	req->rl_flags &= ~RPCRDMA_REQ_MAPPED;
+	/* No chunk, no window: an inline call has nothing to release. */
+	if (likely(!req->rl_regions))
+		return;
 	if (call && req->rl_status == 0) {
 		struct rpcrdma_buf *b = &req->rl_bounce[RPCRDMA_BOUNCE_RESULT];
 
@@ -366,7 +374,7 @@ void frwr_release(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	while (!list_empty(&req->rl_registered))
 		frwr_mw_put(x, list_first_entry(&req->rl_registered, struct rpcrdma_mw, mw_list));
 	req->rl_nmws = 0;
-	req->rl_flags &= ~RPCRDMA_REQ_MAPPED;
+	req->rl_regions = false;
 }
 
 /*
@@ -418,7 +426,7 @@ static struct rpcrdma_req *frwr_mw_done(struct rpcrdma_xprt *x, struct ibv_wc *w
 	struct rpcrdma_mw *mw = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_mw, mw_cqe);
 	struct rpcrdma_req *req = mw->mw_req;
 
-	x->rx_ep.sq_avail++;
+	rpcrdma_sq_put(&x->rx_ep, 1);
 	req->rl_linv_pending--;
 	if (unlikely(wc->status != IBV_WC_SUCCESS)) {
 		mw->mw_bad = true;

@@ -95,6 +95,7 @@ static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32
 	for (i = 0; i < rdma->sc_nsend; i++) {
 		struct svc_rdma_send_ctxt *ctxt = &rdma->sc_send_ctxts[i];
 
+		svc_rdma_chain_init(&ctxt->sc_chain, svc_rdma_send_release);
 		ctxt->sc_cqe.done = svc_rdma_wc_send;
 		ctxt->sc_write_cqe.done = svc_rdma_write_done;
 		ctxt->sc_reply_cqe.done = svc_rdma_reply_done;
@@ -106,7 +107,7 @@ static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32
 		ctxt->sc_send_wr.num_sge = 1;
 		ctxt->sc_send_wr.opcode = IBV_WR_SEND;
 		ctxt->sc_send_wr.send_flags = IBV_SEND_SIGNALED;
-		list_add_tail(&ctxt->sc_chain.list, &rdma->sc_send_free);
+		list_add_tail(&ctxt->sc_chain.sq.list, &rdma->sc_send_free);
 	}
 	return 0;
 }
@@ -146,8 +147,8 @@ static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
 		       rpcrdma_slab_bytes(&rdma->sc_send_slab);
 
 	/* The drain is over: partly posted chains can be released now. */
-	while ((chain = list_pop_entry(&rdma->sc_orphans, struct svc_rdma_chain, list)))
-		chain->abort(rdma, chain);
+	while ((chain = list_pop_entry(&rdma->sc_orphans, struct svc_rdma_chain, sq.list)))
+		chain->release(rdma, chain);
 	/* Calls whose Reads finished during the drain are not handed up. */
 	svc_rdma_read_complete(rdma);
 	list_splice_tail(&rdma->sc_rq_dto_q, &rdma->sc_recv_free);
@@ -217,7 +218,7 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 static void svc_rdma_begin_close(struct svcxprt_rdma *rdma)
 {
 	rdma->sc_state = SVCXPRT_CLOSING;
-	svc_rdma_fail_waiters(rdma);
+	rpcrdma_sq_flush(&rdma->sc_ep);
 	rpcrdma_ep_begin_close(&rdma->sc_ep);
 }
 
@@ -255,7 +256,7 @@ static void svc_rdma_after_batch(struct svcxprt_rdma *rdma)
 	if (rdma->sc_state < SVCXPRT_CLOSING && !rdma->sc_ep.close_pending)
 		svc_rdma_refill_recvs(rdma);
 	svc_rdma_recvfrom(rdma);
-	svc_rdma_post_waiters(rdma);
+	svc_rdma_wake_send_waiters(rdma);
 	if (rdma->sc_ep.close_pending && rdma->sc_state < SVCXPRT_CLOSING)
 		svc_rdma_begin_close(rdma);
 	if (rdma->sc_state == SVCXPRT_CLOSING && rpcrdma_ep_drained(&rdma->sc_ep))
@@ -352,7 +353,6 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	list_init(&rdma->sc_rq_dto_q);
 	list_init(&rdma->sc_read_complete_q);
 	list_init(&rdma->sc_send_free);
-	list_init(&rdma->sc_send_waiters);
 	list_init(&rdma->sc_orphans);
 	rpcrdma_cm_negotiate(req->pdata, req->pdata_len, svc->sv_attr.inline_size, &rdma->sc_inline);
 	/* The client's receive size bounds our replies; ours bounds its calls. */

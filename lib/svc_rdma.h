@@ -18,16 +18,16 @@ struct svcxprt_rdma;
 struct svc_rdma_recv_ctxt;
 
 /*
- * A chain of send-queue WRs waiting, in FIFO order, for sq_avail to reach its
- * sqecount. Send contexts and Read contexts both wait this way; @abort
- * releases the owner when the connection closes before the chain is posted,
- * @post_failed when posting it failed with nothing posted.
+ * A chain of send-queue WRs from @first: a send context's Writes and Send,
+ * or a wave of Reads. It takes its slots, or waits for them, as @sq (whose
+ * list also links the free send contexts and sc_orphans). @release gives
+ * the owner back when the chain will never be posted, or after the drain
+ * when only its head was.
  */
 struct svc_rdma_chain {
-	struct list_node list;
-	uint32_t sqecount;
+	struct rpcrdma_sq_waiter sq;
 	struct ibv_send_wr *first;
-	void (*abort)(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
+	void (*release)(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
 };
 
 /* A Read chunk of a call, pulled into a registered sink. */
@@ -115,7 +115,7 @@ struct svc_rdma_send_ctxt {
 	struct rpcrdma_cqe sc_cqe;		/* svc_rdma_wc_send */
 	struct rpcrdma_cqe sc_write_cqe;	/* svc_rdma_write_done: Write-list Writes */
 	struct rpcrdma_cqe sc_reply_cqe;	/* svc_rdma_reply_done: Reply-chunk Writes */
-	struct svc_rdma_chain sc_chain;		/* sc_send_free, sc_send_waiters, sc_orphans */
+	struct svc_rdma_chain sc_chain;		/* sc_send_free, the SQ waiters, sc_orphans */
 	struct ibv_send_wr sc_send_wr;
 	struct ibv_sge sc_sge;
 	uint32_t sc_sqecount;
@@ -170,7 +170,6 @@ struct svcxprt_rdma {
 	struct list_node sc_rq_dto_q;		/* received, not yet decoded */
 	struct list_node sc_read_complete_q;	/* Read chunks pulled, ready to hand up */
 	struct list_node sc_send_free;
-	struct list_node sc_send_waiters;	/* FIFO: chains waiting for SQ space */
 	struct list_node sc_orphans;		/* partly posted chains, released after the drain */
 
 	struct rpcrdma_buf sc_sinks[SVC_RDMA_SINK_CACHE];	/* registered Read sinks for reuse */
@@ -329,9 +328,11 @@ struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma);
 void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt);
 int svc_rdma_send_error(struct svcxprt_rdma *rdma, const struct rpcrdma_hdr *failing,
 			uint32_t err);
-int svc_rdma_post_chain(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
-void svc_rdma_post_waiters(struct svcxprt_rdma *rdma);
-void svc_rdma_fail_waiters(struct svcxprt_rdma *rdma);
+void svc_rdma_chain_init(struct svc_rdma_chain *chain,
+			 void (*release)(struct svcxprt_rdma *, struct svc_rdma_chain *));
+void svc_rdma_send_release(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
+int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
+void svc_rdma_wake_send_waiters(struct svcxprt_rdma *rdma);
 uint32_t svc_rdma_grant(const struct svcxprt_rdma *rdma);
 void svc_rdma_release_payloads(struct rpcrdma_svc_call *call);
 int svc_rdma_add_release(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,

@@ -26,7 +26,7 @@ static void svc_rdma_read_free(struct svcxprt_rdma *rdma, struct svc_rdma_read_c
  * space, or posting failed outright), or only its head was and the drain is
  * over: release the call now.
  */
-static void svc_rdma_read_abort(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
+static void svc_rdma_read_release(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
 {
 	struct svc_rdma_read_ctxt *rd = container_of(chain, struct svc_rdma_read_ctxt, rd_chain);
 	struct svc_rdma_recv_ctxt *ctxt = rd->rd_recv;
@@ -50,11 +50,11 @@ static void svc_rdma_read_wave(struct svcxprt_rdma *rdma, struct svc_rdma_read_c
 		wr->wr_id = rpcrdma_cqe_id(i + 1 < n ? &rd->rd_cqe : &rd->rd_done_cqe);
 		wr->send_flags = i + 1 < n ? 0 : IBV_SEND_SIGNALED;
 	}
+	svc_rdma_chain_init(&rd->rd_chain, svc_rdma_read_release);
 	rd->rd_chain.first = &rd->rd_wrs[rd->rd_next];
-	rd->rd_chain.sqecount = n;
-	rd->rd_chain.abort = svc_rdma_read_abort;
-	if (svc_rdma_post_chain(rdma, &rd->rd_chain) == -ENOTCONN)
-		svc_rdma_read_abort(rdma, &rd->rd_chain);
+	rd->rd_chain.sq.sqecount = n;
+	if (svc_rdma_sq_wait(rdma, &rd->rd_chain) == -ENOTCONN)
+		svc_rdma_read_release(rdma, &rd->rd_chain);
 }
 
 /* Build one RDMA Read per segment into the chunk's sink, at its offset. */
@@ -185,8 +185,8 @@ void svc_rdma_wc_read_done(struct ibv_cq *cq, struct ibv_wc *wc)
 	struct svc_rdma_read_ctxt *rd =
 		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_read_ctxt, rd_done_cqe);
 
-	rdma->sc_ep.sq_avail += rd->rd_chain.sqecount;
-	rd->rd_next += rd->rd_chain.sqecount;
+	rpcrdma_sq_put(&rdma->sc_ep, rd->rd_chain.sq.sqecount);
+	rd->rd_next += rd->rd_chain.sq.sqecount;
 	if (unlikely(wc->status != IBV_WC_SUCCESS)) {
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server RDMA Read");
 		rd->rd_failed = true;

@@ -16,7 +16,7 @@
 
 #define SVC_RDMA_DEF_MAX_REPLY (64ull << 20)
 
-static void svc_rdma_send_abort(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
+void svc_rdma_send_release(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
 {
 	svc_rdma_send_ctxt_put(rdma, container_of(chain, struct svc_rdma_send_ctxt, sc_chain));
 }
@@ -25,12 +25,11 @@ struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_send_ctxt *ctxt;
 
-	ctxt = list_pop_entry(&rdma->sc_send_free, struct svc_rdma_send_ctxt, sc_chain.list);
+	ctxt = list_pop_entry(&rdma->sc_send_free, struct svc_rdma_send_ctxt, sc_chain.sq.list);
 	if (unlikely(!ctxt))
 		return NULL;
 	ctxt->sc_chain.first = &ctxt->sc_send_wr;
-	ctxt->sc_chain.sqecount = 1;
-	ctxt->sc_chain.abort = svc_rdma_send_abort;
+	ctxt->sc_chain.sq.sqecount = 1;
 	ctxt->sc_nwrs = 0;
 	ctxt->sc_send_wr.next = NULL;
 	ctxt->sc_send_wr.opcode = IBV_WR_SEND;
@@ -71,7 +70,7 @@ void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt
 			rel->release(rel->arg);
 	}
 	ctxt->sc_nreleases = 0;
-	list_add_tail(&ctxt->sc_chain.list, &rdma->sc_send_free);
+	list_add_tail(&ctxt->sc_chain.sq.list, &rdma->sc_send_free);
 }
 
 uint32_t svc_rdma_grant(const struct svcxprt_rdma *rdma)
@@ -96,7 +95,7 @@ void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc)
 	struct svc_rdma_send_ctxt *ctxt =
 		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_send_ctxt, sc_cqe);
 
-	rdma->sc_ep.sq_avail += ctxt->sc_chain.sqecount;
+	rpcrdma_sq_put(&rdma->sc_ep, ctxt->sc_chain.sq.sqecount);
 	if (unlikely(wc->status != IBV_WC_SUCCESS))
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server send");
 	svc_rdma_send_ctxt_put(rdma, ctxt);
@@ -108,68 +107,64 @@ bool svc_rdma_can_send(const struct svcxprt_rdma *rdma)
 	       !rdma->sc_ep.close_pending;
 }
 
-/* Post a chain now; its slots are available. */
-static int svc_rdma_post_now(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
+/* The chain's slots are taken: post it. A failure already asked for a close. */
+static void svc_rdma_chain_post(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w)
 {
+	struct svcxprt_rdma *rdma = container_of(ep, struct svcxprt_rdma, sc_ep);
+	struct svc_rdma_chain *chain = container_of(w, struct svc_rdma_chain, sq);
 	int rc;
 
-	rdma->sc_ep.sq_avail -= chain->sqecount;
-	rc = rpcrdma_ep_post_send(&rdma->sc_ep, chain->first, chain->sqecount, NULL);
+	rc = rpcrdma_ep_post_send(ep, chain->first, w->sqecount, NULL);
 	if (likely(rc == 0))
-		return 0;
-	if (rc == -EINPROGRESS) {
+		return;
+	if (rc == -EINPROGRESS)
 		/* The head is in flight: release the owner after the drain. */
-		list_add_tail(&chain->list, &rdma->sc_orphans);
-		return 0;
-	}
-	return rc;
+		list_add_tail(&w->list, &rdma->sc_orphans);
+	else
+		chain->release(rdma, chain);
+}
+
+static void svc_rdma_chain_abort(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w)
+{
+	struct svc_rdma_chain *chain = container_of(w, struct svc_rdma_chain, sq);
+
+	chain->release(container_of(ep, struct svcxprt_rdma, sc_ep), chain);
+}
+
+void svc_rdma_chain_init(struct svc_rdma_chain *chain,
+			 void (*release)(struct svcxprt_rdma *, struct svc_rdma_chain *))
+{
+	chain->sq.post = svc_rdma_chain_post;
+	chain->sq.abort = svc_rdma_chain_abort;
+	chain->release = release;
 }
 
 /*
- * Post a chain, or queue it behind earlier ones (FIFO) until the send queue
- * has room. Returns 0 (posted or queued: the chain is the connection's now)
- * or -ENOTCONN (the caller still owns it).
+ * The kernel's svc_rdma_sq_wait() sleeps until the send queue has room; a
+ * poll loop cannot, so the chain posts now or queues behind earlier ones
+ * (FIFO) and posts from svc_rdma_wake_send_waiters(). Returns 0 (the chain
+ * is the connection's now, posted, queued or released) or -ENOTCONN (the
+ * caller still owns it).
  */
-int svc_rdma_post_chain(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
+int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
 {
 	if (unlikely(!svc_rdma_can_send(rdma)))
 		return -ENOTCONN;
-	if (unlikely(!list_empty(&rdma->sc_send_waiters) ||
-		     rdma->sc_ep.sq_avail < chain->sqecount)) {
-		rdma->sc_stats->sq_waits++;
-		list_add_tail(&chain->list, &rdma->sc_send_waiters);
-		return 0;
-	}
-	return svc_rdma_post_now(rdma, chain);
+	rpcrdma_sq_post(&rdma->sc_ep, &chain->sq);
+	return 0;
 }
 
-void svc_rdma_post_waiters(struct svcxprt_rdma *rdma)
+/* After a batch: chains queued for SQ space go, in order, while they fit. */
+void svc_rdma_wake_send_waiters(struct svcxprt_rdma *rdma)
 {
-	while (!list_empty(&rdma->sc_send_waiters) && svc_rdma_can_send(rdma)) {
-		struct svc_rdma_chain *chain =
-			list_first_entry(&rdma->sc_send_waiters, struct svc_rdma_chain, list);
-
-		if (rdma->sc_ep.sq_avail < chain->sqecount)
-			break;
-		list_del(&chain->list);
-		if (svc_rdma_post_now(rdma, chain))
-			chain->abort(rdma, chain);
-	}
-}
-
-/* Every close path comes here: queued chains are released, never posted. */
-void svc_rdma_fail_waiters(struct svcxprt_rdma *rdma)
-{
-	struct svc_rdma_chain *chain;
-
-	while ((chain = list_pop_entry(&rdma->sc_send_waiters, struct svc_rdma_chain, list)))
-		chain->abort(rdma, chain);
+	if (svc_rdma_can_send(rdma))
+		rpcrdma_sq_wake(&rdma->sc_ep);
 }
 
 /* Post a send context's chain; on -ENOTCONN release it. */
 static int svc_rdma_post_send(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
 {
-	int rc = svc_rdma_post_chain(rdma, &ctxt->sc_chain);
+	int rc = svc_rdma_sq_wait(rdma, &ctxt->sc_chain);
 
 	if (rc)
 		svc_rdma_send_ctxt_put(rdma, ctxt);
@@ -391,8 +386,8 @@ static int svc_rdma_map_reply_msg(struct svcxprt_rdma *rdma, struct svc_rdma_sen
 	for (i = 0; i < ctxt->sc_nwrs; i++)
 		ctxt->sc_wrs[i].next = i + 1 < ctxt->sc_nwrs ? &ctxt->sc_wrs[i + 1] : &ctxt->sc_send_wr;
 	ctxt->sc_chain.first = ctxt->sc_nwrs ? &ctxt->sc_wrs[0] : &ctxt->sc_send_wr;
-	ctxt->sc_chain.sqecount = ctxt->sc_nwrs + 1;
-	return ctxt->sc_chain.sqecount > rdma->sc_sq_depth ? -EMSGSIZE : 0;
+	ctxt->sc_chain.sq.sqecount = ctxt->sc_nwrs + 1;
+	return ctxt->sc_chain.sq.sqecount > rdma->sc_sq_depth ? -EMSGSIZE : 0;
 }
 
 /*

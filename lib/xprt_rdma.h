@@ -62,6 +62,7 @@ enum rpcrdma_req_flags {
 	RPCRDMA_REQ_LINV_FAILED = 1u << 5,	/* an invalidation failed: the reply is void */
 	RPCRDMA_REQ_CANCELED = 1u << 6,		/* done() ran; the slot waits for its reply */
 	RPCRDMA_REQ_MAPPED = 1u << 7,		/* windows and bounces prepared for this call */
+	RPCRDMA_REQ_SQ_WAIT = 1u << 8,		/* on rb_pending with a credit, queued for SQ slots */
 };
 
 /*
@@ -72,7 +73,8 @@ enum rpcrdma_req_flags {
  */
 struct rpcrdma_req {
 	struct rpcrdma_cqe rl_cqe;		/* rpcrdma_wc_send */
-	struct list_node rl_list;		/* free, pending, in flight, linv queue or done */
+	struct list_node rl_list;		/* free, pending, in flight or done */
+	struct rpcrdma_sq_waiter rl_sqw;	/* its Send chain or its LOCAL_INVs, queued */
 	struct rpcrdma_req *rl_hash_next;
 	struct rpcrdma_call *rl_call;
 	struct ibv_send_wr rl_send_wr;
@@ -100,6 +102,7 @@ struct rpcrdma_req {
 	uint32_t rl_hdr_len;			/* transport header bytes at rl_buf */
 	uint32_t rl_reply_chunk_len;		/* bytes the accepted reply wrote by Reply chunk */
 	bool rl_long_call;
+	bool rl_regions;			/* rl_bounce or rl_mems hold something */
 	bool rl_wake;				/* frwr_wc_localinv_wake ran */
 };
 
@@ -131,7 +134,6 @@ struct rpcrdma_xprt {
 	struct list_node rb_pending;		/* waiting for a credit or a connection */
 	struct list_node rb_inflight;		/* sent, reply not consumed */
 	struct list_node rb_done;		/* finished; done() still to run */
-	struct list_node rb_linv;		/* replies whose LOCAL_INVs wait for SQ space */
 	struct list_node rb_reps_free;		/* not posted */
 	struct list_node rb_reps_ready;		/* received, to be processed */
 
@@ -183,7 +185,6 @@ int frwr_map(struct rpcrdma_xprt *x, struct rpcrdma_req *req, enum rpcrdma_bounc
 int frwr_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t *posted);
 bool frwr_reminv(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t rkey);
 void frwr_unmap_async(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
-void frwr_post_linv(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 int frwr_unmap_sync(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 void frwr_release(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 void frwr_conn_lost(struct rpcrdma_xprt *x);
@@ -198,7 +199,20 @@ void xprt_rdma_req_ready(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 struct rpcrdma_req *xprt_rdma_lookup(struct rpcrdma_xprt *x, uint32_t xid);
 void xprt_rdma_hash_add(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 void xprt_rdma_hash_del(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
-void xprt_rdma_kick(struct rpcrdma_xprt *x);
+void xprt_rdma_kick_pending(struct rpcrdma_xprt *x);
+
+/*
+ * Chains queued for the send queue first (Sends and LOCAL_INVs, in order),
+ * then the calls on rb_pending while the grant allows.
+ */
+static inline void xprt_rdma_kick(struct rpcrdma_xprt *x)
+{
+	if (!x->rx_connected)
+		return;
+	rpcrdma_sq_wake(&x->rx_ep);
+	if (!list_empty(&x->rb_pending))
+		xprt_rdma_kick_pending(x);
+}
 void xprt_rdma_finish(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int status);
 void xprt_rdma_run_done(struct rpcrdma_xprt *x);
 

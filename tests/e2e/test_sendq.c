@@ -14,9 +14,11 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <softrdma.h>
 
+#include "ddp.h"
 #include "harness.h"
 #include "svc_rdma.h"
 #include "xprt_rdma.h"
@@ -31,7 +33,7 @@ struct fixture {
  * Connect with the harness thread serving, then stop that thread so this
  * thread owns both sides, and put the fabric in STEP mode.
  */
-static void fixture_up(struct fixture *fx, enum harness_mode mode)
+static void fixture_up_seg(struct fixture *fx, enum harness_mode mode, uint32_t max_segment)
 {
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	unsigned char msg[16], reply[16];
@@ -41,6 +43,7 @@ static void fixture_up(struct fixture *fx, enum harness_mode mode)
 	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_THREAD), 0);
 	assert_int_equal(harness_server_start(&fx->hs, 8, 0, HARNESS_ECHO), 0);
 	harness_clnt_attr(&fx->hs, &attr);
+	attr.max_segment = max_segment;
 	assert_int_equal(rpcrdma_clnt_connect(&attr, &fx->clnt), 0);
 	harness_fill_msg(msg, sizeof(msg), 1, 1);
 	assert_int_equal(rpcrdma_clnt_call(fx->clnt, msg, sizeof(msg), reply, &rlen, 0), 0);
@@ -50,6 +53,11 @@ static void fixture_up(struct fixture *fx, enum harness_mode mode)
 	assert_int_equal(fx->hs.nconns, 1);
 	fx->rdma = svc_conn_rdma(fx->hs.conns[0]);
 	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_STEP), 0);
+}
+
+static void fixture_up(struct fixture *fx, enum harness_mode mode)
+{
+	fixture_up_seg(fx, mode, 0);
 }
 
 static void fixture_down(struct fixture *fx)
@@ -154,7 +162,7 @@ static void t_sq_waiters_fifo(void **state)
 
 	/* Slots come back two at a time: waiters go out in order, never beyond. */
 	fx.rdma->sc_ep.sq_avail = 2;
-	svc_rdma_post_waiters(fx.rdma);
+	svc_rdma_wake_send_waiters(fx.rdma);
 	assert_int_equal(fx.rdma->sc_ep.sq_avail, 0);
 	softrdma_progress_all();
 	rpcrdma_clnt_poll(fx.clnt, 64);
@@ -192,11 +200,11 @@ static void t_sq_waiters_released_on_close(void **state)
 		assert_int_equal(rpcrdma_svc_reply(fx.hs.held[i], msg, len), 0);
 	}
 	fx.hs.nheld = 0;
-	assert_false(list_empty(&fx.rdma->sc_send_waiters));
+	assert_false(list_empty(&fx.rdma->sc_ep.sq_waiters));
 	/* Close from the server: the waiters go back to the free list at once. */
 	rpcrdma_svc_conn_close(fx.hs.conns[0]);
 	rpcrdma_svc_poll(fx.hs.svc, 64);
-	assert_true(list_empty(&fx.rdma->sc_send_waiters));
+	assert_true(list_empty(&fx.rdma->sc_ep.sq_waiters));
 	{
 		unsigned int free_now = 0;
 
@@ -210,6 +218,236 @@ static void t_sq_waiters_released_on_close(void **state)
 		assert_int_equal(calls[i].call.status, -ECONNRESET);
 	}
 	assert_int_equal(next, 4);
+	fixture_down(&fx);
+}
+
+static uint64_t clnt_sq_waits(struct fixture *fx)
+{
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+
+	assert_int_equal(rpcrdma_clnt_stats(fx->clnt, &st), 0);
+	return st.sq_waits;
+}
+
+static unsigned int clnt_sq_waiters(struct rpcrdma_xprt *x)
+{
+	unsigned int n = 0;
+	struct list_node *pos;
+
+	list_for_each(pos, &x->rx_ep.sq_waiters)
+		n++;
+	return n;
+}
+
+/* Submit @n echo calls without settling: what goes out depends on the SQ. */
+static void submit_unsettled(struct fixture *fx, struct ordered *calls, unsigned int n,
+			     uint32_t xid, unsigned int *order, unsigned int *next, int timeout_ms)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		memset(&calls[i], 0, sizeof(calls[i]));
+		harness_fill_msg(calls[i].msg, sizeof(calls[i].msg), xid + i, i);
+		RPCRDMA_INIT(&calls[i].call);
+		calls[i].call.msg = calls[i].msg;
+		calls[i].call.msg_len = sizeof(calls[i].msg);
+		calls[i].call.reply = calls[i].reply;
+		calls[i].call.reply_max = sizeof(calls[i].reply);
+		calls[i].call.timeout_ms = timeout_ms;
+		calls[i].call.done = ordered_done;
+		calls[i].call.arg = &calls[i];
+		calls[i].order = order;
+		calls[i].next = next;
+		calls[i].index = i;
+		assert_int_equal(rpcrdma_clnt_submit(fx->clnt, &calls[i].call), 0);
+	}
+}
+
+/*
+ * The client's calls take a credit, then their slots: with one slot free,
+ * one call goes and the rest queue FIFO on the endpoint, each counted once,
+ * and go in order as Send completions give the slot back.
+ */
+static void t_clnt_calls_wait_for_slots(void **state)
+{
+	struct fixture fx;
+	struct ordered calls[4];
+	unsigned int order[4], next = 0, i;
+	struct rpcrdma_xprt *x;
+	uint64_t waits, sent;
+	uint32_t avail;
+
+	fixture_up(&fx, HARNESS_ECHO);
+	x = rpcrdma_clnt_xprt(fx.clnt);
+	settle(&fx);
+	avail = x->rx_ep.sq_avail;
+	waits = clnt_sq_waits(&fx);
+	sent = x->rx_stats.calls;
+	x->rx_ep.sq_avail = 1;
+	submit_unsettled(&fx, calls, 4, 0x400, order, &next, 0);
+	assert_int_equal(x->rx_stats.calls - sent, 1);
+	assert_int_equal(clnt_sq_waits(&fx) - waits, 3);
+	assert_int_equal(clnt_sq_waiters(x), 3);
+	assert_int_equal(x->rx_outstanding, 4);		/* each holds its credit */
+	assert_int_equal(x->rx_ep.sq_avail, 0);
+	settle(&fx);
+	assert_int_equal(next, 4);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(order[i], i);
+		assert_int_equal(calls[i].call.status, 0);
+		assert_memory_equal(calls[i].reply, calls[i].msg, sizeof(calls[i].msg));
+	}
+	assert_int_equal(clnt_sq_waits(&fx) - waits, 3);
+	assert_int_equal(clnt_sq_waiters(x), 0);
+	assert_int_equal(x->rx_outstanding, 0);
+	assert_int_equal(x->rx_ep.sq_avail, 1);
+	x->rx_ep.sq_avail = avail;
+	fixture_down(&fx);
+}
+
+/* A call that times out while queued for slots leaves the queue and gives back its credit. */
+static void t_clnt_queued_call_times_out(void **state)
+{
+	struct fixture fx;
+	struct ordered calls[2];
+	unsigned int order[2], next = 0;
+	struct rpcrdma_xprt *x;
+	uint32_t avail;
+
+	fixture_up(&fx, HARNESS_ECHO);
+	x = rpcrdma_clnt_xprt(fx.clnt);
+	settle(&fx);
+	avail = x->rx_ep.sq_avail;
+	x->rx_ep.sq_avail = 0;
+	submit_unsettled(&fx, calls, 2, 0x500, order, &next, 30);
+	assert_int_equal(clnt_sq_waiters(x), 2);
+	usleep(60 * 1000);
+	rpcrdma_clnt_poll(fx.clnt, 64);
+	assert_int_equal(next, 2);
+	assert_int_equal(calls[0].call.status, -ETIMEDOUT);
+	assert_int_equal(calls[1].call.status, -ETIMEDOUT);
+	assert_int_equal(clnt_sq_waiters(x), 0);
+	assert_int_equal(x->rx_outstanding, 0);
+	/* Never sent, so nothing was at risk: the connection stays up. */
+	assert_true(x->rx_connected);
+	assert_false(x->rx_ep.close_pending);
+	x->rx_ep.sq_avail = avail;
+	next = 0;
+	submit_unsettled(&fx, calls, 1, 0x510, order, &next, 0);
+	settle(&fx);
+	assert_int_equal(next, 1);
+	assert_int_equal(calls[0].call.status, 0);
+	fixture_down(&fx);
+}
+
+/* Destroying the client with calls queued for slots ends them once, unsent. */
+static void t_clnt_queued_calls_on_destroy(void **state)
+{
+	struct fixture fx;
+	struct ordered calls[3];
+	unsigned int order[3], next = 0;
+	struct rpcrdma_xprt *x;
+	uint64_t sent;
+
+	fixture_up(&fx, HARNESS_ECHO);
+	x = rpcrdma_clnt_xprt(fx.clnt);
+	settle(&fx);
+	sent = x->rx_stats.calls;
+	x->rx_ep.sq_avail = 0;
+	submit_unsettled(&fx, calls, 3, 0x600, order, &next, 0);
+	assert_int_equal(clnt_sq_waiters(x), 3);
+	assert_int_equal(x->rx_stats.calls, sent);
+	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_THREAD), 0);
+	rpcrdma_clnt_destroy(fx.clnt);
+	assert_int_equal(next, 3);
+	assert_int_equal(calls[0].call.status, -ECANCELED);
+	assert_int_equal(calls[1].call.status, -ECANCELED);
+	assert_int_equal(calls[2].call.status, -ECANCELED);
+	rpcrdma_svc_destroy(fx.hs.svc);
+	fx.hs.svc = NULL;
+	harness_assert_fabric_idle();
+}
+
+static void read_call(struct ordered *o, unsigned char *result, size_t len, uint32_t xid,
+		      unsigned int *order, unsigned int *next)
+{
+	memset(o, 0, sizeof(*o));
+	put32(o->msg, 0, xid);
+	put32(o->msg, 1, DDP_OP_READ);
+	put32(o->msg, 2, (uint32_t)len);
+	put32(o->msg, 3, xid);
+	RPCRDMA_INIT(&o->call);
+	o->call.msg = o->msg;
+	o->call.msg_len = 16;
+	o->call.reply = o->reply;
+	o->call.reply_max = sizeof(o->reply);
+	o->call.result = result;
+	o->call.result_max = len;
+	o->call.done = ordered_done;
+	o->call.arg = o;
+	o->order = order;
+	o->next = next;
+}
+
+/*
+ * LOCAL_INVs wait in the same FIFO: a reply whose windows the server did
+ * not all invalidate finds a call queued ahead of it, so its LOCAL_INV
+ * chain queues behind; both go, in order, when slots come back, and the
+ * READ completes only once its windows are fenced.
+ */
+static void t_clnt_linv_waits_behind_calls(void **state)
+{
+	static unsigned char result[8192];
+	struct fixture fx;
+	struct ordered rd, echo[1];
+	unsigned int order[2], next = 0;
+	struct rpcrdma_xprt *x;
+	uint64_t waits, sent;
+	uint32_t avail;
+
+	/* Two 4 KiB segments: the server's Send invalidates one window, a LOCAL_INV the other. */
+	fixture_up_seg(&fx, HARNESS_DDP, 4096);
+	x = rpcrdma_clnt_xprt(fx.clnt);
+	settle(&fx);
+	avail = x->rx_ep.sq_avail;
+	read_call(&rd, result, sizeof(result), 0x700, order, &next);
+	rd.index = 0;
+	assert_int_equal(rpcrdma_clnt_submit(fx.clnt, &rd.call), 0);
+	assert_true(x->rx_reqs[0].rl_nmws >= 2 || x->rx_reqs[1].rl_nmws >= 2);
+	softrdma_progress_all();
+	rpcrdma_clnt_poll(fx.clnt, 64);		/* the READ's binds and Send complete */
+	assert_int_equal(x->rx_ep.sq_avail, avail);
+
+	waits = clnt_sq_waits(&fx);
+	sent = x->rx_stats.calls;
+	x->rx_ep.sq_avail = 0;
+	next = 0;
+	submit_unsettled(&fx, echo, 1, 0x710, order, &next, 0);
+	echo[0].index = 1;
+	assert_int_equal(clnt_sq_waiters(x), 1);
+	/* The READ's reply arrives: its LOCAL_INV queues behind the echo. */
+	rpcrdma_svc_poll(fx.hs.svc, 64);
+	softrdma_progress_all();
+	rpcrdma_svc_poll(fx.hs.svc, 64);
+	softrdma_progress_all();
+	rpcrdma_clnt_poll(fx.clnt, 64);
+	assert_int_equal(x->rx_stats.replies > 0, 1);
+	assert_int_equal(clnt_sq_waiters(x), 2);
+	assert_int_equal(clnt_sq_waits(&fx) - waits, 2);
+	assert_int_equal(next, 0);			/* the READ waits for its fence */
+	assert_int_equal(x->rx_stats.calls, sent);	/* the echo waits for its slot */
+
+	x->rx_ep.sq_avail = avail;
+	settle(&fx);
+	assert_int_equal(next, 2);
+	assert_int_equal(rd.call.status, 0);
+	assert_int_equal(rd.call.result_len, sizeof(result));
+	assert_int_equal(ddp_check(result, sizeof(result), 0x700), sizeof(result));
+	assert_int_equal(echo[0].call.status, 0);
+	assert_memory_equal(echo[0].reply, echo[0].msg, sizeof(echo[0].msg));
+	assert_int_equal(clnt_sq_waiters(x), 0);
+	assert_int_equal(x->rx_outstanding, 0);
+	assert_int_equal(x->rx_ep.sq_avail, avail);
 	fixture_down(&fx);
 }
 
@@ -305,6 +543,10 @@ int main(void)
 		cmocka_unit_test(t_sq_waiters_fifo),
 		cmocka_unit_test(t_sq_waiters_released_on_close),
 		cmocka_unit_test(t_arm_then_poll_again),
+		cmocka_unit_test(t_clnt_calls_wait_for_slots),
+		cmocka_unit_test(t_clnt_queued_call_times_out),
+		cmocka_unit_test(t_clnt_queued_calls_on_destroy),
+		cmocka_unit_test(t_clnt_linv_waits_behind_calls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
