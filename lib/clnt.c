@@ -410,17 +410,21 @@ RPCRDMA_EXPORT int rpcrdma_clnt_fd(const struct rpcrdma_clnt *clnt)
 	return clnt ? x->rx_epfd : -EINVAL;
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_next_timeout(const struct rpcrdma_clnt *clnt)
+RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_next_timeout, 0_2);
+int rpcrdma_clnt_next_timeout_0_2(const struct rpcrdma_clnt *clnt, int *timeout_ms)
 {
 	const struct rpcrdma_xprt *x = (const struct rpcrdma_xprt *)clnt;
 	int64_t left;
 
-	if (!clnt || x->rx_next_deadline == INT64_MAX)
-		return -1;
+	if (!clnt || !timeout_ms)
+		return -EINVAL;
+	/* rx_next_deadline may still name a call that has completed since. */
+	if (x->rx_next_deadline == INT64_MAX ||
+	    (list_empty(&x->rb_inflight) && list_empty(&x->rb_pending)))
+		return -ENOENT;
 	left = x->rx_next_deadline - rpcrdma_now_ms();
-	if (left < 0)
-		return 0;
-	return left > INT32_MAX ? INT32_MAX : (int)left;
+	*timeout_ms = left < 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
+	return 0;
 }
 
 RPCRDMA_EXPORT int rpcrdma_clnt_arm(struct rpcrdma_clnt *clnt)
@@ -455,8 +459,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_wait(struct rpcrdma_clnt *clnt, int timeout_ms)
 		n = rpcrdma_clnt_arm(clnt);
 	if (n != 0)
 		return n;
-	next = rpcrdma_clnt_next_timeout(clnt);
-	if (next >= 0 && (timeout_ms < 0 || next < timeout_ms))
+	if (rpcrdma_clnt_next_timeout(clnt, &next) == 0 && (timeout_ms < 0 || next < timeout_ms))
 		timeout_ms = next;
 	if (epoll_wait(x->rx_epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
 		return -errno;

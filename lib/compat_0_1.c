@@ -180,6 +180,15 @@ int rpcrdma_clnt_info_0_1(const struct rpcrdma_clnt *clnt, struct rpcrdma_clnt_i
 	return 0;
 }
 
+/* 0.1 returned the milliseconds, or -1 (which reads as -EPERM) for none and for NULL. */
+RPCRDMA_SYMVER_COMPAT(rpcrdma_clnt_next_timeout_0_1, rpcrdma_clnt_next_timeout, 0_1);
+int rpcrdma_clnt_next_timeout_0_1(const struct rpcrdma_clnt *clnt)
+{
+	int ms;
+
+	return rpcrdma_clnt_next_timeout(clnt, &ms) == 0 ? ms : -1;
+}
+
 /* 0.1 had no rdma_vers to set: every header it encoded carried version 1. */
 static int hdr_enc_from_0_1(const struct rpcrdma_hdr_enc_0_1 *old, struct rpcrdma_hdr_enc *enc)
 {

@@ -110,5 +110,6 @@ RPCRDMA_EXPORT int rpcrdma_clnt_info_0_1(const struct rpcrdma_clnt *clnt,
 RPCRDMA_EXPORT long rpcrdma_hdr_encode_0_1(void *buf, size_t len,
 					   const struct rpcrdma_hdr_enc_0_1 *old);
 RPCRDMA_EXPORT long rpcrdma_hdr_encoded_len_0_1(const struct rpcrdma_hdr_enc_0_1 *old);
+RPCRDMA_EXPORT int rpcrdma_clnt_next_timeout_0_1(const struct rpcrdma_clnt *clnt);
 
 #endif /* RPCRDMA_COMPAT_0_1_H */

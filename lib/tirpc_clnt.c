@@ -214,8 +214,7 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t deadline)
 			n = rpcrdma_clnt_arm(tc->native);
 		if (n == 0 && !c->done) {
 			wait = (int)(deadline - now > INT_MAX ? INT_MAX : deadline - now);
-			n = rpcrdma_clnt_next_timeout(tc->native);
-			if (n >= 0 && n < wait)
+			if (rpcrdma_clnt_next_timeout(tc->native, &n) == 0 && n < wait)
 				wait = n;
 			pfd[0].fd = rpcrdma_clnt_fd(tc->native);
 			pfd[0].events = POLLIN;

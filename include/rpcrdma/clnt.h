@@ -275,10 +275,15 @@ int rpcrdma_clnt_fd(const struct rpcrdma_clnt *clnt);
 /**
  * rpcrdma_clnt_next_timeout - milliseconds until the earliest call deadline
  * @clnt: the client
+ * @timeout_ms: out: milliseconds, >= 0 (0 when a deadline has passed and
+ *	the next poll will end that call)
  *
- * Returns -1 when no call is in flight (wait forever), else >= 0.
+ * Returns 0 with *@timeout_ms set, -ENOENT when no call has a deadline (no
+ * bound is needed: sleep until the descriptor turns readable; *@timeout_ms
+ * is left alone), or -EINVAL for a NULL argument. (0.1 returned the
+ * milliseconds, or -1 for none; programs built against it still get that.)
  */
-int rpcrdma_clnt_next_timeout(const struct rpcrdma_clnt *clnt);
+int rpcrdma_clnt_next_timeout(const struct rpcrdma_clnt *clnt, int *timeout_ms);
 
 /**
  * rpcrdma_clnt_wait - poll; if idle, arm and sleep until there is work or

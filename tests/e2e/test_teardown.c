@@ -261,13 +261,20 @@ static void t_timeout_disconnects(void **state)
 	struct tcall t;
 	unsigned char msg[32], reply[32];
 	size_t rlen = sizeof(reply);
+	int ms = -7;
 
 	assert_int_equal(harness_server_start(&hs, 8, 0, HARNESS_ECHO), 0);
 	clnt = connect_warm(&hs, 1);
+	/* Idle: no deadline, and the out value is left alone. */
+	assert_int_equal(rpcrdma_clnt_next_timeout(clnt, &ms), -ENOENT);
+	assert_int_equal(ms, -7);
+	assert_int_equal(rpcrdma_clnt_next_timeout(clnt, NULL), -EINVAL);
+	assert_int_equal(rpcrdma_clnt_next_timeout(NULL, &ms), -EINVAL);
 	atomic_store(&hs.mode, HARNESS_DROP);
 	tcall_init(&t, 0x4242, 200);
 	assert_int_equal(rpcrdma_clnt_submit(clnt, &t.call), 0);
-	assert_true(rpcrdma_clnt_next_timeout(clnt) <= 200);
+	assert_int_equal(rpcrdma_clnt_next_timeout(clnt, &ms), 0);
+	assert_true(ms >= 0 && ms <= 200);
 	pump_until_done(clnt, &t, 1);
 	/* A timed-out call is not sent again, even with retries left. */
 	assert_int_equal(t.call.status, -ETIMEDOUT);

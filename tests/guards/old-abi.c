@@ -106,6 +106,9 @@ int main(void)
 	rlen = sizeof(reply);
 	CHECK(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 5000) == 0);
 	CHECK(rlen == sizeof(msg) && memcmp(reply, msg, rlen) == 0);
+	/* 0.1's rpcrdma_clnt_next_timeout: -1 for none (and for NULL), else ms. */
+	CHECK(rpcrdma_clnt_next_timeout(clnt) == -1);
+	CHECK(rpcrdma_clnt_next_timeout(NULL) == -1);
 
 	/* The 0.1 struct rpcrdma_call: done() gets it back, results filled in. */
 	memset(&call, 0, sizeof(call));
@@ -117,6 +120,7 @@ int main(void)
 	call.done = on_done;
 	call.reply_len = 12345;
 	CHECK(rpcrdma_clnt_submit(clnt, &call) == 0);
+	CHECK(rpcrdma_clnt_next_timeout(clnt) >= 0);
 	while (!done_runs)
 		CHECK(rpcrdma_clnt_wait(clnt, 1000) >= 0);
 	CHECK(done_runs == 1 && done_call == &call);
