@@ -67,6 +67,7 @@ int rpcrdma_svc_listen_0_1(const struct rpcrdma_svc_attr_0_1 *old, struct rpcrdm
 struct compat_call {
 	struct rpcrdma_call call;
 	struct rpcrdma_call_0_1 *old;
+	struct rpcrdma_xprt *x;		/* whose stats count this wrapper */
 };
 
 static void compat_call_done(struct rpcrdma_call *call)
@@ -77,21 +78,23 @@ static void compat_call_done(struct rpcrdma_call *call)
 	old->status = call->status;
 	old->reply_len = call->reply_len;
 	old->result_len = call->result_len;
-	free(w);
+	rpcrdma_free(&w->x->rx_stats, w, sizeof(*w));
 	old->done(old);
 }
 
 RPCRDMA_SYMVER_COMPAT(rpcrdma_clnt_submit_0_1, rpcrdma_clnt_submit, 0_1);
 int rpcrdma_clnt_submit_0_1(struct rpcrdma_clnt *clnt, struct rpcrdma_call_0_1 *old)
 {
+	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
 	struct compat_call *w;
 	int rc;
 
 	if (!clnt || !old || !old->done)
 		return -EINVAL;
-	w = calloc(1, sizeof(*w));
+	w = rpcrdma_zalloc(&x->rx_stats, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	w->x = x;
 	w->old = old;
 	w->call.struct_size = sizeof(w->call);
 	w->call.msg = old->msg;
@@ -110,7 +113,7 @@ int rpcrdma_clnt_submit_0_1(struct rpcrdma_clnt *clnt, struct rpcrdma_call_0_1 *
 	old->result_len = 0;
 	rc = rpcrdma_clnt_submit(clnt, &w->call);
 	if (rc)
-		free(w);
+		rpcrdma_free(&x->rx_stats, w, sizeof(*w));
 	return rc;
 }
 
