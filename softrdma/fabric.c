@@ -57,6 +57,7 @@ static void fab_init(void)
 	pthread_cond_init(&fab.work_cv, &attr);
 	pthread_cond_init(&fab.idle_cv, &attr);
 	pthread_cond_init(&fab.ack_cv, &attr);
+	pthread_cond_init(&fab.step_cv, &attr);
 	pthread_condattr_destroy(&attr);
 	fab.mode = SOFTRDMA_MODE_THREAD;
 	if (mode && strcmp(mode, "step") == 0)
@@ -267,6 +268,8 @@ void fab_kick_locked(void)
 	fab.thread_idle = false;
 	if (fab.thread_running && fab.thread_sleeping)
 		pthread_cond_signal(&fab.work_cv);
+	if (fab.step_waiters)
+		pthread_cond_broadcast(&fab.step_cv);
 }
 
 /* Free the units that will never run. */
@@ -380,4 +383,34 @@ int softrdma_progress(unsigned int max_steps)
 int softrdma_progress_all(void)
 {
 	return softrdma_progress(UINT_MAX);
+}
+
+int softrdma_progress_wait(unsigned int max_steps, int timeout_ms)
+{
+	struct timespec ts = ns_to_timespec(soft_now_ns() + (uint64_t)timeout_ms * 1000000ULL);
+	int done = 0;
+
+	if (timeout_ms < 0)
+		return -EINVAL;
+	fab_lock();
+	while (fab.mode == SOFTRDMA_MODE_STEP && (unsigned int)done < max_steps) {
+		uint64_t next_wake;
+		struct unit u = pick_unit_locked(false, 0, &next_wake);
+
+		if (u.kind != UNIT_NONE) {
+			run_unit_locked(u);
+			done++;
+			continue;
+		}
+		if (done)
+			break;
+		fab.step_waiters++;
+		if (pthread_cond_timedwait(&fab.step_cv, &fab.lock, &ts) == ETIMEDOUT) {
+			fab.step_waiters--;
+			break;
+		}
+		fab.step_waiters--;
+	}
+	fab_unlock();
+	return done;
 }

@@ -79,6 +79,8 @@ struct soft_fabric {
 	pthread_cond_t work_cv;		/* the progress thread waits for work */
 	pthread_cond_t idle_cv;		/* softrdma_progress() waits for idle */
 	pthread_cond_t ack_cv;		/* destroyers wait for event acks */
+	pthread_cond_t step_cv;		/* softrdma_progress_wait() waits for work */
+	unsigned int step_waiters;
 	enum softrdma_mode mode;
 	bool thread_running;
 	bool thread_stop;

@@ -49,6 +49,15 @@ int softrdma_progress(unsigned int max_steps);
 /* Run until idle: softrdma_progress(UINT_MAX) in STEP mode. */
 int softrdma_progress_all(void);
 
+/*
+ * STEP mode: as softrdma_progress(), but when there is nothing to run, wait
+ * up to @timeout_ms for a unit to be posted first (by another thread, or
+ * arriving from another process). Lets a stepping thread sleep while the
+ * fabric is idle. Returns the units performed, 0 on timeout or in THREAD
+ * mode (without waiting), or -EINVAL for a negative @timeout_ms.
+ */
+int softrdma_progress_wait(unsigned int max_steps, int timeout_ms);
+
 /* ---- Fault injection ----------------------------------------------------- */
 
 /* Which work requests a fault applies to. Zero fields match anything. */

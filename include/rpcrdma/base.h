@@ -105,7 +105,8 @@ void rpcrdma_set_log(void (*fn)(int level, const char *msg, void *arg), void *ar
  *	replies); @heap_bytes counts them too. Regions the application
  *	registers (rpcrdma_clnt_mem_register(), rpcrdma_svc_mem_register())
  *	are its own memory and count in neither
- * @heap_bytes: heap memory the library holds now, registered or not
+ * @heap_bytes: heap memory the transport holds now, registered or not (the
+ *	libtirpc adapters' own handles and XDR buffers are not counted)
  */
 struct rpcrdma_stats {
 	uint32_t struct_size;

@@ -6,7 +6,8 @@
 
 #include "ddp.h"
 
-struct ddp_counters ddp_counters;
+static struct ddp_tally ddp_counters_here;
+struct ddp_tally *ddp_counters_p = &ddp_counters_here;
 
 void ddp_fill(unsigned char *buf, size_t len, uint32_t seed)
 {

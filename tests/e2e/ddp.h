@@ -29,7 +29,7 @@
 
 enum { DDP_OP_ECHO = 1, DDP_OP_READ = 2, DDP_OP_ERR_CHUNK = 3 };
 
-struct ddp_counters {
+struct ddp_tally {
 	atomic_uint named;		/* payloads named for replies */
 	atomic_uint released;		/* their release callbacks */
 	atomic_uint reply_errors;
@@ -37,7 +37,12 @@ struct ddp_counters {
 	atomic_uint payload_bytes;	/* bytes of call payloads received */
 };
 
-extern struct ddp_counters ddp_counters;
+/*
+ * Updated by the server, read by the test: in this process, or in the
+ * mapping a server process shares (E2E_FABRIC=proc, harness_fabric.c).
+ */
+extern struct ddp_tally *ddp_counters_p;
+#define ddp_counters (*ddp_counters_p)
 
 /* Answer one call per the protocol above. */
 void ddp_serve_call(struct rpcrdma_svc_call *call);

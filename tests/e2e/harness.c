@@ -17,6 +17,7 @@
 
 #include "ddp.h"
 #include "harness.h"
+#include "harness_fabric.h"
 
 static void harness_on_conn(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_event event,
 			    void *arg)
@@ -27,12 +28,12 @@ static void harness_on_conn(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_eve
 	if (event == RPCRDMA_CONN_ACCEPTED)
 		return;
 	if (event == RPCRDMA_CONN_ESTABLISHED) {
-		atomic_fetch_add(&hs->conns_established, 1);
+		atomic_fetch_add(&hs->sh->conns_established, 1);
 		if (hs->nconns < 64)
 			hs->conns[hs->nconns++] = conn;
 		return;
 	}
-	atomic_fetch_add(&hs->conns_closed, 1);
+	atomic_fetch_add(&hs->sh->conns_closed, 1);
 	for (i = 0; i < hs->nconns; i++) {
 		if (hs->conns[i] == conn) {
 			hs->conns[i] = hs->conns[--hs->nconns];
@@ -61,7 +62,7 @@ static void harness_echo(struct harness_server *hs, struct rpcrdma_svc_call *cal
 		rc = rpcrdma_svc_reply(call, msg, len);
 	}
 	if (rc)
-		atomic_fetch_add(&hs->reply_errors, 1);
+		atomic_fetch_add(&hs->sh->reply_errors, 1);
 }
 
 static void harness_on_call(struct rpcrdma_svc_call *call, void *arg)
@@ -69,8 +70,8 @@ static void harness_on_call(struct rpcrdma_svc_call *call, void *arg)
 	struct harness_server *hs = arg;
 	unsigned int held;
 
-	atomic_fetch_add(&hs->calls, 1);
-	switch (atomic_load(&hs->mode)) {
+	atomic_fetch_add(&hs->sh->calls, 1);
+	switch (atomic_load(&hs->sh->mode)) {
 	case HARNESS_ECHO:
 		harness_echo(hs, call, false);
 		break;
@@ -89,9 +90,9 @@ static void harness_on_call(struct rpcrdma_svc_call *call, void *arg)
 			break;
 		}
 		hs->held[hs->nheld++] = call;
-		held = atomic_fetch_add(&hs->held_now, 1) + 1;
-		if (held > atomic_load(&hs->held_max))
-			atomic_store(&hs->held_max, held);
+		held = atomic_fetch_add(&hs->sh->held_now, 1) + 1;
+		if (held > atomic_load(&hs->sh->held_max))
+			atomic_store(&hs->sh->held_max, held);
 		break;
 	}
 }
@@ -103,28 +104,34 @@ static void harness_release_held(struct harness_server *hs)
 	for (i = 0; i < hs->nheld; i++)
 		harness_echo(hs, hs->held[i], false);
 	hs->nheld = 0;
-	atomic_store(&hs->held_now, 0);
+	atomic_store(&hs->sh->held_now, 0);
 }
 
-static void *harness_thread(void *arg)
+void *harness_thread(void *arg)
 {
 	struct harness_server *hs = arg;
-	unsigned int released = 0, closed = 0, ran = 0;
+	unsigned int released = 0, closed = 0, ran = 0, stats = 0;
 
-	while (!atomic_load(&hs->stop)) {
+	while (!atomic_load(&hs->sh->stop)) {
 		unsigned int i;
 
 		rpcrdma_svc_wait(hs->svc, 20);
-		if (atomic_load(&hs->release_requests) != released) {
+		if (atomic_load(&hs->sh->release_requests) != released) {
 			harness_release_held(hs);
 			released++;
-			atomic_store(&hs->release_done, released);
+			atomic_store(&hs->sh->release_done, released);
 		}
-		if (atomic_load(&hs->close_requests) != closed) {
+		if (atomic_load(&hs->sh->close_requests) != closed) {
 			for (i = 0; i < hs->nconns; i++)
 				rpcrdma_svc_conn_close(hs->conns[i]);
 			closed++;
-			atomic_store(&hs->close_done, closed);
+			atomic_store(&hs->sh->close_done, closed);
+		}
+		if (atomic_load(&hs->sh->stats_requests) != stats) {
+			RPCRDMA_INIT(&hs->sh->stats);
+			rpcrdma_svc_stats(hs->svc, &hs->sh->stats);
+			stats++;
+			atomic_store(&hs->sh->stats_done, stats);
 		}
 		if (atomic_load(&hs->run_requests) != ran) {
 			hs->run_fn(hs, hs->run_arg);
@@ -140,17 +147,17 @@ static void harness_log(int level, const char *msg, void *arg)
 	fprintf(stderr, "rpcrdma[%d]: %s\n", level, msg);
 }
 
-int harness_server_start(struct harness_server *hs, uint32_t max_requests, uint32_t inline_size,
-			 enum harness_mode mode)
+int harness_server_listen(struct harness_server *hs, struct harness_shared *sh,
+			  uint32_t max_requests, uint32_t inline_size)
 {
-	/* RPCRDMA_TEST_LOG=7 shows the library's log while debugging a test. */
-	if (getenv("RPCRDMA_TEST_LOG"))
-		rpcrdma_set_log(harness_log, NULL, atoi(getenv("RPCRDMA_TEST_LOG")));
 	struct sockaddr_in sin;
 	socklen_t len = sizeof(hs->addr);
 	int rc;
 
-	memset(hs, 0, sizeof(*hs));
+	/* RPCRDMA_TEST_LOG=7 shows the library's log while debugging a test. */
+	if (getenv("RPCRDMA_TEST_LOG"))
+		rpcrdma_set_log(harness_log, NULL, atoi(getenv("RPCRDMA_TEST_LOG")));
+	hs->sh = sh;
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -161,37 +168,61 @@ int harness_server_start(struct harness_server *hs, uint32_t max_requests, uint3
 	hs->attr.on_call = harness_on_call;
 	hs->attr.on_conn = harness_on_conn;
 	hs->attr.arg = hs;
-	atomic_store(&hs->mode, mode);
 	rc = rpcrdma_svc_listen(&hs->attr, &hs->svc);
 	if (rc)
 		return rc;
 	rc = rpcrdma_svc_addr(hs->svc, (struct sockaddr *)&hs->addr, &len);
-	if (rc)
-		goto out;
-	rc = -pthread_create(&hs->thread, NULL, harness_thread, hs);
-	if (rc)
-		goto out;
-	return 0;
-out:
-	rpcrdma_svc_destroy(hs->svc);
-	hs->svc = NULL;
+	if (rc) {
+		rpcrdma_svc_destroy(hs->svc);
+		hs->svc = NULL;
+	}
 	return rc;
 }
 
-void harness_server_stop(struct harness_server *hs)
+void harness_server_destroy(struct harness_server *hs)
 {
 	unsigned int i;
 
-	if (!hs->svc)
-		return;
-	atomic_store(&hs->stop, true);
-	pthread_join(hs->thread, NULL);
 	rpcrdma_svc_destroy(hs->svc);
 	/* Calls still held stay valid after destroy; finishing them frees them. */
 	for (i = 0; i < hs->nheld; i++)
 		rpcrdma_svc_call_drop(hs->held[i]);
 	hs->nheld = 0;
 	hs->svc = NULL;
+}
+
+int harness_server_start(struct harness_server *hs, uint32_t max_requests, uint32_t inline_size,
+			 enum harness_mode mode)
+{
+	int rc;
+
+	memset(hs, 0, sizeof(*hs));
+	atomic_store(&hs->own.mode, mode);
+	/* A test that switched the fabric must switch it back. */
+	if (harness_fabric() == HARNESS_FABRIC_STEP && softrdma_get_mode() != SOFTRDMA_MODE_STEP)
+		return -EBUSY;
+	if (harness_fabric() == HARNESS_FABRIC_PROC)
+		return harness_proc_start(hs, max_requests, inline_size);
+	rc = harness_server_listen(hs, &hs->own, max_requests, inline_size);
+	if (rc)
+		return rc;
+	rc = -pthread_create(&hs->thread, NULL, harness_thread, hs);
+	if (rc)
+		harness_server_destroy(hs);
+	return rc;
+}
+
+void harness_server_stop(struct harness_server *hs)
+{
+	if (hs->child) {
+		harness_proc_stop(hs);
+		return;
+	}
+	if (!hs->svc)
+		return;
+	atomic_store(&hs->sh->stop, true);
+	pthread_join(hs->thread, NULL);
+	harness_server_destroy(hs);
 }
 
 /* Ask the server thread for something and wait until it has done it. */
@@ -205,17 +236,24 @@ static void harness_request(atomic_uint *request, atomic_uint *done)
 
 void harness_server_release(struct harness_server *hs)
 {
-	harness_request(&hs->release_requests, &hs->release_done);
+	harness_request(&hs->sh->release_requests, &hs->sh->release_done);
 }
 
 void harness_server_close_conns(struct harness_server *hs)
 {
-	harness_request(&hs->close_requests, &hs->close_done);
+	harness_request(&hs->sh->close_requests, &hs->sh->close_done);
+}
+
+struct rpcrdma_stats harness_server_stats(struct harness_server *hs)
+{
+	harness_request(&hs->sh->stats_requests, &hs->sh->stats_done);
+	return hs->sh->stats;
 }
 
 void harness_server_run(struct harness_server *hs, void (*fn)(struct harness_server *hs, void *arg),
 			void *arg)
 {
+	assert_non_null(hs->svc);	/* not a server process's: harness_require_inproc() */
 	/* Published before the request counter moves (its atomic store orders them). */
 	hs->run_fn = fn;
 	hs->run_arg = arg;
@@ -258,6 +296,11 @@ bool harness_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms)
 			return pred(arg);
 		poll(NULL, 0, 2);
 	}
+}
+
+bool harness_holds_one(void *hs)
+{
+	return atomic_load(&((struct harness_server *)hs)->sh->held_now) == 1;
 }
 
 void harness_assert_fabric_idle(void)

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * End-to-end test harness: a server driven by its own thread (objects belong
- * to the thread that polls them) and helpers for RPC-like messages. Runs over
- * softrdma in THREAD mode unless a test switches it.
+ * to the thread that polls them), or by a process of its own, and helpers
+ * for RPC-like messages. Runs over the fabric E2E_FABRIC names (below).
+ * Include it after cmocka.h.
  */
 #ifndef E2E_HARNESS_H
 #define E2E_HARNESS_H
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <sys/types.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,13 +30,53 @@ enum harness_mode {
 
 #define HARNESS_MAX_HELD 4096
 
-struct harness_server {
-	struct rpcrdma_svc *svc;
-	struct rpcrdma_svc_attr attr;
-	pthread_t thread;
+/*
+ * The fabric the suite runs on, from E2E_FABRIC (meson stamps every e2e
+ * program out once per value):
+ * - thread (default): softrdma's progress thread executes work as posted;
+ * - step: softrdma in STEP mode, stepped one unit at a time by a harness
+ *   thread that sleeps while the fabric is idle (units run in global
+ *   posting order, delays and retry intervals are not waited for);
+ * - proc: the harness server runs in a process of its own, and every
+ *   connection crosses processes over softrdma's socket backend.
+ */
+enum harness_fabric {
+	HARNESS_FABRIC_THREAD,
+	HARNESS_FABRIC_STEP,
+	HARNESS_FABRIC_PROC,
+};
+
+enum harness_fabric harness_fabric(void);
+const char *harness_fabric_name(void);
+
+/*
+ * For a test that needs the server in its own process (it reaches into the
+ * server, runs code on its thread, or injects faults into its QPs): under
+ * E2E_FABRIC=proc, print why and skip the test.
+ */
+#define harness_require_inproc(why)                                                    \
+	do {                                                                           \
+		if (harness_fabric() == HARNESS_FABRIC_PROC) {                         \
+			fprintf(stderr, "skipped with E2E_FABRIC=proc: %s\n", why);   \
+			skip();                                                        \
+		}                                                                      \
+	} while (0)
+
+/* Likewise for a test that needs THREAD mode's timing (delays that are waited for). */
+#define harness_require_thread(why)                                                    \
+	do {                                                                           \
+		if (harness_fabric() == HARNESS_FABRIC_STEP) {                         \
+			fprintf(stderr, "skipped with E2E_FABRIC=step: %s\n", why);   \
+			skip();                                                        \
+		}                                                                      \
+	} while (0)
+
+/* What the test and the server share, across processes with E2E_FABRIC=proc. */
+struct harness_shared {
 	atomic_bool stop;
 	atomic_int mode;
-	struct sockaddr_storage addr;
+	atomic_int ready;		/* a server process: 1 listening, < 0 -errno */
+	struct sockaddr_storage addr;	/* where it listens */
 
 	/* Counters, readable from the test thread. */
 	atomic_uint calls;
@@ -43,13 +86,28 @@ struct harness_server {
 	atomic_uint held_max;
 	atomic_int reply_errors;
 
+	/* Requests from the test, served by the server thread. */
+	atomic_uint release_requests;	/* answer every held call */
+	atomic_uint release_done;
+	atomic_uint close_requests;	/* close every connection */
+	atomic_uint close_done;
+	atomic_uint stats_requests;	/* rpcrdma_svc_stats() into @stats */
+	atomic_uint stats_done;
+	struct rpcrdma_stats stats;
+};
+
+struct harness_server {
+	struct rpcrdma_svc *svc;	/* NULL when the server runs in another process */
+	struct rpcrdma_svc_attr attr;
+	pthread_t thread;
+	struct harness_shared *sh;	/* &own, or the mapping shared with the server process */
+	struct harness_shared own;
+	pid_t child;
+	struct sockaddr_storage addr;
+
 	/* Held calls; touched by the server thread only. */
 	struct rpcrdma_svc_call *held[HARNESS_MAX_HELD];
 	unsigned int nheld;
-	atomic_uint release_requests;	/* the test asks: answer every held call */
-	atomic_uint release_done;
-	atomic_uint close_requests;	/* the test asks: close every connection */
-	atomic_uint close_done;
 	void (*run_fn)(struct harness_server *hs, void *arg);	/* harness_server_run() */
 	void *run_arg;
 	atomic_uint run_requests;
@@ -70,8 +128,13 @@ void harness_server_stop(struct harness_server *hs);
 void harness_server_release(struct harness_server *hs);
 /* Ask the server thread to close every connection; waits until done. */
 void harness_server_close_conns(struct harness_server *hs);
+/* The server's rpcrdma_svc_stats(), read on its thread (in any E2E_FABRIC). */
+struct rpcrdma_stats harness_server_stats(struct harness_server *hs);
 
-/* Run @fn(@hs, @arg) on the server thread (which owns the server) and wait for it. */
+/*
+ * Run @fn(@hs, @arg) on the server thread (which owns the server) and wait
+ * for it. In-process servers only (harness_require_inproc()).
+ */
 void harness_server_run(struct harness_server *hs, void (*fn)(struct harness_server *hs, void *arg),
 			void *arg);
 
@@ -87,6 +150,9 @@ void harness_fill_msg(unsigned char *buf, size_t len, uint32_t xid, uint32_t see
  * event), as after every test's teardown.
  */
 void harness_assert_fabric_idle(void);
+
+/* A predicate for harness_wait_for(): the server (@hs) holds exactly one call. */
+bool harness_holds_one(void *hs);
 
 /* Wait until @pred(@arg) is true or @timeout_ms passes. Returns the predicate. */
 bool harness_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms);

@@ -44,14 +44,6 @@ struct fixture {
 	uint64_t svc_heap;	/* the server's heap_bytes before the client came */
 };
 
-static void read_svc_heap(struct harness_server *hs, void *arg)
-{
-	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
-
-	rpcrdma_svc_stats(hs->svc, &st);
-	*(uint64_t *)arg = st.heap_bytes;
-}
-
 static size_t round4(size_t n)
 {
 	return (n + 3) & ~(size_t)3;
@@ -92,7 +84,7 @@ static void fixture_up(struct fixture *fx, enum reg_mode mode)
 	fx->xid = 0x10000;
 	memset(&ddp_counters, 0, sizeof(ddp_counters));
 	assert_int_equal(harness_server_start(&fx->hs, 16, 0, HARNESS_DDP), 0);
-	harness_server_run(&fx->hs, read_svc_heap, &fx->svc_heap);
+	fx->svc_heap = harness_server_stats(&fx->hs).heap_bytes;
 	harness_clnt_attr(&fx->hs, &attr);
 	if (mode == REG_PERSISTENT)
 		attr.flags = RPCRDMA_CLNT_PERSISTENT_REG;
@@ -123,7 +115,7 @@ static void fixture_down(struct fixture *fx)
 	 * accounting: once it is freed, the server is back where it started.
 	 */
 	for (i = 0; i < 300; i++) {
-		harness_server_run(&fx->hs, read_svc_heap, &heap);
+		heap = harness_server_stats(&fx->hs).heap_bytes;
 		if (heap == fx->svc_heap)
 			break;
 		poll(NULL, 0, 10);
@@ -362,11 +354,6 @@ static void cancel_done(struct rpcrdma_call *call)
 	w->status = call->status;
 }
 
-static bool server_holds_one(void *arg)
-{
-	return atomic_load(&((struct harness_server *)arg)->held_now) == 1;
-}
-
 /*
  * A call abandoned while the server holds it: its windows are invalidated
  * synchronously (frwr_unmap_sync) before done() runs with -ECANCELED, so the
@@ -385,7 +372,7 @@ static void t_cancel_in_flight(void **state)
 	struct rpcrdma_call call = { RPCRDMA_SIZED(call) };
 
 	fixture_up(&fx, REG_WINDOWS);
-	atomic_store(&fx.hs.mode, HARNESS_HOLD);
+	atomic_store(&fx.hs.sh->mode, HARNESS_HOLD);
 	msg = arena_get(&fx, 9000);
 	reply = arena_get(&fx, 9000);
 	ddp_fill(msg, 9000, 1);
@@ -398,7 +385,7 @@ static void t_cancel_in_flight(void **state)
 	call.done = cancel_done;
 	call.arg = &w;
 	assert_int_equal(rpcrdma_clnt_submit(fx.clnt, &call), 0);
-	assert_true(harness_wait_for(server_holds_one, &fx.hs, 5000));
+	assert_true(harness_wait_for(harness_holds_one, &fx.hs, 5000));
 
 	x = rpcrdma_clnt_xprt(fx.clnt);
 	for (i = 0; i < x->rx_nreqs; i++)
@@ -424,7 +411,7 @@ static void t_cancel_in_flight(void **state)
 
 	/* The server answers late: its Reply-chunk Write meets a dead window. */
 	harness_server_release(&fx.hs);
-	atomic_store(&fx.hs.mode, HARNESS_DDP);
+	atomic_store(&fx.hs.sh->mode, HARNESS_DDP);
 	echo_case(&fx, 100, 10, 8, true);
 	assert_int_equal(w.finished, 1);
 	fixture_down(&fx);
@@ -446,6 +433,7 @@ static void set_ord_2(struct harness_server *hs, void *arg)
  */
 static void t_read_waves(void **state)
 {
+	harness_require_inproc("sets the server connection's ORD on its thread");
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct fixture fx;
 	unsigned long reads;

@@ -81,14 +81,14 @@ static bool conns_reach(void *arg)
 {
 	struct established *e = arg;
 
-	return atomic_load(&e->hs->conns_established) >= e->want;
+	return atomic_load(&e->hs->sh->conns_established) >= e->want;
 }
 
 static bool closed_reach(void *arg)
 {
 	struct established *e = arg;
 
-	return atomic_load(&e->hs->conns_closed) >= e->want;
+	return atomic_load(&e->hs->sh->conns_closed) >= e->want;
 }
 
 static void rig_connect(struct rig *r)
@@ -99,7 +99,7 @@ static void rig_connect(struct rig *r)
 		.pdata_len = sizeof(pdata),
 		.responder_resources = 16,	/* the server may RDMA Read our memory */
 	};
-	struct established e = { &r->hs, atomic_load(&r->hs.conns_established) + 1 };
+	struct established e = { &r->hs, atomic_load(&r->hs.sh->conns_established) + 1 };
 
 	assert_int_equal(rpcrdma_cm_private_encode(pdata, sizeof(pdata), &peer_pd),
 			 RPCRDMA_CM_PRIVATE_LEN);
@@ -132,6 +132,7 @@ static void other_call(struct rig *r)
 
 static void rig_up(struct rig *r)
 {
+	harness_require_inproc("counts the server's RDMA Reads and Writes in this process's fabric");
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 
 	memset(r, 0, sizeof(*r));
@@ -151,22 +152,16 @@ static void rig_up(struct rig *r)
 	assert_int_equal(rpcrdma_clnt_connect(&attr, &r->other), 0);
 	/* Seen by the server before the raw client comes: each counts its own. */
 	other_call(r);
-	assert_int_equal(atomic_load(&r->hs.conns_established), 1);
+	assert_int_equal(atomic_load(&r->hs.sh->conns_established), 1);
 	rig_connect(r);
-}
-
-static void read_svc_stats(struct harness_server *hs, void *arg)
-{
-	rpcrdma_svc_stats(hs->svc, arg);
 }
 
 static void rig_down(struct rig *r)
 {
-	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+	struct rpcrdma_stats st;
 
 	other_call(r);
-	/* Read on the server thread, which owns the server. */
-	harness_server_run(&r->hs, read_svc_stats, &st);
+	st = harness_server_stats(&r->hs);
 	assert_int_equal(st.rdma_errors, r->err_chunks);
 	rawpeer_close(&r->rp);
 	rpcrdma_clnt_destroy(r->other);
@@ -265,8 +260,8 @@ static void vcall_send(struct rig *r, const struct vcall *v)
 	long n = rpcrdma_hdr_encode(buf, sizeof(buf), &enc);
 
 	assert_true(n > 0);
-	r->calls_before = atomic_load(&r->hs.calls);
-	r->closed_before = atomic_load(&r->hs.conns_closed);
+	r->calls_before = atomic_load(&r->hs.sh->calls);
+	r->closed_before = atomic_load(&r->hs.sh->conns_closed);
 	if (v->proc == RPCRDMA_MSG) {
 		assert_true((size_t)n + v->body_len <= sizeof(buf));
 		memcpy(buf + n, v->body, v->body_len);
@@ -407,8 +402,8 @@ static void expect_closed(struct rig *r, const struct vcall *v, bool handed_up)
 		fail_msg("%s: expected the connection to close, got %d", v->name, n);
 	if (!harness_wait_for(closed_reach, &e, 3000))
 		fail_msg("%s: the server did not close the connection", v->name);
-	assert_int_equal(atomic_load(&r->hs.conns_closed), r->closed_before + 1);
-	assert_int_equal(atomic_load(&r->hs.calls), r->calls_before + handed_up);
+	assert_int_equal(atomic_load(&r->hs.sh->conns_closed), r->closed_before + 1);
+	assert_int_equal(atomic_load(&r->hs.sh->calls), r->calls_before + handed_up);
 	/* A new connection for what comes next; the other client is served meanwhile. */
 	rawpeer_close(&r->rp);
 	other_call(r);
@@ -1214,7 +1209,7 @@ static void t_long_call_rpc_xid(void **state)
 		expect_err_chunk(&r, &v);
 		/* Pulled (when there was anything to pull), then refused. */
 		assert_int_equal(softrdma_executed(IBV_WR_RDMA_READ) - reads, cases[i].len ? 1 : 0);
-		assert_int_equal(atomic_load(&r.hs.calls), r.calls_before);
+		assert_int_equal(atomic_load(&r.hs.sh->calls), r.calls_before);
 		good_call(&r);
 	}
 	rig_down(&r);

@@ -64,8 +64,8 @@ static void t_roundtrip_10000(void **state)
 	assert_int_equal(st.wc_errors, 0);
 	assert_int_equal(st.dropped, 0);
 	assert_int_equal(st.read_chunks + st.write_chunks + st.reply_chunks, 0);
-	assert_int_equal(atomic_load(&hs.calls), 10000);
-	assert_int_equal(atomic_load(&hs.reply_errors), 0);
+	assert_int_equal(atomic_load(&hs.sh->calls), 10000);
+	assert_int_equal(atomic_load(&hs.sh->reply_errors), 0);
 
 	/* One byte past the inline limit goes as a long call (RDMA_NOMSG, Read chunk). */
 	{
@@ -164,7 +164,7 @@ static void t_credits_64_over_8(void **state)
 		/* Let the client send what its grant allows, then answer it. */
 		for (i = 0; i < 20; i++)
 			rpcrdma_clnt_wait(clnt, 5);
-		assert_true(atomic_load(&hs.held_now) <= 8);
+		assert_true(atomic_load(&hs.sh->held_now) <= 8);
 		harness_server_release(&hs);
 		for (i = 0; i < 20; i++)
 			rpcrdma_clnt_wait(clnt, 5);
@@ -181,7 +181,7 @@ static void t_credits_64_over_8(void **state)
 		assert_memory_equal(calls[i].reply, calls[i].msg, 100 + i);
 	}
 	/* The grant was used to the full and never exceeded. */
-	assert_int_equal(atomic_load(&hs.held_max), 8);
+	assert_int_equal(atomic_load(&hs.sh->held_max), 8);
 	assert_int_equal(rpcrdma_clnt_info(clnt, &info), 0);
 	assert_int_equal(info.credits, 8);
 	assert_int_equal(rpcrdma_clnt_stats(clnt, &st), 0);

@@ -70,7 +70,7 @@ static bool conns_reach(void *arg)
 {
 	struct conns_wait *w = arg;
 
-	return atomic_load(&w->hs->conns_established) >= w->want;
+	return atomic_load(&w->hs->sh->conns_established) >= w->want;
 }
 
 static void srig_up(struct srig *r)
@@ -102,17 +102,9 @@ static void srig_up(struct srig *r)
 	assert_true(harness_wait_for(conns_reach, &w, 3000));
 }
 
-static void read_svc_stats(struct harness_server *hs, void *arg)
-{
-	rpcrdma_svc_stats(hs->svc, arg);
-}
-
 static struct rpcrdma_stats srig_stats(struct srig *r)
 {
-	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
-
-	harness_server_run(&r->hs, read_svc_stats, &st);
-	return st;
+	return harness_server_stats(&r->hs);
 }
 
 static void srig_down(struct srig *r)

@@ -65,7 +65,7 @@ static struct rpcrdma_clnt *connect_warm(struct harness_server *hs, unsigned int
 		harness_fill_msg(msg, sizeof(msg), 0x7000 + i, i);
 		assert_int_equal(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 0), 0);
 	}
-	atomic_store(&hs->mode, HARNESS_HOLD);
+	atomic_store(&hs->sh->mode, HARNESS_HOLD);
 	return clnt;
 }
 
@@ -84,7 +84,7 @@ static bool held_enough(void *arg)
 {
 	struct harness_server *hs = arg;
 
-	return atomic_load(&hs->held_now) >= 8;
+	return atomic_load(&hs->sh->held_now) >= 8;
 }
 
 static void pump_until_held(struct rpcrdma_clnt *clnt, struct harness_server *hs)
@@ -100,7 +100,7 @@ static bool conn_closed(void *arg)
 {
 	struct harness_server *hs = arg;
 
-	return atomic_load(&hs->conns_closed) >= 1;
+	return atomic_load(&hs->sh->conns_closed) >= 1;
 }
 
 static bool all_done(struct tcall *calls, unsigned int n)
@@ -141,10 +141,10 @@ static void t_client_destroy_in_flight(void **state)
 	}
 	/* The server notices and closes its side; answering the held calls then fails. */
 	assert_true(harness_wait_for(conn_closed, &hs, 5000));
-	held = atomic_load(&hs.held_now);
+	held = atomic_load(&hs.sh->held_now);
 	assert_true(held >= 8);
 	harness_server_release(&hs);
-	assert_int_equal(atomic_load(&hs.reply_errors), held);
+	assert_int_equal(atomic_load(&hs.sh->reply_errors), held);
 	harness_server_stop(&hs);
 	harness_assert_fabric_idle();
 }
@@ -170,7 +170,7 @@ static void t_client_destroy_sends_outstanding(void **state)
 
 	assert_int_equal(harness_server_start(&hs, 32, 0, HARNESS_ECHO), 0);
 	clnt = connect_warm(&hs, 0);
-	atomic_store(&hs.mode, HARNESS_ECHO);
+	atomic_store(&hs.sh->mode, HARNESS_ECHO);
 	id = softrdma_fault_add(&delay);
 	assert_true(id > 0);
 	submit_all(clnt, calls, NCALLS, 0);
@@ -231,7 +231,7 @@ static void t_peer_disconnects_mid_call(void **state)
 		submit_all(clnt, calls, NCALLS, 0);
 		pump_until_held(clnt, &hs);
 		if (retries)
-			atomic_store(&hs.mode, HARNESS_ECHO);	/* the resent calls get answers */
+			atomic_store(&hs.sh->mode, HARNESS_ECHO);	/* the resent calls get answers */
 		harness_server_close_conns(&hs);
 		pump_until_done(clnt, calls, NCALLS);
 		for (i = 0; i < NCALLS; i++) {
@@ -270,7 +270,7 @@ static void t_timeout_disconnects(void **state)
 	assert_int_equal(ms, -7);
 	assert_int_equal(rpcrdma_clnt_next_timeout(clnt, NULL), -EINVAL);
 	assert_int_equal(rpcrdma_clnt_next_timeout(NULL, &ms), -EINVAL);
-	atomic_store(&hs.mode, HARNESS_DROP);
+	atomic_store(&hs.sh->mode, HARNESS_DROP);
 	tcall_init(&t, 0x4242, 200);
 	assert_int_equal(rpcrdma_clnt_submit(clnt, &t.call), 0);
 	assert_int_equal(rpcrdma_clnt_next_timeout(clnt, &ms), 0);
@@ -282,7 +282,7 @@ static void t_timeout_disconnects(void **state)
 	assert_int_equal(st.timeouts, 1);
 	assert_int_equal(st.retransmits, 0);
 
-	atomic_store(&hs.mode, HARNESS_ECHO);
+	atomic_store(&hs.sh->mode, HARNESS_ECHO);
 	harness_fill_msg(msg, sizeof(msg), 0x4343, 1);
 	assert_int_equal(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 0), 0);
 	assert_memory_equal(reply, msg, sizeof(msg));
