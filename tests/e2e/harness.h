@@ -49,27 +49,22 @@ enum harness_fabric {
 enum harness_fabric harness_fabric(void);
 const char *harness_fabric_name(void);
 
-/*
- * For a test that needs the server in its own process (it reaches into the
- * server, runs code on its thread, or injects faults into its QPs): under
- * E2E_FABRIC=proc, print why and skip the test.
- */
-#define harness_require_inproc(why)                                                    \
+/* Under E2E_FABRIC=@f, print why and skip the test (cmocka's skip()). */
+#define harness_skip_on(f, why)                                                        \
 	do {                                                                           \
-		if (harness_fabric() == HARNESS_FABRIC_PROC) {                         \
-			fprintf(stderr, "skipped with E2E_FABRIC=proc: %s\n", why);   \
+		if (harness_fabric() == (f)) {                                         \
+			fprintf(stderr, "skipped with E2E_FABRIC=%s: %s\n",             \
+				harness_fabric_name(), why);                           \
 			skip();                                                        \
 		}                                                                      \
 	} while (0)
 
-/* Likewise for a test that needs THREAD mode's timing (delays that are waited for). */
-#define harness_require_thread(why)                                                    \
-	do {                                                                           \
-		if (harness_fabric() == HARNESS_FABRIC_STEP) {                         \
-			fprintf(stderr, "skipped with E2E_FABRIC=step: %s\n", why);   \
-			skip();                                                        \
-		}                                                                      \
-	} while (0)
+/*
+ * For a test that needs the server in its own process: it reaches into the
+ * server, runs code on its thread, or counts the server's work requests in
+ * this process's fabric.
+ */
+#define harness_require_inproc(why) harness_skip_on(HARNESS_FABRIC_PROC, why)
 
 /* What the test and the server share, across processes with E2E_FABRIC=proc. */
 struct harness_shared {

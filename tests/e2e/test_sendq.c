@@ -99,20 +99,21 @@ static void ordered_done(struct rpcrdma_call *call)
 	o->order[(*o->next)++] = o->index;
 }
 
-/* Submit @n calls that record the order they complete in, and let them reach the server. */
-static void submit_ordered(struct fixture *fx, struct ordered *calls, unsigned int n,
-			   uint32_t xid, unsigned int *order, unsigned int *next)
+/* Submit @n echo calls that record the order they complete in, without settling. */
+static void submit_unsettled(struct fixture *fx, struct ordered *calls, unsigned int n,
+			     uint32_t xid, unsigned int *order, unsigned int *next, int timeout_ms)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
 		memset(&calls[i], 0, sizeof(calls[i]));
 		harness_fill_msg(calls[i].msg, sizeof(calls[i].msg), xid + i, i);
-		calls[i].call.struct_size = sizeof(calls[i].call);
+		RPCRDMA_INIT(&calls[i].call);
 		calls[i].call.msg = calls[i].msg;
 		calls[i].call.msg_len = sizeof(calls[i].msg);
 		calls[i].call.reply = calls[i].reply;
 		calls[i].call.reply_max = sizeof(calls[i].reply);
+		calls[i].call.timeout_ms = timeout_ms;
 		calls[i].call.done = ordered_done;
 		calls[i].call.arg = &calls[i];
 		calls[i].order = order;
@@ -120,6 +121,13 @@ static void submit_ordered(struct fixture *fx, struct ordered *calls, unsigned i
 		calls[i].index = i;
 		assert_int_equal(rpcrdma_clnt_submit(fx->clnt, &calls[i].call), 0);
 	}
+}
+
+/* The same, and let them reach the server. */
+static void submit_ordered(struct fixture *fx, struct ordered *calls, unsigned int n,
+			   uint32_t xid, unsigned int *order, unsigned int *next)
+{
+	submit_unsettled(fx, calls, n, xid, order, next, 0);
 	settle(fx);
 }
 
@@ -221,6 +229,14 @@ static void t_sq_waiters_released_on_close(void **state)
 	fixture_down(&fx);
 }
 
+/* Up, idle, and the client's transport for a test that reaches into it. */
+static struct rpcrdma_xprt *clnt_fixture_up(struct fixture *fx)
+{
+	fixture_up(fx, HARNESS_ECHO);
+	settle(fx);
+	return rpcrdma_clnt_xprt(fx->clnt);
+}
+
 static uint64_t clnt_sq_waits(struct fixture *fx)
 {
 	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
@@ -239,30 +255,6 @@ static unsigned int clnt_sq_waiters(struct rpcrdma_xprt *x)
 	return n;
 }
 
-/* Submit @n echo calls without settling: what goes out depends on the SQ. */
-static void submit_unsettled(struct fixture *fx, struct ordered *calls, unsigned int n,
-			     uint32_t xid, unsigned int *order, unsigned int *next, int timeout_ms)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++) {
-		memset(&calls[i], 0, sizeof(calls[i]));
-		harness_fill_msg(calls[i].msg, sizeof(calls[i].msg), xid + i, i);
-		RPCRDMA_INIT(&calls[i].call);
-		calls[i].call.msg = calls[i].msg;
-		calls[i].call.msg_len = sizeof(calls[i].msg);
-		calls[i].call.reply = calls[i].reply;
-		calls[i].call.reply_max = sizeof(calls[i].reply);
-		calls[i].call.timeout_ms = timeout_ms;
-		calls[i].call.done = ordered_done;
-		calls[i].call.arg = &calls[i];
-		calls[i].order = order;
-		calls[i].next = next;
-		calls[i].index = i;
-		assert_int_equal(rpcrdma_clnt_submit(fx->clnt, &calls[i].call), 0);
-	}
-}
-
 /*
  * The client's calls take a credit, then their slots: with one slot free,
  * one call goes and the rest queue FIFO on the endpoint, each counted once,
@@ -277,9 +269,7 @@ static void t_clnt_calls_wait_for_slots(void **state)
 	uint64_t waits, sent;
 	uint32_t avail;
 
-	fixture_up(&fx, HARNESS_ECHO);
-	x = rpcrdma_clnt_xprt(fx.clnt);
-	settle(&fx);
+	x = clnt_fixture_up(&fx);
 	avail = x->rx_ep.sq_avail;
 	waits = clnt_sq_waits(&fx);
 	sent = x->rx_stats.calls;
@@ -314,9 +304,7 @@ static void t_clnt_queued_call_times_out(void **state)
 	struct rpcrdma_xprt *x;
 	uint32_t avail;
 
-	fixture_up(&fx, HARNESS_ECHO);
-	x = rpcrdma_clnt_xprt(fx.clnt);
-	settle(&fx);
+	x = clnt_fixture_up(&fx);
 	avail = x->rx_ep.sq_avail;
 	x->rx_ep.sq_avail = 0;
 	submit_unsettled(&fx, calls, 2, 0x500, order, &next, 30);
@@ -349,9 +337,7 @@ static void t_clnt_queued_calls_on_destroy(void **state)
 	struct rpcrdma_xprt *x;
 	uint64_t sent;
 
-	fixture_up(&fx, HARNESS_ECHO);
-	x = rpcrdma_clnt_xprt(fx.clnt);
-	settle(&fx);
+	x = clnt_fixture_up(&fx);
 	sent = x->rx_stats.calls;
 	x->rx_ep.sq_avail = 0;
 	submit_unsettled(&fx, calls, 3, 0x600, order, &next, 0);
