@@ -168,6 +168,8 @@ static void t_client_destroy_sends_outstanding(void **state)
 	unsigned int i;
 	int id;
 
+	harness_skip_on(HARNESS_FABRIC_STEP, "holds Sends in flight with a delay, which STEP mode "
+			"does not wait for");
 	assert_int_equal(harness_server_start(&hs, 32, 0, HARNESS_ECHO), 0);
 	clnt = connect_warm(&hs, 0);
 	atomic_store(&hs.sh->mode, HARNESS_ECHO);
