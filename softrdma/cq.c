@@ -172,6 +172,23 @@ void wc_error(struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_status status, uint
 	wc->vendor_err = SOFT_VENDOR_ERR_BASE + (uint32_t)status;
 }
 
+void wc_success(struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_opcode opcode, uint32_t qp_num)
+{
+	/* What the verbs leave undefined here is poisoned, as in wc_error(). */
+	memset(wc, 0xa5, sizeof(*wc));
+	wc->byte_len = 0xdeadbeef;
+	wc->imm_data = htobe32(0xdeadbeef);
+	wc->src_qp = 0xdeadbe;		/* defined for UD QPs only */
+	wc->pkey_index = 0xbeef;	/* GSI only */
+	wc->slid = 0xdead;
+	wc->wr_id = wr_id;
+	wc->status = IBV_WC_SUCCESS;
+	wc->opcode = opcode;
+	wc->qp_num = qp_num;
+	wc->wc_flags = 0;
+	wc->vendor_err = 0;
+}
+
 bool cq_push_locked(struct soft_cq *scq, const struct ibv_wc *wc, bool solicited)
 {
 	if (scq->overrun)

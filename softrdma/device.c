@@ -108,7 +108,7 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 		IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS |
 		IBV_DEVICE_PORT_ACTIVE_EVENT;
 	attr->max_sge = SOFT_MAX_SGE;
-	attr->max_sge_rd = SOFT_MAX_SGE;
+	attr->max_sge_rd = SOFT_MAX_SGE_RD;
 	attr->max_cq = SOFT_MAX_QP;
 	attr->max_cqe = SOFT_MAX_CQE;
 	attr->max_mr = SOFT_MAX_KEYS / 2;

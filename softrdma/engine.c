@@ -96,12 +96,10 @@ static void finish_wqe_locked(struct soft_qp *qp, struct soft_send_wqe *wqe,
 	} else {
 		qp->sq_head = qp->sq_exec;
 		if (status == IBV_WC_SUCCESS) {
-			memset(&wc, 0, sizeof(wc));
-			wc.wr_id = wqe->wr_id;
-			wc.status = IBV_WC_SUCCESS;
-			wc.opcode = wc_opcode(wqe->opcode);
-			wc.byte_len = byte_len;
-			wc.qp_num = qp->qp.qp_num;
+			wc_success(&wc, wqe->wr_id, wc_opcode(wqe->opcode), qp->qp.qp_num);
+			/* Defined for an RDMA Read (the bytes it scattered), not for the rest. */
+			if (wqe->opcode == IBV_WR_RDMA_READ)
+				wc.byte_len = byte_len;
 		} else {
 			wc_error(&wc, wqe->wr_id, status, qp->qp.qp_num);
 		}
@@ -237,9 +235,29 @@ static enum ibv_wc_status scatter_read_locked(struct soft_qp *qp, const struct s
 	return IBV_WC_SUCCESS;
 }
 
-static uint64_t retry_time(void)
+/* IBA 9.7.5.2.8: the RNR NAK timer field, in units of 10 us (0 is 655.36 ms). */
+static const uint32_t rnr_timer_10us[32] = {
+	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
+	256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576,
+	32768, 49152,
+};
+
+/* An RNR NAK: retry after the responder's min_rnr_timer. */
+static uint64_t rnr_retry_time(uint8_t rnr_timer)
 {
-	return soft_now_ns() + SOFT_RETRY_DELAY_NS;
+	return soft_now_ns() + (uint64_t)rnr_timer_10us[rnr_timer & 31] * 10000ULL;
+}
+
+/*
+ * No answer: retry after the local ACK timeout, 4.096 us * 2^timeout
+ * (IBA 9.7.6.1.3); timeout 0 disables the timer, so the requester waits
+ * for good.
+ */
+static uint64_t ack_retry_time(const struct soft_qp *qp)
+{
+	if (qp->attr.timeout == 0)
+		return UINT64_MAX;
+	return soft_now_ns() + (4096ULL << (qp->attr.timeout & 31));
 }
 
 /* Send the WQE over the wire; act on the answer now or when it comes. */
@@ -316,7 +334,7 @@ void engine_answer_locked(struct soft_qp *qp, const struct wire_resp *resp)
 		} else if (wqe->rnr_left) {
 			if (wqe->rnr_left != 7)
 				wqe->rnr_left--;
-			qp->wake_at = retry_time();
+			qp->wake_at = rnr_retry_time(resp->rnr_timer);
 		} else {
 			finish_wqe_locked(qp, wqe, IBV_WC_RNR_RETRY_EXC_ERR, 0);
 		}
@@ -335,7 +353,7 @@ void engine_answer_locked(struct soft_qp *qp, const struct wire_resp *resp)
 	case WIRE_PENDING:
 		if (wqe->retry_left) {
 			wqe->retry_left--;
-			qp->wake_at = retry_time();
+			qp->wake_at = ack_retry_time(qp);
 		} else {
 			finish_wqe_locked(qp, wqe, IBV_WC_RETRY_EXC_ERR, 0);
 		}

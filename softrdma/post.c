@@ -43,6 +43,9 @@ static int check_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 	if (!opcode_supported(wr->opcode) || wr->num_sge < 0 ||
 	    (uint32_t)wr->num_sge > sqp->cap.max_send_sge)
 		return EINVAL;
+	/* A Read scatters into at most the device's max_sge_rd SGEs. */
+	if (wr->opcode == IBV_WR_RDMA_READ && wr->num_sge > SOFT_MAX_SGE_RD)
+		return EINVAL;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		uint64_t len = 0;
 		int i;

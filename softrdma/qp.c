@@ -287,6 +287,7 @@ static void qp_reset_locked(struct soft_qp *sqp)
 	sqp->rq.head = 0;
 	sqp->rq.count = 0;
 	sqp->peer = NULL;
+	sqp->comm_est = false;
 	if (sqp->remote)
 		net_link_put_locked(sqp->remote);
 	sqp->remote = NULL;
@@ -386,10 +387,12 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 {
 	struct soft_qp *sqp = to_sqp(qp);
 
-	(void)attr_mask;
 	fab_lock();
 	*attr = sqp->attr;
 	attr->cur_qp_state = sqp->attr.qp_state;
+	/* libibverbs' wrapper refreshes the mirror when the state is asked for. */
+	if (attr_mask & IBV_QP_STATE)
+		qp->state = sqp->attr.qp_state;
 	attr->cap = sqp->cap;
 	memset(init_attr, 0, sizeof(*init_attr));
 	init_attr->qp_context = qp->qp_context;

@@ -156,18 +156,17 @@ static void receive_message(struct soft_qp *qp, const struct wire_req *req,
 		return;
 	}
 	if (req->op == WIRE_SEND_INV && mem_invalidate_locked(qp, req->inv_rkey)) {
-		/* rxe: class J, the receive completes in error and both sides fail. */
+		/*
+		 * rxe (RESPST_ERR_INVALIDATE_RKEY, class J): the receive completes
+		 * in error and the responder goes to ERR, but the message was
+		 * taken: the requester is acknowledged and its Send succeeds.
+		 */
 		fail_recv(qp, rq, IBV_WC_REM_INV_REQ_ERR);
-		resp->status = WIRE_NAK_INV_REQ;
+		resp->status = WIRE_ACK;
 		return;
 	}
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = rwqe->wr_id;
-	wc.status = IBV_WC_SUCCESS;
-	wc.opcode = IBV_WC_RECV;
+	wc_success(&wc, rwqe->wr_id, IBV_WC_RECV, qp->qp.qp_num);
 	wc.byte_len = req->length;
-	wc.qp_num = qp->qp.qp_num;
-	wc.src_qp = req->src_qpn;
 	if (req->op == WIRE_SEND_IMM) {
 		wc.wc_flags = IBV_WC_WITH_IMM;
 		wc.imm_data = req->imm;
@@ -192,6 +191,15 @@ static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wi
 		resp->status = WIRE_NAK_INV_REQ;
 		return;
 	}
+	/* rxe's order: the receive a Write with immediate needs (RNR), then the rkey. */
+	if (req->op == WIRE_WRITE_IMM) {
+		if (!rq->count) {
+			resp->status = WIRE_NAK_RNR;
+			return;
+		}
+		if (recv_fault(qp, rq, resp))
+			return;
+	}
 	/* A zero-length write carries no rkey to check. */
 	if (req->length) {
 		dst = mem_remote_locked(qp, req->rkey, req->raddr, req->length,
@@ -202,14 +210,6 @@ static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wi
 			return;
 		}
 	}
-	if (req->op == WIRE_WRITE_IMM) {
-		if (!rq->count) {
-			resp->status = WIRE_NAK_RNR;
-			return;
-		}
-		if (recv_fault(qp, rq, resp))
-			return;
-	}
 	for (i = 0; i < req->nsegs; i++) {
 		memcpy(dst + off, req->segs[i].addr, req->segs[i].len);
 		off += req->segs[i].len;
@@ -217,13 +217,9 @@ static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wi
 	if (req->op == WIRE_WRITE_IMM) {
 		struct ibv_wc wc;
 
-		memset(&wc, 0, sizeof(wc));
-		wc.wr_id = rq->slots[rq->head].wr_id;
-		wc.status = IBV_WC_SUCCESS;
-		wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+		wc_success(&wc, rq->slots[rq->head].wr_id, IBV_WC_RECV_RDMA_WITH_IMM,
+			   qp->qp.qp_num);
 		wc.byte_len = req->length;
-		wc.qp_num = qp->qp.qp_num;
-		wc.src_qp = req->src_qpn;
 		wc.wc_flags = IBV_WC_WITH_IMM;
 		wc.imm_data = req->imm;
 		consume_recv(qp, rq);
@@ -259,10 +255,16 @@ void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wi
 {
 	resp->data = NULL;
 	resp->data_len = 0;
+	resp->rnr_timer = qp->attr.min_rnr_timer;
 	/* RESET, INIT and ERR QPs drop packets: the requester hears nothing. */
 	if (qp->attr.qp_state != IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_RTS) {
 		resp->status = WIRE_NO_ANSWER;
 		return;
+	}
+	/* The first packet an RTR QP receives establishes the connection (IBA 11.6.3). */
+	if (qp->attr.qp_state == IBV_QPS_RTR && !qp->comm_est) {
+		qp->comm_est = true;
+		async_event_locked(qp->qp.context, IBV_EVENT_COMM_EST, &qp->qp);
 	}
 	switch (req->op) {
 	case WIRE_SEND:

@@ -25,6 +25,7 @@
 #define SOFT_MAX_QP		65536
 #define SOFT_MAX_QP_WR		16384
 #define SOFT_MAX_SGE		32
+#define SOFT_MAX_SGE_RD		16	/* SGEs of one RDMA Read (max_sge_rd) */
 #define SOFT_MAX_CQE		65536
 #define SOFT_MAX_INLINE		512
 #define SOFT_MAX_RD_ATOM	16
@@ -35,7 +36,6 @@
 #define SOFT_FW_VER		"1.0.0"
 
 /* RNR and transport retries wait this long each in THREAD mode. */
-#define SOFT_RETRY_DELAY_NS	1000000ULL
 /* How long a disconnected cm_id stays in timewait before TIMEWAIT_EXIT. */
 #define SOFT_TIMEWAIT_NS	50000000ULL
 /* Every error completion reports this vendor_err, plus the status. */
@@ -264,6 +264,15 @@ static inline struct soft_cq *to_scq(struct ibv_cq *cq)
 bool cq_push_locked(struct soft_cq *cq, const struct ibv_wc *wc, bool solicited);
 /* Fill an error completion: only wr_id, status, qp_num and vendor_err are valid. */
 void wc_error(struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_status status, uint32_t qp_num);
+/*
+ * A successful completion with the fields every completion defines; the
+ * caller adds byte_len (receives and RDMA Reads), wc_flags and what they
+ * flag. The rest (src_qp, slid, sl, pkey_index on RC; byte_len of a
+ * requester's Send, Write, bind or invalidate; imm_data without its flag)
+ * is poisoned: a reader of an undefined field breaks here, as on some
+ * provider it would.
+ */
+void wc_success(struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_opcode opcode, uint32_t qp_num);
 int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
@@ -358,6 +367,7 @@ struct soft_qp {
 	uint64_t wake_at;		/* not before this time (retry delay, DELAY fault) */
 	bool wait_recv;			/* RNR with rnr_retry 7: waits for the peer's receive */
 	bool wait_resp;			/* its request is out on a link, waiting for the answer */
+	bool comm_est;			/* IBV_EVENT_COMM_EST raised (first receipt in RTR) */
 	struct soft_qp *peer;		/* cached responder, resolved from attr.dest_qp_num */
 	struct net_link *remote;	/* link to a responder in another process (a reference) */
 	struct soft_cm_id *cm_id;

@@ -71,6 +71,7 @@ struct wire_resp {
 	 */
 	const void *data;
 	uint32_t data_len;
+	uint8_t rnr_timer;	/* RNR NAK: the responder's min_rnr_timer (IBA 9.7.5.2.8) */
 };
 
 /*

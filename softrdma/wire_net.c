@@ -36,7 +36,7 @@ struct net_wire_resp {
 	uint32_t src_qpn;	/* the requester */
 	uint32_t status;
 	uint32_t data_len;
-	uint32_t pad;
+	uint32_t rnr_timer;	/* RNR NAK: the responder's min_rnr_timer */
 	/* then the READ data: data_len bytes */
 };
 
@@ -113,6 +113,7 @@ static void send_answer_locked(struct net_link *link, const struct net_wire_req 
 	a->src_qpn = m->src_qpn;
 	a->status = resp->status;
 	a->data_len = data_len;
+	a->rnr_timer = resp->rnr_timer;
 	if (data_len)
 		memcpy(a + 1, resp->data, data_len);
 	net_send_locked(link, buf);
@@ -170,6 +171,7 @@ void wire_net_answer_locked(struct net_link *link, const void *body, uint32_t le
 	resp.status = a->status;
 	resp.data = a + 1;
 	resp.data_len = a->data_len;
+	resp.rnr_timer = (uint8_t)(a->rnr_timer & 31);
 	engine_answer_locked(qp, &resp);
 }
 

@@ -31,7 +31,16 @@ void h_opts_default(struct h_opts *o)
 	o->cqe = 64;
 }
 
-void h_qp_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const struct h_opts *o)
+enum ibv_qp_state h_qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+
+	assert_int_equal(ibv_query_qp(qp, &attr, IBV_QP_STATE, &init), 0);
+	return attr.qp_state;
+}
+
+void h_qp_to_rtr(struct ibv_qp *qp, uint32_t dest_qpn, const struct h_opts *o)
 {
 	struct ibv_qp_attr attr;
 
@@ -46,7 +55,7 @@ void h_qp_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const struct h_opts *o)
 	attr.path_mtu = IBV_MTU_1024;
 	attr.dest_qp_num = dest_qpn;
 	attr.max_dest_rd_atomic = o->rd_atomic;
-	attr.min_rnr_timer = 12;
+	attr.min_rnr_timer = o->min_rnr_timer ? o->min_rnr_timer : 12;
 	attr.ah_attr.is_global = 1;
 	attr.ah_attr.port_num = 1;
 	attr.ah_attr.grh.dgid.raw[10] = 0xff;
@@ -56,9 +65,16 @@ void h_qp_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const struct h_opts *o)
 	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 				       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+}
+
+void h_qp_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const struct h_opts *o)
+{
+	struct ibv_qp_attr attr;
+
+	h_qp_to_rtr(qp, dest_qpn, o);
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = 14;
+	attr.timeout = o->timeout ? o->timeout : 14;
 	attr.retry_cnt = o->retry_cnt;
 	attr.rnr_retry = o->rnr_retry;
 	attr.max_rd_atomic = o->rd_atomic;

@@ -29,6 +29,8 @@ struct h_opts {
 	uint8_t rd_atomic;
 	int cqe;
 	int use_srq;		/* QP 1 receives from an SRQ */
+	uint8_t min_rnr_timer;	/* 0: 12 (0.64 ms) */
+	uint8_t timeout;	/* local ACK timeout; 0: 14 (67 ms) */
 };
 
 /* Two connected RC QPs on one PD; each QP has one CQ for sends and receives. */
@@ -45,6 +47,8 @@ void h_opts_default(struct h_opts *o);
 void h_pair_open(struct h_pair *p, const struct h_opts *o);
 void h_pair_close(struct h_pair *p);
 void h_qp_to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const struct h_opts *o);
+/* RESET (or a new QP) to INIT to RTR only: it receives, it does not send. */
+void h_qp_to_rtr(struct ibv_qp *qp, uint32_t dest_qpn, const struct h_opts *o);
 
 /*
  * The fixture most tests share: open @p with @o and register @buf[i] (@len
@@ -59,6 +63,9 @@ struct ibv_mr *h_reg(struct ibv_pd *pd, void *buf, size_t len, int access);
 int h_post(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, void *buf, uint32_t len,
 	   uint32_t lkey, unsigned int flags, uint64_t raddr, uint32_t rkey);
 int h_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *buf, uint32_t len, uint32_t lkey);
+
+/* The QP's state, as ibv_query_qp() reports it. */
+enum ibv_qp_state h_qp_state(struct ibv_qp *qp);
 
 /* Drive the fabric until idle (STEP) or wait for it to be idle (THREAD). */
 void h_settle(void);

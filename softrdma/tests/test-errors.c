@@ -41,15 +41,6 @@ static int close_pair(void **state)
 	return 0;
 }
 
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr attr;
-	struct ibv_qp_init_attr init;
-
-	assert_int_equal(ibv_query_qp(qp, &attr, IBV_QP_STATE, &init), 0);
-	return attr.qp_state;
-}
-
 /* Only wr_id, status, qp_num and vendor_err are defined in an error completion. */
 static void assert_error_wc(const struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_status status,
 			    struct ibv_qp *qp)
@@ -105,8 +96,8 @@ static void test_loc_prot_bad_lkey(void **state)
 	/* Errors complete even when unsignaled; the QP goes to ERR and flushes the rest. */
 	assert_error_wc(&wc[0], 1, IBV_WC_LOC_PROT_ERR, p.qp[0]);
 	assert_error_wc(&wc[1], 2, IBV_WC_WR_FLUSH_ERR, p.qp[0]);
-	assert_int_equal(qp_state(p.qp[0]), IBV_QPS_ERR);
-	assert_int_equal(qp_state(p.qp[1]), IBV_QPS_RTS);
+	assert_int_equal(h_qp_state(p.qp[0]), IBV_QPS_ERR);
+	assert_int_equal(h_qp_state(p.qp[1]), IBV_QPS_RTS);
 }
 
 static void test_loc_prot_sge_bounds(void **state)
@@ -149,8 +140,8 @@ static void test_loc_len(void **state)
 	assert_error_wc(&wc, 8, IBV_WC_WR_FLUSH_ERR, p.qp[1]);
 	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
 	assert_error_wc(&wc, 1, IBV_WC_REM_INV_REQ_ERR, p.qp[0]);
-	assert_int_equal(qp_state(p.qp[0]), IBV_QPS_ERR);
-	assert_int_equal(qp_state(p.qp[1]), IBV_QPS_ERR);
+	assert_int_equal(h_qp_state(p.qp[0]), IBV_QPS_ERR);
+	assert_int_equal(h_qp_state(p.qp[1]), IBV_QPS_ERR);
 }
 
 static void test_recv_bad_lkey(void **state)
@@ -178,7 +169,7 @@ static void remote_access_case(void **state, enum ibv_wr_opcode op, uint64_t rad
 	assert_error_wc(&wc, 1, IBV_WC_REM_ACCESS_ERR, p.qp[0]);
 	/* The responder has no WQE to fail: it reports on the async fd and goes to ERR. */
 	h_expect_async(p.ctx, IBV_EVENT_QP_ACCESS_ERR, p.qp[1]);
-	assert_int_equal(qp_state(p.qp[1]), IBV_QPS_ERR);
+	assert_int_equal(h_qp_state(p.qp[1]), IBV_QPS_ERR);
 	assert_int_equal(h_poll(p.cq[1], &wc, 1), 1);
 	assert_error_wc(&wc, 9, IBV_WC_WR_FLUSH_ERR, p.qp[1]);
 }
@@ -245,7 +236,7 @@ static void test_rnr_retry_zero(void **state)
 	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
 	assert_error_wc(&wc, 1, IBV_WC_RNR_RETRY_EXC_ERR, p.qp[0]);
 	/* RNR consumed nothing at the responder, which stays usable. */
-	assert_int_equal(qp_state(p.qp[1]), IBV_QPS_RTS);
+	assert_int_equal(h_qp_state(p.qp[1]), IBV_QPS_RTS);
 }
 
 static int rnr_forever(void **state)
