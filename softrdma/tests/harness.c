@@ -182,6 +182,18 @@ int h_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *buf, uint32_t len, uint
 	return ibv_post_recv(qp, &wr, &bad);
 }
 
+int h_group_step(void **state)
+{
+	(void)state;
+	return softrdma_set_mode(SOFTRDMA_MODE_STEP);
+}
+
+int h_group_thread(void **state)
+{
+	(void)state;
+	return softrdma_set_mode(SOFTRDMA_MODE_THREAD);
+}
+
 void h_settle(void)
 {
 	if (softrdma_get_mode() == SOFTRDMA_MODE_STEP)

@@ -67,6 +67,14 @@ int h_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *buf, uint32_t len, uint
 /* The QP's state, as ibv_query_qp() reports it. */
 enum ibv_qp_state h_qp_state(struct ibv_qp *qp);
 
+/* Group setups: the progress mode a group of tests runs in. */
+int h_group_step(void **state);
+int h_group_thread(void **state);
+/* Run the array @tests in STEP mode, then in THREAD mode; the failures of both. */
+#define h_run_both_modes(tests)                                                   \
+	(cmocka_run_group_tests_name("step", tests, h_group_step, NULL) +          \
+	 cmocka_run_group_tests_name("thread", tests, h_group_thread, NULL))
+
 /* Drive the fabric until idle (STEP) or wait for it to be idle (THREAD). */
 void h_settle(void);
 /* Collect exactly n completions within the timeout; returns how many arrived. */

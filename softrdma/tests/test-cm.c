@@ -535,18 +535,6 @@ static void test_context_outlives_ids(void **state)
 	assert_int_equal(after.cm_ids, 0);
 }
 
-static int mode_step(void **state)
-{
-	(void)state;
-	return softrdma_set_mode(SOFTRDMA_MODE_STEP);
-}
-
-static int mode_thread(void **state)
-{
-	(void)state;
-	return softrdma_set_mode(SOFTRDMA_MODE_THREAD);
-}
-
 #define T(fn) cmocka_unit_test_setup_teardown(fn, listen_only, close_conn)
 
 int main(void)
@@ -569,7 +557,6 @@ int main(void)
 	};
 	int failed = 0;
 
-	failed += cmocka_run_group_tests_name("step", tests, mode_step, NULL);
-	failed += cmocka_run_group_tests_name("thread", tests, mode_thread, NULL);
+	failed += h_run_both_modes(tests);
 	return failed;
 }

@@ -285,13 +285,6 @@ static void test_resize_cq(void **state)
 	assert_int_equal(wc[1].wr_id, 2);
 }
 
-static int step(void **state)
-{
-	(void)state;
-	h_opts_default(&opts);
-	return softrdma_set_mode(SOFTRDMA_MODE_STEP);
-}
-
 #define T(fn) cmocka_unit_test_setup_teardown(fn, open_pair, close_pair)
 
 int main(void)
@@ -307,5 +300,6 @@ int main(void)
 		T(test_resize_cq),
 	};
 
-	return cmocka_run_group_tests(tests, step, NULL);
+	h_opts_default(&opts);
+	return h_run_both_modes(tests);
 }

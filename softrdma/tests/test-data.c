@@ -298,18 +298,6 @@ static void test_mr_iova(void **state)
 	assert_int_equal(ibv_dereg_mr(imr), 0);
 }
 
-static int mode_step(void **state)
-{
-	(void)state;
-	return softrdma_set_mode(SOFTRDMA_MODE_STEP);
-}
-
-static int mode_thread(void **state)
-{
-	(void)state;
-	return softrdma_set_mode(SOFTRDMA_MODE_THREAD);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -327,10 +315,8 @@ int main(void)
 	int failed = 0;
 
 	h_opts_default(&opts);
-	failed += cmocka_run_group_tests_name("step", tests, mode_step, NULL);
-	failed += cmocka_run_group_tests_name("thread", tests, mode_thread, NULL);
+	failed += h_run_both_modes(tests);
 	opts.use_srq = 1;
-	failed += cmocka_run_group_tests_name("srq-step", srq_tests, mode_step, NULL);
-	failed += cmocka_run_group_tests_name("srq-thread", srq_tests, mode_thread, NULL);
+	failed += h_run_both_modes(srq_tests);
 	return failed;
 }

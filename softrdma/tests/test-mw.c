@@ -353,12 +353,6 @@ static void test_mr_access_rules(void **state)
 	assert_null(ibv_reg_mr(p.pd, b, sizeof(b), IBV_ACCESS_ON_DEMAND));
 }
 
-static int step(void **state)
-{
-	(void)state;
-	return softrdma_set_mode(SOFTRDMA_MODE_STEP);
-}
-
 #define T(fn) cmocka_unit_test_setup_teardown(fn, open_pair, close_pair)
 
 int main(void)
@@ -380,5 +374,5 @@ int main(void)
 		T(test_mr_access_rules),
 	};
 
-	return cmocka_run_group_tests(tests, step, NULL);
+	return h_run_both_modes(tests);
 }
