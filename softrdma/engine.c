@@ -4,11 +4,19 @@
  * outcomes into completions. Local operations (bind, local invalidate) run
  * here; everything else becomes a wire_req for the responder. Slots of
  * unsignaled WQEs are released only by a later signaled (or error) completion.
+ *
+ * An RDMA Read to a QP of this process stays in flight after it is issued:
+ * its response (the responder reading its memory, then the scatter here) is
+ * a unit of its own, queued behind whatever was posted before it was
+ * issued, so later WQEs run past it as on hardware, unless fenced
+ * (IBV_SEND_FENCE) or beyond max_rd_atomic Reads in flight. Completions stay
+ * in posting order: sq_comp trails sq_exec while a Read is in flight.
  */
 #include <endian.h>
 #include <string.h>
 
 #include "soft.h"
+#include "wire_net.h"
 
 void engine_activate_locked(struct soft_qp *qp)
 {
@@ -31,6 +39,7 @@ static void stop_waiting_locked(struct soft_qp *qp)
 void engine_deactivate_locked(struct soft_qp *qp)
 {
 	stop_waiting_locked(qp);
+	qp->wait_rd = false;
 	if (!qp->active)
 		return;
 	list_del(&qp->active_link);
@@ -81,34 +90,85 @@ static void push_or_fail(struct soft_qp *qp, struct soft_cq *cq, const struct ib
 		qp_to_error_locked(qp);
 }
 
-/* The WQE at sq_exec is done with status. */
-static void finish_wqe_locked(struct soft_qp *qp, struct soft_send_wqe *wqe,
-			      enum ibv_wc_status status, uint32_t byte_len)
+/*
+ * Complete, in posting order, every WQE from sq_comp on that is done. Past
+ * an error completion, WQEs that ran behind a Read in flight flush.
+ */
+static void complete_in_order_locked(struct soft_qp *qp)
 {
-	struct ibv_wc wc;
+	bool flush = qp->attr.qp_state == IBV_QPS_ERR;
 
-	fab.executed[wqe->opcode]++;
-	fab.counts.send_wrs--;
-	qp->sq_exec++;
-	qp->wake_at = 0;
-	if (status == IBV_WC_SUCCESS && !wqe->signaled) {
-		wqe->executed = true;
-	} else {
-		qp->sq_head = qp->sq_exec;
-		if (status == IBV_WC_SUCCESS) {
+	while (qp->sq_comp != qp->sq_exec) {
+		struct soft_send_wqe *wqe = &qp->sq[qp->sq_comp % qp->sq_size];
+		struct ibv_wc wc;
+
+		if (!wqe->done)
+			return;
+		if (flush && wqe->status == IBV_WC_SUCCESS)
+			wqe->status = IBV_WC_WR_FLUSH_ERR;
+		flush |= wqe->status != IBV_WC_SUCCESS;
+		qp->sq_comp++;
+		fab.counts.send_wrs--;
+		if (wqe->status == IBV_WC_SUCCESS && !wqe->signaled) {
+			wqe->executed = true;
+			continue;
+		}
+		qp->sq_head = qp->sq_comp;
+		if (wqe->status == IBV_WC_SUCCESS) {
 			wc_success(&wc, wqe->wr_id, wc_opcode(wqe->opcode), qp->qp.qp_num);
 			/* Defined for an RDMA Read (the bytes it scattered), not for the rest. */
 			if (wqe->opcode == IBV_WR_RDMA_READ)
-				wc.byte_len = byte_len;
+				wc.byte_len = wqe->byte_len;
 		} else {
-			wc_error(&wc, wqe->wr_id, status, qp->qp.qp_num);
+			wc_error(&wc, wqe->wr_id, wqe->status, qp->qp.qp_num);
 		}
-		push_or_fail(qp, qp->scq, &wc, status != IBV_WC_SUCCESS);
+		push_or_fail(qp, qp->scq, &wc, wqe->status != IBV_WC_SUCCESS);
 	}
+}
+
+static void wqe_done(struct soft_send_wqe *wqe, enum ibv_wc_status status, uint32_t byte_len)
+{
+	wqe->done = true;
+	wqe->status = status;
+	wqe->byte_len = byte_len;
+}
+
+/* The WQE at sq_exec has executed with status; it completes in order. */
+static void finish_wqe_locked(struct soft_qp *qp, struct soft_send_wqe *wqe,
+			      enum ibv_wc_status status, uint32_t byte_len)
+{
+	fab.executed[wqe->opcode]++;
+	qp->sq_exec++;
+	qp->wake_at = 0;
+	wqe_done(wqe, status, byte_len);
+	complete_in_order_locked(qp);
 	if (status != IBV_WC_SUCCESS)
 		qp_to_error_locked(qp);
 	else if (qp->sq_exec == qp->sq_tail)
 		engine_deactivate_locked(qp);
+}
+
+/*
+ * Forget the Reads in flight (their response units will not run). With
+ * @flush they complete with IBV_WC_WR_FLUSH_ERR, in order.
+ */
+void engine_cancel_reads_locked(struct soft_qp *qp, bool flush)
+{
+	uint32_t i;
+
+	for (i = qp->sq_comp; i != qp->sq_exec; i++) {
+		struct soft_send_wqe *wqe = &qp->sq[i % qp->sq_size];
+
+		if (!wqe->outstanding)
+			continue;
+		list_del(&wqe->rd_work.link);
+		wqe->outstanding = false;
+		wqe_done(wqe, IBV_WC_WR_FLUSH_ERR, 0);
+	}
+	qp->rd_outstanding = 0;
+	qp->wait_rd = false;
+	if (flush)
+		complete_in_order_locked(qp);
 }
 
 void engine_complete_recv_locked(struct soft_qp *qp, const struct ibv_wc *wc, bool solicited)
@@ -121,6 +181,8 @@ void engine_flush_locked(struct soft_qp *qp)
 	struct ibv_wc wc;
 
 	engine_deactivate_locked(qp);
+	/* Reads in flight flush first, with what completed behind them, in order. */
+	engine_cancel_reads_locked(qp, true);
 	while (qp->sq_exec != qp->sq_tail) {
 		struct soft_send_wqe *wqe = &qp->sq[qp->sq_exec % qp->sq_size];
 
@@ -129,6 +191,7 @@ void engine_flush_locked(struct soft_qp *qp)
 		qp->sq_exec++;
 		fab.counts.send_wrs--;
 	}
+	qp->sq_comp = qp->sq_exec;
 	qp->sq_head = qp->sq_exec;
 	/* An SRQ's receives belong to the SRQ, not to this QP: they stay. */
 	while (qp->rq.count) {
@@ -260,6 +323,47 @@ static uint64_t ack_retry_time(const struct soft_qp *qp)
 	return soft_now_ns() + (4096ULL << (qp->attr.timeout & 31));
 }
 
+static void req_header(const struct soft_qp *qp, const struct soft_send_wqe *wqe,
+		       struct wire_req *req)
+{
+	req->op = wire_op_of(wqe->opcode);
+	req->src_qpn = qp->qp.qp_num;
+	req->dst_qpn = qp->attr.dest_qp_num;
+	req->dgid = qp->attr.ah_attr.grh.dgid;
+	req->solicited = (wqe->flags & IBV_SEND_SOLICITED) != 0;
+	req->imm = wqe->imm_or_inv;
+	req->inv_rkey = wqe->imm_or_inv;
+	req->rkey = wqe->rkey;
+	req->raddr = wqe->remote_addr;
+	req->token = wqe->seq;
+	req->psn = wqe->psn;
+}
+
+static void read_response_run(struct soft_work *w);
+
+static void read_response_discard(struct soft_work *w)
+{
+	container_of(w, struct soft_send_wqe, rd_work)->outstanding = false;
+}
+
+/* Issue an RDMA Read to this process: it flies while later WQEs go on. */
+static void read_issue_locked(struct soft_qp *qp, struct soft_send_wqe *wqe, uint32_t length)
+{
+	wqe->outstanding = true;
+	wqe->rd_len = length;
+	wqe->rd_qp = qp;
+	wqe->rd_work.not_before = 0;
+	wqe->rd_work.run = read_response_run;
+	wqe->rd_work.discard = read_response_discard;
+	qp->rd_outstanding++;
+	work_queue_locked(&wqe->rd_work);
+	fab.executed[wqe->opcode]++;
+	qp->sq_exec++;
+	qp->wake_at = 0;
+	if (qp->sq_exec == qp->sq_tail)
+		engine_deactivate_locked(qp);
+}
+
 /* Send the WQE over the wire; act on the answer now or when it comes. */
 static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 {
@@ -280,17 +384,12 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 		finish_wqe_locked(qp, wqe, IBV_WC_LOC_QP_OP_ERR, 0);
 		return;
 	}
-	req.op = wire_op_of(wqe->opcode);
-	req.src_qpn = qp->qp.qp_num;
-	req.dst_qpn = qp->attr.dest_qp_num;
-	req.dgid = qp->attr.ah_attr.grh.dgid;
-	req.solicited = (wqe->flags & IBV_SEND_SOLICITED) != 0;
-	req.imm = wqe->imm_or_inv;
-	req.inv_rkey = wqe->imm_or_inv;
-	req.rkey = wqe->rkey;
-	req.raddr = wqe->remote_addr;
-	req.token = wqe->seq;
-	req.psn = wqe->psn;
+	/* Across processes a Read keeps the QP waiting for its answer, as before. */
+	if (wqe->opcode == IBV_WR_RDMA_READ && !wire_route_locked(qp)) {
+		read_issue_locked(qp, wqe, req.length);
+		return;
+	}
+	req_header(qp, wqe, &req);
 
 	if (wqe->force_rnr && is_send)
 		resp.status = WIRE_NAK_RNR;
@@ -302,6 +401,63 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 		return;
 	}
 	engine_answer_locked(qp, &resp);
+}
+
+static enum ibv_wc_status nak_status(enum wire_status st)
+{
+	switch (st) {
+	case WIRE_ACK:
+		return IBV_WC_SUCCESS;
+	case WIRE_NAK_INV_REQ:
+		return IBV_WC_REM_INV_REQ_ERR;
+	case WIRE_NAK_REM_ACCESS:
+		return IBV_WC_REM_ACCESS_ERR;
+	case WIRE_NAK_REM_OP:
+		return IBV_WC_REM_OP_ERR;
+	default:
+		return IBV_WC_RETRY_EXC_ERR;
+	}
+}
+
+/*
+ * A Read's response: the responder serves it now (after whatever ran past
+ * it), and the data scatters here. Completes in order; lets a WQE that
+ * waited for Reads in flight go.
+ */
+static void read_response_run(struct soft_work *w)
+{
+	struct soft_send_wqe *wqe = container_of(w, struct soft_send_wqe, rd_work);
+	struct soft_qp *qp = wqe->rd_qp;
+	struct wire_resp resp = { .status = WIRE_NO_ANSWER };
+	struct wire_req req;
+	enum ibv_wc_status st;
+	uint32_t byte_len = 0;
+
+	memset(&req, 0, sizeof(req));
+	req_header(qp, wqe, &req);
+	req.length = wqe->rd_len;
+	req.rd_depth = qp->rd_outstanding;
+	wire_transmit(qp, &req, &resp);
+	if (resp.status == WIRE_NO_ANSWER && wqe->retry_left) {
+		/* The responder went away meanwhile: retry on the ACK timeout. */
+		wqe->retry_left--;
+		wqe->rd_work.not_before = ack_retry_time(qp);
+		work_queue_locked(&wqe->rd_work);
+		return;
+	}
+	wqe->outstanding = false;
+	qp->rd_outstanding--;
+	st = nak_status(resp.status);
+	if (st == IBV_WC_SUCCESS)
+		st = scatter_read_locked(qp, wqe, &resp, &byte_len);
+	wqe_done(wqe, st, st == IBV_WC_SUCCESS ? byte_len : 0);
+	complete_in_order_locked(qp);
+	if (st != IBV_WC_SUCCESS) {
+		qp_to_error_locked(qp);
+	} else if (qp->wait_rd) {
+		qp->wait_rd = false;
+		fab_kick_locked();
+	}
 }
 
 void engine_answer_locked(struct soft_qp *qp, const struct wire_resp *resp)
@@ -431,6 +587,13 @@ void engine_run_locked(struct soft_qp *qp)
 
 	if (qp->attr.qp_state != IBV_QPS_RTS || qp->sq_exec == qp->sq_tail) {
 		engine_deactivate_locked(qp);
+		return;
+	}
+	/* A fenced WQE waits for every Read in flight; a Read, for room under ORD. */
+	if (((wqe->flags & IBV_SEND_FENCE) && qp->rd_outstanding) ||
+	    (wqe->opcode == IBV_WR_RDMA_READ && qp->rd_outstanding &&
+	     qp->rd_outstanding >= qp->attr.max_rd_atomic)) {
+		qp->wait_rd = true;
 		return;
 	}
 	if (!wqe->started) {

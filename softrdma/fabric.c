@@ -128,7 +128,7 @@ static struct unit pick_unit_locked(bool honour_time, uint64_t now, uint64_t *ne
 		struct soft_qp *qp = list_entry(pos, struct soft_qp, active_link);
 		uint64_t seq;
 
-		if (qp->wait_recv || qp->wait_resp)
+		if (qp->wait_recv || qp->wait_resp || qp->wait_rd)
 			continue;
 		if (honour_time && qp->wake_at > now) {
 			if (qp->wake_at < *next_wake)

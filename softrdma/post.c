@@ -72,6 +72,8 @@ static void enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 	wqe->signaled = sqp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 	wqe->executed = false;
 	wqe->started = false;
+	wqe->done = false;
+	wqe->outstanding = false;
 	wqe->force_rnr = false;
 	/* Only the fields the opcode uses: the others may be uninitialised in wr. */
 	wqe->imm_or_inv = 0;

@@ -181,7 +181,8 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	async_forget_locked(qp->context, qp);
 	if (sqp->cm_id)
 		fab.cm_ops->qp_destroyed(sqp->cm_id);
-	fab.counts.send_wrs -= sqp->sq_tail - sqp->sq_exec;
+	engine_cancel_reads_locked(sqp, false);
+	fab.counts.send_wrs -= sqp->sq_tail - sqp->sq_comp;
 	fab.counts.recv_wrs -= sqp->rq.count;
 	sqp->pd->users--;
 	sqp->scq->users--;
@@ -281,9 +282,10 @@ static bool values_valid(const struct ibv_qp_attr *attr, int mask)
 static void qp_reset_locked(struct soft_qp *sqp)
 {
 	engine_deactivate_locked(sqp);
-	fab.counts.send_wrs -= sqp->sq_tail - sqp->sq_exec;
+	engine_cancel_reads_locked(sqp, false);
+	fab.counts.send_wrs -= sqp->sq_tail - sqp->sq_comp;
 	fab.counts.recv_wrs -= sqp->rq.count;
-	sqp->sq_head = sqp->sq_exec = sqp->sq_tail = 0;
+	sqp->sq_head = sqp->sq_comp = sqp->sq_exec = sqp->sq_tail = 0;
 	sqp->rq.head = 0;
 	sqp->rq.count = 0;
 	sqp->peer = NULL;

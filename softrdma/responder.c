@@ -230,9 +230,12 @@ static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wi
 
 static void rdma_read(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
 {
-	/* Without REMOTE_READ or responder resources the QP cannot serve reads. */
+	/*
+	 * Without REMOTE_READ or responder resources the QP cannot serve reads,
+	 * nor more at once than its max_dest_rd_atomic.
+	 */
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) ||
-	    qp->attr.max_dest_rd_atomic == 0) {
+	    qp->attr.max_dest_rd_atomic == 0 || req->rd_depth > qp->attr.max_dest_rd_atomic) {
 		fail_async(qp, IBV_EVENT_QP_REQ_ERR);
 		resp->status = WIRE_NAK_INV_REQ;
 		return;

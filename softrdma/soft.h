@@ -315,6 +315,19 @@ static inline struct soft_srq *to_ssrq(struct ibv_srq *srq)
 /* A receive ring lost a WQE to a SEND: fire the SRQ limit event if armed. */
 void srq_consumed_locked(struct soft_srq *srq);
 
+/*
+ * A unit of work the scheduler runs in posting order with the send WQEs: a CM
+ * message, a connection lost to a dead peer. run() is called with the lock
+ * held, after the work was unlinked, and frees it.
+ */
+struct soft_work {
+	struct list_node link;		/* fab.work */
+	uint64_t seq;
+	uint64_t not_before;		/* THREAD mode: not before this time */
+	void (*run)(struct soft_work *w);
+	void (*discard)(struct soft_work *w);	/* free it unrun (process exit) */
+};
+
 struct soft_send_wqe {
 	uint64_t wr_id;
 	uint64_t seq;
@@ -337,6 +350,15 @@ struct soft_send_wqe {
 	unsigned int rnr_left;
 	unsigned int retry_left;
 	uint32_t psn;			/* of its first packet (the capture), set when started */
+	/* Completion, in posting order (engine.c): set when it is done. */
+	bool done;
+	enum ibv_wc_status status;
+	uint32_t byte_len;
+	/* An RDMA Read in flight: its response is a unit of its own. */
+	bool outstanding;
+	uint32_t rd_len;
+	struct soft_qp *rd_qp;
+	struct soft_work rd_work;
 };
 
 struct soft_cm_id;
@@ -357,6 +379,7 @@ struct soft_qp {
 	uint8_t *sq_inline;
 	uint32_t sq_size;
 	uint32_t sq_head;		/* oldest slot not yet free */
+	uint32_t sq_comp;		/* oldest WQE not yet completed (a Read may be in flight) */
 	uint32_t sq_exec;		/* next WQE to execute */
 	uint32_t sq_tail;		/* next slot to fill */
 	struct soft_rq rq;
@@ -366,6 +389,8 @@ struct soft_qp {
 	bool active;
 	uint64_t wake_at;		/* not before this time (retry delay, DELAY fault) */
 	bool wait_recv;			/* RNR with rnr_retry 7: waits for the peer's receive */
+	bool wait_rd;			/* the head WQE waits for Reads in flight (fence, ORD) */
+	unsigned int rd_outstanding;	/* RDMA Reads in flight */
 	bool wait_resp;			/* its request is out on a link, waiting for the answer */
 	bool comm_est;			/* IBV_EVENT_COMM_EST raised (first receipt in RTR) */
 	struct soft_qp *peer;		/* cached responder, resolved from attr.dest_qp_num */
@@ -402,6 +427,8 @@ void engine_deactivate_locked(struct soft_qp *qp);
 void engine_run_locked(struct soft_qp *qp);
 /* Flush everything outstanding on a QP in ERR. */
 void engine_flush_locked(struct soft_qp *qp);
+/* Forget the Reads in flight; with @flush they complete with WR_FLUSH_ERR. */
+void engine_cancel_reads_locked(struct soft_qp *qp, bool flush);
 /* A receive was posted on qp: wake requesters waiting for one (RNR retry 7). */
 void engine_recv_posted_locked(struct soft_qp *qp);
 void engine_complete_recv_locked(struct soft_qp *qp, const struct ibv_wc *wc, bool solicited);
@@ -426,19 +453,6 @@ bool fault_cm_drop_locked(enum rdma_cm_event_type type);
 bool fault_cm_reject_locked(void);
 
 /* ---- units other than send WQEs --------------------------------------------- */
-
-/*
- * A unit of work the scheduler runs in posting order with the send WQEs: a CM
- * message, a connection lost to a dead peer. run() is called with the lock
- * held, after the work was unlinked, and frees it.
- */
-struct soft_work {
-	struct list_node link;		/* fab.work */
-	uint64_t seq;
-	uint64_t not_before;		/* THREAD mode: not before this time */
-	void (*run)(struct soft_work *w);
-	void (*discard)(struct soft_work *w);	/* free it unrun (process exit) */
-};
 
 /* Give w the next posting sequence number and queue it. */
 void work_queue_locked(struct soft_work *w);

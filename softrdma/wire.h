@@ -48,6 +48,7 @@ struct wire_req {
 	uint32_t length;	/* payload bytes (SEND/WRITE) or bytes requested (READ) */
 	uint64_t token;		/* which WQE of the requester (its posting sequence) */
 	uint32_t psn;		/* PSN of its first packet (the capture) */
+	uint32_t rd_depth;	/* READ: Reads the requester has in flight, this one included */
 	unsigned int nsegs;
 	struct wire_seg segs[WIRE_MAX_SEGS];
 };

@@ -320,6 +320,226 @@ static int timeout_13(void **state)
 	return open_pair(state);
 }
 
+/*
+ * Reads in flight (IBA 10.8.3.3): a Read's response may come after later
+ * WQEs of its QP have run, unless they are fenced. Here QP 1 lends a type-2
+ * window W over its buffer, QP 0 reads through it and then posts a Send
+ * With Invalidate of W.
+ */
+struct window {
+	struct ibv_mr *mr;	/* buf[1] again, bindable */
+	struct ibv_mw *mw;
+	uint32_t rkey;
+};
+
+static void window_bind(struct window *w)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_wc wc;
+
+	w->mr = h_reg(p.pd, buf[1], LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	w->mw = ibv_alloc_mw(p.pd, IBV_MW_TYPE_2);
+	assert_non_null(w->mw);
+	w->rkey = ibv_inc_rkey(w->mw->rkey);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 77;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = w->mw;
+	wr.bind_mw.rkey = w->rkey;
+	wr.bind_mw.bind_info.mr = w->mr;
+	wr.bind_mw.bind_info.addr = (uintptr_t)buf[1];
+	wr.bind_mw.bind_info.length = LEN;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	assert_int_equal(ibv_post_send(p.qp[1], &wr, &bad), 0);
+	assert_int_equal(h_poll(p.cq[1], &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	memset(buf[1], 0x5a, LEN);
+}
+
+static void window_free(struct window *w)
+{
+	h_settle();
+	assert_int_equal(ibv_dealloc_mw(w->mw), 0);
+	assert_int_equal(ibv_dereg_mr(w->mr), 0);
+}
+
+/* Post, in one chain: Reads of W (and of mr[1] when @other), then a Send With Invalidate of W. */
+static void read_then_send_inv(const struct window *w, bool other, unsigned int fence)
+{
+	struct ibv_sge rs = { (uintptr_t)buf[0], 512, mr[0]->lkey };
+	struct ibv_sge os = { (uintptr_t)buf[0] + 1024, 64, mr[0]->lkey };
+	struct ibv_sge ss = { (uintptr_t)buf[0] + 2048, 16, mr[0]->lkey };
+	struct ibv_send_wr wr[3], *bad = NULL;
+
+	memset(wr, 0, sizeof(wr));
+	wr[0].wr_id = 1;
+	wr[0].sg_list = &rs;
+	wr[0].num_sge = 1;
+	wr[0].opcode = IBV_WR_RDMA_READ;
+	wr[0].send_flags = IBV_SEND_SIGNALED;
+	wr[0].wr.rdma.remote_addr = (uintptr_t)buf[1];
+	wr[0].wr.rdma.rkey = w->rkey;
+	wr[1].wr_id = 2;
+	wr[1].sg_list = &os;
+	wr[1].num_sge = 1;
+	wr[1].opcode = IBV_WR_RDMA_READ;
+	wr[1].send_flags = IBV_SEND_SIGNALED;
+	wr[1].wr.rdma.remote_addr = (uintptr_t)buf[1] + 1024;
+	wr[1].wr.rdma.rkey = mr[1]->rkey;
+	wr[2].wr_id = 3;
+	wr[2].sg_list = &ss;
+	wr[2].num_sge = 1;
+	wr[2].opcode = IBV_WR_SEND_WITH_INV;
+	wr[2].send_flags = IBV_SEND_SIGNALED | fence;
+	wr[2].invalidate_rkey = w->rkey;
+	wr[0].next = other ? &wr[1] : &wr[2];
+	wr[1].next = &wr[2];
+	assert_int_equal(h_post_recv(p.qp[1], 9, buf[1] + 3072, 64, mr[1]->lkey), 0);
+	assert_int_equal(ibv_post_send(p.qp[0], wr, &bad), 0);
+}
+
+/* Without a fence the invalidation overtakes the Read: it fails, the rest flushes. */
+static void test_read_overtaken_without_fence(void **state)
+{
+	struct window w;
+	struct ibv_wc wc;
+
+	(void)state;
+	window_bind(&w);
+	read_then_send_inv(&w, false, 0);
+	assert_int_equal(h_poll(p.cq[1], &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 9);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_true(wc.wc_flags & IBV_WC_WITH_INV);
+	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	h_expect_async(p.ctx, IBV_EVENT_QP_ACCESS_ERR, p.qp[1]);
+	window_free(&w);
+}
+
+/* IBV_SEND_FENCE holds the Send With Invalidate until the Read is done. */
+static void test_fence_holds_send_inv(void **state)
+{
+	struct window w;
+	struct ibv_wc wc;
+
+	(void)state;
+	window_bind(&w);
+	read_then_send_inv(&w, false, IBV_SEND_FENCE);
+	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 512);
+	assert_int_equal(buf[0][0], 0x5a);
+	assert_int_equal(buf[0][511], 0x5a);
+	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(h_poll(p.cq[1], &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.invalidated_rkey, w.rkey);
+	window_free(&w);
+}
+
+/*
+ * At most max_rd_atomic Reads fly: with 1, the second Read waits for the
+ * first's response, which then lands before the invalidation.
+ */
+static void test_ord_one_serialises_reads(void **state)
+{
+	struct window w;
+	struct ibv_wc wc;
+	int i;
+
+	(void)state;
+	window_bind(&w);
+	read_then_send_inv(&w, true, 0);
+	for (i = 1; i <= 3; i++) {
+		assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
+		assert_int_equal(wc.wr_id, (uint64_t)i);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	}
+	window_free(&w);
+}
+
+static int ord_one(void **state)
+{
+	opts.rd_atomic = 1;
+	return open_pair(state);
+}
+
+/* With room for both, the same chain lets the invalidation overtake the first Read. */
+static void test_ord_two_lets_reads_fly(void **state)
+{
+	struct window w;
+	struct ibv_wc wc;
+
+	(void)state;
+	window_bind(&w);
+	read_then_send_inv(&w, true, 0);
+	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	h_expect_async(p.ctx, IBV_EVENT_QP_ACCESS_ERR, p.qp[1]);
+	window_free(&w);
+}
+
+/* @n signaled 64-byte Reads of mr[1], in one chain. */
+static int post_reads(int n)
+{
+	struct ibv_sge sge[4];
+	struct ibv_send_wr wr[4], *bad = NULL;
+	int i;
+
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < n; i++) {
+		sge[i].addr = (uintptr_t)buf[0] + 64u * (unsigned int)i;
+		sge[i].length = 64;
+		sge[i].lkey = mr[0]->lkey;
+		wr[i].wr_id = (uint64_t)i + 1;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_READ;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.rdma.remote_addr = (uintptr_t)buf[1];
+		wr[i].wr.rdma.rkey = mr[1]->rkey;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+	return ibv_post_send(p.qp[0], wr, &bad);
+}
+
+/*
+ * The responder serves at most max_dest_rd_atomic Reads at once: a
+ * requester that sends more (its max_rd_atomic is larger) gets
+ * REM_INV_REQ_ERR, and the responder goes to ERR (class C).
+ */
+static void test_responder_rd_limit(void **state)
+{
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct h_opts one = opts;
+	struct ibv_wc wc;
+
+	(void)state;
+	one.rd_atomic = 1;
+	assert_int_equal(ibv_modify_qp(p.qp[1], &reset, IBV_QP_STATE), 0);
+	h_qp_to_rts(p.qp[1], p.qp[0]->qp_num, &one);
+	/* One chain, so that both are posted before either runs, in THREAD mode too. */
+	assert_int_equal(post_reads(2), 0);
+	assert_int_equal(h_poll(p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_REM_INV_REQ_ERR);
+	h_expect_async(p.ctx, IBV_EVENT_QP_REQ_ERR, p.qp[1]);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -343,6 +563,11 @@ int main(void)
 						close_pair),
 		cmocka_unit_test_setup_teardown(test_retry_waits_ack_timeout, timeout_13,
 						close_pair),
+		T(test_read_overtaken_without_fence),
+		T(test_fence_holds_send_inv),
+		cmocka_unit_test_setup_teardown(test_ord_one_serialises_reads, ord_one, close_pair),
+		T(test_ord_two_lets_reads_fly),
+		T(test_responder_rd_limit),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
