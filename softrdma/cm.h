@@ -67,6 +67,19 @@ struct cm_params {
 
 struct rdv_claim;
 
+/*
+ * The rdma_cm half's own state (cm_device.c), under the fabric lock (and
+ * cm_dev_mutex for ctx and pd, see there).
+ */
+struct soft_cm_state {
+	struct list_node ids;		/* every soft_cm_id */
+	struct soft_context *ctx;	/* the device context rdma_cm ids share */
+	struct ibv_pd *pd;		/* its default PD, while ctx_refs > 0 */
+	unsigned int ctx_refs;		/* ids on ctx */
+};
+
+extern struct soft_cm_state cm_state;
+
 struct soft_cm_id {
 	struct rdma_cm_id id;
 	struct soft_cm_channel *ch;

@@ -43,8 +43,8 @@ struct soft_cm_channel *cm_channel_new_locked(void)
 		return NULL;
 	}
 	sch->ch.fd = sch->q.fd;
-	fab.cm_ops = &cm_ops;
-	fab.counts.event_channels++;
+	fab_set_cm_ops_locked(&cm_ops);
+	fab_cm_count_locked(FAB_CM_CHANNELS, 1);
 	fab_get_user_locked();
 	return sch;
 }
@@ -66,7 +66,7 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 
 	fab_lock();
 	/* Ids still on the channel stop receiving events rather than write to freed memory. */
-	list_for_each_safe(pos, tmp, &fab.cm_ids) {
+	list_for_each_safe(pos, tmp, &cm_state.ids) {
 		struct soft_cm_id *sid = list_entry(pos, struct soft_cm_id, link);
 
 		if (sid->ch == sch)
@@ -76,9 +76,9 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	}
 	while ((node = list_pop(&sch->q.items))) {
 		free(list_entry(node, struct soft_cm_event, link));
-		fab.counts.unacked_events--;
+		fab_cm_count_locked(FAB_CM_UNACKED, -1);
 	}
-	fab.counts.event_channels--;
+	fab_cm_count_locked(FAB_CM_CHANNELS, -1);
 	fab_put_user_locked();
 	if (!evq_retire_locked(&sch->q)) {
 		fab_unlock();
@@ -123,7 +123,7 @@ void cm_deliver_locked(struct soft_cm_id *id, enum rdma_cm_event_type type, int 
 		e->ev.param.conn.private_data_len = padded_len;
 	}
 	evq_push_locked(&id->ch->q, &e->link);
-	fab.counts.unacked_events++;
+	fab_cm_count_locked(FAB_CM_UNACKED, 1);
 }
 
 static void forget_on_locked(struct soft_cm_channel *ch, struct soft_cm_id *id)
@@ -136,7 +136,7 @@ static void forget_on_locked(struct soft_cm_channel *ch, struct soft_cm_id *id)
 		if (e->owner == id) {
 			evq_forget_locked(&ch->q, pos);
 			free(e);
-			fab.counts.unacked_events--;
+			fab_cm_count_locked(FAB_CM_UNACKED, -1);
 		}
 	}
 }
@@ -189,8 +189,8 @@ int rdma_ack_cm_event(struct rdma_cm_event *event)
 	fab_lock();
 	/* The owner cannot be gone: rdma_destroy_id waits for this ack. */
 	e->owner->events_acked++;
-	fab.counts.unacked_events--;
-	pthread_cond_broadcast(&fab.ack_cv);
+	fab_cm_count_locked(FAB_CM_UNACKED, -1);
+	fab_ack_locked();
 	fab_unlock();
 	free(e);
 	return 0;
@@ -218,7 +218,7 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 		return -1;
 	}
 	while (sid->events_acked < sid->events_read)
-		pthread_cond_wait(&fab.ack_cv, &fab.lock);
+		fab_wait_ack_locked();
 	if (sid->ch) {
 		/* Events not yet read follow the id, as the kernel moves them. */
 		list_for_each_safe(pos, tmp, &sid->ch->q.items) {

@@ -170,7 +170,7 @@ static struct soft_cm_id *spawn_child_locked(struct soft_cm_id *l, const struct 
 	if (!child)
 		return NULL;
 	cm_id_link_locked(child);
-	fab.cm_ctx_refs++;
+	cm_state.ctx_refs++;
 	cm_set_device_locked(child);
 	child->listener = l;
 	child->id.route.addr.src_storage = a->dst;

@@ -17,10 +17,12 @@
  * cm_device_exit() can release it. (rdma-core 44 also leaves the PD allocated
  * when the last reference is a device list; we deallocate it then too.)
  *
- * cm_dev_mutex serialises opening, allocating and releasing; fab.cm_ctx and
- * fab.cm_pd are written under it and fab.lock, so either lock reads them.
+ * cm_dev_mutex serialises opening, allocating and releasing; cm_state.ctx and
+ * cm_state.pd are written under it and the fabric lock, so either lock reads them.
  */
 static pthread_mutex_t cm_dev_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+struct soft_cm_state cm_state = { .ids = { &cm_state.ids, &cm_state.ids } };
 
 struct orphan_pd {
 	struct orphan_pd *next;
@@ -35,18 +37,18 @@ static int device_ref(void)
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 
-	if (!fab.cm_ctx) {
+	if (!cm_state.ctx) {
 		list = ibv_get_device_list(NULL);
 		ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
 		ibv_free_device_list(list);
 		if (!ctx)
 			return -1;
 		fab_lock();
-		fab.cm_ctx = to_sctx(ctx);
+		cm_state.ctx = to_sctx(ctx);
 		fab_unlock();
 	}
 	fab_lock();
-	fab.cm_ctx_refs++;
+	cm_state.ctx_refs++;
 	fab_unlock();
 	return 0;
 }
@@ -58,10 +60,10 @@ static void device_unref(void)
 
 	pthread_mutex_lock(&cm_dev_mutex);
 	fab_lock();
-	pd = --fab.cm_ctx_refs == 0 ? fab.cm_pd : NULL;
+	pd = --cm_state.ctx_refs == 0 ? cm_state.pd : NULL;
 	/* No reference is left, so no progress unit can take one meanwhile. */
 	if (pd)
-		fab.cm_pd = NULL;
+		cm_state.pd = NULL;
 	fab_unlock();
 	if (pd && ibv_dealloc_pd(pd)) {
 		/* The application still has objects on it. */
@@ -82,12 +84,12 @@ int cm_device_get(void)
 
 	pthread_mutex_lock(&cm_dev_mutex);
 	ret = device_ref();
-	if (!ret && !fab.cm_pd) {
-		pd = ibv_alloc_pd(&fab.cm_ctx->vctx.context);
+	if (!ret && !cm_state.pd) {
+		pd = ibv_alloc_pd(&cm_state.ctx->vctx.context);
 		fab_lock();
-		fab.cm_pd = pd;
+		cm_state.pd = pd;
 		if (!pd)
-			fab.cm_ctx_refs--;
+			cm_state.ctx_refs--;
 		fab_unlock();
 		ret = pd ? 0 : -1;
 	}
@@ -123,10 +125,10 @@ __attribute__((destructor)) static void cm_device_exit(void)
 		}
 	}
 	fab_lock();
-	ctx = fab.cm_ctx ? &fab.cm_ctx->vctx.context : NULL;
-	idle = ctx && fab.cm_ctx_refs == 0 && fab.cm_ctx->objects == 0;
+	ctx = cm_state.ctx ? &cm_state.ctx->vctx.context : NULL;
+	idle = ctx && cm_state.ctx_refs == 0 && cm_state.ctx->objects == 0;
 	if (idle)
-		fab.cm_ctx = NULL;
+		cm_state.ctx = NULL;
 	fab_unlock();
 	if (idle)
 		ibv_close_device(ctx);
@@ -135,8 +137,8 @@ __attribute__((destructor)) static void cm_device_exit(void)
 
 void cm_set_device_locked(struct soft_cm_id *sid)
 {
-	sid->id.verbs = &fab.cm_ctx->vctx.context;
-	sid->id.pd = fab.cm_pd;
+	sid->id.verbs = &cm_state.ctx->vctx.context;
+	sid->id.pd = cm_state.pd;
 	sid->id.port_num = 1;
 }
 
@@ -159,7 +161,7 @@ struct ibv_context **rdma_get_devices(int *num_devices)
 		return NULL;
 	}
 	fab_lock();
-	list[0] = &fab.cm_ctx->vctx.context;
+	list[0] = &cm_state.ctx->vctx.context;
 	fab_unlock();
 	if (num_devices)
 		*num_devices = 1;

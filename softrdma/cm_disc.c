@@ -117,7 +117,7 @@ void cm_id_teardown_locked(struct soft_cm_id *sid)
 		m.status = SOFTRDMA_REJ_CONSUMER_DEFINED;
 		cm_send_locked(sid, &m);
 	}
-	list_for_each_safe(pos, tmp, &fab.cm_ids) {
+	list_for_each_safe(pos, tmp, &cm_state.ids) {
 		struct soft_cm_id *other = list_entry(pos, struct soft_cm_id, link);
 
 		if (other->peer == sid)
@@ -125,7 +125,7 @@ void cm_id_teardown_locked(struct soft_cm_id *sid)
 		if (other->listener == sid)
 			other->listener = NULL;
 	}
-	list_for_each_safe(pos, tmp, &fab.work) {
+	list_for_each_safe(pos, tmp, fab_work_list_locked()) {
 		struct soft_cm_work *w = cm_work_of(list_entry(pos, struct soft_work, link));
 
 		if (!w)

@@ -20,7 +20,7 @@ static bool port_taken_locked(struct soft_cm_id *self, const struct sockaddr *ad
 {
 	struct list_node *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &fab.cm_ids) {
+	list_for_each_safe(pos, tmp, &cm_state.ids) {
 		struct soft_cm_id *other = list_entry(pos, struct soft_cm_id, link);
 		const struct sockaddr *oaddr = &other->id.route.addr.src_addr;
 
@@ -203,7 +203,7 @@ struct soft_cm_id *cm_find_listener_locked(const struct sockaddr *dst, enum rdma
 	struct list_node *pos, *tmp;
 	struct soft_cm_id *wild = NULL;
 
-	list_for_each_safe(pos, tmp, &fab.cm_ids) {
+	list_for_each_safe(pos, tmp, &cm_state.ids) {
 		struct soft_cm_id *l = list_entry(pos, struct soft_cm_id, link);
 		const struct sockaddr *la = &l->id.route.addr.src_addr;
 
@@ -387,10 +387,10 @@ void cm_id_link_locked(struct soft_cm_id *sid)
 	if (!next_comm_id)
 		next_comm_id = (uint32_t)getpid() << 12;
 	sid->comm_id = ++next_comm_id;
-	list_add_tail(&sid->link, &fab.cm_ids);
+	list_add_tail(&sid->link, &cm_state.ids);
 	if (sid->ch)
 		sid->ch->ids++;
-	fab.counts.cm_ids++;
+	fab_cm_count_locked(FAB_CM_IDS, 1);
 }
 
 /* Without a channel the id is synchronous: librdmacm gives it a channel of its own. */
@@ -444,13 +444,13 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	sid->destroying = true;
 	/* As librdmacm: every event handed out for this id must be acked first. */
 	while (sid->events_acked < sid->events_read)
-		pthread_cond_wait(&fab.ack_cv, &fab.lock);
+		fab_wait_ack_locked();
 	cm_id_teardown_locked(sid);
 	cm_forget_events_locked(sid);
 	list_del(&sid->link);
 	if (sid->ch)
 		sid->ch->ids--;
-	fab.counts.cm_ids--;
+	fab_cm_count_locked(FAB_CM_IDS, -1);
 	own = sid->sync ? sid->ch : NULL;
 	fab_unlock();
 	free(sid->ep_qp_attr);

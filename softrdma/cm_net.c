@@ -143,7 +143,7 @@ struct net_link *cm_net_qp_link(struct soft_qp *qp)
 {
 	struct list_node *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &fab.cm_ids) {
+	list_for_each_safe(pos, tmp, &cm_state.ids) {
 		struct soft_cm_id *sid = list_entry(pos, struct soft_cm_id, link);
 
 		if (sid->conn && sid->mine.qp_num == qp->qp.qp_num &&

@@ -22,7 +22,6 @@ struct soft_fabric fab = {
 	.work = { &fab.work, &fab.work },
 	.qps = { &fab.qps, &fab.qps },
 	.faults = { &fab.faults, &fab.faults },
-	.cm_ids = { &fab.cm_ids, &fab.cm_ids },
 	.next_qpn = SOFT_FIRST_QPN,
 	.next_fault_id = 1,
 };
@@ -413,4 +412,39 @@ int softrdma_progress_wait(unsigned int max_steps, int timeout_ms)
 	}
 	fab_unlock();
 	return done;
+}
+
+void fab_set_cm_ops_locked(const struct soft_cm_ops *ops)
+{
+	fab.cm_ops = ops;
+}
+
+void fab_wait_ack_locked(void)
+{
+	pthread_cond_wait(&fab.ack_cv, &fab.lock);
+}
+
+void fab_ack_locked(void)
+{
+	pthread_cond_broadcast(&fab.ack_cv);
+}
+
+void fab_cm_count_locked(enum fab_cm_count which, int delta)
+{
+	switch (which) {
+	case FAB_CM_IDS:
+		fab.counts.cm_ids += delta;
+		break;
+	case FAB_CM_CHANNELS:
+		fab.counts.event_channels += delta;
+		break;
+	case FAB_CM_UNACKED:
+		fab.counts.unacked_events += delta;
+		break;
+	}
+}
+
+struct list_node *fab_work_list_locked(void)
+{
+	return &fab.work;
 }

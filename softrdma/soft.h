@@ -105,12 +105,7 @@ struct soft_fabric {
 	int next_fault_id;
 	unsigned int cm_drop[RDMA_CM_EVENT_TIMEWAIT_EXIT + 1];
 	unsigned int cm_reject;
-	/* cm */
-	const struct soft_cm_ops *cm_ops;
-	struct list_node cm_ids;
-	struct soft_context *cm_ctx;	/* the device context rdma_cm ids share */
-	struct ibv_pd *cm_pd;		/* its default PD, while cm_ctx_refs > 0 */
-	unsigned int cm_ctx_refs;	/* ids on cm_ctx */
+	const struct soft_cm_ops *cm_ops;	/* installed by the rdma_cm half */
 };
 
 extern struct soft_fabric fab;
@@ -124,6 +119,20 @@ void fab_put_user_locked(void);	/* may drop the lock to join the thread */
 /* New work was queued. */
 void fab_kick_locked(void);
 bool fab_honours_time(void);
+
+/*
+ * What the rdma_cm half (cm_*.c, librdmacm.so.1 of the drop-ins) may do to
+ * the fabric: it reaches no fabric state but through these.
+ */
+void fab_set_cm_ops_locked(const struct soft_cm_ops *ops);
+/* Wait until an event ack arrives (the destroyers' rule); wake such waiters. */
+void fab_wait_ack_locked(void);
+void fab_ack_locked(void);
+/* Introspection counts the CM half keeps up to date (softrdma_get_counts()). */
+enum fab_cm_count { FAB_CM_IDS, FAB_CM_CHANNELS, FAB_CM_UNACKED };
+void fab_cm_count_locked(enum fab_cm_count which, int delta);
+/* Every queued unit other than send WQEs, for the CM half to cancel its own. */
+struct list_node *fab_work_list_locked(void);
 
 /* ---- device.c ------------------------------------------------------------ */
 
