@@ -56,16 +56,16 @@ size_t softrdma_pd_exposed_bytes(struct ibv_pd *pd)
 		return 0;
 	}
 	for (i = 1; i < fab.nkeys; i++) {
-		if (fab.keys[i].kind == SOFT_KEY_MR) {
-			struct soft_mr *smr = fab.keys[i].obj;
+		if (key_slot(i)->kind == SOFT_KEY_MR) {
+			struct soft_mr *smr = key_slot(i)->obj;
 
 			if (smr->pd != spd || !(smr->access & (IBV_ACCESS_REMOTE_READ |
 				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)))
 				continue;
 			spans[n].start = (uintptr_t)smr->base;
 			spans[n++].end = (uintptr_t)smr->base + smr->length;
-		} else if (fab.keys[i].kind == SOFT_KEY_MW) {
-			struct soft_mw *smw = fab.keys[i].obj;
+		} else if (key_slot(i)->kind == SOFT_KEY_MW) {
+			struct soft_mw *smw = key_slot(i)->obj;
 
 			if (smw->pd != spd || smw->state != SOFTRDMA_MW_VALID || !smw->qp)
 				continue;

@@ -9,24 +9,21 @@
 
 #include "soft.h"
 
+/* One more chunk of slots; the ones before it stay where they are. */
 static bool keys_grow_locked(void)
 {
-	uint32_t n = fab.nkeys ? fab.nkeys * 2 : 256;
-	struct soft_key_slot *keys;
+	struct soft_key_slot *chunk;
 	uint32_t i;
 
-	if (n > SOFT_MAX_KEYS)
-		n = SOFT_MAX_KEYS;
-	if (n <= fab.nkeys)
+	if (fab.nkeys >= SOFT_MAX_KEYS)
 		return false;
-	keys = realloc(fab.keys, n * sizeof(*keys));
-	if (!keys)
+	chunk = calloc(SOFT_KEY_CHUNK, sizeof(*chunk));
+	if (!chunk)
 		return false;
-	memset(keys + fab.nkeys, 0, (n - fab.nkeys) * sizeof(*keys));
-	for (i = fab.nkeys; i < n; i++)
-		keys[i].next_key = (uint8_t)(i * 0x35 + 0x11);
-	fab.keys = keys;
-	fab.nkeys = n;
+	for (i = 0; i < SOFT_KEY_CHUNK; i++)
+		chunk[i].next_key = (uint8_t)((fab.nkeys + i) * 0x35 + 0x11);
+	fab.key_chunks[fab.nkeys / SOFT_KEY_CHUNK] = chunk;
+	fab.nkeys += SOFT_KEY_CHUNK;
 	return true;
 }
 
@@ -36,12 +33,15 @@ uint32_t key_alloc_locked(enum soft_key_kind kind, void *obj, uint8_t *key)
 
 	for (;;) {
 		for (i = 0; i < fab.nkeys; i++) {
+			struct soft_key_slot *slot;
+
 			idx = (fab.key_hint + i) % fab.nkeys;
-			if (idx == 0 || fab.keys[idx].kind != SOFT_KEY_FREE)
+			slot = key_slot(idx);
+			if (idx == 0 || slot->kind != SOFT_KEY_FREE)
 				continue;
-			fab.keys[idx].kind = kind;
-			fab.keys[idx].obj = obj;
-			*key = fab.keys[idx].next_key++;
+			slot->kind = kind;
+			slot->obj = obj;
+			*key = slot->next_key++;
 			fab.key_hint = idx + 1;
 			return idx;
 		}
@@ -52,15 +52,15 @@ uint32_t key_alloc_locked(enum soft_key_kind kind, void *obj, uint8_t *key)
 
 void key_free_locked(uint32_t index)
 {
-	fab.keys[index].kind = SOFT_KEY_FREE;
-	fab.keys[index].obj = NULL;
+	key_slot(index)->kind = SOFT_KEY_FREE;
+	key_slot(index)->obj = NULL;
 }
 
 void *key_lookup_locked(uint32_t key, enum soft_key_kind kind)
 {
 	uint32_t idx = key >> 8;
 
-	if (idx == 0 || idx >= fab.nkeys || fab.keys[idx].kind != kind)
+	if (idx == 0 || idx >= fab.nkeys || key_slot(idx)->kind != kind)
 		return NULL;
-	return fab.keys[idx].obj;
+	return key_slot(idx)->obj;
 }

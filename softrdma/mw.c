@@ -143,9 +143,9 @@ void mw_qp_gone_locked(struct soft_qp *qp)
 	for (i = 1; i < fab.nkeys; i++) {
 		struct soft_mw *smw;
 
-		if (fab.keys[i].kind != SOFT_KEY_MW)
+		if (key_slot(i)->kind != SOFT_KEY_MW)
 			continue;
-		smw = fab.keys[i].obj;
+		smw = key_slot(i)->obj;
 		if (smw->qp == qp)
 			smw->qp = NULL;
 	}

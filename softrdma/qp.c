@@ -67,17 +67,27 @@ static bool qpn_in_use_locked(uint32_t qpn)
 	return qp_lookup_locked(qpn) != NULL;
 }
 
+static struct soft_qp **qp_bucket(uint32_t qpn)
+{
+	return &fab.qp_hash[qpn % SOFT_QP_HASH];
+}
+
 struct soft_qp *qp_lookup_locked(uint32_t qpn)
 {
-	struct list_node *pos, *tmp;
+	struct soft_qp *sqp = *qp_bucket(qpn);
 
-	list_for_each_safe(pos, tmp, &fab.qps) {
-		struct soft_qp *sqp = list_entry(pos, struct soft_qp, link);
+	while (sqp && sqp->qp.qp_num != qpn)
+		sqp = sqp->hash_next;
+	return sqp;
+}
 
-		if (sqp->qp.qp_num == qpn)
-			return sqp;
-	}
-	return NULL;
+static void qp_unhash_locked(struct soft_qp *sqp)
+{
+	struct soft_qp **pp = qp_bucket(sqp->qp.qp_num);
+
+	while (*pp != sqp)
+		pp = &(*pp)->hash_next;
+	*pp = sqp->hash_next;
 }
 
 static bool caps_valid(const struct ibv_qp_init_attr *init)
@@ -146,6 +156,8 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	} while (qpn_in_use_locked(sqp->qp.qp_num));
 	sqp->qp.handle = sqp->qp.qp_num;
 	list_add_tail(&sqp->link, &fab.qps);
+	sqp->hash_next = *qp_bucket(sqp->qp.qp_num);
+	*qp_bucket(sqp->qp.qp_num) = sqp;
 	sqp->pd->users++;
 	sqp->scq->users++;
 	sqp->rcq->users++;
@@ -169,6 +181,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	/* Requesters waiting on our receives must time out instead. */
 	engine_recv_posted_locked(sqp);
 	list_del(&sqp->link);
+	qp_unhash_locked(sqp);
 	list_for_each_safe(pos, tmp, &fab.qps) {
 		struct soft_qp *other = list_entry(pos, struct soft_qp, link);
 

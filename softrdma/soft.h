@@ -32,6 +32,8 @@
 #define SOFT_MAX_MR_SIZE	(1ULL << 40)
 #define SOFT_MAX_MSG		(1U << 31)
 #define SOFT_MAX_KEYS		(1U << 20)
+#define SOFT_KEY_CHUNK		256	/* key slots allocated at a time */
+#define SOFT_QP_HASH		1024	/* buckets of the QP-number table */
 #define SOFT_FIRST_QPN		0x11
 #define SOFT_FW_VER		"1.0.0"
 
@@ -92,12 +94,13 @@ struct soft_fabric {
 	unsigned int waiting;		/* QPs waiting for an answer from another process */
 	struct list_node active_qps;	/* QPs with send WQEs left to execute */
 	struct list_node work;		/* other units: CM messages, lost links (soft_work) */
-	struct list_node qps;		/* every QP, for lookup by number */
+	struct list_node qps;		/* every QP */
+	struct soft_qp *qp_hash[SOFT_QP_HASH];	/* by number (qp.c) */
 	uint32_t next_qpn;
 	struct softrdma_counts counts;
 	unsigned long executed[IBV_WR_DRIVER1 + 1];
-	/* keys.c */
-	struct soft_key_slot *keys;
+	/* keys.c: chunks of SOFT_KEY_CHUNK slots, never moved once allocated */
+	struct soft_key_slot *key_chunks[SOFT_MAX_KEYS / SOFT_KEY_CHUNK];
 	uint32_t nkeys;
 	uint32_t key_hint;
 	/* fault.c */
@@ -183,6 +186,9 @@ struct soft_key_slot {
 	void *obj;
 	uint8_t next_key;		/* key byte for the next owner of this index */
 };
+
+/* The slot of key index @idx (< fab.nkeys): it never moves while the fabric lives. */
+#define key_slot(idx) (&fab.key_chunks[(idx) / SOFT_KEY_CHUNK][(idx) % SOFT_KEY_CHUNK])
 
 /* Returns an index >= 1 and fills *key with a fresh key byte, or 0 if full. */
 uint32_t key_alloc_locked(enum soft_key_kind kind, void *obj, uint8_t *key);
@@ -375,6 +381,7 @@ struct net_link;
 
 struct soft_qp {
 	struct ibv_qp qp;
+	struct soft_qp *hash_next;	/* fab.qp_hash bucket */
 	struct soft_pd *pd;
 	struct soft_cq *scq;
 	struct soft_cq *rcq;
