@@ -237,8 +237,7 @@ static enum ibv_wc_status gather_locked(struct soft_qp *qp, const struct soft_se
 
 	req->nsegs = 0;
 	if (wqe->flags & IBV_SEND_INLINE) {
-		req->segs[0].addr = wqe->inline_buf;
-		req->segs[0].len = wqe->inline_len;
+		req->segs[0] = wire_seg_local(wqe->inline_buf, wqe->inline_len);
 		req->nsegs = 1;
 		req->length = wqe->inline_len;
 		return IBV_WC_SUCCESS;
@@ -253,9 +252,7 @@ static enum ibv_wc_status gather_locked(struct soft_qp *qp, const struct soft_se
 		if (!ptr)
 			return IBV_WC_LOC_PROT_ERR;
 		if (!read) {
-			req->segs[req->nsegs].addr = ptr;
-			req->segs[req->nsegs].len = sge->length;
-			req->nsegs++;
+			req->segs[req->nsegs++] = wire_seg_local(ptr, sge->length);
 		}
 		total += sge->length;
 	}
@@ -272,8 +269,7 @@ static enum ibv_wc_status gather_locked(struct soft_qp *qp, const struct soft_se
 static enum ibv_wc_status scatter_read_locked(struct soft_qp *qp, const struct soft_send_wqe *wqe,
 					      const struct wire_resp *resp, uint32_t *byte_len)
 {
-	const uint8_t *src = resp->data;
-	uint32_t left = resp->data_len, i;
+	uint32_t left = resp->data.len, off = 0, i;
 
 	*byte_len = 0;
 	for (i = 0; i < wqe->num_sge; i++) {
@@ -290,8 +286,8 @@ static enum ibv_wc_status scatter_read_locked(struct soft_qp *qp, const struct s
 		if (left) {
 			uint32_t len = sge->length < left ? sge->length : left;
 
-			memcpy(dst, src, len);
-			src += len;
+			wire_pull(&resp->data, off, dst, len);
+			off += len;
 			left -= len;
 		}
 	}

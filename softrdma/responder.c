@@ -47,7 +47,7 @@ static bool scatter_payload(struct soft_qp *qp, const struct soft_recv_wqe *rwqe
 {
 	uint8_t *dst[SOFT_MAX_SGE];
 	uint32_t dst_len[SOFT_MAX_SGE];
-	uint32_t left = req->length, n = 0, i, seg = 0, seg_off = 0;
+	uint32_t left = req->length, n = 0, i, off = 0;
 
 	/* Check every buffer the payload will touch before writing any of it. */
 	for (i = 0; i < rwqe->num_sge && left; i++) {
@@ -65,21 +65,8 @@ static bool scatter_payload(struct soft_qp *qp, const struct soft_recv_wqe *rwqe
 		left -= len;
 	}
 	for (i = 0; i < n; i++) {
-		uint32_t off = 0;
-
-		while (off < dst_len[i]) {
-			uint32_t chunk = req->segs[seg].len - seg_off;
-
-			if (chunk > dst_len[i] - off)
-				chunk = dst_len[i] - off;
-			memcpy(dst[i] + off, (const uint8_t *)req->segs[seg].addr + seg_off, chunk);
-			off += chunk;
-			seg_off += chunk;
-			if (seg_off == req->segs[seg].len) {
-				seg++;
-				seg_off = 0;
-			}
-		}
+		wire_pull_msg(req->segs, req->nsegs, off, dst[i], dst_len[i]);
+		off += dst_len[i];
 	}
 	return true;
 }
@@ -183,8 +170,6 @@ static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wi
 {
 	struct soft_rq *rq = recv_ring(qp);
 	uint8_t *dst = NULL;
-	uint32_t off = 0;
-	unsigned int i;
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
 		fail_async(qp, IBV_EVENT_QP_REQ_ERR);
@@ -210,10 +195,8 @@ static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wi
 			return;
 		}
 	}
-	for (i = 0; i < req->nsegs; i++) {
-		memcpy(dst + off, req->segs[i].addr, req->segs[i].len);
-		off += req->segs[i].len;
-	}
+	if (req->length)
+		wire_pull_msg(req->segs, req->nsegs, 0, dst, req->length);
 	if (req->op == WIRE_WRITE_IMM) {
 		struct ibv_wc wc;
 
@@ -240,12 +223,13 @@ static void rdma_read(struct soft_qp *qp, const struct wire_req *req, struct wir
 		resp->status = WIRE_NAK_INV_REQ;
 		return;
 	}
-	resp->data = NULL;
-	resp->data_len = req->length;
+	resp->data = wire_seg_local(NULL, req->length);
 	if (req->length) {
-		resp->data = mem_remote_locked(qp, req->rkey, req->raddr, req->length,
-					       IBV_ACCESS_REMOTE_READ);
-		if (!resp->data) {
+		const void *src = mem_remote_locked(qp, req->rkey, req->raddr, req->length,
+						    IBV_ACCESS_REMOTE_READ);
+
+		resp->data = wire_seg_local(src, req->length);
+		if (!src) {
 			fail_async(qp, IBV_EVENT_QP_ACCESS_ERR);
 			resp->status = WIRE_NAK_REM_ACCESS;
 			return;
@@ -256,8 +240,7 @@ static void rdma_read(struct soft_qp *qp, const struct wire_req *req, struct wir
 
 void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
 {
-	resp->data = NULL;
-	resp->data_len = 0;
+	resp->data = wire_seg_local(NULL, 0);
 	resp->rnr_timer = qp->attr.min_rnr_timer;
 	/* RESET, INIT and ERR QPs drop packets: the requester hears nothing. */
 	if (qp->attr.qp_state != IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_RTS) {

@@ -127,24 +127,7 @@ static void aeth(struct pkt *p, uint8_t syndrome, uint32_t msn)
 /* Copy [off, off + len) of the message gathered in req into payload_buf. */
 static const uint8_t *slice(const struct wire_req *req, uint32_t off, uint32_t len)
 {
-	uint32_t done = 0, pos = 0;
-	unsigned int i;
-
-	for (i = 0; i < req->nsegs && done < len; i++) {
-		uint32_t seg_len = req->segs[i].len;
-
-		if (off < pos + seg_len) {
-			uint32_t from = off > pos ? off - pos : 0;
-			uint32_t n = seg_len - from;
-
-			if (n > len - done)
-				n = len - done;
-			memcpy(payload_buf + done, (const uint8_t *)req->segs[i].addr + from, n);
-			done += n;
-			off += n;
-		}
-		pos += seg_len;
-	}
+	wire_pull_msg(req->segs, req->nsegs, off, payload_buf, len);
 	return payload_buf;
 }
 
@@ -290,17 +273,19 @@ void tap_response_locked(struct soft_qp *responder, const struct wire_req *req,
 		emit(&f, &p, NULL, 0);
 		return;
 	}
-	n = resp->data_len ? (resp->data_len + mtu - 1) / mtu : 1;
+	n = resp->data.len ? (resp->data.len + mtu - 1) / mtu : 1;
 	for (i = 0; i < n; i++) {
 		static const uint8_t ops[] = { OP_READ_RESP_ONLY, OP_READ_RESP_FIRST,
 					       OP_READ_RESP_MIDDLE, OP_READ_RESP_LAST };
 		enum position pos = position(i, n);
-		uint32_t len = resp->data_len - off < mtu ? resp->data_len - off : mtu;
+		uint32_t len = resp->data.len - off < mtu ? resp->data.len - off : mtu;
 
 		bth(&p, ops[pos], false, len, f.dqpn, false, req->psn + i);
 		if (pos != MIDDLE)
 			aeth(&p, AETH_ACK, responder->msn);
-		emit(&f, &p, len ? (const uint8_t *)resp->data + off : NULL, len);
+		if (len)
+			wire_pull(&resp->data, off, payload_buf, len);
+		emit(&f, &p, len ? payload_buf : NULL, len);
 		off += len;
 	}
 }

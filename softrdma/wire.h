@@ -27,11 +27,36 @@ enum wire_op {
 	WIRE_READ,		/* request length bytes at (rkey, raddr); data in the response */
 };
 
-/* A piece of the requester's (validated) memory: the gather list of a message. */
+/*
+ * Bytes of one side's (validated) memory as a transport carries them: who
+ * owns them and where, not a pointer to dereference. The other side copies
+ * them out through wire_pull(), which each kind of owner implements. In one
+ * process, and for a message a socket delivered, the owner is
+ * WIRE_OWNER_LOCAL and addr is an address here; a shared-memory transport
+ * adds owners whose bytes live in a mapping of another process.
+ */
+enum wire_owner {
+	WIRE_OWNER_LOCAL,
+};
+
 struct wire_seg {
-	const void *addr;
+	enum wire_owner owner;
+	uint64_t addr;
 	uint32_t len;
 };
+
+static inline struct wire_seg wire_seg_local(const void *p, uint32_t len)
+{
+	struct wire_seg s = { WIRE_OWNER_LOCAL, (uint64_t)(uintptr_t)p, len };
+
+	return s;
+}
+
+/* Copy @len bytes at offset @off of @seg to @dst. */
+void wire_pull(const struct wire_seg *seg, uint32_t off, void *dst, uint32_t len);
+/* Copy @len bytes at offset @off of the message @segs[0..@nsegs) to @dst. */
+void wire_pull_msg(const struct wire_seg *segs, unsigned int nsegs, uint32_t off, void *dst,
+		   uint32_t len);
 
 #define WIRE_MAX_SEGS 33	/* max_sge, plus one for inline data */
 
@@ -66,12 +91,11 @@ enum wire_status {
 struct wire_resp {
 	enum wire_status status;
 	/*
-	 * READ: the bytes read. In process this points into the responder's
-	 * registered memory and stays valid until the fabric lock is released;
-	 * a socket transport points it at its receive buffer instead.
+	 * READ: the bytes read. In process they are the responder's registered
+	 * memory, valid until the fabric lock is released; a socket transport
+	 * describes its receive buffer instead.
 	 */
-	const void *data;
-	uint32_t data_len;
+	struct wire_seg data;
 	uint8_t rnr_timer;	/* RNR NAK: the responder's min_rnr_timer (IBA 9.7.5.2.8) */
 };
 

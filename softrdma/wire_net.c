@@ -62,7 +62,6 @@ void wire_net_send_locked(struct soft_qp *qp, struct net_link *link, const struc
 	struct net_wire_req *m;
 	struct net_buf *buf;
 	uint8_t *dst;
-	unsigned int i;
 
 	(void)qp;
 	buf = link->dead ? NULL : net_buf_new(NET_MSG_WIRE_REQ,
@@ -86,10 +85,8 @@ void wire_net_send_locked(struct soft_qp *qp, struct net_link *link, const struc
 	m->psn = req->psn;
 	m->carries_payload = payload;
 	dst = (uint8_t *)(m + 1);
-	for (i = 0; payload && i < req->nsegs; i++) {
-		memcpy(dst, req->segs[i].addr, req->segs[i].len);
-		dst += req->segs[i].len;
-	}
+	if (payload)
+		wire_pull_msg(req->segs, req->nsegs, 0, dst, req->length);
 	net_send_locked(link, buf);
 	resp->status = WIRE_PENDING;
 }
@@ -97,7 +94,7 @@ void wire_net_send_locked(struct soft_qp *qp, struct net_link *link, const struc
 static void send_answer_locked(struct net_link *link, const struct net_wire_req *m,
 			       const struct wire_resp *resp)
 {
-	uint32_t data_len = resp->status == WIRE_ACK && m->op == WIRE_READ ? resp->data_len : 0;
+	uint32_t data_len = resp->status == WIRE_ACK && m->op == WIRE_READ ? resp->data.len : 0;
 	struct net_wire_resp *a;
 	struct net_buf *buf;
 
@@ -115,7 +112,7 @@ static void send_answer_locked(struct net_link *link, const struct net_wire_req 
 	a->data_len = data_len;
 	a->rnr_timer = resp->rnr_timer;
 	if (data_len)
-		memcpy(a + 1, resp->data, data_len);
+		wire_pull(&resp->data, 0, a + 1, data_len);
 	net_send_locked(link, buf);
 }
 
@@ -142,8 +139,7 @@ void wire_net_serve_locked(struct net_link *link, const void *body, uint32_t len
 	req.token = m->token;
 	req.psn = m->psn;
 	if (m->carries_payload && m->length) {
-		req.segs[0].addr = m + 1;
-		req.segs[0].len = m->length;
+		req.segs[0] = wire_seg_local(m + 1, m->length);
 		req.nsegs = 1;
 	}
 	/* Only the QP of this link's connection answers on it. */
@@ -169,8 +165,7 @@ void wire_net_answer_locked(struct net_link *link, const void *body, uint32_t le
 	    qp->sq[qp->sq_exec % qp->sq_size].seq != a->token)
 		return;
 	resp.status = a->status;
-	resp.data = a + 1;
-	resp.data_len = a->data_len;
+	resp.data = wire_seg_local(a + 1, a->data_len);
 	resp.rnr_timer = (uint8_t)(a->rnr_timer & 31);
 	engine_answer_locked(qp, &resp);
 }
