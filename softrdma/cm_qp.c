@@ -124,12 +124,8 @@ int cm_qp_connect_locked(struct soft_cm_id *sid)
 	if (!ret)
 		ret = modify_locked(sqp, sid, fill_rts);
 	/* A peer in another process: the QP's requests go over the connection's link. */
-	if (!ret && sid->conn && sqp->remote != sid->conn) {
-		if (sqp->remote)
-			net_link_put_locked(sqp->remote);
-		net_link_get_locked(sid->conn);
-		sqp->remote = sid->conn;
-	}
+	if (!ret && sid->conn)
+		wire_attach_locked(sqp, sid->conn);
 	return ret;
 }
 

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "soft.h"
-#include "wire_net.h"
 
 void engine_activate_locked(struct soft_qp *qp)
 {
@@ -381,7 +380,7 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 		return;
 	}
 	/* Across processes a Read keeps the QP waiting for its answer, as before. */
-	if (wqe->opcode == IBV_WR_RDMA_READ && !wire_route_locked(qp)) {
+	if (wqe->opcode == IBV_WR_RDMA_READ && wire_is_local_locked(qp)) {
 		read_issue_locked(qp, wqe, req.length);
 		return;
 	}

@@ -189,8 +189,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 			other->peer = NULL;
 	}
 	mw_qp_gone_locked(sqp);
-	if (sqp->remote)
-		net_link_put_locked(sqp->remote);
+	wire_detach_locked(sqp);
 	async_forget_locked(qp->context, qp);
 	if (sqp->cm_id)
 		fab.cm_ops->qp_destroyed(sqp->cm_id);
@@ -301,11 +300,8 @@ static void qp_reset_locked(struct soft_qp *sqp)
 	sqp->sq_head = sqp->sq_comp = sqp->sq_exec = sqp->sq_tail = 0;
 	sqp->rq.head = 0;
 	sqp->rq.count = 0;
-	sqp->peer = NULL;
 	sqp->comm_est = false;
-	if (sqp->remote)
-		net_link_put_locked(sqp->remote);
-	sqp->remote = NULL;
+	wire_detach_locked(sqp);
 }
 
 int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
@@ -367,6 +363,8 @@ int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
 		return 0;
 	}
 	sqp->attr.qp_state = next;
+	if (next == IBV_QPS_RTR)
+		wire_attach_locked(sqp, NULL);
 	if (next == IBV_QPS_RESET)
 		qp_reset_locked(sqp);
 	return 0;

@@ -382,6 +382,7 @@ struct net_link;
 struct soft_qp {
 	struct ibv_qp qp;
 	struct soft_qp *hash_next;	/* fab.qp_hash bucket */
+	const struct wire_transport *wire;	/* attached at RTR (wire.c), or NULL */
 	struct soft_pd *pd;
 	struct soft_cq *scq;
 	struct soft_cq *rcq;

@@ -1,28 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wire_transmit(): a request whose connection goes to another process travels
- * over its link (wire_net.c); otherwise the responder is a QP in this
- * process, found by number and cached on the requester. The capture (tap.c)
- * sees every request here and every answer where it is made.
+ * wire_transmit() and the transport in this process: a request whose
+ * connection goes to another process travels over its link (wire_net.c,
+ * wire_socket); otherwise the responder is a QP in this process, found by
+ * number and cached on the requester. The capture (tap.c) sees every
+ * request here and every answer where it is made.
  */
 #include <string.h>
 
+#include "net.h"
 #include "soft.h"
 #include "tap.h"
 #include "wire_net.h"
 
-void wire_transmit(struct soft_qp *requester, const struct wire_req *req,
-		   struct wire_resp *resp)
+/* In this process: the responder is a QP found by number, cached on the requester. */
+static void local_transmit(struct soft_qp *requester, const struct wire_req *req,
+			   struct wire_resp *resp)
 {
-	struct net_link *link = wire_route_locked(requester);
 	struct soft_qp *peer = requester->peer;
 
-	resp->data = wire_seg_local(NULL, 0);
-	tap_request_locked(requester, req);
-	if (link) {
-		wire_net_send_locked(requester, link, req, resp);
-		return;
-	}
 	if (!peer || peer->qp.qp_num != req->dst_qpn) {
 		peer = qp_lookup_locked(req->dst_qpn);
 		requester->peer = peer;
@@ -33,6 +29,57 @@ void wire_transmit(struct soft_qp *requester, const struct wire_req *req,
 	}
 	responder_receive(peer, req, resp);
 	tap_response_locked(peer, req, resp);
+}
+
+static void local_detach(struct soft_qp *qp)
+{
+	qp->peer = NULL;
+}
+
+const struct wire_transport wire_local = {
+	.name = "local",
+	.transmit = local_transmit,
+	.detach = local_detach,
+};
+
+void wire_attach_locked(struct soft_qp *qp, struct net_link *link)
+{
+	if (!link)
+		link = wire_route_locked(qp);
+	if (link && qp->remote != link) {
+		wire_detach_locked(qp);
+		net_link_get_locked(link);
+		qp->remote = link;
+	}
+	qp->wire = link ? &wire_socket : &wire_local;
+}
+
+void wire_detach_locked(struct soft_qp *qp)
+{
+	if (qp->wire)
+		qp->wire->detach(qp);
+	qp->wire = NULL;
+	qp->peer = NULL;
+	if (qp->remote)
+		net_link_put_locked(qp->remote);
+	qp->remote = NULL;
+}
+
+bool wire_is_local_locked(struct soft_qp *qp)
+{
+	/* A QP the application connected to another process finds its link late. */
+	if (!qp->wire || qp->wire == &wire_local)
+		wire_attach_locked(qp, NULL);
+	return qp->wire == &wire_local;
+}
+
+void wire_transmit(struct soft_qp *requester, const struct wire_req *req,
+		   struct wire_resp *resp)
+{
+	wire_is_local_locked(requester);
+	resp->data = wire_seg_local(NULL, 0);
+	tap_request_locked(requester, req);
+	requester->wire->transmit(requester, req, resp);
 }
 
 void wire_pull(const struct wire_seg *seg, uint32_t off, void *dst, uint32_t len)

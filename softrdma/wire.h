@@ -99,13 +99,42 @@ struct wire_resp {
 	uint8_t rnr_timer;	/* RNR NAK: the responder's min_rnr_timer (IBA 9.7.5.2.8) */
 };
 
+struct net_link;
+
+/*
+ * A transport: how a QP's requests reach its responder and the answers come
+ * back. One is chosen when the QP is attached (at RTR, and again when
+ * rdma_cm gives it a link to another process) and dropped when it is
+ * detached (reset, destroy). In this process (wire.c) the responder runs
+ * at once; over a socket (wire_net.c) the answer comes later. A
+ * shared-memory transport plugs in as a third.
+ */
+struct wire_transport {
+	const char *name;
+	/* Carry @req: answer in @resp now, or WIRE_PENDING and later through engine_answer_locked(). */
+	void (*transmit)(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp);
+	/* @qp leaves the transport: forget what it holds of it. */
+	void (*detach)(struct soft_qp *qp);
+};
+
+extern const struct wire_transport wire_local;
+extern const struct wire_transport wire_socket;
+
+/*
+ * Attach @qp to the transport that reaches its responder: over @link when
+ * given (rdma_cm knows the connection), else over the link a QP the
+ * application connected itself travels on, else in this process.
+ */
+void wire_attach_locked(struct soft_qp *qp, struct net_link *link);
+void wire_detach_locked(struct soft_qp *qp);
+/* Does @qp's responder live in this process (attaching it first if need be)? */
+bool wire_is_local_locked(struct soft_qp *qp);
+
 /*
  * Carry req to the responder named by (dgid, dst_qpn) and get its answer.
  * Called with the fabric lock held, from the progress unit that executes the
- * WQE; it must not call back into the requester QP. The in-process transport
- * calls responder_receive() directly; a QP whose connection goes to another
- * process sends the request over its link and answers WIRE_PENDING (the
- * answer reaches engine_answer_locked() from the net thread).
+ * WQE; it must not call back into the requester QP. Goes through the QP's
+ * transport (attaching it first if it never was), and the capture.
  */
 void wire_transmit(struct soft_qp *requester, const struct wire_req *req,
 		   struct wire_resp *resp);

@@ -48,10 +48,6 @@ struct net_link *wire_route_locked(struct soft_qp *qp)
 		return qp->remote;
 	/* A QP the application made itself and connected through rdma_cm's ids. */
 	link = fab.cm_ops->qp_link(qp);
-	if (link) {
-		net_link_get_locked(link);
-		qp->remote = link;
-	}
 	return link;
 }
 
@@ -195,3 +191,20 @@ void wire_net_link_lost_locked(struct net_link *link)
 			engine_answer_locked(qp, &none);
 	}
 }
+
+static void socket_transmit(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
+{
+	wire_net_send_locked(qp, qp->remote, req, resp);
+}
+
+static void socket_detach(struct soft_qp *qp)
+{
+	/* An answer still on its way finds no QP waiting for it, and is dropped. */
+	(void)qp;
+}
+
+const struct wire_transport wire_socket = {
+	.name = "socket",
+	.transmit = socket_transmit,
+	.detach = socket_detach,
+};
