@@ -2,6 +2,7 @@
 /* Helpers for the softrdma conformance tests (see harness.h). */
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <arpa/inet.h>
@@ -368,4 +369,26 @@ void h_pair_close_reg(struct h_pair *p, struct ibv_mr *mr[2])
 		assert_int_equal(ibv_dereg_mr(mr[i]), 0);
 	}
 	h_pair_close(p);
+}
+
+void h_pair_open_bufs(struct h_pair *p, const struct h_opts *o, uint8_t *buf[2], size_t len,
+		      int access, struct ibv_mr *mr[2])
+{
+	void *bufs[2];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		buf[i] = calloc(1, len);
+		assert_non_null(buf[i]);
+		bufs[i] = buf[i];
+	}
+	h_pair_open_reg(p, o, bufs, len, access, mr);
+}
+
+void h_pair_close_bufs(struct h_pair *p, uint8_t *buf[2], struct ibv_mr *mr[2])
+{
+	h_pair_close_reg(p, mr);
+	free(buf[0]);
+	free(buf[1]);
+	buf[0] = buf[1] = NULL;
 }

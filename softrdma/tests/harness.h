@@ -58,6 +58,10 @@ void h_qp_to_rtr(struct ibv_qp *qp, uint32_t dest_qpn, const struct h_opts *o);
 void h_pair_open_reg(struct h_pair *p, const struct h_opts *o, void *const buf[2], size_t len,
 		     int access, struct ibv_mr *mr[2]);
 void h_pair_close_reg(struct h_pair *p, struct ibv_mr *mr[2]);
+/* The same over two zeroed buffers of @len bytes allocated into @buf, and freed. */
+void h_pair_open_bufs(struct h_pair *p, const struct h_opts *o, uint8_t *buf[2], size_t len,
+		      int access, struct ibv_mr *mr[2]);
+void h_pair_close_bufs(struct h_pair *p, uint8_t *buf[2], struct ibv_mr *mr[2]);
 
 struct ibv_mr *h_reg(struct ibv_pd *pd, void *buf, size_t len, int access);
 int h_post(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, void *buf, uint32_t len,

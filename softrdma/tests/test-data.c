@@ -24,25 +24,17 @@ static struct h_opts opts;
 
 static int open_pair(void **state)
 {
-	void *bufs[2];
-
 	(void)state;
 	memset(&fx, 0, sizeof(fx));
-	fx.buf[0] = calloc(1, LEN);
-	fx.buf[1] = calloc(1, LEN);
-	bufs[0] = fx.buf[0];
-	bufs[1] = fx.buf[1];
-	h_pair_open_reg(&fx.p, &opts, bufs, LEN,
-			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE, fx.mr);
+	h_pair_open_bufs(&fx.p, &opts, fx.buf, LEN,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE, fx.mr);
 	return 0;
 }
 
 static int close_pair(void **state)
 {
 	(void)state;
-	h_pair_close_reg(&fx.p, fx.mr);
-	free(fx.buf[0]);
-	free(fx.buf[1]);
+	h_pair_close_bufs(&fx.p, fx.buf, fx.mr);
 	return 0;
 }
 

@@ -19,24 +19,16 @@ static struct ibv_mr *mr[2];
 
 static int open_pair(void **state)
 {
-	void *bufs[2];
-
 	(void)state;
-	buf[0] = calloc(1, LEN);
-	buf[1] = calloc(1, LEN);
-	bufs[0] = buf[0];
-	bufs[1] = buf[1];
-	h_pair_open_reg(&p, &opts, bufs, LEN,
-			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE, mr);
+	h_pair_open_bufs(&p, &opts, buf, LEN,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE, mr);
 	return 0;
 }
 
 static int close_pair(void **state)
 {
 	(void)state;
-	h_pair_close_reg(&p, mr);
-	free(buf[0]);
-	free(buf[1]);
+	h_pair_close_bufs(&p, buf, mr);
 	h_opts_default(&opts);
 	return 0;
 }

@@ -21,16 +21,9 @@ static struct ibv_mw *mw;
 
 static int open_pair(void **state)
 {
-	void *bufs[2];
-
 	(void)state;
 	h_opts_default(&opts);
-	buf[0] = calloc(1, LEN);
-	buf[1] = calloc(1, LEN);
-	bufs[0] = buf[0];
-	bufs[1] = buf[1];
-	h_pair_open_reg(&p, &opts, bufs, LEN,
-			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND, mr);
+	h_pair_open_bufs(&p, &opts, buf, LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND, mr);
 	mw = ibv_alloc_mw(p.pd, IBV_MW_TYPE_2);
 	assert_non_null(mw);
 	return 0;
@@ -41,9 +34,7 @@ static int close_pair(void **state)
 	(void)state;
 	h_settle();
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
-	h_pair_close_reg(&p, mr);
-	free(buf[0]);
-	free(buf[1]);
+	h_pair_close_bufs(&p, buf, mr);
 	return 0;
 }
 
