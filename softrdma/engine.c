@@ -27,17 +27,9 @@ void engine_activate_locked(struct soft_qp *qp)
 	list_add_tail(&qp->active_link, &fab.active_qps);
 }
 
-static void stop_waiting_locked(struct soft_qp *qp)
-{
-	if (!qp->wait_resp)
-		return;
-	qp->wait_resp = false;
-	fab.waiting--;
-}
-
 void engine_deactivate_locked(struct soft_qp *qp)
 {
-	stop_waiting_locked(qp);
+	qp->wait_resp = false;
 	qp->wait_rd = false;
 	if (!qp->active)
 		return;
@@ -148,8 +140,9 @@ static void finish_wqe_locked(struct soft_qp *qp, struct soft_send_wqe *wqe,
 }
 
 /*
- * Forget the Reads in flight (their response units will not run). With
- * @flush they complete with IBV_WC_WR_FLUSH_ERR, in order.
+ * Forget the Reads in flight (their response units will not run) and the
+ * requests awaiting answers from another process (a late answer finds
+ * nothing). With @flush they complete with IBV_WC_WR_FLUSH_ERR, in order.
  */
 void engine_cancel_reads_locked(struct soft_qp *qp, bool flush)
 {
@@ -158,12 +151,18 @@ void engine_cancel_reads_locked(struct soft_qp *qp, bool flush)
 	for (i = qp->sq_comp; i != qp->sq_exec; i++) {
 		struct soft_send_wqe *wqe = &qp->sq[i % qp->sq_size];
 
+		if (wqe->awaiting) {
+			wqe->awaiting = false;
+			fab.waiting--;
+			wqe_done(wqe, IBV_WC_WR_FLUSH_ERR, 0);
+		}
 		if (!wqe->outstanding)
 			continue;
 		list_del(&wqe->rd_work.link);
 		wqe->outstanding = false;
 		wqe_done(wqe, IBV_WC_WR_FLUSH_ERR, 0);
 	}
+	qp->net_inflight = 0;
 	qp->rd_outstanding = 0;
 	qp->wait_rd = false;
 	if (flush)
@@ -359,6 +358,70 @@ static void read_issue_locked(struct soft_qp *qp, struct soft_send_wqe *wqe, uin
 		engine_deactivate_locked(qp);
 }
 
+/*
+ * The request went to another process: the WQE awaits its answer while the
+ * QP goes on with the next ones, up to SOFT_NET_WINDOW.
+ */
+static void net_issue_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
+{
+	wqe->awaiting = true;
+	fab.waiting++;
+	if (wqe->opcode == IBV_WR_RDMA_READ)
+		qp->rd_outstanding++;
+	if (++qp->net_inflight > qp->max_inflight)
+		qp->max_inflight = qp->net_inflight;
+	qp->sq_exec++;
+	qp->wake_at = 0;
+	if (qp->sq_exec == qp->sq_tail)
+		engine_deactivate_locked(qp);
+	else if (qp->net_inflight >= SOFT_NET_WINDOW)
+		qp->wait_resp = true;
+}
+
+static void unawait_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
+{
+	wqe->awaiting = false;
+	fab.waiting--;
+	qp->net_inflight--;
+	qp->wait_resp = false;
+	if (wqe->opcode == IBV_WR_RDMA_READ) {
+		qp->rd_outstanding--;
+		qp->wait_rd = false;	/* the head looks again when it runs */
+	}
+}
+
+/*
+ * Go back N: the WQE at @idx is to be sent again, and every one after it
+ * that awaited an answer (the responder drops them: rnr_gate) with it.
+ */
+static void rewind_locked(struct soft_qp *qp, uint32_t idx)
+{
+	uint32_t i;
+
+	for (i = idx; i != qp->sq_exec; i++) {
+		struct soft_send_wqe *wqe = &qp->sq[i % qp->sq_size];
+
+		if (wqe->awaiting) {
+			unawait_locked(qp, wqe);
+			qp->resends++;
+		}
+	}
+	qp->sq_exec = idx;
+	engine_activate_locked(qp);
+}
+
+/* The index of the oldest WQE awaiting an answer (net_inflight > 0). */
+uint32_t engine_oldest_awaiting_locked(const struct soft_qp *qp)
+{
+	uint32_t i = qp->sq_comp;
+
+	while (!qp->sq[i % qp->sq_size].awaiting)
+		i++;
+	return i;
+}
+
+static void answer_now_locked(struct soft_qp *qp, const struct wire_resp *resp);
+
 /* Send the WQE over the wire; act on the answer now or when it comes. */
 static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 {
@@ -391,11 +454,10 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 	else
 		wire_transmit(qp, &req, &resp);
 	if (resp.status == WIRE_PENDING) {
-		qp->wait_resp = true;
-		fab.waiting++;
+		net_issue_locked(qp, wqe);
 		return;
 	}
-	engine_answer_locked(qp, &resp);
+	answer_now_locked(qp, &resp);
 }
 
 static enum ibv_wc_status nak_status(enum wire_status st)
@@ -455,16 +517,50 @@ static void read_response_run(struct soft_work *w)
 	}
 }
 
-void engine_answer_locked(struct soft_qp *qp, const struct wire_resp *resp)
+/* An answer from another process: find its WQE among those awaiting one. */
+void engine_answer_locked(struct soft_qp *qp, uint64_t token, const struct wire_resp *resp)
+{
+	struct soft_send_wqe *wqe = NULL;
+	enum ibv_wc_status st;
+	uint32_t i, oldest = qp->sq_exec, byte_len = 0;
+
+	for (i = qp->sq_comp; i != qp->sq_exec; i++) {
+		struct soft_send_wqe *w = &qp->sq[i % qp->sq_size];
+
+		if (w->awaiting && oldest == qp->sq_exec)
+			oldest = i;
+		if (w->awaiting && w->seq == token) {
+			wqe = w;
+			break;
+		}
+	}
+	if (!wqe || qp->attr.qp_state != IBV_QPS_RTS)
+		return;
+	fab_kick_locked();
+	if (resp->status == WIRE_NAK_RNR || resp->status == WIRE_NO_ANSWER) {
+		/* Sent again from here (no answer: from the oldest still awaiting one). */
+		rewind_locked(qp, resp->status == WIRE_NAK_RNR ? i : oldest);
+		answer_now_locked(qp, resp);
+		return;
+	}
+	unawait_locked(qp, wqe);
+	st = nak_status(resp->status);
+	if (st == IBV_WC_SUCCESS && wqe->opcode == IBV_WR_RDMA_READ)
+		st = scatter_read_locked(qp, wqe, resp, &byte_len);
+	fab.executed[wqe->opcode]++;
+	wqe_done(wqe, st, st == IBV_WC_SUCCESS ? byte_len : 0);
+	complete_in_order_locked(qp);
+	if (st != IBV_WC_SUCCESS)
+		qp_to_error_locked(qp);
+}
+
+/* The answer to the WQE at sq_exec, there and then (in this process, or a dead link). */
+static void answer_now_locked(struct soft_qp *qp, const struct wire_resp *resp)
 {
 	struct soft_send_wqe *wqe = &qp->sq[qp->sq_exec % qp->sq_size];
 	enum ibv_wc_status st;
 	uint32_t byte_len;
 
-	if (qp->wait_resp) {
-		stop_waiting_locked(qp);
-		fab_kick_locked();
-	}
 	/* The responder's error handling may have torn our connection down. */
 	if (qp->attr.qp_state != IBV_QPS_RTS || qp->sq_exec == qp->sq_tail)
 		return;
@@ -502,6 +598,11 @@ void engine_answer_locked(struct soft_qp *qp, const struct wire_resp *resp)
 		break;
 	case WIRE_NO_ANSWER:
 	case WIRE_PENDING:
+		/* The link is dead: the oldest request awaiting its answer times out first. */
+		if (qp->net_inflight) {
+			rewind_locked(qp, engine_oldest_awaiting_locked(qp));
+			wqe = &qp->sq[qp->sq_exec % qp->sq_size];
+		}
 		if (wqe->retry_left) {
 			wqe->retry_left--;
 			qp->wake_at = ack_retry_time(qp);
@@ -518,8 +619,9 @@ void engine_peer_lost_locked(struct soft_qp *qp)
 
 	if (state == IBV_QPS_RESET || state == IBV_QPS_ERR)
 		return;
+	if (state == IBV_QPS_RTS && qp->net_inflight)
+		rewind_locked(qp, engine_oldest_awaiting_locked(qp));
 	if (state == IBV_QPS_RTS && qp->sq_exec != qp->sq_tail) {
-		stop_waiting_locked(qp);
 		finish_wqe_locked(qp, &qp->sq[qp->sq_exec % qp->sq_size],
 				  IBV_WC_RETRY_EXC_ERR, 0);
 		return;

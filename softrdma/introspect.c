@@ -99,3 +99,23 @@ unsigned long softrdma_executed(enum ibv_wr_opcode opcode)
 	fab_unlock();
 	return n;
 }
+
+unsigned int softrdma_qp_max_inflight(struct ibv_qp *qp)
+{
+	unsigned int n;
+
+	fab_lock();
+	n = to_sqp(qp)->max_inflight;
+	fab_unlock();
+	return n;
+}
+
+unsigned long softrdma_qp_resends(struct ibv_qp *qp)
+{
+	unsigned long n;
+
+	fab_lock();
+	n = to_sqp(qp)->resends;
+	fab_unlock();
+	return n;
+}

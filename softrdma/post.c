@@ -73,6 +73,7 @@ static void enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 	wqe->executed = false;
 	wqe->started = false;
 	wqe->done = false;
+	wqe->awaiting = false;
 	wqe->outstanding = false;
 	wqe->force_rnr = false;
 	/* Only the fields the opcode uses: the others may be uninitialised in wr. */

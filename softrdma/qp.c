@@ -301,6 +301,9 @@ static void qp_reset_locked(struct soft_qp *sqp)
 	sqp->rq.head = 0;
 	sqp->rq.count = 0;
 	sqp->comm_est = false;
+	sqp->rnr_gate = false;
+	sqp->max_inflight = 0;
+	sqp->resends = 0;
 	wire_detach_locked(sqp);
 }
 

@@ -34,6 +34,7 @@
 #define SOFT_MAX_KEYS		(1U << 20)
 #define SOFT_KEY_CHUNK		256	/* key slots allocated at a time */
 #define SOFT_QP_HASH		1024	/* buckets of the QP-number table */
+#define SOFT_NET_WINDOW		32	/* requests a QP may have awaiting answers */
 #define SOFT_FIRST_QPN		0x11
 #define SOFT_FW_VER		"1.0.0"
 
@@ -369,7 +370,9 @@ struct soft_send_wqe {
 	bool done;
 	enum ibv_wc_status status;
 	uint32_t byte_len;
-	/* An RDMA Read in flight: its response is a unit of its own. */
+	/* Sent to another process, its answer awaited (wire_socket). */
+	bool awaiting;
+	/* An RDMA Read in flight in this process: its response is a unit of its own. */
 	bool outstanding;
 	uint32_t rd_len;
 	struct soft_qp *rd_qp;
@@ -408,7 +411,12 @@ struct soft_qp {
 	bool wait_recv;			/* RNR with rnr_retry 7: waits for the peer's receive */
 	bool wait_rd;			/* the head WQE waits for Reads in flight (fence, ORD) */
 	unsigned int rd_outstanding;	/* RDMA Reads in flight */
-	bool wait_resp;			/* its request is out on a link, waiting for the answer */
+	bool wait_resp;			/* SOFT_NET_WINDOW requests await answers: no more now */
+	unsigned int net_inflight;	/* requests sent to another process, answers awaited */
+	unsigned int max_inflight;	/* the most at once (softrdma_qp_max_inflight()) */
+	unsigned long resends;		/* requests sent again: go back N (softrdma_qp_resends()) */
+	bool rnr_gate;			/* responder: RNR NAK sent for rnr_gate_psn ... */
+	uint32_t rnr_gate_psn;		/* ... drop what follows until it comes again */
 	bool comm_est;			/* IBV_EVENT_COMM_EST raised (first receipt in RTR) */
 	struct soft_qp *peer;		/* cached responder, resolved from attr.dest_qp_num */
 	struct net_link *remote;	/* link to a responder in another process (a reference) */
@@ -450,13 +458,16 @@ void engine_cancel_reads_locked(struct soft_qp *qp, bool flush);
 void engine_recv_posted_locked(struct soft_qp *qp);
 void engine_complete_recv_locked(struct soft_qp *qp, const struct ibv_wc *wc, bool solicited);
 /* The answer to the request qp is waiting for (wait_resp) came over its link. */
-void engine_answer_locked(struct soft_qp *qp, const struct wire_resp *resp);
+/* An answer from another process to the awaiting WQE of @qp posted as @token. */
+void engine_answer_locked(struct soft_qp *qp, uint64_t token, const struct wire_resp *resp);
 /*
  * The process at the other end of qp's connection died: the oldest
  * outstanding send WR completes with IBV_WC_RETRY_EXC_ERR, as on hardware
  * whose peer vanished, and the QP goes to ERR, flushing the rest.
  */
 void engine_peer_lost_locked(struct soft_qp *qp);
+/* The index of the oldest WQE awaiting an answer from another process (net_inflight > 0). */
+uint32_t engine_oldest_awaiting_locked(const struct soft_qp *qp);
 
 /* ---- fault.c ---------------------------------------------------------------- */
 

@@ -173,6 +173,17 @@ size_t softrdma_pd_exposed_bytes(struct ibv_pd *pd);
 /* Number of operations the fabric has executed (WRs) since start, per opcode. */
 unsigned long softrdma_executed(enum ibv_wr_opcode opcode);
 
+/*
+ * The most send WRs @qp has had sent to another process with their answers
+ * awaited at once, since it was created or last reset (up to 32).
+ */
+unsigned int softrdma_qp_max_inflight(struct ibv_qp *qp);
+/*
+ * Requests @qp sent again because an earlier one got an RNR NAK or its
+ * answer was lost (go back N), since it was created or last reset.
+ */
+unsigned long softrdma_qp_resends(struct ibv_qp *qp);
+
 #ifdef __cplusplus
 }
 #endif

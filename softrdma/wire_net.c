@@ -141,9 +141,20 @@ void wire_net_serve_locked(struct net_link *link, const void *body, uint32_t len
 	/* Only the QP of this link's connection answers on it. */
 	qp = qp_lookup_locked(m->dst_qpn);
 	if (qp && wire_route_locked(qp) == link) {
+		/*
+		 * Go back N: after an RNR NAK the requester sends that request
+		 * again and all behind it; drop what follows until it comes.
+		 */
+		if (qp->rnr_gate && req.psn != qp->rnr_gate_psn)
+			return;
+		qp->rnr_gate = false;
 		req.dgid = qp->attr.ah_attr.grh.dgid;
 		responder_receive(qp, &req, &resp);
 		tap_response_locked(qp, &req, &resp);
+		if (resp.status == WIRE_NAK_RNR) {
+			qp->rnr_gate = true;
+			qp->rnr_gate_psn = req.psn;
+		}
 	}
 	send_answer_locked(link, m, &resp);
 }
@@ -157,13 +168,12 @@ void wire_net_answer_locked(struct net_link *link, const void *body, uint32_t le
 	if (len < sizeof(*a) || len != sizeof(*a) + a->data_len || a->status > WIRE_NO_ANSWER)
 		return;
 	qp = qp_lookup_locked(a->src_qpn);
-	if (!qp || qp->remote != link || !qp->wait_resp ||
-	    qp->sq[qp->sq_exec % qp->sq_size].seq != a->token)
+	if (!qp || qp->remote != link)
 		return;
 	resp.status = a->status;
 	resp.data = wire_seg_local(a + 1, a->data_len);
 	resp.rnr_timer = (uint8_t)(a->rnr_timer & 31);
-	engine_answer_locked(qp, &resp);
+	engine_answer_locked(qp, a->token, &resp);
 }
 
 bool wire_net_link_busy_locked(struct net_link *link)
@@ -173,7 +183,7 @@ bool wire_net_link_busy_locked(struct net_link *link)
 	list_for_each_safe(pos, tmp, &fab.qps) {
 		struct soft_qp *qp = list_entry(pos, struct soft_qp, link);
 
-		if (qp->remote == link && qp->wait_resp)
+		if (qp->remote == link && qp->net_inflight)
 			return true;
 	}
 	return false;
@@ -187,8 +197,12 @@ void wire_net_link_lost_locked(struct net_link *link)
 	list_for_each_safe(pos, tmp, &fab.qps) {
 		struct soft_qp *qp = list_entry(pos, struct soft_qp, link);
 
-		if (qp->remote == link && qp->wait_resp)
-			engine_answer_locked(qp, &none);
+		if (qp->remote != link || !qp->net_inflight)
+			continue;
+		/* No answer will come: the oldest awaiting request times out, the rest go again. */
+		engine_answer_locked(qp,
+				     qp->sq[engine_oldest_awaiting_locked(qp) % qp->sq_size].seq,
+				     &none);
 	}
 }
 

@@ -320,6 +320,33 @@ static int role_sync_client(void)
 	return 0;
 }
 
+/* Three receives, then five more when told: eight Sends land in order across RNR NAKs. */
+static int role_window(void)
+{
+	struct ibv_wc wc;
+	struct side s;
+	int i;
+
+	p_listen(&s);
+	p_accept(&s, 7, NULL);	/* the client retries RNR NAKs for good */
+	for (i = 0; i < 3; i++)
+		p_post_recv(&s, (uint64_t)i, (size_t)i * 64, 64);
+	PEER_CHECK(rdma_ack_cm_event(p_event(s.ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
+	peer_say("ready");
+	PEER_CHECK(strcmp(peer_hear(), "more") == 0);
+	for (i = 3; i < 8; i++)
+		p_post_recv(&s, (uint64_t)i, (size_t)i * 64, 64);
+	for (i = 0; i < 8; i++) {
+		p_poll(s.id->recv_cq, &wc);
+		PEER_CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)i);
+		PEER_CHECK(wc.byte_len == 64 && s.buf[i * 64] == 'a' + i);
+	}
+	peer_say("received 8 in order");
+	p_close(&s);
+	p_done(&s);
+	return 0;
+}
+
 static int run_role(const char *role)
 {
 	static const struct {
@@ -332,6 +359,7 @@ static int run_role(const char *role)
 		{ "die-before-accept", role_die_before_accept },
 		{ "hold-port", role_hold_port },
 		{ "sync-client", role_sync_client },
+		{ "window", role_window },
 	};
 	size_t i;
 
@@ -500,6 +528,61 @@ static void test_cm_and_data(void **state)
 			      raddr + 20000, rkey), 0);
 	expect_wc(&c, 6, IBV_WC_SUCCESS);
 	peer_expect(&c.peer, "received 3");
+	assert_int_equal(rdma_disconnect(c.id), 0);
+	h_cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED);
+	peer_expect(&c.peer, "done");
+	finish(&c, 0);
+}
+
+/* Step (or wait) until @qp has sent @n requests again. */
+static void wait_resends(struct client *c, unsigned long n)
+{
+	uint64_t deadline = now_ms() + (uint64_t)peer_timeout_ms(H_TIMEOUT_MS);
+
+	while (softrdma_qp_resends(c->id->qp) < n) {
+		assert_true(now_ms() < deadline);
+		if (softrdma_get_mode() == SOFTRDMA_MODE_STEP)
+			softrdma_progress(1);
+		poll(NULL, 0, 1);
+	}
+}
+
+/*
+ * Across processes a QP has several requests in flight, as rxe's requester
+ * and completer allow: eight Sends go before any answer is heard. The
+ * peer has receives for three; the fourth gets an RNR NAK, the peer drops
+ * what follows, and the requester goes back to the fourth (go back N):
+ * all eight land in order and complete in order.
+ */
+static void test_window_go_back_n(void **state)
+{
+	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1,
+					 .retry_count = 3, .rnr_retry_count = 7 };
+	struct client c;
+	int i;
+
+	(void)state;
+	start(&c, "window");
+	peer_port(&c);
+	connect_ok(&c, &param);
+	peer_expect(&c.peer, "ready");
+	softrdma_progress_all();
+	for (i = 0; i < 8; i++) {
+		memset(c.buf + i * 64, 'a' + i, 64);
+		assert_int_equal(post(&c, (uint64_t)i + 1, IBV_WR_SEND, (size_t)i * 64, 64, 0, 0, 0),
+				 0);
+	}
+	if (softrdma_get_mode() == SOFTRDMA_MODE_STEP) {
+		/* One unit each, under one hold of the lock: no answer is heard in between. */
+		assert_int_equal(softrdma_progress(8), 8);
+		assert_int_equal(softrdma_qp_max_inflight(c.id->qp), 8);
+	}
+	/* The fourth gets an RNR NAK: it and the four behind it go again. */
+	wait_resends(&c, 5);
+	peer_send(&c.peer, "more");
+	for (i = 0; i < 8; i++)
+		expect_wc(&c, (uint64_t)i + 1, IBV_WC_SUCCESS);
+	peer_expect(&c.peer, "received 8 in order");
 	assert_int_equal(rdma_disconnect(c.id), 0);
 	h_cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED);
 	peer_expect(&c.peer, "done");
@@ -745,12 +828,14 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ports_across_processes),
 		cmocka_unit_test(test_unlistened_port),
 		cmocka_unit_test(test_sync_client_in_peer),
+		cmocka_unit_test(test_window_go_back_n),
 	};
 	const struct CMUnitTest stepped[] = {
 		cmocka_unit_test(test_cm_and_data),
 		cmocka_unit_test(test_remote_errors),
 		cmocka_unit_test(test_peer_killed),
 		cmocka_unit_test(test_sync_client_in_peer),
+		cmocka_unit_test(test_window_go_back_n),
 	};
 	int failed = 0;
 
