@@ -129,19 +129,10 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	}
 	/* As rdma-core: wait until every event handed out has been acked. */
 	while (scq->comp_acked < scq->comp_read || scq->async_acked < scq->async_read)
-		pthread_cond_wait(&fab.ack_cv, &fab.lock);
+		fab_wait_locked(&fab.ack_cv, NULL);
 	if (cq->channel) {
-		struct list_node *pos, *tmp;
-
 		sch = container_of(cq->channel, struct soft_comp_channel, ch);
-		list_for_each_safe(pos, tmp, &sch->q.items) {
-			struct soft_comp_event *ev = list_entry(pos, struct soft_comp_event, link);
-
-			if (ev->cq == scq) {
-				evq_forget_locked(&sch->q, pos);
-				free(ev);
-			}
-		}
+		evq_cancel_locked(&sch->q, &scq->comp_event);
 		sch->cqs--;
 	}
 	async_forget_locked(cq->context, cq);
@@ -206,12 +197,8 @@ bool cq_push_locked(struct soft_cq *scq, const struct ibv_wc *wc, bool solicited
 		if (scq->cq.channel) {
 			struct soft_comp_channel *sch =
 				container_of(scq->cq.channel, struct soft_comp_channel, ch);
-			struct soft_comp_event *ev = calloc(1, sizeof(*ev));
 
-			if (ev) {
-				ev->cq = scq;
-				evq_push_locked(&sch->q, &ev->link);
-			}
+			evq_raise_locked(&sch->q, &scq->comp_event);
 		}
 	}
 	return true;
@@ -257,7 +244,7 @@ int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
 	struct soft_comp_channel *sch = container_of(channel, struct soft_comp_channel, ch);
-	struct soft_comp_event *ev;
+	struct soft_cq *scq;
 	struct list_node *node;
 
 	fab_lock();
@@ -266,12 +253,12 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 		fab_unlock();
 		return -1;
 	}
-	ev = list_entry(node, struct soft_comp_event, link);
-	ev->cq->comp_read++;
-	*cq = &ev->cq->cq;
-	*cq_context = ev->cq->cq.cq_context;
+	scq = container_of(node, struct soft_cq, comp_event.link);
+	evq_taken_locked(&sch->q, &scq->comp_event);
+	scq->comp_read++;
+	*cq = &scq->cq;
+	*cq_context = scq->cq.cq_context;
 	fab_unlock();
-	free(ev);
 	return 0;
 }
 

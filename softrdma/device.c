@@ -246,7 +246,6 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 int ibv_close_device(struct ibv_context *context)
 {
 	struct soft_context *sctx = to_sctx(context);
-	struct list_node *node;
 
 	fab_lock();
 	/* The kernel would clean up behind a leak; a test double reports it instead. */
@@ -254,8 +253,7 @@ int ibv_close_device(struct ibv_context *context)
 		fab_unlock();
 		return EBUSY;
 	}
-	while ((node = list_pop(&sctx->async_q.items)))
-		free(list_entry(node, struct soft_async_event, link));
+	/* Every object it held is gone, and with it its events. */
 	fab.counts.contexts--;
 	fab_put_user_locked();
 	if (!evq_retire_locked(&sctx->async_q)) {
@@ -291,9 +289,32 @@ static void *event_object(const struct ibv_async_event *ev)
 	}
 }
 
+/* The slot of obj that holds events of this type, or NULL if it raises none. */
+static struct soft_async_event *async_slot(enum ibv_event_type type, void *obj)
+{
+	switch (type) {
+	case IBV_EVENT_CQ_ERR:
+		return &to_scq(obj)->err_event;
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		return &to_ssrq(obj)->limit_event;
+	case IBV_EVENT_QP_FATAL:
+		return &to_sqp(obj)->events[SOFT_QPEV_FATAL];
+	case IBV_EVENT_QP_REQ_ERR:
+		return &to_sqp(obj)->events[SOFT_QPEV_REQ_ERR];
+	case IBV_EVENT_QP_ACCESS_ERR:
+		return &to_sqp(obj)->events[SOFT_QPEV_ACCESS_ERR];
+	case IBV_EVENT_COMM_EST:
+		return &to_sqp(obj)->events[SOFT_QPEV_COMM_EST];
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return &to_sqp(obj)->events[SOFT_QPEV_LAST_WQE];
+	default:
+		return NULL;
+	}
+}
+
 void async_event_locked(struct ibv_context *ctx, enum ibv_event_type type, void *obj)
 {
-	struct soft_async_event *e = calloc(1, sizeof(*e));
+	struct soft_async_event *e = async_slot(type, obj);
 
 	if (!e)
 		return;
@@ -302,7 +323,6 @@ void async_event_locked(struct ibv_context *ctx, enum ibv_event_type type, void 
 	case IBV_EVENT_CQ_ERR:
 		e->ev.element.cq = obj;
 		break;
-	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
 		e->ev.element.srq = obj;
 		break;
@@ -310,7 +330,7 @@ void async_event_locked(struct ibv_context *ctx, enum ibv_event_type type, void 
 		e->ev.element.qp = obj;
 		break;
 	}
-	evq_push_locked(&to_sctx(ctx)->async_q, &e->link);
+	evq_raise_locked(&to_sctx(ctx)->async_q, &e->node);
 }
 
 void async_forget_locked(struct ibv_context *ctx, void *obj)
@@ -319,12 +339,10 @@ void async_forget_locked(struct ibv_context *ctx, void *obj)
 	struct list_node *pos, *tmp;
 
 	list_for_each_safe(pos, tmp, &q->items) {
-		struct soft_async_event *e = list_entry(pos, struct soft_async_event, link);
+		struct soft_async_event *e = container_of(pos, struct soft_async_event, node.link);
 
-		if (event_object(&e->ev) == obj) {
-			evq_forget_locked(q, pos);
-			free(e);
-		}
+		if (event_object(&e->ev) == obj)
+			evq_cancel_locked(q, &e->node);
 	}
 }
 
@@ -367,11 +385,11 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 		fab_unlock();
 		return -1;
 	}
-	e = list_entry(node, struct soft_async_event, link);
+	e = container_of(node, struct soft_async_event, node.link);
+	evq_taken_locked(&to_sctx(context)->async_q, &e->node);
 	*event = e->ev;
 	count_async(event, 1, 0);
 	fab_unlock();
-	free(e);
 	return 0;
 }
 

@@ -3,7 +3,8 @@
  * Event queues behind file descriptors (comp channels, the async fd, CM event
  * channels). An eventfd in semaphore mode holds one token per queued item, so
  * the fd polls readable exactly when an item waits, and O_NONBLOCK set by the
- * application on the fd gives EAGAIN as on the real devices.
+ * application on the fd gives EAGAIN as on the real devices. Tokens are
+ * written when the fabric lock is released (fab_unlock), not under it.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -14,9 +15,12 @@
 
 int evq_init(struct soft_evq *q)
 {
-	q->fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-	if (q->fd < 0)
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+
+	if (fd < 0)
 		return -errno;
+	signal_init(&q->sig, fd);
+	q->fd = fd;
 	list_init(&q->items);
 	q->stale = 0;
 	return 0;
@@ -24,25 +28,44 @@ int evq_init(struct soft_evq *q)
 
 void evq_fini(struct soft_evq *q)
 {
+	signal_fini(&q->sig);	/* evq_retire_locked() cancelled it */
 	close(q->fd);
 	q->fd = -1;
 }
 
 void evq_push_locked(struct soft_evq *q, struct list_node *item)
 {
-	uint64_t one = 1;
-	ssize_t n;
-
 	list_add_tail(item, &q->items);
-	/* Cannot fail: the counter would have to reach 2^64 - 1 tokens. */
-	n = write(q->fd, &one, sizeof(one));
-	(void)n;
+	signal_add_locked(&q->sig, 1);
 }
 
 void evq_forget_locked(struct soft_evq *q, struct list_node *item)
 {
 	list_del(item);
 	q->stale++;
+}
+
+void evq_raise_locked(struct soft_evq *q, struct soft_event *ev)
+{
+	if (ev->pending++ == 0)
+		list_add_tail(&ev->link, &q->items);
+	signal_add_locked(&q->sig, 1);
+}
+
+void evq_taken_locked(struct soft_evq *q, struct soft_event *ev)
+{
+	/* Raised again meanwhile: it queues once more, behind the others. */
+	if (--ev->pending)
+		list_add_tail(&ev->link, &q->items);
+}
+
+void evq_cancel_locked(struct soft_evq *q, struct soft_event *ev)
+{
+	if (!ev->pending)
+		return;
+	list_del(&ev->link);
+	q->stale += ev->pending;
+	ev->pending = 0;
 }
 
 struct list_node *evq_pop_locked(struct soft_evq *q)
@@ -77,6 +100,7 @@ struct list_node *evq_pop_locked(struct soft_evq *q)
 
 bool evq_retire_locked(struct soft_evq *q)
 {
+	signal_cancel_locked(&q->sig);
 	if (!q->readers)
 		return true;
 	q->retired = true;

@@ -5,6 +5,7 @@
  * send WQE or CM message whose time has come.
  */
 #include <errno.h>
+#include <sched.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ struct soft_fabric fab = {
 	.active_qps = { &fab.active_qps, &fab.active_qps },
 	.work = { &fab.work, &fab.work },
 	.qps = { &fab.qps, &fab.qps },
+	.signals = { &fab.signals, &fab.signals },
 	.faults = { &fab.faults, &fab.faults },
 	.next_qpn = SOFT_FIRST_QPN,
 	.next_fault_id = 1,
@@ -56,6 +58,7 @@ static void fab_init(void)
 	pthread_cond_init(&fab.work_cv, &attr);
 	pthread_cond_init(&fab.idle_cv, &attr);
 	pthread_cond_init(&fab.ack_cv, &attr);
+	pthread_cond_init(&fab.mem_cv, &attr);
 	pthread_cond_init(&fab.step_cv, &attr);
 	pthread_condattr_destroy(&attr);
 	fab.mode = SOFTRDMA_MODE_THREAD;
@@ -65,15 +68,124 @@ static void fab_init(void)
 	pcap_init();
 }
 
+/* Does this thread hold fab.lock? (softrdma_lock_held(), for the tests of its rules) */
+static __thread bool fab_held;
+
 void fab_lock(void)
 {
 	pthread_once(&fab_once, fab_init);
 	pthread_mutex_lock(&fab.lock);
+	fab_held = true;
+}
+
+/* Signals written per batch; an unlocker with more owed takes the lock again. */
+#define SIGNAL_BATCH 8
+
+struct signal_write {
+	struct soft_signal *sig;
+	int fd;
+	uint64_t count;
+};
+
+static unsigned int take_signals_locked(struct signal_write *out)
+{
+	unsigned int n = 0;
+	struct list_node *node;
+
+	while (n < SIGNAL_BATCH && (node = list_pop(&fab.signals))) {
+		struct soft_signal *s = list_entry(node, struct soft_signal, link);
+
+		s->queued = false;
+		out[n].sig = s;
+		out[n].fd = s->fd;
+		out[n].count = s->owed;
+		s->owed = 0;
+		__atomic_add_fetch(&s->writers, 1, __ATOMIC_RELAXED);
+		n++;
+	}
+	return n;
+}
+
+static void write_signals(const struct signal_write *w, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		/* Cannot fail: the counter would have to reach 2^64 - 1. */
+		ssize_t ret = write(w[i].fd, &w[i].count, sizeof(w[i].count));
+
+		(void)ret;
+		__atomic_sub_fetch(&w[i].sig->writers, 1, __ATOMIC_RELEASE);
+	}
 }
 
 void fab_unlock(void)
 {
-	pthread_mutex_unlock(&fab.lock);
+	struct signal_write batch[SIGNAL_BATCH];
+	unsigned int n;
+
+	for (;;) {
+		n = take_signals_locked(batch);
+		fab_held = false;
+		pthread_mutex_unlock(&fab.lock);
+		write_signals(batch, n);
+		if (n < SIGNAL_BATCH)
+			return;
+		fab_lock();
+	}
+}
+
+int fab_wait_locked(pthread_cond_t *cv, const struct timespec *deadline)
+{
+	int ret;
+
+	if (!list_empty(&fab.signals)) {
+		fab_unlock();
+		fab_lock();
+		return 0;
+	}
+	fab_held = false;
+	ret = deadline ? pthread_cond_timedwait(cv, &fab.lock, deadline)
+		       : pthread_cond_wait(cv, &fab.lock);
+	fab_held = true;
+	return ret;
+}
+
+bool softrdma_lock_held(void)
+{
+	return fab_held;
+}
+
+void signal_init(struct soft_signal *s, int fd)
+{
+	s->fd = fd;
+	s->owed = 0;
+	s->queued = false;
+	s->writers = 0;
+}
+
+void signal_add_locked(struct soft_signal *s, uint64_t n)
+{
+	s->owed += n;
+	if (!s->queued) {
+		s->queued = true;
+		list_add_tail(&s->link, &fab.signals);
+	}
+}
+
+void signal_cancel_locked(struct soft_signal *s)
+{
+	if (s->queued)
+		list_del(&s->link);
+	s->queued = false;
+	s->owed = 0;
+}
+
+void signal_fini(struct soft_signal *s)
+{
+	/* An unlocker took its count before the cancel: its write() ends without the lock. */
+	while (__atomic_load_n(&s->writers, __ATOMIC_ACQUIRE))
+		sched_yield();
 }
 
 uint64_t soft_now_ns(void)
@@ -202,9 +314,9 @@ static void *progress_main(void *arg)
 		if (next_wake != UINT64_MAX) {
 			struct timespec ts = ns_to_timespec(next_wake);
 
-			pthread_cond_timedwait(&fab.work_cv, &fab.lock, &ts);
+			fab_wait_locked(&fab.work_cv, &ts);
 		} else {
-			pthread_cond_wait(&fab.work_cv, &fab.lock);
+			fab_wait_locked(&fab.work_cv, NULL);
 		}
 		fab.thread_sleeping = false;
 	}
@@ -352,7 +464,7 @@ static void wait_idle_locked(void)
 		}
 		fab_kick_locked();
 		ts = ns_to_timespec(soft_now_ns() + 2000000ULL);
-		pthread_cond_timedwait(&fab.idle_cv, &fab.lock, &ts);
+		fab_wait_locked(&fab.idle_cv, &ts);
 	}
 }
 
@@ -404,7 +516,7 @@ int softrdma_progress_wait(unsigned int max_steps, int timeout_ms)
 		if (done)
 			break;
 		fab.step_waiters++;
-		if (pthread_cond_timedwait(&fab.step_cv, &fab.lock, &ts) == ETIMEDOUT) {
+		if (fab_wait_locked(&fab.step_cv, &ts) == ETIMEDOUT) {
 			fab.step_waiters--;
 			break;
 		}
@@ -421,7 +533,7 @@ void fab_set_cm_ops_locked(const struct soft_cm_ops *ops)
 
 void fab_wait_ack_locked(void)
 {
-	pthread_cond_wait(&fab.ack_cv, &fab.lock);
+	fab_wait_locked(&fab.ack_cv, NULL);
 }
 
 void fab_ack_locked(void)

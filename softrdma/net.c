@@ -40,6 +40,7 @@ static struct {
 	uint64_t stop_deadline;
 	pthread_t thread;
 	int wake_fd;
+	struct soft_signal wake;
 	struct list_node links;
 	struct list_node listeners;
 } net = {
@@ -50,14 +51,8 @@ static struct {
 
 static void net_kick_locked(void)
 {
-	uint64_t one = 1;
-	ssize_t n;
-
-	if (net.wake_fd < 0)
-		return;
-	/* Cannot fail: the counter would have to reach 2^64 - 1. */
-	n = write(net.wake_fd, &one, sizeof(one));
-	(void)n;
+	if (net.wake_fd >= 0)
+		signal_add_locked(&net.wake, 1);
 }
 
 static void free_bufs(struct list_node *head)
@@ -472,6 +467,7 @@ static bool net_start_locked(void)
 	net.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (net.wake_fd < 0)
 		return false;
+	signal_init(&net.wake, net.wake_fd);
 	ret = pthread_create(&net.thread, NULL, net_main, NULL);
 	if (ret) {
 		close(net.wake_fd);
@@ -556,8 +552,11 @@ void net_free(void)
 		free(link->in_body);
 		free(link);
 	}
-	if (net.wake_fd >= 0)
+	if (net.wake_fd >= 0) {
+		signal_cancel_locked(&net.wake);
+		signal_fini(&net.wake);
 		close(net.wake_fd);
+	}
 	net.wake_fd = -1;
 	net.started = false;
 	fab_unlock();

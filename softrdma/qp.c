@@ -176,7 +176,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 
 	fab_lock();
 	while (sqp->async_acked < sqp->async_read)
-		pthread_cond_wait(&fab.ack_cv, &fab.lock);
+		fab_wait_locked(&fab.ack_cv, NULL);
 	engine_deactivate_locked(sqp);
 	/* Requesters waiting on our receives must time out instead. */
 	engine_recv_posted_locked(sqp);

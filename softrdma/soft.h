@@ -11,6 +11,7 @@
 #define SOFT_H
 
 #include <pthread.h>
+#include <time.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -44,10 +45,36 @@
 /* Every error completion reports this vendor_err, plus the status. */
 #define SOFT_VENDOR_ERR_BASE	0x5f00
 
+/* ---- fabric.c: eventfd writes, deferred to the unlock --------------------- */
+
+/*
+ * An eventfd the fabric adds to. Under the lock an add only counts; the
+ * thread that releases the lock writes what is owed (fab_unlock), so no
+ * syscall runs with the fabric lock held.
+ */
+struct soft_signal {
+	int fd;
+	uint64_t owed;			/* lock: added, not yet written */
+	bool queued;			/* lock: on fab.signals */
+	unsigned int writers;		/* atomic: unlockers writing it now */
+	struct list_node link;
+};
+
+void signal_init(struct soft_signal *s, int fd);
+void signal_add_locked(struct soft_signal *s, uint64_t n);
+/* Forget what is owed (the owner goes). */
+void signal_cancel_locked(struct soft_signal *s);
+/*
+ * Before the fd closes, once cancelled under the lock: wait out the writers
+ * (lock held or not; they never need it).
+ */
+void signal_fini(struct soft_signal *s);
+
 /* ---- evq.c: a queue whose length a pollable eventfd mirrors ---------------- */
 
 struct soft_evq {
 	int fd;
+	struct soft_signal sig;
 	struct list_node items;
 	/* Tokens left in the eventfd by items removed without being read. */
 	unsigned int stale;
@@ -55,11 +82,25 @@ struct soft_evq {
 	bool retired;			/* its owner is gone; readers block forever */
 };
 
+/*
+ * An event embedded in the object it is about (a CQ's completion event, a
+ * QP's async events): raising it again before it is read queues it once
+ * and counts, so raising never allocates.
+ */
+struct soft_event {
+	struct list_node link;
+	unsigned int pending;		/* raised, not yet read */
+};
+
 int evq_init(struct soft_evq *q);
 void evq_fini(struct soft_evq *q);
 void evq_push_locked(struct soft_evq *q, struct list_node *item);
 /* Take one item out of the queue without reading it (object destroyed). */
 void evq_forget_locked(struct soft_evq *q, struct list_node *item);
+/* The same for embedded events: raise one, after evq_pop_locked() returned it, drop all. */
+void evq_raise_locked(struct soft_evq *q, struct soft_event *ev);
+void evq_taken_locked(struct soft_evq *q, struct soft_event *ev);
+void evq_cancel_locked(struct soft_evq *q, struct soft_event *ev);
 /*
  * Wait for an item (or fail with EAGAIN on an O_NONBLOCK fd). Called and
  * returns with the lock held; drops it while blocked in read(). Returns the
@@ -67,7 +108,8 @@ void evq_forget_locked(struct soft_evq *q, struct list_node *item);
  */
 struct list_node *evq_pop_locked(struct soft_evq *q);
 /*
- * The queue's owner is being destroyed. True if nobody waits in
+ * The queue's owner is being destroyed: its tokens are no longer owed
+ * (evq_fini() may follow, lock held or not). True if nobody waits in
  * evq_pop_locked(): the owner may close and free it. Otherwise the waiters
  * block on for good, as a thread blocked in a read() of the kernel's event
  * file does when another thread closes it, and the owner must stay
@@ -96,6 +138,8 @@ struct soft_fabric {
 	struct list_node active_qps;	/* QPs with send WQEs left to execute */
 	struct list_node work;		/* other units: CM messages, lost links (soft_work) */
 	struct list_node qps;		/* every QP */
+	struct list_node signals;	/* soft_signals owed a write (fab_unlock) */
+	pthread_cond_t mem_cv;		/* deregistration waits for MR/MW references */
 	struct soft_qp *qp_hash[SOFT_QP_HASH];	/* by number (qp.c) */
 	uint32_t next_qpn;
 	struct softrdma_counts counts;
@@ -115,7 +159,14 @@ struct soft_fabric {
 extern struct soft_fabric fab;
 
 void fab_lock(void);
+/* Release the lock, then write what signals are owed. */
 void fab_unlock(void);
+/*
+ * pthread_cond_(timed)wait on the fabric lock (deadline NULL: none). Owed
+ * signals are written first, with the lock released: it then returns at
+ * once, as a spurious wake-up, so callers wait in a loop. ETIMEDOUT or 0.
+ */
+int fab_wait_locked(pthread_cond_t *cv, const struct timespec *deadline);
 uint64_t soft_now_ns(void);
 /* A context or CM channel was created/destroyed: start/stop the progress thread. */
 void fab_get_user_locked(void);
@@ -140,9 +191,23 @@ struct list_node *fab_work_list_locked(void);
 
 /* ---- device.c ------------------------------------------------------------ */
 
+/*
+ * An async event, embedded in the object it is about: one per kind of event
+ * the object can raise (soft_event coalesces repeats until they are read).
+ */
 struct soft_async_event {
-	struct list_node link;
+	struct soft_event node;
 	struct ibv_async_event ev;
+};
+
+/* The async events a QP can raise, an index each into soft_qp.events. */
+enum soft_qp_event {
+	SOFT_QPEV_FATAL,
+	SOFT_QPEV_REQ_ERR,
+	SOFT_QPEV_ACCESS_ERR,
+	SOFT_QPEV_COMM_EST,
+	SOFT_QPEV_LAST_WQE,
+	SOFT_QPEV_COUNT,
 };
 
 struct soft_context {
@@ -247,11 +312,6 @@ struct soft_comp_channel {
 	unsigned int cqs;
 };
 
-struct soft_comp_event {
-	struct list_node link;
-	struct soft_cq *cq;
-};
-
 struct soft_cq {
 	struct ibv_cq cq;
 	struct ibv_wc *ring;
@@ -261,6 +321,8 @@ struct soft_cq {
 	bool armed;
 	bool solicited_only;
 	bool overrun;
+	struct soft_event comp_event;	/* on its channel's queue while raised */
+	struct soft_async_event err_event;	/* IBV_EVENT_CQ_ERR */
 	unsigned int users;		/* QPs sending completions here */
 	unsigned int comp_read;		/* events returned by ibv_get_cq_event */
 	unsigned int comp_acked;
@@ -318,6 +380,7 @@ struct soft_srq {
 	struct soft_pd *pd;
 	struct soft_rq rq;
 	uint32_t limit;			/* armed when non-zero */
+	struct soft_async_event limit_event;	/* IBV_EVENT_SRQ_LIMIT_REACHED */
 	unsigned int users;		/* QPs attached */
 	unsigned int async_read;
 	unsigned int async_acked;
@@ -423,6 +486,7 @@ struct soft_qp {
 	struct soft_cm_id *cm_id;
 	uint32_t next_psn;		/* the capture: PSN of the next request packet */
 	uint32_t msn;			/* the capture: messages completed as responder */
+	struct soft_async_event events[SOFT_QPEV_COUNT];
 	unsigned int async_read;
 	unsigned int async_acked;
 };

@@ -10,6 +10,7 @@
 #ifndef SOFTRDMA_H
 #define SOFTRDMA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -183,6 +184,13 @@ unsigned int softrdma_qp_max_inflight(struct ibv_qp *qp);
  * answer was lost (go back N), since it was created or last reset.
  */
 unsigned long softrdma_qp_resends(struct ibv_qp *qp);
+
+/*
+ * Does the calling thread hold the fabric's lock? For tests of softrdma's
+ * own rules (nothing allocates, writes or blocks under it): a wrapper of
+ * malloc() or write() asks. Its answer is only ever true inside softrdma.
+ */
+bool softrdma_lock_held(void);
 
 #ifdef __cplusplus
 }

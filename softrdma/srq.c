@@ -73,7 +73,7 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 		return EBUSY;
 	}
 	while (ssrq->async_acked < ssrq->async_read)
-		pthread_cond_wait(&fab.ack_cv, &fab.lock);
+		fab_wait_locked(&fab.ack_cv, NULL);
 	async_forget_locked(srq->context, srq);
 	fab.counts.recv_wrs -= ssrq->rq.count;
 	ssrq->pd->users--;
