@@ -26,11 +26,14 @@ struct net_cm_msg {
 	struct cm_addressing addr;	/* REQ: the active side's addresses and path */
 };
 
+_Static_assert(sizeof(struct net_cm_msg) + sizeof(struct net_hdr) <= NET_HEAD_MAX,
+	       "a CM message fits in a buffer's head");
+
 /* client: a REQ, which carries the active side's addressing. */
 static void send_msg_locked(struct net_link *link, const struct cm_msg *m,
 			    const struct soft_cm_id *from, const struct soft_cm_id *client)
 {
-	struct net_buf *buf = net_buf_new(NET_MSG_CM, sizeof(struct net_cm_msg));
+	struct net_buf *buf = net_buf_new_locked(NET_MSG_CM, sizeof(struct net_cm_msg));
 	struct net_cm_msg *nm;
 
 	if (!buf)

@@ -242,16 +242,16 @@ static enum ibv_wc_status gather_locked(struct soft_qp *qp, const struct soft_se
 	}
 	for (i = 0; i < wqe->num_sge; i++) {
 		const struct ibv_sge *sge = &wqe->sge[i];
+		struct soft_mr *mr;
 		uint8_t *ptr;
 
 		if (!sge->length)
 			continue;
-		ptr = mem_local_locked(qp->pd, sge->lkey, sge->addr, sge->length, need);
+		ptr = mem_local_locked(qp->pd, sge->lkey, sge->addr, sge->length, need, &mr);
 		if (!ptr)
 			return IBV_WC_LOC_PROT_ERR;
-		if (!read) {
-			req->segs[req->nsegs++] = wire_seg_local(ptr, sge->length);
-		}
+		if (!read)
+			req->segs[req->nsegs++] = wire_seg_mem(ptr, sge->length, mr, NULL);
 		total += sge->length;
 	}
 	if (total > SOFT_MAX_MSG)
@@ -277,7 +277,7 @@ static enum ibv_wc_status scatter_read_locked(struct soft_qp *qp, const struct s
 		if (!sge->length)
 			continue;
 		dst = mem_local_locked(qp->pd, sge->lkey, sge->addr, sge->length,
-				       IBV_ACCESS_LOCAL_WRITE);
+				       IBV_ACCESS_LOCAL_WRITE, NULL);
 		if (!dst)
 			return IBV_WC_LOC_PROT_ERR;
 		*byte_len += sge->length;

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "net.h"
 #include "soft.h"
 
 #undef ibv_reg_mr
@@ -86,6 +87,8 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 		return EBUSY;
 	}
 	key_free_locked(mr->handle);
+	if (smr->refs)
+		net_detach_locked(smr, NULL);
 	smr->pd->users--;
 	fab.counts.mrs--;
 	fab_unlock();
@@ -99,17 +102,21 @@ static bool in_range(uint64_t va, uint64_t len, uint64_t start, uint64_t size)
 	return va >= start && len <= size && va - start <= size - len;
 }
 
-uint8_t *mem_local_locked(struct soft_pd *pd, uint32_t lkey, uint64_t va, uint64_t len, int need)
+uint8_t *mem_local_locked(struct soft_pd *pd, uint32_t lkey, uint64_t va, uint64_t len, int need,
+			  struct soft_mr **mr)
 {
 	struct soft_mr *smr = key_lookup_locked(lkey, SOFT_KEY_MR);
 
 	if (!smr || smr->mr.lkey != lkey || smr->pd != pd || (smr->access & need) != need ||
 	    !in_range(va, len, smr->iova, smr->length))
 		return NULL;
+	if (mr)
+		*mr = smr;
 	return smr->base + (va - smr->iova);
 }
 
-uint8_t *mem_remote_locked(struct soft_qp *qp, uint32_t rkey, uint64_t va, uint64_t len, int need)
+uint8_t *mem_remote_locked(struct soft_qp *qp, uint32_t rkey, uint64_t va, uint64_t len, int need,
+			   struct soft_mr **mr, struct soft_mw **mw)
 {
 	struct soft_mr *smr = key_lookup_locked(rkey, SOFT_KEY_MR);
 	struct soft_mw *smw;
@@ -118,6 +125,10 @@ uint8_t *mem_remote_locked(struct soft_qp *qp, uint32_t rkey, uint64_t va, uint6
 		if (smr->mr.rkey != rkey || smr->pd != qp->pd || (smr->access & need) != need ||
 		    !in_range(va, len, smr->iova, smr->length))
 			return NULL;
+		if (mr) {
+			*mr = smr;
+			*mw = NULL;
+		}
 		return smr->base + (va - smr->iova);
 	}
 	smw = key_lookup_locked(rkey, SOFT_KEY_MW);
@@ -125,7 +136,25 @@ uint8_t *mem_remote_locked(struct soft_qp *qp, uint32_t rkey, uint64_t va, uint6
 	    smw->qp != qp || (smw->access & need) != need ||
 	    !in_range(va, len, smw->addr, smw->length))
 		return NULL;
+	if (mr) {
+		*mr = smw->mr;
+		*mw = smw;
+	}
 	return smw->mr->base + (va - smw->mr->iova);
+}
+
+void mem_pin_locked(struct soft_mr *mr, struct soft_mw *mw)
+{
+	mr->refs++;
+	if (mw)
+		mw->refs++;
+}
+
+void mem_unpin_locked(struct soft_mr *mr, struct soft_mw *mw)
+{
+	mr->refs--;
+	if (mw)
+		mw->refs--;
 }
 
 int mem_reach_locked(uint32_t rkey, uint64_t *addr, uint64_t *length, int *access)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "net.h"
 #include "soft.h"
 
 #define SOFT_MW_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
@@ -57,6 +58,9 @@ struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 static void mw_unbind_locked(struct soft_mw *smw)
 {
+	/* A Read response still going out was read before the window went. */
+	if (smw->refs)
+		net_detach_locked(NULL, smw);
 	if (smw->mr)
 		smw->mr->bound_mws--;
 	smw->mr = NULL;

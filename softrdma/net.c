@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "net.h"
 #include "soft.h"
@@ -55,14 +56,6 @@ static void net_kick_locked(void)
 		signal_add_locked(&net.wake, 1);
 }
 
-static void free_bufs(struct list_node *head)
-{
-	struct list_node *node;
-
-	while ((node = list_pop(head)))
-		free(list_entry(node, struct net_buf, link));
-}
-
 void net_link_get_locked(struct net_link *link)
 {
 	link->refs++;
@@ -72,7 +65,7 @@ void net_link_put_locked(struct net_link *link)
 {
 	if (--link->refs)
 		return;
-	free_bufs(&link->out);
+	net_bufs_free_locked(&link->out);
 	free(link->in_body);
 	free(link);
 }
@@ -84,18 +77,6 @@ void net_link_close_locked(struct net_link *link)
 	net_link_put_locked(link);
 }
 
-struct net_buf *net_buf_new(enum net_msg_type type, uint32_t body_len)
-{
-	struct net_buf *buf = malloc(sizeof(*buf) + sizeof(struct net_hdr) + body_len);
-	struct net_hdr hdr = { .magic = NET_MAGIC, .type = type, .len = body_len };
-
-	if (!buf)
-		return NULL;
-	buf->len = (uint32_t)sizeof(hdr) + body_len;
-	memcpy(buf->data, &hdr, sizeof(hdr));
-	return buf;
-}
-
 bool net_any_link_locked(void)
 {
 	return !list_empty(&net.links);
@@ -104,7 +85,7 @@ bool net_any_link_locked(void)
 void net_send_locked(struct net_link *link, struct net_buf *buf)
 {
 	if (link->dead) {
-		free(buf);
+		net_buf_free_locked(buf);
 		return;
 	}
 	list_add_tail(&buf->link, &link->out);
@@ -146,7 +127,7 @@ static void link_dead_locked(struct net_link *link)
 	if (link->dead)
 		return;
 	link->dead = true;
-	free_bufs(&link->out);
+	net_bufs_free_locked(&link->out);
 	if (!link->id && !wire_net_link_busy_locked(link))
 		return;
 	d = calloc(1, sizeof(*d));
@@ -246,37 +227,94 @@ static void link_read(struct net_link *link)
 	}
 }
 
+/* The iovecs of what is left of @buf after its first @off bytes; how many. */
+static int unsent_iov(struct net_buf *buf, uint32_t off, struct iovec *iov)
+{
+	unsigned int i;
+	int n = 0;
+
+	if (off < buf->head_len) {
+		iov[n].iov_base = buf->data + off;
+		iov[n++].iov_len = buf->head_len - off;
+		off = 0;
+	} else {
+		off -= buf->head_len;
+	}
+	for (i = 0; i < buf->niov; i++) {
+		if (off >= buf->iov[i].iov_len) {
+			off -= (uint32_t)buf->iov[i].iov_len;
+			continue;
+		}
+		iov[n].iov_base = (uint8_t *)buf->iov[i].iov_base + off;
+		iov[n++].iov_len = buf->iov[i].iov_len - off;
+		off = 0;
+	}
+	return n;
+}
+
+/*
+ * Write the head buffer, unlocked: link->sending tells a deregistration
+ * (net_detach_locked) to wait for this send() rather than copy under it.
+ */
 static void link_write(struct net_link *link)
 {
 	for (;;) {
+		struct iovec iov[NET_MAX_IOV + 1];
+		struct msghdr msg = { .msg_iov = iov };
 		struct net_buf *buf = NULL;
 		ssize_t n;
 
 		fab_lock();
-		if (!link->dead && !list_empty(&link->out))
+		if (!link->dead && !list_empty(&link->out)) {
 			buf = list_entry(link->out.next, struct net_buf, link);
+			msg.msg_iovlen = (size_t)unsent_iov(buf, link->out_off, iov);
+			link->sending = buf;
+		}
 		fab_unlock();
 		if (!buf)
 			return;
-		/* Only this thread removes buffers, so buf stays valid unlocked. */
-		n = send(link->fd, buf->data + link->out_off, buf->len - link->out_off,
-			 MSG_NOSIGNAL);
+		n = sendmsg(link->fd, &msg, MSG_NOSIGNAL);
+		fab_lock();
+		link->sending = NULL;
+		pthread_cond_broadcast(&fab.mem_cv);
 		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				return;
-			fab_lock();
-			link_dead_locked(link);
+			if (errno != EAGAIN && errno != EINTR)
+				link_dead_locked(link);
 			fab_unlock();
 			return;
 		}
 		link->out_off += (uint32_t)n;
-		if (link->out_off < buf->len)
-			continue;
-		link->out_off = 0;
-		fab_lock();
-		list_del(&buf->link);
+		if (link->out_off == buf->len) {
+			link->out_off = 0;
+			list_del(&buf->link);
+			net_buf_free_locked(buf);
+		}
 		fab_unlock();
-		free(buf);
+	}
+}
+
+void net_detach_locked(struct soft_mr *mr, struct soft_mw *mw)
+{
+	struct list_node *pos, *tmp, *bpos;
+
+again:
+	list_for_each_safe(pos, tmp, &net.links) {
+		struct net_link *link = list_entry(pos, struct net_link, node);
+
+		list_for_each(bpos, &link->out) {
+			struct net_buf *buf = list_entry(bpos, struct net_buf, link);
+
+			if (link->sending == buf) {
+				/* A non-blocking send(): short. The lists may change meanwhile. */
+				fab_wait_locked(&fab.mem_cv, NULL);
+				goto again;
+			}
+			if (!net_buf_detach_locked(buf, mr, mw)) {
+				/* Out of memory for the copy: wait for the network instead. */
+				fab_wait_locked(&fab.mem_cv, NULL);
+				goto again;
+			}
+		}
 	}
 }
 
@@ -428,6 +466,7 @@ static void *net_main(void *arg)
 			abort();
 		}
 		fab_unlock();
+		net_pool_fill();
 		if (poll(p.fds, p.n, timeout) < 0 && errno != EINTR) {
 			perror("softrdma: poll");
 			abort();
@@ -548,10 +587,11 @@ void net_free(void)
 		struct net_link *link = list_entry(node, struct net_link, node);
 
 		close(link->fd);
-		free_bufs(&link->out);
+		net_bufs_free_locked(&link->out);
 		free(link->in_body);
 		free(link);
 	}
+	net_pool_free_locked();
 	if (net.wake_fd >= 0) {
 		signal_cancel_locked(&net.wake);
 		signal_fini(&net.wake);

@@ -18,7 +18,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/uio.h>
+
 #include "list.h"
+#include "wire.h"
 
 struct soft_cm_id;
 
@@ -40,10 +43,41 @@ struct net_hdr {
 /* The largest body: a message of max_msg_sz plus its request header. */
 #define NET_MAX_BODY	((1u << 31) + 4096u)
 
+/* The head of a message: header, the fixed part of its body, small payloads. */
+#define NET_HEAD_MAX	2048
+/* Pieces of payload one message carries: a WQE's SGEs, inline data. */
+#define NET_MAX_IOV	WIRE_MAX_SEGS
+
+struct soft_mr;
+struct soft_mw;
+
+/*
+ * Registered memory a message reads when it goes out: the MR (and the
+ * window it was reached through) hold a reference (refs) for it. Before
+ * that memory is deregistered or the window invalidated, the bytes are
+ * copied out (bounce) and the references dropped: net_detach_locked().
+ */
+struct net_pin {
+	struct soft_mr *mr;
+	struct soft_mw *mw;
+	void *bounce;
+};
+
+/*
+ * A message on its way out: data[0, head_len) and then the payload, iov by
+ * iov. Payload in registered memory is read when the net thread writes it,
+ * as an HCA reads a WQE's buffers when it transmits; small payloads without
+ * a registration are copied into data[] past the head.
+ */
 struct net_buf {
 	struct list_node link;
-	uint32_t len;		/* header plus body */
-	uint8_t data[];		/* struct net_hdr, then the body */
+	uint32_t len;			/* header, head and payload */
+	uint32_t head_len;		/* bytes of data[] before the payload */
+	uint32_t copied;		/* bytes of data[] used, the head's and small payloads' */
+	unsigned int niov;
+	struct iovec iov[NET_MAX_IOV];
+	struct net_pin pins[NET_MAX_IOV];
+	uint8_t data[NET_HEAD_MAX];	/* struct net_hdr, then the body's head */
 };
 
 struct net_link {
@@ -54,8 +88,9 @@ struct net_link {
 	struct list_node out;	/* lock: net_bufs waiting to be written */
 	struct list_node node;	/* lock: the net thread's links */
 	struct soft_cm_id *id;	/* lock: the rdma_cm id on this side, if any */
+	struct net_buf *sending;	/* lock: the net thread writes it now, unlocked */
+	uint32_t out_off;	/* lock: bytes of the head buffer written */
 	/* The net thread's own. */
-	uint32_t out_off;	/* bytes of the head buffer written */
 	struct net_hdr in_hdr;
 	uint32_t in_got;	/* bytes of header, then of body, read */
 	uint8_t *in_body;
@@ -68,8 +103,33 @@ void net_link_put_locked(struct net_link *link);
 /* The owner lets go of its reference: the net thread closes once the output is written. */
 void net_link_close_locked(struct net_link *link);
 
-/* A buffer for a message of type with body_len bytes; the body is at net_body(buf). */
-struct net_buf *net_buf_new(enum net_msg_type type, uint32_t body_len);
+/*
+ * A buffer for a message of @type whose body starts with @head_len bytes
+ * (at net_body(buf)), from the pool: NULL if it is too long or none is
+ * left. The payload follows through net_buf_add_locked().
+ */
+struct net_buf *net_buf_new_locked(enum net_msg_type type, uint32_t head_len);
+/*
+ * Append @len bytes of the message @segs[0..@nsegs): registered memory is
+ * pinned, other bytes copied. False if they do not fit (the buffer is
+ * unchanged but for what was added; free it).
+ */
+bool net_buf_add_locked(struct net_buf *buf, const struct wire_seg *segs, unsigned int nsegs,
+			uint32_t len);
+/* Unpin and give back to the pool. */
+void net_buf_free_locked(struct net_buf *buf);
+void net_bufs_free_locked(struct list_node *head);
+/* The net thread, unlocked: top the pool up, so senders rarely allocate. */
+void net_pool_fill(void);
+/* Process exit: free the pool. */
+void net_pool_free_locked(void);
+/* Copy out what buf reads of @mr (or @mw, or both when NULL) and unpin it; false if out of memory. */
+bool net_buf_detach_locked(struct net_buf *buf, const struct soft_mr *mr,
+			   const struct soft_mw *mw);
+/* Messages on their way out that still read @mr's memory (or @mw's): copy the bytes out. */
+void net_detach_locked(struct soft_mr *mr, struct soft_mw *mw);
+/* Buffers allocated under the lock because the pool was empty (the tests' rule). */
+unsigned long net_pool_misses_locked(void);
 
 static inline void *net_body(struct net_buf *buf)
 {

@@ -58,7 +58,7 @@ static bool scatter_payload(struct soft_qp *qp, const struct soft_recv_wqe *rwqe
 			continue;
 		len = sge->length < left ? sge->length : left;
 		dst[n] = mem_local_locked(qp->pd, sge->lkey, sge->addr, len,
-					  IBV_ACCESS_LOCAL_WRITE);
+					  IBV_ACCESS_LOCAL_WRITE, NULL);
 		if (!dst[n])
 			return false;
 		dst_len[n++] = len;
@@ -188,7 +188,7 @@ static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wi
 	/* A zero-length write carries no rkey to check. */
 	if (req->length) {
 		dst = mem_remote_locked(qp, req->rkey, req->raddr, req->length,
-					IBV_ACCESS_REMOTE_WRITE);
+					IBV_ACCESS_REMOTE_WRITE, NULL, NULL);
 		if (!dst) {
 			fail_async(qp, IBV_EVENT_QP_ACCESS_ERR);
 			resp->status = WIRE_NAK_REM_ACCESS;
@@ -225,10 +225,12 @@ static void rdma_read(struct soft_qp *qp, const struct wire_req *req, struct wir
 	}
 	resp->data = wire_seg_local(NULL, req->length);
 	if (req->length) {
+		struct soft_mr *mr;
+		struct soft_mw *mw;
 		const void *src = mem_remote_locked(qp, req->rkey, req->raddr, req->length,
-						    IBV_ACCESS_REMOTE_READ);
+						    IBV_ACCESS_REMOTE_READ, &mr, &mw);
 
-		resp->data = wire_seg_local(src, req->length);
+		resp->data = wire_seg_mem(src, req->length, mr, mw);
 		if (!src) {
 			fail_async(qp, IBV_EVENT_QP_ACCESS_ERR);
 			resp->status = WIRE_NAK_REM_ACCESS;

@@ -269,6 +269,7 @@ struct soft_mr {
 	uint64_t length;
 	int access;
 	unsigned int bound_mws;
+	unsigned int refs;		/* messages that read it when they go out (net_pin) */
 };
 
 struct soft_qp;
@@ -283,16 +284,27 @@ struct soft_mw {
 	int access;
 	struct soft_mr *mr;
 	struct soft_qp *qp;		/* type 2B: only this QP may use it */
+	unsigned int refs;		/* messages that read through it when they go out */
 };
 
 /*
  * Translate [va, va + len) under lkey for a local access by a QP on pd that
- * needs `need` (0 or IBV_ACCESS_LOCAL_WRITE). NULL if not allowed.
+ * needs `need` (0 or IBV_ACCESS_LOCAL_WRITE). NULL if not allowed. With
+ * @mr, the MR that holds the bytes is stored there.
  */
-uint8_t *mem_local_locked(struct soft_pd *pd, uint32_t lkey, uint64_t va, uint64_t len, int need);
-/* The same for a remote access arriving on responder qp. */
+uint8_t *mem_local_locked(struct soft_pd *pd, uint32_t lkey, uint64_t va, uint64_t len, int need,
+			  struct soft_mr **mr);
+/* The same for a remote access arriving on responder qp, and the window it went through. */
 uint8_t *mem_remote_locked(struct soft_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
-			   int need);
+			   int need, struct soft_mr **mr, struct soft_mw **mw);
+/*
+ * A message going out later reads the MR's bytes (through mw, if not NULL):
+ * counted in their refs. A deregistration or an invalidation first copies
+ * such bytes out of the messages (net_detach_locked), so it never waits for
+ * the network, and no message reads memory after it was let go.
+ */
+void mem_pin_locked(struct soft_mr *mr, struct soft_mw *mw);
+void mem_unpin_locked(struct soft_mr *mr, struct soft_mw *mw);
 /* What an rkey reaches (for introspection). 0 or -ENOENT. */
 int mem_reach_locked(uint32_t rkey, uint64_t *addr, uint64_t *length, int *access);
 

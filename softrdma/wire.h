@@ -39,15 +39,33 @@ enum wire_owner {
 	WIRE_OWNER_LOCAL,
 };
 
+struct soft_mr;
+struct soft_mw;
+
+/*
+ * A local segment may name the registration that holds its bytes (and the
+ * window they were reached through): a transport that reads them after the
+ * lock is released (the socket's net thread) pins it meanwhile.
+ */
 struct wire_seg {
 	enum wire_owner owner;
 	uint64_t addr;
 	uint32_t len;
+	struct soft_mr *mr;
+	struct soft_mw *mw;
 };
 
 static inline struct wire_seg wire_seg_local(const void *p, uint32_t len)
 {
-	struct wire_seg s = { WIRE_OWNER_LOCAL, (uint64_t)(uintptr_t)p, len };
+	struct wire_seg s = { WIRE_OWNER_LOCAL, (uint64_t)(uintptr_t)p, len, NULL, NULL };
+
+	return s;
+}
+
+static inline struct wire_seg wire_seg_mem(const void *p, uint32_t len, struct soft_mr *mr,
+					   struct soft_mw *mw)
+{
+	struct wire_seg s = { WIRE_OWNER_LOCAL, (uint64_t)(uintptr_t)p, len, mr, mw };
 
 	return s;
 }
@@ -91,9 +109,10 @@ enum wire_status {
 struct wire_resp {
 	enum wire_status status;
 	/*
-	 * READ: the bytes read. In process they are the responder's registered
-	 * memory, valid until the fabric lock is released; a socket transport
-	 * describes its receive buffer instead.
+	 * READ: the bytes read. At the responder they are its registered
+	 * memory, named with their MR (a socket transport pins it until the
+	 * answer is written); at a requester in another process, the receive
+	 * buffer the answer came in. Valid until the fabric lock is released.
 	 */
 	struct wire_seg data;
 	uint8_t rnr_timer;	/* RNR NAK: the responder's min_rnr_timer (IBA 9.7.5.2.8) */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The wire over links: requests and answers between processes (wire_net.h).
- * A request carries the wire_req's fields and its gathered payload, copied
- * when the requester executes the WQE (as an HCA reads the buffer then); the
- * answer carries the status and, for a READ, the bytes read, copied while the
- * responder holds its lock. The token (the WQE's posting sequence) matches an
+ * A request carries the wire_req's fields and its payload, read from the
+ * requester's registered memory when the net thread writes it (as an HCA
+ * reads the buffers when it transmits); the answer carries the status and,
+ * for a READ, the bytes read, read from the responder's memory the same way. The token (the WQE's posting sequence) matches an
  * answer to the request its QP still waits for; anything else is dropped.
  */
 #include <stdlib.h>
@@ -57,11 +57,9 @@ void wire_net_send_locked(struct soft_qp *qp, struct net_link *link, const struc
 	bool payload = req->op != WIRE_READ;
 	struct net_wire_req *m;
 	struct net_buf *buf;
-	uint8_t *dst;
 
 	(void)qp;
-	buf = link->dead ? NULL : net_buf_new(NET_MSG_WIRE_REQ,
-					      (uint32_t)sizeof(*m) + (payload ? req->length : 0));
+	buf = link->dead ? NULL : net_buf_new_locked(NET_MSG_WIRE_REQ, (uint32_t)sizeof(*m));
 	if (!buf) {
 		resp->status = WIRE_NO_ANSWER;
 		return;
@@ -80,9 +78,11 @@ void wire_net_send_locked(struct soft_qp *qp, struct net_link *link, const struc
 	m->length = req->length;
 	m->psn = req->psn;
 	m->carries_payload = payload;
-	dst = (uint8_t *)(m + 1);
-	if (payload)
-		wire_pull_msg(req->segs, req->nsegs, 0, dst, req->length);
+	if (payload && !net_buf_add_locked(buf, req->segs, req->nsegs, req->length)) {
+		net_buf_free_locked(buf);
+		resp->status = WIRE_NO_ANSWER;
+		return;
+	}
 	net_send_locked(link, buf);
 	resp->status = WIRE_PENDING;
 }
@@ -97,7 +97,7 @@ static void send_answer_locked(struct net_link *link, const struct net_wire_req 
 	/* A requester that hears nothing retries: dropping an answer is allowed. */
 	if (resp->status == WIRE_NO_ANSWER)
 		return;
-	buf = net_buf_new(NET_MSG_WIRE_RESP, (uint32_t)sizeof(*a) + data_len);
+	buf = net_buf_new_locked(NET_MSG_WIRE_RESP, (uint32_t)sizeof(*a));
 	if (!buf)
 		return;
 	a = net_body(buf);
@@ -107,8 +107,10 @@ static void send_answer_locked(struct net_link *link, const struct net_wire_req 
 	a->status = resp->status;
 	a->data_len = data_len;
 	a->rnr_timer = resp->rnr_timer;
-	if (data_len)
-		wire_pull(&resp->data, 0, a + 1, data_len);
+	if (data_len && !net_buf_add_locked(buf, &resp->data, 1, data_len)) {
+		net_buf_free_locked(buf);
+		return;
+	}
 	net_send_locked(link, buf);
 }
 

@@ -20,14 +20,20 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <signal.h>
+#include <sys/mman.h>
+
 #include <rdma/rdma_verbs.h>
 
 #include "harness.h"
+#include "lockwatch.h"
 #include "peer.h"
 
 #define BUF_SIZE	65536
 #define PATTERN_OFF	32768
 #define PATTERN_LEN	8192
+#define BULK_SIZE	(4u << 20)	/* far more than a socket buffer holds */
+#define STEADY_ROUNDS	100
 
 static const char *self;
 
@@ -347,6 +353,60 @@ static int role_window(void)
 	return 0;
 }
 
+/* A 4 MiB region the test writes into while we are stopped; then check it. */
+static int role_bulk(void)
+{
+	struct ibv_mr *mr;
+	struct side s;
+	uint8_t *bulk, *want;
+
+	p_listen(&s);
+	p_accept(&s, 7, NULL);
+	PEER_CHECK(rdma_ack_cm_event(p_event(s.ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
+	bulk = calloc(1, BULK_SIZE);
+	want = malloc(BULK_SIZE);
+	PEER_CHECK(bulk && want);
+	mr = ibv_reg_mr(s.id->pd, bulk, BULK_SIZE, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE);
+	PEER_CHECK(mr);
+	peer_say("bulk %llx %x", (unsigned long long)(uintptr_t)bulk, mr->rkey);
+	PEER_CHECK(strcmp(peer_hear(), "check") == 0);
+	fill(want, BULK_SIZE, 0x21);
+	PEER_CHECK(memcmp(bulk, want, BULK_SIZE) == 0);
+	peer_say("checked");
+	p_close(&s);
+	PEER_CHECK(ibv_dereg_mr(mr) == 0);
+	free(bulk);
+	free(want);
+	p_done(&s);
+	return 0;
+}
+
+/* Take STEADY_ROUNDS Sends; count what softrdma did under its lock after the first. */
+static int role_steady(void)
+{
+	struct ibv_wc wc;
+	struct side s;
+	int i;
+
+	p_listen(&s);
+	p_accept(&s, 7, NULL);
+	p_post_recv(&s, 0, 0, 64);
+	PEER_CHECK(rdma_ack_cm_event(p_event(s.ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
+	peer_say("mr %llx %x", (unsigned long long)(uintptr_t)s.buf, s.mr->rkey);
+	for (i = 0; i <= STEADY_ROUNDS; i++) {
+		p_poll(s.id->recv_cq, &wc);
+		PEER_CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 64);
+		if (i == 0)
+			lockwatch_reset();
+		p_post_recv(&s, (uint64_t)i + 1, 0, 64);
+	}
+	peer_say("counts %lu %lu", lockwatch_count(LW_MALLOC), lockwatch_count(LW_WRITE));
+	p_close(&s);
+	p_done(&s);
+	return 0;
+}
+
 static int run_role(const char *role)
 {
 	static const struct {
@@ -360,6 +420,8 @@ static int run_role(const char *role)
 		{ "hold-port", role_hold_port },
 		{ "sync-client", role_sync_client },
 		{ "window", role_window },
+		{ "bulk", role_bulk },
+		{ "steady", role_steady },
 	};
 	size_t i;
 
@@ -583,6 +645,111 @@ static void test_window_go_back_n(void **state)
 	for (i = 0; i < 8; i++)
 		expect_wc(&c, (uint64_t)i + 1, IBV_WC_SUCCESS);
 	peer_expect(&c.peer, "received 8 in order");
+	assert_int_equal(rdma_disconnect(c.id), 0);
+	h_cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED);
+	peer_expect(&c.peer, "done");
+	finish(&c, 0);
+}
+
+static int post_sge(struct client *c, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
+		    uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = op;
+	wr.sg_list = sge;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(c->id->qp, &wr, &bad);
+}
+
+/*
+ * A Write's payload is read from the requester's memory as it goes out, so
+ * a deregistration while most of it still waits for a stopped peer must
+ * not wait for the peer, nor leave the net thread reading memory the
+ * application has unmapped: the bytes are copied out first, and the peer
+ * gets them as they were.
+ */
+static void test_dereg_while_sending(void **state)
+{
+	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1,
+					 .retry_count = 7, .rnr_retry_count = 7 };
+	unsigned long long raddr;
+	struct ibv_sge sge;
+	struct ibv_mr *mr;
+	struct client c;
+	uint8_t *big;
+	uint32_t rkey;
+
+	(void)state;
+	start(&c, "bulk");
+	peer_port(&c);
+	connect_ok(&c, &param);
+	assert_int_equal(sscanf(peer_expect(&c.peer, "bulk "), "%llx %x", &raddr, &rkey), 2);
+	big = mmap(NULL, BULK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(big != MAP_FAILED);
+	fill(big, BULK_SIZE, 0x21);
+	mr = h_reg(c.id->pd, big, BULK_SIZE, IBV_ACCESS_LOCAL_WRITE);
+	assert_int_equal(kill(c.peer.pid, SIGSTOP), 0);
+	sge = (struct ibv_sge){ (uintptr_t)big, BULK_SIZE, mr->lkey };
+	assert_int_equal(post_sge(&c, 7, IBV_WR_RDMA_WRITE, &sge, raddr, rkey), 0);
+	if (softrdma_get_mode() == SOFTRDMA_MODE_STEP)
+		assert_int_equal(softrdma_progress(1), 1);
+	poll(NULL, 0, 50);	/* the net thread fills the socket and waits */
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	memset(big, 0, BULK_SIZE);
+	assert_int_equal(munmap(big, BULK_SIZE), 0);
+	assert_int_equal(kill(c.peer.pid, SIGCONT), 0);
+	expect_wc(&c, 7, IBV_WC_SUCCESS);
+	peer_send(&c.peer, "check");
+	peer_expect(&c.peer, "checked");
+	assert_int_equal(rdma_disconnect(c.id), 0);
+	h_cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED);
+	peer_expect(&c.peer, "done");
+	finish(&c, 0);
+}
+
+/*
+ * Between processes too, the steady state allocates nothing and writes
+ * nothing under the lock, on either side: message buffers come from a pool
+ * the net thread fills, and the wake-ups are written after the unlock.
+ */
+static void test_steady_state_between_processes(void **state)
+{
+	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1,
+					 .retry_count = 7, .rnr_retry_count = 7 };
+	unsigned long mallocs, writes;
+	unsigned long long raddr;
+	struct client c;
+	uint32_t rkey;
+	int i;
+
+	(void)state;
+	start(&c, "steady");
+	peer_port(&c);
+	connect_ok(&c, &param);
+	assert_int_equal(sscanf(peer_expect(&c.peer, "mr "), "%llx %x", &raddr, &rkey), 2);
+	for (i = 0; i <= STEADY_ROUNDS; i++) {
+		memset(c.buf, 'a' + i % 26, 64);
+		assert_int_equal(post(&c, 1, IBV_WR_RDMA_WRITE, 0, 64, 0, raddr + 4096, rkey), 0);
+		assert_int_equal(post(&c, 2, IBV_WR_RDMA_READ, 8192, 64, 0, raddr + 4096, rkey), 0);
+		assert_int_equal(post(&c, 3, IBV_WR_SEND, 0, 64, 0, 0, 0), 0);
+		expect_wc(&c, 1, IBV_WC_SUCCESS);
+		expect_wc(&c, 2, IBV_WC_SUCCESS);
+		expect_wc(&c, 3, IBV_WC_SUCCESS);
+		assert_memory_equal(c.buf + 8192, c.buf, 64);
+		if (i == 0)
+			lockwatch_reset();
+	}
+	assert_int_equal(lockwatch_count(LW_MALLOC), 0);
+	assert_int_equal(lockwatch_count(LW_WRITE), 0);
+	assert_int_equal(sscanf(peer_expect(&c.peer, "counts "), "%lu %lu", &mallocs, &writes), 2);
+	assert_int_equal(mallocs, 0);
+	assert_int_equal(writes, 0);
 	assert_int_equal(rdma_disconnect(c.id), 0);
 	h_cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED);
 	peer_expect(&c.peer, "done");
@@ -829,6 +996,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_unlistened_port),
 		cmocka_unit_test(test_sync_client_in_peer),
 		cmocka_unit_test(test_window_go_back_n),
+		cmocka_unit_test(test_dereg_while_sending),
+		cmocka_unit_test(test_steady_state_between_processes),
 	};
 	const struct CMUnitTest stepped[] = {
 		cmocka_unit_test(test_cm_and_data),
@@ -836,6 +1005,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_peer_killed),
 		cmocka_unit_test(test_sync_client_in_peer),
 		cmocka_unit_test(test_window_go_back_n),
+		cmocka_unit_test(test_dereg_while_sending),
+		cmocka_unit_test(test_steady_state_between_processes),
 	};
 	int failed = 0;
 
