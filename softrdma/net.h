@@ -43,7 +43,7 @@ struct net_hdr {
 /* The largest body: a message of max_msg_sz plus its request header. */
 #define NET_MAX_BODY	((1u << 31) + 4096u)
 
-/* The head of a message: header, the fixed part of its body, small payloads. */
+/* The head of a message's body (its fixed part) and small payloads. */
 #define NET_HEAD_MAX	2048
 /* Pieces of payload one message carries: a WQE's SGEs, inline data. */
 #define NET_MAX_IOV	WIRE_MAX_SEGS
@@ -64,20 +64,22 @@ struct net_pin {
 };
 
 /*
- * A message on its way out: data[0, head_len) and then the payload, iov by
- * iov. Payload in registered memory is read when the net thread writes it,
- * as an HCA reads a WQE's buffers when it transmits; small payloads without
- * a registration are copied into data[] past the head.
+ * A message on its way out: its header, data[0, head_len) (the body's head)
+ * and then the payload, iov by iov. Payload in registered memory is read
+ * when the net thread writes it, as an HCA reads a WQE's buffers when it
+ * transmits; small payloads without a registration are copied into data[]
+ * past the head.
  */
 struct net_buf {
 	struct list_node link;
+	struct net_hdr hdr;
 	uint32_t len;			/* header, head and payload */
 	uint32_t head_len;		/* bytes of data[] before the payload */
-	uint32_t copied;		/* bytes of data[] used, the head's and small payloads' */
+	uint32_t copied;		/* bytes of data[] used: the head and small payloads */
 	unsigned int niov;
 	struct iovec iov[NET_MAX_IOV];
 	struct net_pin pins[NET_MAX_IOV];
-	uint8_t data[NET_HEAD_MAX];	/* struct net_hdr, then the body's head */
+	uint8_t data[NET_HEAD_MAX] __attribute__((aligned(8)));
 };
 
 struct net_link {
@@ -133,7 +135,7 @@ unsigned long net_pool_misses_locked(void);
 
 static inline void *net_body(struct net_buf *buf)
 {
-	return buf->data + sizeof(struct net_hdr);
+	return buf->data;
 }
 
 /* Queue buf on link (it takes buf); a dead link drops it. */

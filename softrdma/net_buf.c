@@ -31,7 +31,7 @@ struct net_buf *net_buf_new_locked(enum net_msg_type type, uint32_t head_len)
 	struct list_node *node;
 	struct net_buf *buf;
 
-	if (head_len > NET_HEAD_MAX - sizeof(hdr))
+	if (head_len > NET_HEAD_MAX)
 		return NULL;
 	node = list_pop(&pool.free);
 	if (node) {
@@ -43,11 +43,11 @@ struct net_buf *net_buf_new_locked(enum net_msg_type type, uint32_t head_len)
 		if (!buf)
 			return NULL;
 	}
-	buf->head_len = (uint32_t)sizeof(hdr) + head_len;
-	buf->copied = buf->head_len;
-	buf->len = buf->head_len;
+	buf->hdr = hdr;
+	buf->head_len = head_len;
+	buf->copied = head_len;
+	buf->len = (uint32_t)sizeof(hdr) + head_len;
 	buf->niov = 0;
-	memcpy(buf->data, &hdr, sizeof(hdr));
 	return buf;
 }
 
@@ -84,7 +84,6 @@ static bool add_one(struct net_buf *buf, const struct wire_seg *seg, uint32_t of
 bool net_buf_add_locked(struct net_buf *buf, const struct wire_seg *segs, unsigned int nsegs,
 			uint32_t len)
 {
-	struct net_hdr *hdr = (struct net_hdr *)buf->data;
 	uint32_t before = buf->len;
 	unsigned int i;
 
@@ -97,7 +96,7 @@ bool net_buf_add_locked(struct net_buf *buf, const struct wire_seg *segs, unsign
 	}
 	if (len)
 		return false;
-	hdr->len += buf->len - before;
+	buf->hdr.len += buf->len - before;
 	return true;
 }
 
