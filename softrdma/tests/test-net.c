@@ -353,15 +353,17 @@ static int role_window(void)
 	return 0;
 }
 
-/* A 4 MiB region the test writes into while we are stopped; then check it. */
+/* A 4 MiB region the test writes into (with immediate) while we are stopped; then check it. */
 static int role_bulk(void)
 {
 	struct ibv_mr *mr;
+	struct ibv_wc wc;
 	struct side s;
 	uint8_t *bulk, *want;
 
 	p_listen(&s);
 	p_accept(&s, 7, NULL);
+	p_post_recv(&s, 1, 0, 64);
 	PEER_CHECK(rdma_ack_cm_event(p_event(s.ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
 	bulk = calloc(1, BULK_SIZE);
 	want = malloc(BULK_SIZE);
@@ -371,6 +373,9 @@ static int role_bulk(void)
 	PEER_CHECK(mr);
 	peer_say("bulk %llx %x", (unsigned long long)(uintptr_t)bulk, mr->rkey);
 	PEER_CHECK(strcmp(peer_hear(), "check") == 0);
+	p_poll(s.id->recv_cq, &wc);
+	PEER_CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+	PEER_CHECK(wc.byte_len == BULK_SIZE);
 	fill(want, BULK_SIZE, 0x21);
 	PEER_CHECK(memcmp(bulk, want, BULK_SIZE) == 0);
 	peer_say("checked");
@@ -696,7 +701,7 @@ static void test_dereg_while_sending(void **state)
 	mr = h_reg(c.id->pd, big, BULK_SIZE, IBV_ACCESS_LOCAL_WRITE);
 	assert_int_equal(kill(c.peer.pid, SIGSTOP), 0);
 	sge = (struct ibv_sge){ (uintptr_t)big, BULK_SIZE, mr->lkey };
-	assert_int_equal(post_sge(&c, 7, IBV_WR_RDMA_WRITE, &sge, raddr, rkey), 0);
+	assert_int_equal(post_sge(&c, 7, IBV_WR_RDMA_WRITE_WITH_IMM, &sge, raddr, rkey), 0);
 	if (softrdma_get_mode() == SOFTRDMA_MODE_STEP)
 		assert_int_equal(softrdma_progress(1), 1);
 	poll(NULL, 0, 50);	/* the net thread fills the socket and waits */
