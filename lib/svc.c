@@ -106,6 +106,7 @@ int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 	svc->sv_stats.heap_bytes = sizeof(*svc);
 	svc->sv_epfd = -1;
 	list_init(&svc->sv_conns);
+	list_init(&svc->sv_ready);
 	list_init(&svc->sv_zombies);
 	list_init(&svc->sv_mems);
 	rc = svc_rdma_attr_fill(svc, attr);
@@ -225,17 +226,57 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 	return n;
 }
 
+void svc_rdma_mark_ready(struct svcxprt_rdma *rdma)
+{
+	if (rdma->sc_ready || !rdma->sc_svc || rdma->sc_state == SVCXPRT_CLOSED)
+		return;
+	rdma->sc_ready = true;
+	list_add_tail(&rdma->sc_ready_node, &rdma->sc_svc->sv_ready);
+}
+
+void svc_rdma_unready(struct svcxprt_rdma *rdma)
+{
+	if (!rdma->sc_ready)
+		return;
+	list_del(&rdma->sc_ready_node);
+	rdma->sc_ready = false;
+}
+
+/* Descriptors that woke: the listener's, or a connection's (then ready). */
+#define SVC_RDMA_EVENTS 64
+
+static int svc_rdma_take_wakeups(struct rpcrdma_svc *svc)
+{
+	struct epoll_event evs[SVC_RDMA_EVENTS];
+	int n, i, done = 0;
+
+	n = epoll_wait(svc->sv_epfd, evs, SVC_RDMA_EVENTS, 0);
+	for (i = 0; i < n; i++) {
+		if (evs[i].data.ptr)
+			svc_rdma_mark_ready(evs[i].data.ptr);
+		else
+			done += rpcrdma_svc_listen_poll(svc);
+	}
+	return done;
+}
+
 RPCRDMA_EXPORT int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget)
 {
-	struct list_node *pos, *tmp;
+	struct list_node batch;
+	struct svcxprt_rdma *rdma;
 	int n;
 
 	if (!svc || budget <= 0)
 		return -EINVAL;
-	n = rpcrdma_svc_listen_poll(svc);
-	list_for_each_safe(pos, tmp, &svc->sv_conns) {
-		int rc = svc_rdma_conn_poll(list_entry(pos, struct svcxprt_rdma, sc_node), budget);
+	n = svc_rdma_take_wakeups(svc);
+	/* Who is marked during this pass waits for the next one. */
+	list_init(&batch);
+	list_splice_tail(&svc->sv_ready, &batch);
+	while ((rdma = list_pop_entry(&batch, struct svcxprt_rdma, sc_ready_node))) {
+		int rc;
 
+		rdma->sc_ready = false;
+		rc = svc_rdma_conn_visit(rdma, budget);
 		if (rc > 0)
 			n += rc;
 	}
@@ -244,18 +285,10 @@ RPCRDMA_EXPORT int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget)
 
 RPCRDMA_EXPORT int rpcrdma_svc_arm(struct rpcrdma_svc *svc)
 {
-	struct list_node *pos, *tmp;
-	int n = 0;
-
 	if (!svc)
 		return -EINVAL;
-	list_for_each_safe(pos, tmp, &svc->sv_conns) {
-		int rc = svc_rdma_conn_arm(list_entry(pos, struct svcxprt_rdma, sc_node));
-
-		if (rc > 0)
-			n += rc;
-	}
-	return n;
+	/* The others were armed by their last visit. */
+	return list_empty(&svc->sv_ready) ? 0 : 1;
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms)

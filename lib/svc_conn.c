@@ -204,6 +204,7 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 	svc_rdma_dereg_held(rdma);
 	rdma->sc_state = SVCXPRT_CLOSED;
 	rdma->sc_stats->disconnects++;
+	svc_rdma_unready(rdma);
 	list_del(&rdma->sc_node);
 	if (svc)
 		list_add_tail(&rdma->sc_node, &svc->sv_zombies);
@@ -249,8 +250,11 @@ static void svc_rdma_process_cm(struct svcxprt_rdma *rdma)
 	}
 }
 
-/* The work handlers deferred: receives, calls, queued replies, close. May free @rdma. */
-static void svc_rdma_after_batch(struct svcxprt_rdma *rdma)
+/*
+ * The work handlers deferred: receives, calls, queued replies, close. May
+ * free @rdma: returns false when the connection is over (finalized).
+ */
+static bool svc_rdma_after_batch(struct svcxprt_rdma *rdma)
 {
 	/* Replenish before dispatching, so replies carry the full grant. */
 	if (rdma->sc_state < SVCXPRT_CLOSING && !rdma->sc_ep.close_pending)
@@ -259,8 +263,17 @@ static void svc_rdma_after_batch(struct svcxprt_rdma *rdma)
 	svc_rdma_wake_send_waiters(rdma);
 	if (rdma->sc_ep.close_pending && rdma->sc_state < SVCXPRT_CLOSING)
 		svc_rdma_begin_close(rdma);
-	if (rdma->sc_state == SVCXPRT_CLOSING && rpcrdma_ep_drained(&rdma->sc_ep))
+	if (rdma->sc_state == SVCXPRT_CLOSING && rpcrdma_ep_drained(&rdma->sc_ep)) {
 		svc_rdma_finalize(rdma);
+		return false;
+	}
+	return true;
+}
+
+/* Calls the batch queued for the next one (a Read chunk with nothing to pull). */
+static bool svc_rdma_work_left(const struct svcxprt_rdma *rdma)
+{
+	return !list_empty(&rdma->sc_read_complete_q) || !list_empty(&rdma->sc_rq_dto_q);
 }
 
 int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget)
@@ -277,6 +290,41 @@ int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget)
 	}
 	svc_rdma_after_batch(rdma);
 	return n;
+}
+
+int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
+{
+	int n, m = 0;
+
+	if (rdma->sc_state == SVCXPRT_CLOSED)
+		return 0;
+	rdma->sc_stats->conn_visits++;
+	svc_rdma_process_cm(rdma);
+	n = rpcrdma_ep_poll(&rdma->sc_ep, budget);
+	if (unlikely(n < 0)) {
+		rpcrdma_ep_close_deferred(&rdma->sc_ep);
+		n = 0;
+	}
+	/* Arm before the deferred work: what it posts completes into an armed CQ. */
+	if (n < budget && !rdma->sc_ep.close_pending) {
+		m = rpcrdma_ep_arm(&rdma->sc_ep, budget);
+		if (unlikely(m < 0)) {
+			rpcrdma_ep_close_deferred(&rdma->sc_ep);
+			m = 0;
+		}
+	}
+	if (n >= budget || m > 0 || rdma->sc_ep.close_pending)
+		svc_rdma_mark_ready(rdma);
+	else if (n == 0 && rdma->sc_ep.armed)
+		/*
+		 * Woken with nothing to do: the device's async fd, shared by
+		 * every connection's descriptor, holds an event. Read it, or
+		 * every connection wakes on every pass.
+		 */
+		rpcrdma_async_poll(rdma->sc_ep.id->verbs);
+	if (svc_rdma_after_batch(rdma) && svc_rdma_work_left(rdma))
+		svc_rdma_mark_ready(rdma);
+	return n + m;
 }
 
 int svc_rdma_conn_arm(struct svcxprt_rdma *rdma)
@@ -349,6 +397,7 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	rdma->sc_epfd = -1;
 	rdma->sc_max_requests = svc->sv_attr.max_requests;
 	list_init(&rdma->sc_node);
+	list_init(&rdma->sc_ready_node);
 	list_init(&rdma->sc_recv_free);
 	list_init(&rdma->sc_rq_dto_q);
 	list_init(&rdma->sc_read_complete_q);
@@ -429,6 +478,7 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	rdma->sc_ep.state = RPCRDMA_EP_CONNECTED;
 	rdma->sc_state = SVCXPRT_ACCEPTING;
 	list_add_tail(&rdma->sc_node, &svc->sv_conns);
+	svc_rdma_mark_ready(rdma);	/* its first visit arms it */
 	rdma->sc_stats->connects++;
 	if (svc->sv_attr.on_conn)
 		svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_ACCEPTED, svc->sv_attr.arg);
@@ -499,6 +549,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_conn_close(struct rpcrdma_svc_conn *conn)
 	if (!conn)
 		return -EINVAL;
 	rpcrdma_ep_close_deferred(&svc_conn_rdma(conn)->sc_ep);
+	svc_rdma_mark_ready(svc_conn_rdma(conn));
 	return 0;
 }
 

@@ -146,6 +146,8 @@ enum svcxprt_state {
 struct svcxprt_rdma {
 	struct rpcrdma_svc *sc_svc;		/* NULL once the server is destroyed */
 	struct list_node sc_node;		/* the server's sv_conns or sv_zombies */
+	struct list_node sc_ready_node;		/* the server's sv_ready, if sc_ready */
+	bool sc_ready;				/* rpcrdma_svc_poll() visits it next */
 	int sc_state;
 	bool sc_announced;			/* on_conn(ESTABLISHED) was reported */
 	struct rdma_cm_id *sc_cm_id;
@@ -200,6 +202,7 @@ struct rpcrdma_svc {
 	unsigned int sv_npds;
 	struct list_node sv_mems;		/* rpcrdma_svc_mem_register() */
 	struct list_node sv_conns;
+	struct list_node sv_ready;		/* connections with work, or not yet armed */
 	struct list_node sv_zombies;		/* closed, calls still held */
 	struct rpcrdma_stats sv_stats;
 };
@@ -280,6 +283,19 @@ struct svc_rdma_conn_req {
 int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req);
 int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget);
 int svc_rdma_conn_arm(struct svcxprt_rdma *rdma);
+/*
+ * rpcrdma_svc_poll()'s visit: poll, and arm once the CQ is drained, or stay
+ * on the ready list when work is left. Returns the completions handled.
+ */
+int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget);
+/*
+ * Readiness (svc.c): rpcrdma_svc_poll() visits only the connections on
+ * sv_ready, which are those whose descriptor woke, those with work left,
+ * and those the application gave work outside a poll (a held call let go,
+ * a close). The others are armed: their descriptor wakes the server.
+ */
+void svc_rdma_mark_ready(struct svcxprt_rdma *rdma);
+void svc_rdma_unready(struct svcxprt_rdma *rdma);
 void svc_rdma_conn_destroy_sync(struct svcxprt_rdma *rdma);
 void svc_rdma_free(struct svcxprt_rdma *rdma);
 
@@ -288,6 +304,8 @@ static inline void svc_rdma_conn_call_done(struct svcxprt_rdma *rdma)
 {
 	if (--rdma->sc_calls_held == 0 && rdma->sc_state == SVCXPRT_CLOSED)
 		svc_rdma_free(rdma);
+	else
+		svc_rdma_mark_ready(rdma);	/* its receive goes back up on the next visit */
 }
 bool svc_rdma_can_send(const struct svcxprt_rdma *rdma);
 

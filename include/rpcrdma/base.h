@@ -107,6 +107,8 @@ void rpcrdma_set_log(void (*fn)(int level, const char *msg, void *arg), void *ar
  *	are its own memory and count in neither
  * @heap_bytes: heap memory the transport holds now, registered or not (the
  *	libtirpc adapters' own handles and XDR buffers are not counted)
+ * @conn_visits: server: connections rpcrdma_svc_poll() visited, which are
+ *	only those with work (an idle connection costs no visit); client: 0
  */
 struct rpcrdma_stats {
 	uint32_t struct_size;
@@ -128,6 +130,7 @@ struct rpcrdma_stats {
 	uint64_t disconnects;
 	uint64_t registered_bytes;
 	uint64_t heap_bytes;
+	uint64_t conn_visits;
 };
 
 #ifdef __cplusplus
