@@ -7,9 +7,10 @@
  *
  *   rpc-bench [--calls N] [--depth D]   rate and latency (default: both depths)
  *   rpc-bench --memory                   memory per connection
- *   rpc-bench --step --calls N           N calls, one at a time, with softrdma in
+ *   rpc-bench --step --calls N [--idle K] N calls, one at a time, with softrdma in
  *                                        STEP mode and both sides polled by this
- *                                        thread: deterministic work for callgrind
+ *                                        thread: deterministic work for callgrind;
+ *                                        K more clients stay connected and idle
  */
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -199,27 +200,40 @@ static void step_done(struct rpcrdma_call *call)
  * One call at a time, the fabric stepped by hand and both sides polled from
  * this thread: every instruction is work for an RPC, none is spent spinning.
  */
-static int bench_step(unsigned int calls)
+static int bench_step(unsigned int calls, unsigned int nidle)
 {
 	struct sockaddr_storage addr;
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
-	struct rpcrdma_clnt *clnt;
+	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
+	struct rpcrdma_clnt *clnt, **idle = calloc(nidle ? nidle : 1, sizeof(*idle));
 	unsigned char msg[24], reply[64];
 	struct server s;
 	unsigned int i;
 	int rc = 0;
 
-	if (server_start(&s, 32, 0, &addr))
+	if (!idle || server_start(&s, 32, 0, &addr))
 		return 1;
 	attr.addr = (struct sockaddr *)&addr;
 	if (rpcrdma_clnt_connect(&attr, &clnt)) {
 		server_stop(&s);
 		return 1;
 	}
+	for (i = 0; i < nidle; i++) {
+		if (rpcrdma_clnt_connect(&attr, &idle[i])) {
+			fprintf(stderr, "idle connection %u failed\n", i);
+			return 1;
+		}
+	}
 	/* Take the server over from its thread: this thread now owns both sides. */
 	atomic_store(&s.stop, true);
 	pthread_join(s.thread, NULL);
 	softrdma_set_mode(SOFTRDMA_MODE_STEP);
+	/* Let every connection settle: established, armed. */
+	for (i = 0; i < 4; i++) {
+		softrdma_progress_all();
+		rpcrdma_svc_poll(s.svc, 16);
+	}
+	rpcrdma_svc_stats(s.svc, &before);
 	for (i = 0; i < calls && !rc; i++) {
 		struct rpcrdma_call call = { RPCRDMA_SIZED(call) };
 		int finished = 0, spins = 0;
@@ -244,12 +258,18 @@ static int bench_step(unsigned int calls)
 		if (call.status)
 			rc = 1;
 	}
+	rpcrdma_svc_stats(s.svc, &after);
 	softrdma_set_mode(SOFTRDMA_MODE_THREAD);
 	if (rc)
 		fprintf(stderr, "step mode: call %u failed\n", i);
 	else
-		printf("%u calls completed in STEP mode\n", calls);
+		printf("%u calls completed in STEP mode beside %u idle connections; "
+		       "%.2f connection visits per call\n", calls, nidle,
+		       (double)(after.conn_visits - before.conn_visits) / calls);
 	/* The server thread is gone: let the client's drain run against the fabric. */
+	for (i = 0; i < nidle; i++)
+		rpcrdma_clnt_destroy(idle[i]);
+	free(idle);
 	rpcrdma_clnt_destroy(clnt);
 	rpcrdma_svc_destroy(s.svc);
 	return rc;
@@ -310,12 +330,13 @@ int main(int argc, char **argv)
 		{ "depth", required_argument, NULL, 'd' },
 		{ "memory", no_argument, NULL, 'm' },
 		{ "step", no_argument, NULL, 's' },
+		{ "idle", required_argument, NULL, 'i' },
 		{ NULL, 0, NULL, 0 },
 	};
-	unsigned int calls = 20000;
+	unsigned int calls = 20000, nidle = 0;
 	int depth = 0, memory = 0, step = 0, opt;
 
-	while ((opt = getopt_long(argc, argv, "n:d:ms", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:d:msi:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			calls = (unsigned int)strtoul(optarg, NULL, 0);
@@ -329,8 +350,12 @@ int main(int argc, char **argv)
 		case 's':
 			step = 1;
 			break;
+		case 'i':
+			nidle = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [--calls N] [--depth 1|16] [--memory] [--step]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--calls N] [--depth 1|16] [--memory] "
+				"[--step [--idle K]]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -339,6 +364,6 @@ int main(int argc, char **argv)
 	if (calls == 0)
 		return 2;
 	if (step)
-		return bench_step(calls);
+		return bench_step(calls, nidle);
 	return bench_rate(calls, depth);
 }

@@ -8,9 +8,11 @@
 # cost of functions whose source lies in lib/ counts: softrdma (the fabric's
 # own cost) and libc are excluded. (Ir(N2) - Ir(N1)) / (N2 - N1) cancels
 # set-up and teardown.
-# Usage: rpc-callgrind.sh [BUILDDIR]   (default: build)
+# Usage: rpc-callgrind.sh [BUILDDIR [IDLE]]   (default: build, 0 idle connections
+# beside the one that calls)
 set -eu
 build=${1:-build}
+idle=${2:-0}
 bench=$build/tests/bench/rpc-bench
 [ -x "$bench" ] || { echo "no $bench: build first" >&2; exit 1; }
 command -v callgrind_annotate >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
@@ -29,7 +31,7 @@ profile() {
 	n=$1
 	shift
 	valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" "$@" \
-		"$bench" --step --calls "$n" >/dev/null 2>"$tmp/err" || {
+		"$bench" --step --calls "$n" --idle "$idle" >/dev/null 2>"$tmp/err" || {
 		cat "$tmp/err" >&2
 		exit 1
 	}
@@ -48,7 +50,8 @@ sum() {
 	awk '{ s += $1 } END { printf "%d", s }'
 }
 
-echo "Instructions of library code (lib/, self cost) per inline NULL RPC, STEP mode"
+echo "Instructions of library code (lib/, self cost) per inline NULL RPC, STEP mode,"
+echo "beside $idle idle connections"
 echo "(callgrind, (Ir(N2)-Ir(N1))/(N2-N1), N1=$n1, N2=$n2):"
 for side in client server; do
 	profile $side $n1
