@@ -14,6 +14,8 @@
 #define RPCRDMA_SVC_DEF_REQUESTS 32
 #define RPCRDMA_SVC_MAX_REQUESTS 1024
 #define RPCRDMA_SVC_DEF_BACKLOG 16
+#define RPCRDMA_SVC_DEF_CONNECTIONS 1024
+#define RPCRDMA_SVC_MAX_CONNECTIONS 65536
 
 static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_attr *in)
 {
@@ -37,6 +39,10 @@ static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_
 		a->inline_size = RPCRDMA_DEF_INLINE;
 	if (a->backlog <= 0)
 		a->backlog = RPCRDMA_SVC_DEF_BACKLOG;
+	if (!a->max_connections)
+		a->max_connections = RPCRDMA_SVC_DEF_CONNECTIONS;
+	if (a->max_connections > RPCRDMA_SVC_MAX_CONNECTIONS)
+		return -EINVAL;
 	if (a->max_requests > RPCRDMA_SVC_MAX_REQUESTS || a->inline_size < RPCRDMA_MIN_INLINE ||
 	    a->inline_size > RPCRDMA_MAX_INLINE)
 		return -EINVAL;
@@ -219,9 +225,19 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 			req.pdata_len = 0;
 		req.initiator_depth = ev->param.conn.initiator_depth;
 		rdma_ack_cm_event(ev);
+		if (svc->sv_nconns >= svc->sv_attr.max_connections) {
+			rdma_reject(req.id, NULL, 0);
+			rdma_destroy_id(req.id);
+			svc->sv_stats.conn_rejects++;
+			rpcrdma_warn("server: a connection request was refused: %u connections "
+				     "(max_connections)", svc->sv_nconns);
+			continue;
+		}
 		rc = svc_rdma_accept(svc, &req);
-		if (rc)
+		if (rc) {
+			svc->sv_stats.conn_rejects++;
 			rpcrdma_warn("server: a connection request was refused: %s", strerror(-rc));
+		}
 	}
 	return n;
 }

@@ -207,6 +207,8 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 	svc_rdma_unready(rdma);
 	list_del(&rdma->sc_node);
 	if (svc)
+		svc->sv_nconns--;
+	if (svc)
 		list_add_tail(&rdma->sc_node, &svc->sv_zombies);
 	/* Every connection reported ACCEPTED is reported CLOSED, established or not. */
 	if (svc && svc->sv_attr.on_conn)
@@ -478,6 +480,7 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	rdma->sc_ep.state = RPCRDMA_EP_CONNECTED;
 	rdma->sc_state = SVCXPRT_ACCEPTING;
 	list_add_tail(&rdma->sc_node, &svc->sv_conns);
+	svc->sv_nconns++;
 	svc_rdma_mark_ready(rdma);	/* its first visit arms it */
 	rdma->sc_stats->connects++;
 	if (svc->sv_attr.on_conn)

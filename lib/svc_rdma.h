@@ -202,6 +202,7 @@ struct rpcrdma_svc {
 	unsigned int sv_npds;
 	struct list_node sv_mems;		/* rpcrdma_svc_mem_register() */
 	struct list_node sv_conns;
+	uint32_t sv_nconns;			/* on sv_conns: counted against max_connections */
 	struct list_node sv_ready;		/* connections with work, or not yet armed */
 	struct list_node sv_zombies;		/* closed, calls still held */
 	struct rpcrdma_stats sv_stats;

@@ -109,6 +109,8 @@ void rpcrdma_set_log(void (*fn)(int level, const char *msg, void *arg), void *ar
  *	libtirpc adapters' own handles and XDR buffers are not counted)
  * @conn_visits: server: connections rpcrdma_svc_poll() visited, which are
  *	only those with work (an idle connection costs no visit); client: 0
+ * @conn_rejects: server: connection requests refused (max_connections
+ *	reached, or no resources for one more); client: 0
  */
 struct rpcrdma_stats {
 	uint32_t struct_size;
@@ -131,6 +133,7 @@ struct rpcrdma_stats {
 	uint64_t registered_bytes;
 	uint64_t heap_bytes;
 	uint64_t conn_visits;
+	uint64_t conn_rejects;
 };
 
 #ifdef __cplusplus

@@ -66,6 +66,15 @@ enum rpcrdma_conn_event {
  *	Read chunks together; default 64 MiB): larger ones get ERR_CHUNK
  * @max_reply: largest reply sent through a client's Reply chunk (default
  *	64 MiB)
+ * @max_connections: connections served at once at most (default 1024,
+ *	1..65536): a request beyond it is rejected (a consumer-defined
+ *	reject without private data; the client's connect fails with
+ *	-ECONNREFUSED), counted in stats.conn_rejects and logged
+ *
+ * What one connection can make the server hold is bounded by these:
+ * @max_requests receives and calls at once, each call at most
+ * @inline_size inline, @max_read pulled and @max_reply sent; and the
+ * server holds at most @max_connections connections.
  */
 struct rpcrdma_svc_attr {
 	uint32_t struct_size;
@@ -79,6 +88,7 @@ struct rpcrdma_svc_attr {
 	uint32_t flags;
 	uint64_t max_read;
 	uint64_t max_reply;
+	uint32_t max_connections;
 };
 
 /**
@@ -126,14 +136,21 @@ int rpcrdma_svc_addr(const struct rpcrdma_svc *svc, struct sockaddr *addr, sockl
 int rpcrdma_svc_fd(const struct rpcrdma_svc *svc);
 
 /**
- * rpcrdma_svc_poll - make progress on the listener and every connection
+ * rpcrdma_svc_poll - make progress on the listener and the connections
+ *	that have work
  * @svc: the server
  * @budget: most completions to process per connection (> 0)
  *
- * Busy polling: accepts and closes connections, processes completions, and
- * calls the callbacks; never arms notification. Returns the number of
- * events and completions processed, or a -errno; a connection that used its
- * whole budget makes the result >= @budget (call again).
+ * Accepts and closes connections, processes completions, and calls the
+ * callbacks. It visits only connections with work: those whose descriptor
+ * woke (one epoll_wait() on rpcrdma_svc_fd() per call, whatever the number
+ * of connections), those with work left from an earlier pass, and those
+ * the application gave work outside a poll; a connection whose completions
+ * are drained is armed and left alone until its descriptor wakes, so an
+ * idle connection costs nothing (stats.conn_visits counts the visits).
+ * Returns the number of events and completions processed, or a -errno; a
+ * connection that used its whole budget makes the result >= @budget (call
+ * again).
  */
 int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget);
 
@@ -141,9 +158,9 @@ int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget);
  * rpcrdma_svc_arm - prepare to sleep on rpcrdma_svc_fd()
  * @svc: the server
  *
- * Arms every connection's completion notification and looks once more.
- * Returns 0 when it is safe to sleep, > 0 when work was found and processed
- * (poll again), or a -errno.
+ * rpcrdma_svc_poll() arms each connection it finds drained; this reports
+ * whether any connection still has work. Returns 0 when it is safe to
+ * sleep, > 0 when there is work (poll again), or a -errno.
  */
 int rpcrdma_svc_arm(struct rpcrdma_svc *svc);
 

@@ -11,6 +11,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "harness.h"
@@ -30,13 +35,31 @@ static bool all_established(void *arg)
 	return atomic_load(&e->hs->sh->conns_established) >= e->want;
 }
 
+/* Wait until the server has nothing left to do: its visits stop growing. */
+static void settle(struct harness_server *hs)
+{
+	uint64_t last = harness_server_stats(hs).conn_visits;
+	int quiet = 0, rounds = 0;
+
+	while (quiet < 5 && rounds++ < 500) {
+		uint64_t now;
+
+		poll(NULL, 0, 10);
+		now = harness_server_stats(hs).conn_visits;
+		quiet = now == last ? quiet + 1 : 0;
+		last = now;
+	}
+}
+
 /* Visits the server made for CALLS calls on @clnt. */
 static uint64_t visits_for_calls(struct harness_server *hs, struct rpcrdma_clnt *clnt)
 {
 	unsigned char msg[256], reply[256];
-	uint64_t before = harness_server_stats(hs).conn_visits;
+	uint64_t before;
 	uint32_t i;
 
+	settle(hs);
+	before = harness_server_stats(hs).conn_visits;
 	for (i = 0; i < CALLS; i++) {
 		size_t rlen = sizeof(reply);
 
@@ -72,10 +95,14 @@ static void t_idle_connections_cost_no_visit(void **state)
 	print_message("server visits per call: %.2f alone, %.2f beside %d idle connections\n",
 		      (double)alone / CALLS, (double)among_idle / CALLS, IDLE);
 
-	/* Every call is visited at least once; idle connections add nothing. */
+	/*
+	 * Every call is visited at least once. How a call's receive and its
+	 * reply's completion fall into passes varies with timing; visiting
+	 * the idle connections would add IDLE visits to every pass.
+	 */
 	assert_true(alone >= CALLS);
 	assert_true(among_idle >= CALLS);
-	assert_true(among_idle <= alone + CALLS / 10);
+	assert_true(among_idle < alone + CALLS / 2);
 
 	for (i = 0; i < IDLE; i++)
 		rpcrdma_clnt_destroy(idle[i]);
@@ -84,10 +111,128 @@ static void t_idle_connections_cost_no_visit(void **state)
 	harness_assert_fabric_idle();
 }
 
+/* A server of its own: max_connections 2, polled by a thread. */
+struct small_server {
+	struct rpcrdma_svc *svc;
+	pthread_t thread;
+	atomic_bool stop;
+	atomic_uint established;
+	atomic_uint closed;
+};
+
+static void small_on_call(struct rpcrdma_svc_call *call, void *arg)
+{
+	size_t len;
+	const void *msg = rpcrdma_svc_call_msg(call, &len);
+
+	(void)arg;
+	rpcrdma_svc_reply(call, msg, len);
+}
+
+static void small_on_conn(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_event event,
+			  void *arg)
+{
+	struct small_server *s = arg;
+
+	(void)conn;
+	if (event == RPCRDMA_CONN_ESTABLISHED)
+		atomic_fetch_add(&s->established, 1);
+	else if (event == RPCRDMA_CONN_CLOSED)
+		atomic_fetch_add(&s->closed, 1);
+}
+
+static void *small_thread(void *arg)
+{
+	struct small_server *s = arg;
+
+	while (!atomic_load(&s->stop))
+		rpcrdma_svc_wait(s->svc, 20);
+	return NULL;
+}
+
+static bool small_closed_one(void *arg)
+{
+	return atomic_load(&((struct small_server *)arg)->closed) >= 1;
+}
+
+static int small_connect(struct small_server *s, struct rpcrdma_clnt **out)
+{
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct sockaddr_storage addr;
+	socklen_t len = sizeof(addr);
+
+	assert_int_equal(rpcrdma_svc_addr(s->svc, (struct sockaddr *)&addr, &len), 0);
+	attr.addr = (struct sockaddr *)&addr;
+	attr.connect_timeout_ms = 2000;
+	return rpcrdma_clnt_connect(&attr, out);
+}
+
+/* A request beyond max_connections is refused and counted; a freed place is taken again. */
+static void t_max_connections(void **state)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rpcrdma_svc_attr attr = { RPCRDMA_SIZED(attr) };
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+	struct rpcrdma_clnt *c[3];
+	struct small_server s;
+	unsigned char msg[64], reply[64];
+	size_t rlen = sizeof(reply);
+
+	(void)state;
+	harness_require_inproc("the server runs on a thread of the test");
+	memset(&s, 0, sizeof(s));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	attr.addr = (struct sockaddr *)&sin;
+	attr.on_call = small_on_call;
+	attr.on_conn = small_on_conn;
+	attr.arg = &s;
+	attr.max_connections = 2;
+	assert_int_equal(rpcrdma_svc_listen(&attr, &s.svc), 0);
+	assert_int_equal(pthread_create(&s.thread, NULL, small_thread, &s), 0);
+
+	assert_int_equal(small_connect(&s, &c[0]), 0);
+	assert_int_equal(small_connect(&s, &c[1]), 0);
+	assert_int_equal(small_connect(&s, &c[2]), -ECONNREFUSED);
+	/* The two it took still serve. */
+	harness_fill_msg(msg, sizeof(msg), 7, 7);
+	assert_int_equal(rpcrdma_clnt_call(c[1], msg, sizeof(msg), reply, &rlen, 0), 0);
+	assert_memory_equal(reply, msg, sizeof(msg));
+
+	rpcrdma_clnt_destroy(c[0]);
+	assert_true(harness_wait_for(small_closed_one, &s, 5000));
+	assert_int_equal(small_connect(&s, &c[2]), 0);
+
+	atomic_store(&s.stop, true);
+	pthread_join(s.thread, NULL);
+	assert_int_equal(rpcrdma_svc_stats(s.svc, &st), 0);
+	assert_int_equal(st.conn_rejects, 1);
+	rpcrdma_clnt_destroy(c[1]);
+	rpcrdma_clnt_destroy(c[2]);
+	rpcrdma_svc_destroy(s.svc);
+	harness_assert_fabric_idle();
+}
+
+/* max_connections beyond the documented range is refused at listen. */
+static void t_max_connections_range(void **state)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rpcrdma_svc_attr attr = { RPCRDMA_SIZED(attr) };
+	struct rpcrdma_svc *svc;
+
+	(void)state;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	attr.addr = (struct sockaddr *)&sin;
+	attr.on_call = small_on_call;
+	attr.max_connections = 65537;
+	assert_int_equal(rpcrdma_svc_listen(&attr, &svc), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_idle_connections_cost_no_visit),
+		cmocka_unit_test(t_max_connections),
+		cmocka_unit_test(t_max_connections_range),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
