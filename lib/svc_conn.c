@@ -307,23 +307,26 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 		rpcrdma_ep_close_deferred(&rdma->sc_ep);
 		n = 0;
 	}
-	/* Arm before the deferred work: what it posts completes into an armed CQ. */
-	if (n < budget && !rdma->sc_ep.close_pending) {
-		m = rpcrdma_ep_arm(&rdma->sc_ep, budget);
-		if (unlikely(m < 0)) {
-			rpcrdma_ep_close_deferred(&rdma->sc_ep);
-			m = 0;
-		}
-	}
-	if (n >= budget || m > 0 || rdma->sc_ep.close_pending)
+	if (n > 0 || rdma->sc_ep.close_pending) {
+		/* Busy: look again next pass; a pass that finds nothing arms. */
 		svc_rdma_mark_ready(rdma);
-	else if (n == 0 && rdma->sc_ep.armed)
+	} else if (rdma->sc_ep.armed) {
 		/*
 		 * Woken with nothing to do: the device's async fd, shared by
 		 * every connection's descriptor, holds an event. Read it, or
 		 * every connection wakes on every pass.
 		 */
 		rpcrdma_async_poll(rdma->sc_ep.id->verbs);
+	} else {
+		/* Armed before the deferred work: what it posts completes into an armed CQ. */
+		m = rpcrdma_ep_arm(&rdma->sc_ep, budget);
+		if (unlikely(m < 0)) {
+			rpcrdma_ep_close_deferred(&rdma->sc_ep);
+			m = 0;
+		}
+		if (m > 0 || rdma->sc_ep.close_pending)
+			svc_rdma_mark_ready(rdma);
+	}
 	if (svc_rdma_after_batch(rdma) && svc_rdma_work_left(rdma))
 		svc_rdma_mark_ready(rdma);
 	return n + m;
