@@ -298,6 +298,32 @@ bool harness_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms)
 	}
 }
 
+struct harness_count_wait {
+	atomic_uint *count;
+	unsigned int want;
+};
+
+static bool harness_count_reached(void *arg)
+{
+	struct harness_count_wait *w = arg;
+
+	return atomic_load(w->count) >= w->want;
+}
+
+bool harness_wait_established(struct harness_server *hs, unsigned int want, int timeout_ms)
+{
+	struct harness_count_wait w = { &hs->sh->conns_established, want };
+
+	return harness_wait_for(harness_count_reached, &w, timeout_ms);
+}
+
+bool harness_wait_closed(struct harness_server *hs, unsigned int want, int timeout_ms)
+{
+	struct harness_count_wait w = { &hs->sh->conns_closed, want };
+
+	return harness_wait_for(harness_count_reached, &w, timeout_ms);
+}
+
 bool harness_holds_one(void *hs)
 {
 	return atomic_load(&((struct harness_server *)hs)->sh->held_now) == 1;

@@ -151,5 +151,8 @@ bool harness_holds_one(void *hs);
 
 /* Wait until @pred(@arg) is true or @timeout_ms passes. Returns the predicate. */
 bool harness_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms);
+/* Wait until the server has seen @want connections established (closed) in all. */
+bool harness_wait_established(struct harness_server *hs, unsigned int want, int timeout_ms);
+bool harness_wait_closed(struct harness_server *hs, unsigned int want, int timeout_ms);
 
 #endif /* E2E_HARNESS_H */

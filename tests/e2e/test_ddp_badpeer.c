@@ -72,25 +72,6 @@ struct rig {
 	unsigned int closed_before;
 };
 
-struct established {
-	struct harness_server *hs;
-	unsigned int want;
-};
-
-static bool conns_reach(void *arg)
-{
-	struct established *e = arg;
-
-	return atomic_load(&e->hs->sh->conns_established) >= e->want;
-}
-
-static bool closed_reach(void *arg)
-{
-	struct established *e = arg;
-
-	return atomic_load(&e->hs->sh->conns_closed) >= e->want;
-}
-
 static void rig_connect(struct rig *r)
 {
 	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
@@ -99,7 +80,7 @@ static void rig_connect(struct rig *r)
 		.pdata_len = sizeof(pdata),
 		.responder_resources = 16,	/* the server may RDMA Read our memory */
 	};
-	struct established e = { &r->hs, atomic_load(&r->hs.sh->conns_established) + 1 };
+	unsigned int want = atomic_load(&r->hs.sh->conns_established) + 1;
 
 	assert_int_equal(rpcrdma_cm_private_encode(pdata, sizeof(pdata), &peer_pd),
 			 RPCRDMA_CM_PRIVATE_LEN);
@@ -113,7 +94,7 @@ static void rig_connect(struct rig *r)
 	assert_non_null(r->wo_mr);
 	assert_non_null(r->lo_mr);
 	/* The server has seen it: a close is then reported (on_conn) too. */
-	assert_true(harness_wait_for(conns_reach, &e, 3000));
+	assert_true(harness_wait_established(&r->hs, want, 3000));
 }
 
 /* The other client is served, whatever the raw one did. */
@@ -394,13 +375,12 @@ static void good_call(struct rig *r)
 static void expect_closed(struct rig *r, const struct vcall *v, bool handed_up)
 {
 	unsigned char reply[RAWPEER_BUF];
-	struct established e = { &r->hs, r->closed_before + 1 };
 	int n;
 
 	n = rawpeer_recv(&r->rp, reply, sizeof(reply), 3000);
 	if (n != -EIO)
 		fail_msg("%s: expected the connection to close, got %d", v->name, n);
-	if (!harness_wait_for(closed_reach, &e, 3000))
+	if (!harness_wait_closed(&r->hs, r->closed_before + 1, 3000))
 		fail_msg("%s: the server did not close the connection", v->name);
 	assert_int_equal(atomic_load(&r->hs.sh->conns_closed), r->closed_before + 1);
 	assert_int_equal(atomic_load(&r->hs.sh->calls), r->calls_before + handed_up);

@@ -61,18 +61,6 @@ struct srig {
 	uint32_t xid;
 };
 
-struct conns_wait {
-	struct harness_server *hs;
-	unsigned int want;
-};
-
-static bool conns_reach(void *arg)
-{
-	struct conns_wait *w = arg;
-
-	return atomic_load(&w->hs->sh->conns_established) >= w->want;
-}
-
 static void srig_up(struct srig *r)
 {
 	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
@@ -81,7 +69,6 @@ static void srig_up(struct srig *r)
 		.pdata_len = sizeof(pdata),
 		.responder_resources = 16,
 	};
-	struct conns_wait w;
 
 	memset(r, 0, sizeof(*r));
 	memset(&ddp_counters, 0, sizeof(ddp_counters));
@@ -96,10 +83,8 @@ static void srig_up(struct srig *r)
 	r->mr = rawpeer_reg(&r->rp, r->mem, MEM, IBV_ACCESS_LOCAL_WRITE |
 			    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
 	assert_non_null(r->mr);
-	w.hs = &r->hs;
-	w.want = 1;
 	/* Sends before ESTABLISHED is seen are fine; the count makes teardown exact. */
-	assert_true(harness_wait_for(conns_reach, &w, 3000));
+	assert_true(harness_wait_established(&r->hs, 1, 3000));
 }
 
 static struct rpcrdma_stats srig_stats(struct srig *r)

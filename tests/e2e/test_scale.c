@@ -23,18 +23,6 @@
 #define IDLE 32
 #define CALLS 200
 
-struct established {
-	struct harness_server *hs;
-	unsigned int want;
-};
-
-static bool all_established(void *arg)
-{
-	struct established *e = arg;
-
-	return atomic_load(&e->hs->sh->conns_established) >= e->want;
-}
-
 /* Wait until the server has nothing left to do: its visits stop growing. */
 static void settle(struct harness_server *hs)
 {
@@ -76,7 +64,6 @@ static void t_idle_connections_cost_no_visit(void **state)
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_clnt *active, *idle[IDLE];
 	struct harness_server hs;
-	struct established e = { &hs, 1 };
 	uint64_t alone, among_idle;
 	unsigned int i;
 
@@ -84,13 +71,12 @@ static void t_idle_connections_cost_no_visit(void **state)
 	assert_int_equal(harness_server_start(&hs, 0, 0, HARNESS_ECHO), 0);
 	harness_clnt_attr(&hs, &attr);
 	assert_int_equal(rpcrdma_clnt_connect(&attr, &active), 0);
-	assert_true(harness_wait_for(all_established, &e, 5000));
+	assert_true(harness_wait_established(&hs, 1, 5000));
 	alone = visits_for_calls(&hs, active);
 
 	for (i = 0; i < IDLE; i++)
 		assert_int_equal(rpcrdma_clnt_connect(&attr, &idle[i]), 0);
-	e.want = IDLE + 1;
-	assert_true(harness_wait_for(all_established, &e, 10000));
+	assert_true(harness_wait_established(&hs, IDLE + 1, 10000));
 	among_idle = visits_for_calls(&hs, active);
 	print_message("server visits per call: %.2f alone, %.2f beside %d idle connections\n",
 		      (double)alone / CALLS, (double)among_idle / CALLS, IDLE);
