@@ -26,7 +26,7 @@ static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_
 	rc = rpcrdma_sized_in(a, sizeof(*a), in, RPCRDMA_SVC_ATTR_SIZE_0_2);
 	if (rc)
 		return rc;
-	if (!a->addr || !a->on_call || a->flags)
+	if (!a->addr || !a->on_call || (a->flags & ~(uint32_t)RPCRDMA_SVC_WORKERS))
 		return -EINVAL;
 	len = rpcrdma_sockaddr_len(a->addr);
 	if (!len)
@@ -90,6 +90,7 @@ static void svc_rdma_svc_free(struct rpcrdma_svc *svc)
 		rdma_free_devices(svc->sv_devs);
 	if (svc->sv_cm_channel)
 		rdma_destroy_event_channel(svc->sv_cm_channel);
+	svc_rdma_handoff_fini(svc);
 	if (svc->sv_epfd >= 0)
 		close(svc->sv_epfd);
 	free(svc);
@@ -111,6 +112,8 @@ int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 		return -ENOMEM;
 	svc->sv_stats.heap_bytes = sizeof(*svc);
 	svc->sv_epfd = -1;
+	svc->sv_handoff_fd = -1;
+	list_init(&svc->sv_handoffs);
 	list_init(&svc->sv_conns);
 	list_init(&svc->sv_ready);
 	list_init(&svc->sv_zombies);
@@ -142,6 +145,9 @@ int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 		rc = -errno;
 		goto out;
 	}
+	rc = svc_rdma_handoff_init(svc);
+	if (rc)
+		goto out;
 	*out = svc;
 	return 0;
 out:
@@ -268,7 +274,9 @@ static int svc_rdma_take_wakeups(struct rpcrdma_svc *svc)
 
 	n = epoll_wait(svc->sv_epfd, evs, SVC_RDMA_EVENTS, 0);
 	for (i = 0; i < n; i++) {
-		if (evs[i].data.ptr)
+		if (evs[i].data.ptr == svc)
+			done += svc_rdma_run_handoffs(svc);
+		else if (evs[i].data.ptr)
 			svc_rdma_mark_ready(evs[i].data.ptr);
 		else
 			done += rpcrdma_svc_listen_poll(svc);
@@ -284,6 +292,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget)
 
 	if (!svc || budget <= 0)
 		return -EINVAL;
+	svc_rdma_note_poller(svc);
 	n = svc_rdma_take_wakeups(svc);
 	/* Who is marked during this pass waits for the next one. */
 	list_init(&batch);

@@ -3,6 +3,8 @@
 #ifndef RPCRDMA_SVC_RDMA_H
 #define RPCRDMA_SVC_RDMA_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -206,7 +208,49 @@ struct rpcrdma_svc {
 	struct list_node sv_ready;		/* connections with work, or not yet armed */
 	struct list_node sv_zombies;		/* closed, calls still held */
 	struct rpcrdma_stats sv_stats;
+	/* svc_handoff.c: RPCRDMA_SVC_WORKERS */
+	_Atomic uintptr_t sv_poller;		/* the thread that polls */
+	int sv_handoff_fd;			/* in sv_epfd (data: the server) */
+	pthread_mutex_t sv_handoff_lock;
+	pthread_cond_t sv_handoff_cv;
+	struct list_node sv_handoffs;		/* lock: waiting for the poller */
 };
+
+/* svc_handoff.c: a worker thread's reply, run by the poller. */
+enum svc_rdma_handoff_op {
+	SVC_HANDOFF_REPLY,
+	SVC_HANDOFF_REPLY_BUF,
+	SVC_HANDOFF_COMMIT,
+	SVC_HANDOFF_PAYLOAD,
+	SVC_HANDOFF_ERR_CHUNK,
+	SVC_HANDOFF_DROP,
+};
+
+struct svc_rdma_handoff {
+	struct list_node node;
+	enum svc_rdma_handoff_op op;
+	struct rpcrdma_svc_call *call;
+	const void *ptr;
+	size_t len;
+	uint32_t pos;
+	void **buf;
+	size_t *max;
+	void (*release)(void *arg);
+	void *arg;
+	int rc;
+	bool done;
+};
+
+int svc_rdma_handoff_init(struct rpcrdma_svc *svc);
+void svc_rdma_handoff_fini(struct rpcrdma_svc *svc);
+/* rpcrdma_svc_poll() runs on this thread: it is the poller. */
+void svc_rdma_note_poller(struct rpcrdma_svc *svc);
+/* Is the caller a worker (not the poller) of a server with RPCRDMA_SVC_WORKERS? */
+bool svc_rdma_foreign(const struct rpcrdma_svc_call *call);
+/* Hand @h to the poller and wait for its result. */
+int svc_rdma_handoff(struct svc_rdma_handoff *h);
+/* On the poller: run what workers handed over. Returns how many. */
+int svc_rdma_run_handoffs(struct rpcrdma_svc *svc);
 
 static inline struct svcxprt_rdma *svc_conn_rdma(struct rpcrdma_svc_conn *conn)
 {

@@ -455,6 +455,13 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *
 	struct svc_rdma_send_ctxt *ctxt;
 	int rc;
 
+	if (call && svc_rdma_foreign(call)) {
+		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_REPLY, .call = call, .ptr = msg,
+					      .len = len };
+
+		return svc_rdma_handoff(&h);
+	}
+
 	if (!call)
 		return -EINVAL;
 	rdma = call->rdma;
@@ -480,6 +487,13 @@ static uint64_t svc_rdma_max_reply(const struct svcxprt_rdma *rdma)
 RPCRDMA_EXPORT int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **buf, size_t *max)
 {
 	struct svcxprt_rdma *rdma;
+
+	if (call && svc_rdma_foreign(call)) {
+		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_REPLY_BUF, .call = call, .buf = buf,
+					      .max = max };
+
+		return svc_rdma_handoff(&h);
+	}
 
 	if (!call || !buf || !max)
 		return -EINVAL;
@@ -520,6 +534,12 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_
 	struct svcxprt_rdma *rdma;
 	int rc;
 
+	if (call && svc_rdma_foreign(call)) {
+		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_COMMIT, .call = call, .len = len };
+
+		return svc_rdma_handoff(&h);
+	}
+
 	if (!call)
 		return -EINVAL;
 	rdma = call->rdma;
@@ -556,6 +576,14 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_payload(struct rpcrdma_svc_call *call, uint
 	struct svc_rdma_payload *p;
 	int rc = -EINVAL;
 
+	if (call && svc_rdma_foreign(call)) {
+		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_PAYLOAD, .call = call, .pos = pos,
+					      .ptr = buf, .len = len, .release = release,
+					      .arg = arg };
+
+		return svc_rdma_handoff(&h);
+	}
+
 	if (!call || (!buf && len) || (pos & 3) || call->npayloads == SVC_RDMA_MAX_PAYLOADS ||
 	    (call->npayloads && pos < call->payloads[call->npayloads - 1].pos))
 		goto fail;
@@ -587,6 +615,12 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_err_chunk(struct rpcrdma_svc_call *call)
 	struct svcxprt_rdma *rdma;
 	int rc;
 
+	if (call && svc_rdma_foreign(call)) {
+		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_ERR_CHUNK, .call = call };
+
+		return svc_rdma_handoff(&h);
+	}
+
 	if (!call)
 		return -EINVAL;
 	rdma = call->rdma;
@@ -605,6 +639,12 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_err_chunk(struct rpcrdma_svc_call *call)
 
 RPCRDMA_EXPORT void rpcrdma_svc_call_drop(struct rpcrdma_svc_call *call)
 {
+	if (call && svc_rdma_foreign(call)) {
+		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_DROP, .call = call };
+
+		svc_rdma_handoff(&h);
+		return;
+	}
 	if (call)
 		svc_rdma_recv_ctxt_put(call->rdma, svc_rdma_call_ctxt(call));
 }

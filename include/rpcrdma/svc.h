@@ -47,6 +47,23 @@ enum rpcrdma_conn_event {
 	RPCRDMA_CONN_ACCEPTED,
 };
 
+/*
+ * Threads. Without RPCRDMA_SVC_WORKERS a server and its calls belong to
+ * the thread that polls it (or to whoever holds the lock the application
+ * serialises them with). With it, a call handed to a worker thread can be
+ * finished from that thread with rpcrdma_svc_reply(), _reply_buf(),
+ * _reply_commit(), _reply_payload(), _reply_err_chunk() and
+ * rpcrdma_svc_call_drop(): called from a thread other than the one in
+ * rpcrdma_svc_poll(), each hands its work to the poller, waits for it (the
+ * poller wakes for it at once) and returns what it would have returned on
+ * the poller. The accessors of a call (rpcrdma_svc_call_xid(), _msg(),
+ * _payload(), _payloads(), _write_chunk(), _write_segs()) read only the
+ * call and are safe from the thread that holds it. Everything else stays
+ * on the poller. The poller must keep polling while workers hold calls:
+ * a handoff waits for it, and never while the poller waits for the worker.
+ */
+#define RPCRDMA_SVC_WORKERS 0x1u
+
 /**
  * struct rpcrdma_svc_attr - how to listen
  * @struct_size: set by the caller: RPCRDMA_SIZED() (rpcrdma.h)
@@ -61,7 +78,8 @@ enum rpcrdma_conn_event {
  *	or drops it with rpcrdma_svc_call_drop(), now or later.
  * @on_conn: a connection was established or closed; optional
  * @arg: passed to the callbacks
- * @flags: 0 (reserved)
+ * @flags: 0, or RPCRDMA_SVC_WORKERS: calls may be answered from other
+ *	threads (see "Threads" below)
  * @max_read: largest call the server pulls by RDMA Read (all of a call's
  *	Read chunks together; default 64 MiB): larger ones get ERR_CHUNK
  * @max_reply: largest reply sent through a client's Reply chunk (default
