@@ -113,6 +113,7 @@ int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 	svc->sv_stats.heap_bytes = sizeof(*svc);
 	svc->sv_epfd = -1;
 	svc->sv_handoff_fd = -1;
+	svc->sv_listen_epfd = -1;
 	list_init(&svc->sv_handoffs);
 	list_init(&svc->sv_conns);
 	list_init(&svc->sv_ready);
@@ -161,6 +162,8 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *svc)
 
 	if (!svc)
 		return;
+	/* Workers waiting on a handoff get their answer before the connections go. */
+	svc_rdma_run_handoffs(svc);
 	/* No new connections: the listener goes first. */
 	rdma_destroy_id(svc->sv_listen_id);
 	svc->sv_listen_id = NULL;
@@ -200,7 +203,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_fd(const struct rpcrdma_svc *svc)
 
 RPCRDMA_EXPORT int rpcrdma_svc_listen_fd(const struct rpcrdma_svc *svc)
 {
-	return svc ? svc->sv_cm_channel->fd : -EINVAL;
+	return svc ? svc_rdma_listen_fd(svc) : -EINVAL;
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
@@ -210,6 +213,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 
 	if (!svc)
 		return -EINVAL;
+	svc_rdma_note_poller(svc);
+	n += svc_rdma_run_handoffs(svc);
 	while (rpcrdma_cm_next_event(svc->sv_cm_channel, &ev) == 0) {
 		struct svc_rdma_conn_req req;
 

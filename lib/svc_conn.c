@@ -515,6 +515,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_conn_poll(struct rpcrdma_svc_conn *conn, int budg
 {
 	if (!conn || budget <= 0)
 		return -EINVAL;
+	if (svc_conn_rdma(conn)->sc_svc)
+		svc_rdma_note_poller(svc_conn_rdma(conn)->sc_svc);
 	return svc_rdma_conn_poll(svc_conn_rdma(conn), budget);
 }
 

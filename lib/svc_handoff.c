@@ -30,16 +30,27 @@ int svc_rdma_handoff_init(struct rpcrdma_svc *svc)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = svc };
 
+	svc->sv_listen_epfd = -1;
 	if (!(svc->sv_attr.flags & RPCRDMA_SVC_WORKERS))
 		return 0;
 	pthread_mutex_init(&svc->sv_handoff_lock, NULL);
-	pthread_cond_init(&svc->sv_handoff_cv, NULL);
 	svc->sv_handoff_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (svc->sv_handoff_fd < 0)
 		return -errno;
 	if (epoll_ctl(svc->sv_epfd, EPOLL_CTL_ADD, svc->sv_handoff_fd, &ev))
 		return -errno;
+	/* For adapters that poll the listener by itself (rpcrdma_svc_listen_fd()). */
+	svc->sv_listen_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (svc->sv_listen_epfd < 0 ||
+	    epoll_ctl(svc->sv_listen_epfd, EPOLL_CTL_ADD, svc->sv_cm_channel->fd, &ev) ||
+	    epoll_ctl(svc->sv_listen_epfd, EPOLL_CTL_ADD, svc->sv_handoff_fd, &ev))
+		return -errno;
 	return 0;
+}
+
+int svc_rdma_listen_fd(const struct rpcrdma_svc *svc)
+{
+	return svc->sv_listen_epfd >= 0 ? svc->sv_listen_epfd : svc->sv_cm_channel->fd;
 }
 
 void svc_rdma_handoff_fini(struct rpcrdma_svc *svc)
@@ -47,7 +58,8 @@ void svc_rdma_handoff_fini(struct rpcrdma_svc *svc)
 	if (!(svc->sv_attr.flags & RPCRDMA_SVC_WORKERS) || svc->sv_handoff_fd < 0)
 		return;
 	close(svc->sv_handoff_fd);
-	pthread_cond_destroy(&svc->sv_handoff_cv);
+	if (svc->sv_listen_epfd >= 0)
+		close(svc->sv_listen_epfd);
 	pthread_mutex_destroy(&svc->sv_handoff_lock);
 }
 
@@ -70,18 +82,29 @@ int svc_rdma_handoff(struct svc_rdma_handoff *h)
 {
 	struct rpcrdma_svc *svc = h->call->rdma->sc_svc;
 	uint64_t one = 1;
+	bool queued;
 
+	/* The worker's own: the server may be gone by the time it wakes. */
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->cv, NULL);
 	h->done = false;
 	pthread_mutex_lock(&svc->sv_handoff_lock);
 	list_add_tail(&h->node, &svc->sv_handoffs);
+	atomic_fetch_add(&svc->sv_nhandoffs, 1);
+	/* Written under the lock: the poller cannot answer, nor the server go, before. */
+	queued = write(svc->sv_handoff_fd, &one, sizeof(one)) == sizeof(one);
+	if (!queued) {
+		list_del(&h->node);
+		atomic_fetch_sub(&svc->sv_nhandoffs, 1);
+	}
 	pthread_mutex_unlock(&svc->sv_handoff_lock);
-	if (write(svc->sv_handoff_fd, &one, sizeof(one)) != sizeof(one))
-		return -EIO;
-	pthread_mutex_lock(&svc->sv_handoff_lock);
-	while (!h->done)
-		pthread_cond_wait(&svc->sv_handoff_cv, &svc->sv_handoff_lock);
-	pthread_mutex_unlock(&svc->sv_handoff_lock);
-	return h->rc;
+	pthread_mutex_lock(&h->lock);
+	while (queued && !h->done)
+		pthread_cond_wait(&h->cv, &h->lock);
+	pthread_mutex_unlock(&h->lock);
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->lock);
+	return queued ? h->rc : -EIO;
 }
 
 /* On the poller: what the worker asked for, through the same entry points. */
@@ -113,6 +136,8 @@ int svc_rdma_run_handoffs(struct rpcrdma_svc *svc)
 	uint64_t count;
 	int n = 0;
 
+	if (!(svc->sv_attr.flags & RPCRDMA_SVC_WORKERS) || !atomic_load(&svc->sv_nhandoffs))
+		return 0;
 	if (read(svc->sv_handoff_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
 		return 0;
 	list_init(&batch);
@@ -122,12 +147,13 @@ int svc_rdma_run_handoffs(struct rpcrdma_svc *svc)
 	while ((h = list_pop_entry(&batch, struct svc_rdma_handoff, node))) {
 		int rc = svc_rdma_handoff_run(h);
 
-		/* The worker's h dies as soon as it sees done: set it last, under the lock. */
-		pthread_mutex_lock(&svc->sv_handoff_lock);
+		atomic_fetch_sub(&svc->sv_nhandoffs, 1);
+		/* The worker's h dies as soon as it sees done: nothing touches it after. */
+		pthread_mutex_lock(&h->lock);
 		h->rc = rc;
 		h->done = true;
-		pthread_cond_broadcast(&svc->sv_handoff_cv);
-		pthread_mutex_unlock(&svc->sv_handoff_lock);
+		pthread_cond_signal(&h->cv);
+		pthread_mutex_unlock(&h->lock);
 		n++;
 	}
 	return n;

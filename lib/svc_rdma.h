@@ -211,8 +211,9 @@ struct rpcrdma_svc {
 	/* svc_handoff.c: RPCRDMA_SVC_WORKERS */
 	_Atomic uintptr_t sv_poller;		/* the thread that polls */
 	int sv_handoff_fd;			/* in sv_epfd (data: the server) */
-	pthread_mutex_t sv_handoff_lock;
-	pthread_cond_t sv_handoff_cv;
+	int sv_listen_epfd;			/* the CM channel and sv_handoff_fd */
+	atomic_uint sv_nhandoffs;		/* queued, not yet run */
+	pthread_mutex_t sv_handoff_lock;	/* the list, and the wake-up's write */
 	struct list_node sv_handoffs;		/* lock: waiting for the poller */
 };
 
@@ -238,6 +239,9 @@ struct svc_rdma_handoff {
 	void (*release)(void *arg);
 	void *arg;
 	int rc;
+	/* The worker waits on these, its own, until the poller sets done. */
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
 	bool done;
 };
 
@@ -251,6 +255,8 @@ bool svc_rdma_foreign(const struct rpcrdma_svc_call *call);
 int svc_rdma_handoff(struct svc_rdma_handoff *h);
 /* On the poller: run what workers handed over. Returns how many. */
 int svc_rdma_run_handoffs(struct rpcrdma_svc *svc);
+/* The listener's descriptor: with workers, it wakes for their handoffs too. */
+int svc_rdma_listen_fd(const struct rpcrdma_svc *svc);
 
 static inline struct svcxprt_rdma *svc_conn_rdma(struct rpcrdma_svc_conn *conn)
 {

@@ -759,6 +759,8 @@ RPCRDMA_EXPORT SVCXPRT *rpcrdma_svc_create(const struct sockaddr *addr, u_int se
 	attr.arg = ts;
 	attr.max_read = recvsize;
 	attr.max_reply = sendsize;
+	/* A service may defer a call and answer it from a worker (rpcrdma_svc_defer()). */
+	attr.flags = RPCRDMA_SVC_WORKERS;
 	rc = rpcrdma_svc_listen(&attr, &ts->native);
 	if (rc)
 		goto fail;
@@ -867,4 +869,85 @@ fail:
 	if (release)
 		release(arg);
 	return rc;
+}
+
+/* A call taken off the svc_run() thread (rpcrdma_svc_defer()). */
+struct rpcrdma_svc_deferred {
+	struct rpcrdma_svc_call *call;
+	uint32_t xid;
+	struct opaque_auth verf;
+	char verf_body[MAX_AUTH_BYTES];
+};
+
+RPCRDMA_EXPORT struct rpcrdma_svc_deferred *rpcrdma_svc_defer(SVCXPRT *xprt)
+{
+	struct rpcrdma_svc_deferred *d;
+	struct tconn *tc;
+
+	if (!xprt || xprt->xp_ops != &tconn_ops || !tconn_of(xprt)->cur) {
+		errno = EINVAL;
+		return NULL;
+	}
+	tc = tconn_of(xprt);
+	if (xprt->xp_verf.oa_length > MAX_AUTH_BYTES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	d->call = tc->cur;
+	d->xid = tc->xid;
+	d->verf = xprt->xp_verf;
+	if (d->verf.oa_length)
+		memcpy(d->verf_body, xprt->xp_verf.oa_base, d->verf.oa_length);
+	d->verf.oa_base = d->verf_body;
+	/* Payloads named for a reply on this thread do not follow the call. */
+	tconn_release_ddp(tc);
+	tc->cur = NULL;
+	return d;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_deferred_reply(struct rpcrdma_svc_deferred *d,
+					      xdrproc_t xdr_results, void *results)
+{
+	struct rpc_msg msg;
+	size_t max;
+	void *buf;
+	XDR xdrs;
+	int rc;
+
+	if (!d || !xdr_results)
+		return -EINVAL;
+	rc = rpcrdma_svc_reply_buf(d->call, &buf, &max);
+	if (rc) {
+		rpcrdma_svc_deferred_drop(d);
+		return rc;
+	}
+	memset(&msg, 0, sizeof(msg));
+	msg.rm_xid = d->xid;
+	msg.rm_direction = REPLY;
+	msg.rm_reply.rp_stat = MSG_ACCEPTED;
+	msg.acpted_rply.ar_verf = d->verf;
+	msg.acpted_rply.ar_stat = SUCCESS;
+	msg.acpted_rply.ar_results.where = results;
+	msg.acpted_rply.ar_results.proc = xdr_results;
+	xdrmem_create(&xdrs, buf, max > UINT_MAX ? UINT_MAX : (u_int)max, XDR_ENCODE);
+	if (!xdr_replymsg(&xdrs, &msg)) {
+		rpcrdma_svc_deferred_drop(d);
+		return -EMSGSIZE;
+	}
+	rc = rpcrdma_svc_reply_commit(d->call, xdr_getpos(&xdrs));
+	free(d);
+	return rc;
+}
+
+RPCRDMA_EXPORT void rpcrdma_svc_deferred_drop(struct rpcrdma_svc_deferred *d)
+{
+	if (!d)
+		return;
+	rpcrdma_svc_call_drop(d->call);
+	free(d);
 }

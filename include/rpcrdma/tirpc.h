@@ -180,6 +180,54 @@ struct rpcrdma_svc *rpcrdma_svc_native(SVCXPRT *xprt);
  */
 int rpcrdma_svc_getpayload(SVCXPRT *xprt, unsigned int i, void **data, size_t *len);
 
+/*
+ * Deferred replies: a service routine that would block (an NFS READ waiting
+ * on the file system) takes its call off the svc_run() thread and answers
+ * it later from any thread, so svc_run() goes on serving the other calls
+ * and clients. Use:
+ *
+ *	d = rpcrdma_svc_defer(rqstp->rq_xprt);	(in the service routine)
+ *	hand d and a copy of the arguments to a worker; return FALSE (with
+ *	rpcgen -M the dispatcher then sends nothing)
+ *	...
+ *	rpcrdma_svc_deferred_reply(d, xdr_result, &result);	(in the worker)
+ *
+ * The arguments are freed when the service routine returns (svc_freeargs):
+ * copy what the worker needs. The reply is MSG_ACCEPTED / SUCCESS with the
+ * call's verifier (AUTH_NONE and AUTH_SYS; not RPCSEC_GSS, whose wrapping
+ * needs the dispatch context). A deferred call holds one of its client's
+ * credits until it is answered or dropped. Finish every deferred call
+ * before destroying the listener. svc_run() must keep running: the worker
+ * hands its reply to it and waits (rpcrdma_svc_attr's RPCRDMA_SVC_WORKERS,
+ * which rpcrdma_svc_create() sets).
+ */
+struct rpcrdma_svc_deferred;
+
+/**
+ * rpcrdma_svc_defer - take the call being dispatched off svc_run()'s thread
+ * @xprt: the connection SVCXPRT being dispatched (rqstp->rq_xprt)
+ *
+ * Returns the deferred call, or NULL with errno EINVAL (not an RDMA
+ * connection being dispatched) or ENOMEM. Payloads named with
+ * rpcrdma_svc_reply_ddp() for it are released.
+ */
+struct rpcrdma_svc_deferred *rpcrdma_svc_defer(SVCXPRT *xprt);
+
+/**
+ * rpcrdma_svc_deferred_reply - answer a deferred call, from any thread
+ * @d: the deferred call; freed, whatever the result
+ * @xdr_results: encodes @results
+ * @results: the procedure's results
+ *
+ * Returns 0 when the reply is posted, -ENOTCONN if the connection is gone,
+ * -EMSGSIZE if the reply does not fit (the call is dropped), -EINVAL.
+ */
+int rpcrdma_svc_deferred_reply(struct rpcrdma_svc_deferred *d, xdrproc_t xdr_results,
+			       void *results);
+
+/** rpcrdma_svc_deferred_drop - finish a deferred call without answering it, from any thread */
+void rpcrdma_svc_deferred_drop(struct rpcrdma_svc_deferred *d);
+
 /**
  * rpcrdma_svc_reply_ddp - send a result payload by RDMA Write, without a copy
  * @xprt: the connection SVCXPRT being dispatched

@@ -732,6 +732,55 @@ static void test_listener_destroyed_in_flight(void **state)
 	clnt_destroy(killer);
 }
 
+struct deferred_call {
+	CLIENT *cl;
+	enum clnt_stat st;
+	atomic_bool done;
+	pthread_t thread;
+};
+
+static void *deferred_run(void *arg)
+{
+	struct deferred_call *d = arg;
+	u_int ms = TT_SLEEP_DEFERRED;
+
+	d->st = clnt_call(d->cl, TT_SLEEP, (xdrproc_t)xdr_u_int, (caddr_t)&ms, XDR_VOID, NULL,
+			  tt_timeout);
+	atomic_store(&d->done, true);
+	return NULL;
+}
+
+/*
+ * A service routine defers its call to a worker (rpcrdma_svc_defer()):
+ * svc_run() goes on serving another client while the call is held, and
+ * the worker's answer reaches the caller.
+ */
+static void test_deferred_reply(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	struct deferred_call d = { .cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0) };
+	CLIENT *other = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	unsigned int deferred = atomic_load(&tt_stats.deferred);
+	tt_pair pair = { 20, 22 };
+	int sum = 0, i;
+
+	assert_non_null(d.cl);
+	assert_non_null(other);
+	atomic_store(&tt_stats.release_deferred, false);
+	assert_int_equal(pthread_create(&d.thread, NULL, deferred_run, &d), 0);
+	assert_true(wait_for(&tt_stats.deferred, deferred + 1));
+	for (i = 0; i < 50; i++) {
+		assert_int_equal(tt_add_1(&pair, &sum, other), RPC_SUCCESS);
+		assert_int_equal(sum, 42);
+	}
+	assert_false(atomic_load(&d.done));
+	atomic_store(&tt_stats.release_deferred, true);
+	pthread_join(d.thread, NULL);
+	assert_int_equal(d.st, RPC_SUCCESS);
+	clnt_destroy(other);
+	clnt_destroy(d.cl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -753,6 +802,7 @@ int main(void)
 		cmocka_unit_test(test_conns_reaped),
 	};
 	const struct CMUnitTest rdma_only[] = {
+		cmocka_unit_test(test_deferred_reply),
 		cmocka_unit_test(test_listener_destroyed_in_flight),
 	};
 	int failed;

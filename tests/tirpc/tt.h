@@ -38,7 +38,12 @@ struct tt_stats {
 	atomic_uint read_ddp;		/* TT_READs answered through rpcrdma_svc_reply_ddp() */
 	atomic_uint write_payloads;	/* TT_WRITE payloads taken, equal to the arguments */
 	atomic_uint write_mismatch;	/* ... and different from them */
+	atomic_uint deferred;		/* TT_SLEEP(TT_SLEEP_DEFERRED) calls a worker holds */
+	atomic_bool release_deferred;	/* the test lets the worker answer */
 };
+
+/* TT_SLEEP's argument for "defer to a worker and answer when released" (RDMA). */
+#define TT_SLEEP_DEFERRED 0xffffffffu
 
 extern struct tt_stats tt_stats;
 

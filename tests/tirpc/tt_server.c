@@ -119,10 +119,38 @@ bool_t tt_creds_1_svc(void *argp, tt_creds *result, struct svc_req *rqstp)
 	return TRUE;
 }
 
+/* A worker that answers a deferred call once the test releases it. */
+static void *tt_deferred_worker(void *arg)
+{
+	struct rpcrdma_svc_deferred *d = arg;
+
+	while (!atomic_load(&tt_stats.release_deferred))
+		poll(NULL, 0, 1);
+	atomic_fetch_sub(&tt_stats.deferred, 1);
+	if (rpcrdma_svc_deferred_reply(d, (xdrproc_t)(void (*)(void))xdr_void, NULL))
+		fprintf(stderr, "tt: the deferred reply failed\n");
+	return NULL;
+}
+
 bool_t tt_sleep_1_svc(u_int *argp, void *result, struct svc_req *rqstp)
 {
 	struct timespec ts = { .tv_sec = *argp / 1000, .tv_nsec = (*argp % 1000) * 1000000L };
 
+	if (*argp == TT_SLEEP_DEFERRED && tt_is_rdma(rqstp->rq_xprt)) {
+		struct rpcrdma_svc_deferred *d = rpcrdma_svc_defer(rqstp->rq_xprt);
+		pthread_t worker;
+
+		if (!d)
+			return FALSE;
+		atomic_fetch_add(&tt_stats.deferred, 1);
+		if (pthread_create(&worker, NULL, tt_deferred_worker, d)) {
+			atomic_fetch_sub(&tt_stats.deferred, 1);
+			rpcrdma_svc_deferred_drop(d);
+			return FALSE;
+		}
+		pthread_detach(worker);
+		return FALSE;	/* answered later, by the worker */
+	}
 	nanosleep(&ts, NULL);
 	return TRUE;
 }
