@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The server's public face: listening, accepting, polling, destruction. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -16,6 +17,8 @@
 #define RPCRDMA_SVC_DEF_BACKLOG 16
 #define RPCRDMA_SVC_DEF_CONNECTIONS 1024
 #define RPCRDMA_SVC_MAX_CONNECTIONS 65536
+
+static int svc_rdma_watch_async(struct rpcrdma_svc *svc);
 
 static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_attr *in)
 {
@@ -146,6 +149,9 @@ int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 		rc = -errno;
 		goto out;
 	}
+	rc = svc_rdma_watch_async(svc);
+	if (rc)
+		goto out;
 	rc = svc_rdma_handoff_init(svc);
 	if (rc)
 		goto out;
@@ -269,6 +275,49 @@ void svc_rdma_unready(struct svcxprt_rdma *rdma)
 	rdma->sc_ready = false;
 }
 
+/*
+ * Each device's async fd, once, in the server's epoll set (data: its
+ * sv_pds entry). Not in the connections' descriptors: one fd under that
+ * many nested epoll sets passes the kernel's limit on wake-up paths (500
+ * at depth 2, the 500th connection's epoll_ctl() fails with EINVAL).
+ */
+static int svc_rdma_watch_async(struct rpcrdma_svc *svc)
+{
+	unsigned int i;
+
+	for (i = 0; i < svc->sv_npds; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &svc->sv_pds[i] };
+		int fd = svc->sv_pds[i].verbs->async_fd;
+		int flags = fcntl(fd, F_GETFL);
+
+		if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+		    epoll_ctl(svc->sv_epfd, EPOLL_CTL_ADD, fd, &ev))
+			return -errno;
+	}
+	return 0;
+}
+
+/* An async event came: the connections it concerns have work (a close). */
+static void svc_rdma_async_wakeup(struct rpcrdma_svc *svc, struct svc_rdma_pd *pd)
+{
+	struct list_node *pos;
+
+	rpcrdma_async_poll(pd->verbs);
+	list_for_each(pos, &svc->sv_conns) {
+		struct svcxprt_rdma *rdma = list_entry(pos, struct svcxprt_rdma, sc_node);
+
+		if (atomic_load_explicit(&rdma->sc_ep.async_error, memory_order_relaxed))
+			svc_rdma_mark_ready(rdma);
+	}
+}
+
+static struct svc_rdma_pd *svc_rdma_wakeup_pd(struct rpcrdma_svc *svc, void *ptr)
+{
+	struct svc_rdma_pd *pd = ptr;
+
+	return pd >= svc->sv_pds && pd < svc->sv_pds + svc->sv_npds ? pd : NULL;
+}
+
 /* Descriptors that woke: the listener's, or a connection's (then ready). */
 #define SVC_RDMA_EVENTS 64
 
@@ -279,12 +328,17 @@ static int svc_rdma_take_wakeups(struct rpcrdma_svc *svc)
 
 	n = epoll_wait(svc->sv_epfd, evs, SVC_RDMA_EVENTS, 0);
 	for (i = 0; i < n; i++) {
-		if (evs[i].data.ptr == svc)
-			done += svc_rdma_run_handoffs(svc);
-		else if (evs[i].data.ptr)
-			svc_rdma_mark_ready(evs[i].data.ptr);
-		else
+		void *ptr = evs[i].data.ptr;
+		struct svc_rdma_pd *pd;
+
+		if (!ptr)
 			done += rpcrdma_svc_listen_poll(svc);
+		else if (ptr == svc)
+			done += svc_rdma_run_handoffs(svc);
+		else if ((pd = svc_rdma_wakeup_pd(svc, ptr)))
+			svc_rdma_async_wakeup(svc, pd);
+		else
+			svc_rdma_mark_ready(ptr);
 	}
 	return done;
 }

@@ -310,14 +310,7 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 	if (n > 0 || rdma->sc_ep.close_pending) {
 		/* Busy: look again next pass; a pass that finds nothing arms. */
 		svc_rdma_mark_ready(rdma);
-	} else if (rdma->sc_ep.armed) {
-		/*
-		 * Woken with nothing to do: the device's async fd, shared by
-		 * every connection's descriptor, holds an event. Read it, or
-		 * every connection wakes on every pass.
-		 */
-		rpcrdma_async_poll(rdma->sc_ep.id->verbs);
-	} else {
+	} else if (!rdma->sc_ep.armed) {
 		/* Armed before the deferred work: what it posts completes into an armed CQ. */
 		m = rpcrdma_ep_arm(&rdma->sc_ep, budget);
 		if (unlikely(m < 0)) {
@@ -461,8 +454,7 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	rdma->sc_epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (rdma->sc_epfd < 0 ||
 	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_cm_channel->fd, &epev) ||
-	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_ep.channel->fd, &epev) ||
-	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, req->id->verbs->async_fd, &epev)) {
+	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_ep.channel->fd, &epev)) {
 		rc = -errno;
 		goto out_drain;
 	}
