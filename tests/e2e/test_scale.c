@@ -87,12 +87,13 @@ static void t_idle_connections_cost_no_visit(void **state)
 	/*
 	 * Every call is visited at least once. How a call's receive and its
 	 * reply's completion fall into passes varies with timing (two to four
-	 * visits a call, under load); visiting the idle connections would add
-	 * IDLE visits to every pass.
+	 * visits a call, under load), and an idle connection may still take
+	 * the last visit of its set-up in the window; visiting the idle
+	 * connections would add IDLE visits to every pass.
 	 */
 	assert_true(alone >= CALLS);
 	assert_true(among_idle >= CALLS);
-	assert_true(among_idle < alone + 2 * CALLS);
+	assert_true(among_idle < alone + 2 * CALLS + IDLE);
 
 	for (i = 0; i < IDLE; i++)
 		rpcrdma_clnt_destroy(idle[i]);
@@ -176,7 +177,7 @@ static void t_1024_connections(void **state)
 		      (unsigned long long)((after.registered_bytes - before.registered_bytes) /
 					   (conns - 1)));
 	assert_true(among >= CALLS);
-	assert_true(among < alone + 2 * CALLS);
+	assert_true(among < alone + 2 * CALLS + conns);
 	for (i = 0; i < conns; i++)
 		rpcrdma_clnt_destroy(clnt[i]);
 	free(clnt);
