@@ -5,7 +5,9 @@
  * side. A program that prints figures, not a test. rpc-callgrind.sh runs it
  * under callgrind for instruction counts.
  *
- *   rpc-bench [--calls N] [--depth D]   rate and latency (default: both depths)
+ *   rpc-bench [--calls N] [--depth D] [--idle K]
+ *                                        rate and latency (default: both depths),
+ *                                        K more clients connected and idle
  *   rpc-bench --memory                   memory per connection
  *   rpc-bench --step --calls N [--idle K] N calls, one at a time, with softrdma in
  *                                        STEP mode and both sides polled by this
@@ -153,12 +155,39 @@ static int run_calls(struct rpcrdma_clnt *clnt, unsigned int depth, unsigned int
 	return r.failed ? -1 : 0;
 }
 
-static int bench_rate(unsigned int calls, int depth_only)
+/* Connect @n clients to @attr's server that stay idle; NULL on failure. */
+static struct rpcrdma_clnt **idle_clients(const struct rpcrdma_clnt_attr *attr, unsigned int n)
+{
+	struct rpcrdma_clnt **idle = calloc(n ? n : 1, sizeof(*idle));
+	unsigned int i;
+
+	for (i = 0; idle && i < n; i++) {
+		if (rpcrdma_clnt_connect(attr, &idle[i])) {
+			fprintf(stderr, "idle connection %u failed\n", i);
+			while (i--)
+				rpcrdma_clnt_destroy(idle[i]);
+			free(idle);
+			return NULL;
+		}
+	}
+	return idle;
+}
+
+static void idle_clients_free(struct rpcrdma_clnt **idle, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		rpcrdma_clnt_destroy(idle[i]);
+	free(idle);
+}
+
+static int bench_rate(unsigned int calls, int depth_only, unsigned int nidle)
 {
 	static const unsigned int depths[] = { 1, 16 };
 	struct sockaddr_storage addr;
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
-	struct rpcrdma_clnt *clnt;
+	struct rpcrdma_clnt *clnt, **idle;
 	struct server s;
 	uint32_t xid = 1;
 	unsigned int i;
@@ -168,6 +197,12 @@ static int bench_rate(unsigned int calls, int depth_only)
 		return 1;
 	attr.addr = (struct sockaddr *)&addr;
 	if (rpcrdma_clnt_connect(&attr, &clnt)) {
+		server_stop(&s);
+		return 1;
+	}
+	idle = idle_clients(&attr, nidle);
+	if (!idle) {
+		rpcrdma_clnt_destroy(clnt);
 		server_stop(&s);
 		return 1;
 	}
@@ -183,9 +218,11 @@ static int bench_rate(unsigned int calls, int depth_only)
 			rc = 1;
 			break;
 		}
-		printf("inline NULL RPC, %2u in flight: %9.0f calls/s   median latency %7.1f us   (%u calls)\n",
-		       depths[i], rate, median, calls);
+		printf("inline NULL RPC, %2u in flight, %4u idle beside: %9.0f calls/s   "
+		       "median latency %7.1f us   (%u calls)\n", depths[i], nidle, rate, median,
+		       calls);
 	}
+	idle_clients_free(idle, nidle);
 	rpcrdma_clnt_destroy(clnt);
 	server_stop(&s);
 	return rc;
@@ -205,25 +242,22 @@ static int bench_step(unsigned int calls, unsigned int nidle)
 	struct sockaddr_storage addr;
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
-	struct rpcrdma_clnt *clnt, **idle = calloc(nidle ? nidle : 1, sizeof(*idle));
+	struct rpcrdma_clnt *clnt, **idle;
 	unsigned char msg[24], reply[64];
 	struct server s;
 	unsigned int i;
 	int rc = 0;
 
-	if (!idle || server_start(&s, 32, 0, &addr))
+	if (server_start(&s, 32, 0, &addr))
 		return 1;
 	attr.addr = (struct sockaddr *)&addr;
 	if (rpcrdma_clnt_connect(&attr, &clnt)) {
 		server_stop(&s);
 		return 1;
 	}
-	for (i = 0; i < nidle; i++) {
-		if (rpcrdma_clnt_connect(&attr, &idle[i])) {
-			fprintf(stderr, "idle connection %u failed\n", i);
-			return 1;
-		}
-	}
+	idle = idle_clients(&attr, nidle);
+	if (!idle)
+		return 1;
 	/* Take the server over from its thread: this thread now owns both sides. */
 	atomic_store(&s.stop, true);
 	pthread_join(s.thread, NULL);
@@ -267,9 +301,7 @@ static int bench_step(unsigned int calls, unsigned int nidle)
 		       "%.2f connection visits per call\n", calls, nidle,
 		       (double)(after.conn_visits - before.conn_visits) / calls);
 	/* The server thread is gone: let the client's drain run against the fabric. */
-	for (i = 0; i < nidle; i++)
-		rpcrdma_clnt_destroy(idle[i]);
-	free(idle);
+	idle_clients_free(idle, nidle);
 	rpcrdma_clnt_destroy(clnt);
 	rpcrdma_svc_destroy(s.svc);
 	return rc;
@@ -354,7 +386,7 @@ int main(int argc, char **argv)
 			nidle = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [--calls N] [--depth 1|16] [--memory] "
+			fprintf(stderr, "usage: %s [--calls N] [--depth 1|16] [--idle K] [--memory] "
 				"[--step [--idle K]]\n", argv[0]);
 			return 2;
 		}
@@ -365,5 +397,5 @@ int main(int argc, char **argv)
 		return 2;
 	if (step)
 		return bench_step(calls, nidle);
-	return bench_rate(calls, depth);
+	return bench_rate(calls, depth, nidle);
 }
