@@ -6,7 +6,8 @@
  * thread that drives it: call every function below from that thread (or
  * under a lock the caller holds); callbacks run on it, from inside the poll
  * functions. Replies may be sent later than the on_call callback, from the
- * same thread, so an application can finish calls asynchronously.
+ * same thread, so an application can finish calls asynchronously, or from
+ * worker threads with RPCRDMA_SVC_WORKERS ("Threads" below).
  *
  * The server never exposes its memory to a peer: its buffers are registered
  * for local access only.
@@ -53,10 +54,11 @@ enum rpcrdma_conn_event {
  * serialises them with). With it, a call handed to a worker thread can be
  * finished from that thread with rpcrdma_svc_reply(), _reply_buf(),
  * _reply_commit(), _reply_payload(), _reply_err_chunk() and
- * rpcrdma_svc_call_drop(): called from a thread other than the one in
- * rpcrdma_svc_poll(), each hands its work to the poller, waits for it (the
- * poller wakes for it at once) and returns what it would have returned on
- * the poller. The accessors of a call (rpcrdma_svc_call_xid(), _msg(),
+ * rpcrdma_svc_call_drop(): called from a thread other than the poller (the
+ * thread that last entered rpcrdma_svc_poll(), rpcrdma_svc_listen_poll()
+ * or rpcrdma_svc_conn_poll()), each hands its work to the poller, waits
+ * for it (rpcrdma_svc_fd() and rpcrdma_svc_listen_fd() wake for it at
+ * once) and returns what it would have returned on the poller. The accessors of a call (rpcrdma_svc_call_xid(), _msg(),
  * _payload(), _payloads(), _write_chunk(), _write_segs()) read only the
  * call and are safe from the thread that holds it. Everything else stays
  * on the poller. The poller must keep polling while workers hold calls:
