@@ -17,8 +17,7 @@
 #define RPCRDMA_SVC_DEF_BACKLOG 16
 #define RPCRDMA_SVC_DEF_CONNECTIONS 1024
 #define RPCRDMA_SVC_MAX_CONNECTIONS 65536
-
-static int svc_rdma_watch_async(struct rpcrdma_svc *svc);
+#define RPCRDMA_SVC_MAX_POLLERS 64
 
 static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_attr *in)
 {
@@ -44,7 +43,10 @@ static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_
 		a->backlog = RPCRDMA_SVC_DEF_BACKLOG;
 	if (!a->max_connections)
 		a->max_connections = RPCRDMA_SVC_DEF_CONNECTIONS;
-	if (a->max_connections > RPCRDMA_SVC_MAX_CONNECTIONS)
+	if (!a->pollers)
+		a->pollers = 1;
+	if (a->max_connections > RPCRDMA_SVC_MAX_CONNECTIONS ||
+	    a->pollers > RPCRDMA_SVC_MAX_POLLERS)
 		return -EINVAL;
 	if (a->max_requests > RPCRDMA_SVC_MAX_REQUESTS || a->inline_size < RPCRDMA_MIN_INLINE ||
 	    a->inline_size > RPCRDMA_MAX_INLINE)
@@ -93,9 +95,7 @@ static void svc_rdma_svc_free(struct rpcrdma_svc *svc)
 		rdma_free_devices(svc->sv_devs);
 	if (svc->sv_cm_channel)
 		rdma_destroy_event_channel(svc->sv_cm_channel);
-	svc_rdma_handoff_fini(svc);
-	if (svc->sv_epfd >= 0)
-		close(svc->sv_epfd);
+	svc_rdma_pollers_fini(svc);
 	free(svc);
 }
 
@@ -103,7 +103,6 @@ RPCRDMA_SYMVER_DEFAULT(rpcrdma_svc_listen, 0_2);
 int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 				      struct rpcrdma_svc **out)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 	struct rpcrdma_svc *svc;
 	socklen_t len;
 	int rc;
@@ -114,13 +113,7 @@ int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 	if (!svc)
 		return -ENOMEM;
 	svc->sv_stats.heap_bytes = sizeof(*svc);
-	svc->sv_epfd = -1;
-	svc->sv_handoff_fd = -1;
 	svc->sv_listen_epfd = -1;
-	list_init(&svc->sv_handoffs);
-	list_init(&svc->sv_conns);
-	list_init(&svc->sv_ready);
-	list_init(&svc->sv_zombies);
 	list_init(&svc->sv_mems);
 	rc = svc_rdma_attr_fill(svc, attr);
 	if (rc)
@@ -143,16 +136,7 @@ int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 	len = rpcrdma_sockaddr_len(rdma_get_local_addr(svc->sv_listen_id));
 	if (len)
 		memcpy(&svc->sv_addr, rdma_get_local_addr(svc->sv_listen_id), len);
-	svc->sv_epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (svc->sv_epfd < 0 ||
-	    epoll_ctl(svc->sv_epfd, EPOLL_CTL_ADD, svc->sv_cm_channel->fd, &ev)) {
-		rc = -errno;
-		goto out;
-	}
-	rc = svc_rdma_watch_async(svc);
-	if (rc)
-		goto out;
-	rc = svc_rdma_handoff_init(svc);
+	rc = svc_rdma_pollers_init(svc, svc->sv_attr.pollers);
 	if (rc)
 		goto out;
 	*out = svc;
@@ -165,24 +149,31 @@ out:
 RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *svc)
 {
 	struct list_node *pos, *tmp;
+	unsigned int i;
 
 	if (!svc)
 		return;
-	/* Workers waiting on a handoff get their answer before the connections go. */
-	svc_rdma_run_handoffs(svc);
+	/* Workers waiting on a handoff get their answer, new connections their poller. */
+	for (i = 0; i < svc->sv_npollers; i++)
+		svc_rdma_poller_take_work(&svc->sv_pollers[i], false);
 	/* No new connections: the listener goes first. */
 	rdma_destroy_id(svc->sv_listen_id);
 	svc->sv_listen_id = NULL;
-	list_for_each_safe(pos, tmp, &svc->sv_conns)
-		svc_rdma_conn_destroy_sync(list_entry(pos, struct svcxprt_rdma, sc_node));
-	/* Connections whose calls the application still holds outlive us. */
-	list_for_each_safe(pos, tmp, &svc->sv_zombies) {
-		struct svcxprt_rdma *rdma = list_entry(pos, struct svcxprt_rdma, sc_node);
+	for (i = 0; i < svc->sv_npollers; i++) {
+		struct svc_rdma_poller *p = &svc->sv_pollers[i];
 
-		list_del(&rdma->sc_node);
-		rdma->sc_svc = NULL;
-		rdma->sc_own_stats.heap_bytes = rdma->sc_heap;
-		rdma->sc_stats = &rdma->sc_own_stats;
+		list_for_each_safe(pos, tmp, &p->conns)
+			svc_rdma_conn_destroy_sync(list_entry(pos, struct svcxprt_rdma, sc_node));
+		/* Connections whose calls the application still holds outlive us. */
+		list_for_each_safe(pos, tmp, &p->zombies) {
+			struct svcxprt_rdma *rdma = list_entry(pos, struct svcxprt_rdma, sc_node);
+
+			list_del(&rdma->sc_node);
+			rdma->sc_svc = NULL;
+			rdma->sc_poller = NULL;
+			rdma->sc_own_stats.heap_bytes = rdma->sc_heap;
+			rdma->sc_stats = &rdma->sc_own_stats;
+		}
 	}
 	svc_rdma_svc_free(svc);
 }
@@ -204,7 +195,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_addr(const struct rpcrdma_svc *svc, struct sockad
 
 RPCRDMA_EXPORT int rpcrdma_svc_fd(const struct rpcrdma_svc *svc)
 {
-	return svc ? svc->sv_epfd : -EINVAL;
+	return svc ? svc->sv_pollers[0].epfd : -EINVAL;
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_listen_fd(const struct rpcrdma_svc *svc)
@@ -219,8 +210,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 
 	if (!svc)
 		return -EINVAL;
-	svc_rdma_note_poller(svc);
-	n += svc_rdma_run_handoffs(svc);
+	svc_rdma_note_poller(&svc->sv_pollers[0]);
+	n += svc_rdma_poller_take_work(&svc->sv_pollers[0], false);
 	while (rpcrdma_cm_next_event(svc->sv_cm_channel, &ev) == 0) {
 		struct svc_rdma_conn_req req;
 
@@ -242,12 +233,12 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 			req.pdata_len = 0;
 		req.initiator_depth = ev->param.conn.initiator_depth;
 		rdma_ack_cm_event(ev);
-		if (svc->sv_nconns >= svc->sv_attr.max_connections) {
+		if (atomic_load(&svc->sv_nconns) >= svc->sv_attr.max_connections) {
 			rdma_reject(req.id, NULL, 0);
 			rdma_destroy_id(req.id);
 			svc->sv_stats.conn_rejects++;
 			rpcrdma_warn("server: a connection request was refused: %u connections "
-				     "(max_connections)", svc->sv_nconns);
+				     "(max_connections)", atomic_load(&svc->sv_nconns));
 			continue;
 		}
 		rc = svc_rdma_accept(svc, &req);
@@ -259,112 +250,11 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 	return n;
 }
 
-void svc_rdma_mark_ready(struct svcxprt_rdma *rdma)
-{
-	if (rdma->sc_ready || !rdma->sc_svc || rdma->sc_state == SVCXPRT_CLOSED)
-		return;
-	rdma->sc_ready = true;
-	list_add_tail(&rdma->sc_ready_node, &rdma->sc_svc->sv_ready);
-}
-
-void svc_rdma_unready(struct svcxprt_rdma *rdma)
-{
-	if (!rdma->sc_ready)
-		return;
-	list_del(&rdma->sc_ready_node);
-	rdma->sc_ready = false;
-}
-
-/*
- * Each device's async fd, once, in the server's epoll set (data: its
- * sv_pds entry). Not in the connections' descriptors: one fd under that
- * many nested epoll sets passes the kernel's limit on wake-up paths (500
- * at depth 2, the 500th connection's epoll_ctl() fails with EINVAL).
- */
-static int svc_rdma_watch_async(struct rpcrdma_svc *svc)
-{
-	unsigned int i;
-
-	for (i = 0; i < svc->sv_npds; i++) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &svc->sv_pds[i] };
-		int fd = svc->sv_pds[i].verbs->async_fd;
-		int flags = fcntl(fd, F_GETFL);
-
-		if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
-		    epoll_ctl(svc->sv_epfd, EPOLL_CTL_ADD, fd, &ev))
-			return -errno;
-	}
-	return 0;
-}
-
-/* An async event came: the connections it concerns have work (a close). */
-static void svc_rdma_async_wakeup(struct rpcrdma_svc *svc, struct svc_rdma_pd *pd)
-{
-	struct list_node *pos;
-
-	rpcrdma_async_poll(pd->verbs);
-	list_for_each(pos, &svc->sv_conns) {
-		struct svcxprt_rdma *rdma = list_entry(pos, struct svcxprt_rdma, sc_node);
-
-		if (atomic_load_explicit(&rdma->sc_ep.async_error, memory_order_relaxed))
-			svc_rdma_mark_ready(rdma);
-	}
-}
-
-static struct svc_rdma_pd *svc_rdma_wakeup_pd(struct rpcrdma_svc *svc, void *ptr)
-{
-	struct svc_rdma_pd *pd = ptr;
-
-	return pd >= svc->sv_pds && pd < svc->sv_pds + svc->sv_npds ? pd : NULL;
-}
-
-/* Descriptors that woke: the listener's, or a connection's (then ready). */
-#define SVC_RDMA_EVENTS 64
-
-static int svc_rdma_take_wakeups(struct rpcrdma_svc *svc)
-{
-	struct epoll_event evs[SVC_RDMA_EVENTS];
-	int n, i, done = 0;
-
-	n = epoll_wait(svc->sv_epfd, evs, SVC_RDMA_EVENTS, 0);
-	for (i = 0; i < n; i++) {
-		void *ptr = evs[i].data.ptr;
-		struct svc_rdma_pd *pd;
-
-		if (!ptr)
-			done += rpcrdma_svc_listen_poll(svc);
-		else if (ptr == svc)
-			done += svc_rdma_run_handoffs(svc);
-		else if ((pd = svc_rdma_wakeup_pd(svc, ptr)))
-			svc_rdma_async_wakeup(svc, pd);
-		else
-			svc_rdma_mark_ready(ptr);
-	}
-	return done;
-}
-
 RPCRDMA_EXPORT int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget)
 {
-	struct list_node batch;
-	struct svcxprt_rdma *rdma;
-	int n;
-
 	if (!svc || budget <= 0)
 		return -EINVAL;
-	svc_rdma_note_poller(svc);
-	n = svc_rdma_take_wakeups(svc);
-	/* Who is marked during this pass waits for the next one. */
-	list_init(&batch);
-	list_splice_tail(&svc->sv_ready, &batch);
-	while ((rdma = list_pop_entry(&batch, struct svcxprt_rdma, sc_ready_node))) {
-		int rc;
-
-		rdma->sc_ready = false;
-		rc = svc_rdma_conn_visit(rdma, budget);
-		if (rc > 0)
-			n += rc;
-	}
-	return n;
+	return svc_rdma_poller_poll(&svc->sv_pollers[0], budget);
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_arm(struct rpcrdma_svc *svc)
@@ -372,24 +262,36 @@ RPCRDMA_EXPORT int rpcrdma_svc_arm(struct rpcrdma_svc *svc)
 	if (!svc)
 		return -EINVAL;
 	/* The others were armed by their last visit. */
-	return list_empty(&svc->sv_ready) ? 0 : 1;
+	return list_empty(&svc->sv_pollers[0].ready) ? 0 : 1;
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms)
 {
-	struct epoll_event ev;
-	int n;
-
 	if (!svc)
 		return -EINVAL;
-	n = rpcrdma_svc_poll(svc, 64);
-	if (n == 0)
-		n = rpcrdma_svc_arm(svc);
-	if (n != 0)
-		return n;
-	if (epoll_wait(svc->sv_epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
-		return -errno;
-	return rpcrdma_svc_poll(svc, 64);
+	return svc_rdma_poller_wait(&svc->sv_pollers[0], timeout_ms);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_poller_fd(const struct rpcrdma_svc *svc, unsigned int i)
+{
+	if (!svc || i >= svc->sv_npollers)
+		return -EINVAL;
+	return svc->sv_pollers[i].epfd;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_poller_poll(struct rpcrdma_svc *svc, unsigned int i, int budget)
+{
+	if (!svc || i >= svc->sv_npollers || budget <= 0)
+		return -EINVAL;
+	return svc_rdma_poller_poll(&svc->sv_pollers[i], budget);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_poller_wait(struct rpcrdma_svc *svc, unsigned int i,
+					   int timeout_ms)
+{
+	if (!svc || i >= svc->sv_npollers)
+		return -EINVAL;
+	return svc_rdma_poller_wait(&svc->sv_pollers[i], timeout_ms);
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_mem_register(struct rpcrdma_svc *svc, void *addr, size_t len,
@@ -410,8 +312,14 @@ RPCRDMA_EXPORT int rpcrdma_svc_mem_register(struct rpcrdma_svc *svc, void *addr,
 RPCRDMA_SYMVER_DEFAULT(rpcrdma_svc_stats, 0_2);
 int rpcrdma_svc_stats_0_2(const struct rpcrdma_svc *svc, struct rpcrdma_stats *stats)
 {
+	struct rpcrdma_stats sum;
+	unsigned int i;
+
 	if (!svc || !stats)
 		return -EINVAL;
-	return rpcrdma_sized_out(stats, &svc->sv_stats, sizeof(svc->sv_stats),
+	sum = svc->sv_stats;
+	for (i = 0; i < svc->sv_npollers; i++)
+		svc_rdma_stats_add(&sum, &svc->sv_pollers[i].stats);
+	return rpcrdma_sized_out(stats, &sum, sizeof(sum),
 				 RPCRDMA_STATS_SIZE_0_2);
 }

@@ -153,8 +153,8 @@ static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
 	svc_rdma_read_complete(rdma);
 	list_splice_tail(&rdma->sc_rq_dto_q, &rdma->sc_recv_free);
 	rpcrdma_ep_destroy(&rdma->sc_ep);
-	if (rdma->sc_svc && rdma->sc_epfd >= 0)
-		epoll_ctl(rdma->sc_svc->sv_epfd, EPOLL_CTL_DEL, rdma->sc_epfd, NULL);
+	if (rdma->sc_poller && rdma->sc_epfd >= 0)
+		epoll_ctl(rdma->sc_poller->epfd, EPOLL_CTL_DEL, rdma->sc_epfd, NULL);
 	if (rdma->sc_epfd >= 0)
 		close(rdma->sc_epfd);
 	rdma->sc_epfd = -1;
@@ -207,9 +207,9 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 	svc_rdma_unready(rdma);
 	list_del(&rdma->sc_node);
 	if (svc)
-		svc->sv_nconns--;
-	if (svc)
-		list_add_tail(&rdma->sc_node, &svc->sv_zombies);
+		atomic_fetch_sub(&svc->sv_nconns, 1);
+	if (svc && rdma->sc_poller)
+		list_add_tail(&rdma->sc_node, &rdma->sc_poller->zombies);
 	/* Every connection reported ACCEPTED is reported CLOSED, established or not. */
 	if (svc && svc->sv_attr.on_conn)
 		svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_CLOSED, svc->sv_attr.arg);
@@ -388,7 +388,8 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 		return -ENOMEM;
 	}
 	rdma->sc_svc = svc;
-	rdma->sc_stats = &svc->sv_stats;
+	/* Counted apart until its poller adopts it (svc_poller.c). */
+	rdma->sc_stats = &rdma->sc_own_stats;
 	rdma->sc_stats->heap_bytes += sizeof(*rdma);
 	rdma->sc_heap = sizeof(*rdma);
 	rdma->sc_cm_id = req->id;
@@ -458,11 +459,6 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 		rc = -errno;
 		goto out_drain;
 	}
-	epev.data.ptr = rdma;
-	if (epoll_ctl(svc->sv_epfd, EPOLL_CTL_ADD, rdma->sc_epfd, &epev)) {
-		rc = -errno;
-		goto out_drain;
-	}
 
 	svc_rdma_accept_params(rdma, req->id->verbs, req->initiator_depth, pdata, &param);
 	rdma->sc_ord = param.initiator_depth;
@@ -474,12 +470,11 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	/* The QP is ready to send now; ESTABLISHED only confirms it. */
 	rdma->sc_ep.state = RPCRDMA_EP_CONNECTED;
 	rdma->sc_state = SVCXPRT_ACCEPTING;
-	list_add_tail(&rdma->sc_node, &svc->sv_conns);
-	svc->sv_nconns++;
-	svc_rdma_mark_ready(rdma);	/* its first visit arms it */
 	rdma->sc_stats->connects++;
+	atomic_fetch_add(&svc->sv_nconns, 1);
 	if (svc->sv_attr.on_conn)
 		svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_ACCEPTED, svc->sv_attr.arg);
+	svc_rdma_poller_assign(svc, rdma);
 	return 0;
 
 out_drain:
@@ -507,8 +502,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_conn_poll(struct rpcrdma_svc_conn *conn, int budg
 {
 	if (!conn || budget <= 0)
 		return -EINVAL;
-	if (svc_conn_rdma(conn)->sc_svc)
-		svc_rdma_note_poller(svc_conn_rdma(conn)->sc_svc);
+	if (svc_conn_rdma(conn)->sc_poller)
+		svc_rdma_note_poller(svc_conn_rdma(conn)->sc_poller);
 	return svc_rdma_conn_poll(svc_conn_rdma(conn), budget);
 }
 

@@ -147,8 +147,9 @@ enum svcxprt_state {
 /* One connection: struct rpcrdma_svc_conn is this. */
 struct svcxprt_rdma {
 	struct rpcrdma_svc *sc_svc;		/* NULL once the server is destroyed */
-	struct list_node sc_node;		/* the server's sv_conns or sv_zombies */
-	struct list_node sc_ready_node;		/* the server's sv_ready, if sc_ready */
+	struct list_node sc_node;		/* the poller's conns, adopt or zombies */
+	struct svc_rdma_poller *sc_poller;	/* owns it once adopted */
+	struct list_node sc_ready_node;		/* the poller's ready, if sc_ready */
 	bool sc_ready;				/* rpcrdma_svc_poll() visits it next */
 	int sc_state;
 	bool sc_announced;			/* on_conn(ESTABLISHED) was reported */
@@ -193,28 +194,43 @@ struct svc_rdma_pd {
 
 #define SVC_RDMA_MAX_DEVICES RPCRDMA_MEM_MAX_MRS
 
+/*
+ * A poller (svc_poller.c): one thread's share of the server's connections.
+ * Each connection belongs to one poller, which alone touches its state;
+ * poller 0 also owns the listener and accepts, and hands each new
+ * connection to its poller (round robin) through that poller's queue.
+ */
+struct svc_rdma_poller {
+	struct rpcrdma_svc *svc;
+	int epfd;				/* its connections; poller 0's also the listener */
+	struct list_node conns;			/* its connections (sc_node) */
+	struct list_node ready;			/* connections with work, or not yet armed */
+	struct list_node zombies;		/* closed, calls still held */
+	struct rpcrdma_stats stats;		/* its connections' counters */
+	_Atomic uintptr_t thread;		/* the thread that polls it */
+	int wake_fd;				/* in epfd (data: the poller) */
+	atomic_uint nwork;			/* queued handoffs and adoptions */
+	atomic_bool async_check;		/* an async event may concern its connections */
+	pthread_mutex_t lock;			/* the queues, and the wake-up's write */
+	struct list_node handoffs;		/* lock: workers' replies */
+	struct list_node adopt;			/* lock: connections accepted for it */
+};
+
 struct rpcrdma_svc {
 	struct rpcrdma_svc_attr sv_attr;
 	struct sockaddr_storage sv_addr;
 	struct rdma_event_channel *sv_cm_channel;
 	struct rdma_cm_id *sv_listen_id;
-	int sv_epfd;
 	struct ibv_context **sv_devs;		/* rdma_get_devices(), held for the PDs */
 	struct svc_rdma_pd sv_pds[SVC_RDMA_MAX_DEVICES];
 	unsigned int sv_npds;
 	struct list_node sv_mems;		/* rpcrdma_svc_mem_register() */
-	struct list_node sv_conns;
-	uint32_t sv_nconns;			/* on sv_conns: counted against max_connections */
-	struct list_node sv_ready;		/* connections with work, or not yet armed */
-	struct list_node sv_zombies;		/* closed, calls still held */
-	struct rpcrdma_stats sv_stats;
-	/* svc_handoff.c: RPCRDMA_SVC_WORKERS */
-	_Atomic uintptr_t sv_poller;		/* the thread that polls */
-	int sv_handoff_fd;			/* in sv_epfd (data: the server) */
-	int sv_listen_epfd;			/* the CM channel and sv_handoff_fd */
-	atomic_uint sv_nhandoffs;		/* queued, not yet run */
-	pthread_mutex_t sv_handoff_lock;	/* the list, and the wake-up's write */
-	struct list_node sv_handoffs;		/* lock: waiting for the poller */
+	atomic_uint sv_nconns;			/* counted against max_connections */
+	struct rpcrdma_stats sv_stats;		/* the listener's: the server, rejects, regions */
+	struct svc_rdma_poller *sv_pollers;
+	unsigned int sv_npollers;
+	unsigned int sv_next_poller;		/* the next accepted connection's */
+	int sv_listen_epfd;			/* with workers: the CM channel and poller 0's wake */
 };
 
 /* svc_handoff.c: a worker thread's reply, run by the poller. */
@@ -245,18 +261,36 @@ struct svc_rdma_handoff {
 	bool done;
 };
 
-int svc_rdma_handoff_init(struct rpcrdma_svc *svc);
-void svc_rdma_handoff_fini(struct rpcrdma_svc *svc);
-/* rpcrdma_svc_poll() runs on this thread: it is the poller. */
-void svc_rdma_note_poller(struct rpcrdma_svc *svc);
-/* Is the caller a worker (not the poller) of a server with RPCRDMA_SVC_WORKERS? */
+/* The calling thread polls @p from now on. */
+void svc_rdma_note_poller(struct svc_rdma_poller *p);
+/* Is the caller a worker (not its connection's poller) of a server with RPCRDMA_SVC_WORKERS? */
 bool svc_rdma_foreign(const struct rpcrdma_svc_call *call);
-/* Hand @h to the poller and wait for its result. */
+/* Hand @h to its connection's poller and wait for its result. */
 int svc_rdma_handoff(struct svc_rdma_handoff *h);
-/* On the poller: run what workers handed over. Returns how many. */
-int svc_rdma_run_handoffs(struct rpcrdma_svc *svc);
+/* On the poller: run one handoff (svc_poller.c takes them off its queue). */
+void svc_rdma_handoff_done(struct svc_rdma_handoff *h);
+
+/* svc_poller.c */
+int svc_rdma_pollers_init(struct rpcrdma_svc *svc, unsigned int n);
+void svc_rdma_pollers_fini(struct rpcrdma_svc *svc);
+/* Queue @h on @p and wake it; false if the wake-up could not be written. */
+bool svc_rdma_poller_queue(struct svc_rdma_poller *p, struct svc_rdma_handoff *h);
+/* Poller 0, accepting: hand @rdma to the next poller (or take it). */
+void svc_rdma_poller_assign(struct rpcrdma_svc *svc, struct svcxprt_rdma *rdma);
+/*
+ * What others queued for @p: adoptions, handoffs, an async check (@woken:
+ * its eventfd is readable, read it even if nothing is counted). Returns
+ * how many.
+ */
+int svc_rdma_poller_take_work(struct svc_rdma_poller *p, bool woken);
+int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget);
+int svc_rdma_poller_wait(struct svc_rdma_poller *p, int timeout_ms);
+/* An async event was read: the connections it concerns have work. */
+void svc_rdma_pollers_async(struct rpcrdma_svc *svc);
 /* The listener's descriptor: with workers, it wakes for their handoffs too. */
 int svc_rdma_listen_fd(const struct rpcrdma_svc *svc);
+/* @dst += @src, counter by counter. */
+void svc_rdma_stats_add(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src);
 
 static inline struct svcxprt_rdma *svc_conn_rdma(struct rpcrdma_svc_conn *conn)
 {
@@ -340,8 +374,8 @@ int svc_rdma_conn_arm(struct svcxprt_rdma *rdma);
  */
 int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget);
 /*
- * Readiness (svc.c): rpcrdma_svc_poll() visits only the connections on
- * sv_ready, which are those whose descriptor woke, those with work left,
+ * Readiness (svc_poller.c): a poll visits only the connections on its
+ * poller's ready list, which are those whose descriptor woke, those with work left,
  * and those the application gave work outside a poll (a held call let go,
  * a close). The others are armed: their descriptor wakes the server.
  */

@@ -91,6 +91,10 @@ enum rpcrdma_conn_event {
  *	reject without private data; the client's connect fails with
  *	-ECONNREFUSED), counted in stats.conn_rejects and logged
  *
+ * @pollers: threads that serve the connections (default 1, at most 64):
+ *	each connection belongs to one, given round robin when it is
+ *	accepted; see rpcrdma_svc_poller_wait()
+ *
  * What one connection can make the server hold is bounded by these:
  * @max_requests receives and calls at once, each call at most
  * @inline_size inline, @max_read pulled and @max_reply sent; and the
@@ -109,6 +113,7 @@ struct rpcrdma_svc_attr {
 	uint64_t max_read;
 	uint64_t max_reply;
 	uint32_t max_connections;
+	uint32_t pollers;
 };
 
 /**
@@ -193,6 +198,30 @@ int rpcrdma_svc_arm(struct rpcrdma_svc *svc);
  * Returns what rpcrdma_svc_poll() returned, 0 on timeout, or a -errno.
  */
 int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms);
+
+/**
+ * rpcrdma_svc_poller_wait - serve poller @i's connections: poll; if idle,
+ *	sleep until there is work or @timeout_ms passes, then poll
+ * @svc: the server
+ * @i: which poller (below &rpcrdma_svc_attr.pollers)
+ * @timeout_ms: -1 for no bound
+ *
+ * With several pollers, run one thread per poller, each calling this (or
+ * rpcrdma_svc_poller_poll() and sleeping on rpcrdma_svc_poller_fd()) with
+ * its own @i. Poller 0 is the one rpcrdma_svc_poll(), rpcrdma_svc_wait()
+ * and rpcrdma_svc_fd() drive; it also accepts connections and hands each
+ * to a poller, round robin. Callbacks for a connection run on its
+ * poller's thread, and with RPCRDMA_SVC_WORKERS its calls' replies from
+ * other threads are handed to that poller. Everything but the worker-safe
+ * functions stays on the connection's poller; rpcrdma_svc_stats() sums the
+ * pollers' counters (exact when they are not polling). Returns as
+ * rpcrdma_svc_wait(), or -EINVAL for a bad @i.
+ */
+int rpcrdma_svc_poller_wait(struct rpcrdma_svc *svc, unsigned int i, int timeout_ms);
+/** rpcrdma_svc_poller_poll - as rpcrdma_svc_poll(), for poller @i */
+int rpcrdma_svc_poller_poll(struct rpcrdma_svc *svc, unsigned int i, int budget);
+/** rpcrdma_svc_poller_fd - as rpcrdma_svc_fd(), for poller @i */
+int rpcrdma_svc_poller_fd(const struct rpcrdma_svc *svc, unsigned int i);
 
 /**
  * rpcrdma_svc_stats - the server's counters (see &struct rpcrdma_stats)

@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pollers: the threads that serve a server's connections. A poller visits
+ * only its connections that have work (the ready list, fed by one
+ * epoll_wait per pass), so idle connections cost it nothing. Each
+ * connection belongs to one poller; others reach it only through the
+ * poller's queue (a lock and an eventfd): poller 0 hands it the connections
+ * it accepts, workers their replies (svc_handoff.c), and an async event a
+ * look at its connections.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "svc_rdma.h"
+
+#define SVC_RDMA_EVENTS 64
+
+void svc_rdma_mark_ready(struct svcxprt_rdma *rdma)
+{
+	if (rdma->sc_ready || !rdma->sc_poller || rdma->sc_state == SVCXPRT_CLOSED)
+		return;
+	rdma->sc_ready = true;
+	list_add_tail(&rdma->sc_ready_node, &rdma->sc_poller->ready);
+}
+
+void svc_rdma_unready(struct svcxprt_rdma *rdma)
+{
+	if (!rdma->sc_ready)
+		return;
+	list_del(&rdma->sc_ready_node);
+	rdma->sc_ready = false;
+}
+
+void svc_rdma_stats_add(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src)
+{
+	dst->calls += src->calls;
+	dst->replies += src->replies;
+	dst->rdma_errors += src->rdma_errors;
+	dst->dropped += src->dropped;
+	dst->read_chunks += src->read_chunks;
+	dst->write_chunks += src->write_chunks;
+	dst->reply_chunks += src->reply_chunks;
+	dst->bounce_bytes += src->bounce_bytes;
+	dst->flushes += src->flushes;
+	dst->wc_errors += src->wc_errors;
+	dst->credit_stalls += src->credit_stalls;
+	dst->sq_waits += src->sq_waits;
+	dst->retransmits += src->retransmits;
+	dst->timeouts += src->timeouts;
+	dst->connects += src->connects;
+	dst->disconnects += src->disconnects;
+	dst->registered_bytes += src->registered_bytes;
+	dst->heap_bytes += src->heap_bytes;
+	dst->conn_visits += src->conn_visits;
+	dst->conn_rejects += src->conn_rejects;
+}
+
+static int svc_rdma_poller_init(struct rpcrdma_svc *svc, struct svc_rdma_poller *p)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = p };
+
+	p->svc = svc;
+	p->epfd = -1;
+	p->wake_fd = -1;
+	list_init(&p->conns);
+	list_init(&p->ready);
+	list_init(&p->zombies);
+	list_init(&p->handoffs);
+	list_init(&p->adopt);
+	pthread_mutex_init(&p->lock, NULL);
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (p->epfd < 0 || p->wake_fd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->wake_fd, &ev))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Each device's async fd, once, in poller 0's epoll set (data: its sv_pds
+ * entry). Not in the connections' descriptors: one fd under that many
+ * nested epoll sets passes the kernel's limit on wake-up paths (500 at
+ * depth 2: the 500th connection's epoll_ctl() failed with EINVAL).
+ */
+static int svc_rdma_watch_async(struct rpcrdma_svc *svc, int epfd)
+{
+	unsigned int i;
+
+	for (i = 0; i < svc->sv_npds; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &svc->sv_pds[i] };
+		int fd = svc->sv_pds[i].verbs->async_fd;
+		int flags = fcntl(fd, F_GETFL);
+
+		if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+		    epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev))
+			return -errno;
+	}
+	return 0;
+}
+
+int svc_rdma_pollers_init(struct rpcrdma_svc *svc, unsigned int n)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	struct svc_rdma_poller *p0;
+	unsigned int i;
+	int rc;
+
+	svc->sv_pollers = calloc(n, sizeof(*svc->sv_pollers));
+	if (!svc->sv_pollers)
+		return -ENOMEM;
+	svc->sv_npollers = n;
+	for (i = 0; i < n; i++) {
+		rc = svc_rdma_poller_init(svc, &svc->sv_pollers[i]);
+		if (rc)
+			return rc;
+	}
+	p0 = &svc->sv_pollers[0];
+	if (epoll_ctl(p0->epfd, EPOLL_CTL_ADD, svc->sv_cm_channel->fd, &ev))
+		return -errno;
+	rc = svc_rdma_watch_async(svc, p0->epfd);
+	if (rc || !(svc->sv_attr.flags & RPCRDMA_SVC_WORKERS))
+		return rc;
+	/* For adapters that poll the listener by itself (rpcrdma_svc_listen_fd()). */
+	ev.data.ptr = p0;
+	svc->sv_listen_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (svc->sv_listen_epfd < 0 ||
+	    epoll_ctl(svc->sv_listen_epfd, EPOLL_CTL_ADD, svc->sv_cm_channel->fd, &ev) ||
+	    epoll_ctl(svc->sv_listen_epfd, EPOLL_CTL_ADD, p0->wake_fd, &ev))
+		return -errno;
+	return 0;
+}
+
+void svc_rdma_pollers_fini(struct rpcrdma_svc *svc)
+{
+	unsigned int i;
+
+	if (svc->sv_listen_epfd >= 0)
+		close(svc->sv_listen_epfd);
+	for (i = 0; svc->sv_pollers && i < svc->sv_npollers; i++) {
+		struct svc_rdma_poller *p = &svc->sv_pollers[i];
+
+		if (p->epfd >= 0)
+			close(p->epfd);
+		if (p->wake_fd >= 0)
+			close(p->wake_fd);
+		pthread_mutex_destroy(&p->lock);
+	}
+	free(svc->sv_pollers);
+}
+
+int svc_rdma_listen_fd(const struct rpcrdma_svc *svc)
+{
+	return svc->sv_listen_epfd >= 0 ? svc->sv_listen_epfd : svc->sv_cm_channel->fd;
+}
+
+/* Under p->lock: one more item queued; wake the poller. */
+static bool svc_rdma_poller_wake_locked(struct svc_rdma_poller *p)
+{
+	uint64_t one = 1;
+
+	atomic_fetch_add(&p->nwork, 1);
+	if (write(p->wake_fd, &one, sizeof(one)) == sizeof(one))
+		return true;
+	atomic_fetch_sub(&p->nwork, 1);
+	return false;
+}
+
+bool svc_rdma_poller_queue(struct svc_rdma_poller *p, struct svc_rdma_handoff *h)
+{
+	bool queued;
+
+	pthread_mutex_lock(&p->lock);
+	list_add_tail(&h->node, &p->handoffs);
+	/* Written under the lock: the poller cannot answer, nor the server go, before. */
+	queued = svc_rdma_poller_wake_locked(p);
+	if (!queued)
+		list_del(&h->node);
+	pthread_mutex_unlock(&p->lock);
+	return queued;
+}
+
+/* On @p's thread: the connection is its own from now on. */
+static void svc_rdma_adopt(struct svc_rdma_poller *p, struct svcxprt_rdma *rdma)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = rdma };
+
+	/* What was counted while poller 0 accepted it moves to this poller's counters. */
+	svc_rdma_stats_add(&p->stats, &rdma->sc_own_stats);
+	memset(&rdma->sc_own_stats, 0, sizeof(rdma->sc_own_stats));
+	rdma->sc_stats = &p->stats;
+	rdma->sc_ep.stats = &p->stats;
+	list_add_tail(&rdma->sc_node, &p->conns);
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, rdma->sc_epfd, &ev))
+		rpcrdma_ep_close_deferred(&rdma->sc_ep);
+	svc_rdma_mark_ready(rdma);	/* its first visit arms it */
+}
+
+void svc_rdma_poller_assign(struct rpcrdma_svc *svc, struct svcxprt_rdma *rdma)
+{
+	struct svc_rdma_poller *p = &svc->sv_pollers[svc->sv_next_poller];
+
+	svc->sv_next_poller = (svc->sv_next_poller + 1) % svc->sv_npollers;
+	rdma->sc_poller = p;
+	if (p == &svc->sv_pollers[0]) {
+		svc_rdma_adopt(p, rdma);
+		return;
+	}
+	pthread_mutex_lock(&p->lock);
+	list_add_tail(&rdma->sc_node, &p->adopt);
+	if (!svc_rdma_poller_wake_locked(p))
+		rpcrdma_ep_close_deferred(&rdma->sc_ep);	/* adopted on its next wake */
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Its connections an async event concerns have work (a close). */
+static void svc_rdma_poller_async_check(struct svc_rdma_poller *p)
+{
+	struct list_node *pos;
+
+	list_for_each(pos, &p->conns) {
+		struct svcxprt_rdma *rdma = list_entry(pos, struct svcxprt_rdma, sc_node);
+
+		if (atomic_load_explicit(&rdma->sc_ep.async_error, memory_order_relaxed))
+			svc_rdma_mark_ready(rdma);
+	}
+}
+
+int svc_rdma_poller_take_work(struct svc_rdma_poller *p, bool woken)
+{
+	struct list_node adopt, handoffs;
+	struct svc_rdma_handoff *h;
+	struct svcxprt_rdma *rdma;
+	uint64_t count;
+	int n = 0;
+
+	if (atomic_exchange(&p->async_check, false))
+		svc_rdma_poller_async_check(p);
+	if (!woken && !atomic_load(&p->nwork))
+		return 0;
+	if (read(p->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+		return 0;
+	list_init(&adopt);
+	list_init(&handoffs);
+	pthread_mutex_lock(&p->lock);
+	list_splice_tail(&p->adopt, &adopt);
+	list_splice_tail(&p->handoffs, &handoffs);
+	pthread_mutex_unlock(&p->lock);
+	while ((rdma = list_pop_entry(&adopt, struct svcxprt_rdma, sc_node))) {
+		atomic_fetch_sub(&p->nwork, 1);
+		svc_rdma_adopt(p, rdma);
+		n++;
+	}
+	while ((h = list_pop_entry(&handoffs, struct svc_rdma_handoff, node))) {
+		atomic_fetch_sub(&p->nwork, 1);
+		svc_rdma_handoff_done(h);
+		n++;
+	}
+	return n;
+}
+
+void svc_rdma_pollers_async(struct rpcrdma_svc *svc)
+{
+	unsigned int i;
+
+	svc_rdma_poller_async_check(&svc->sv_pollers[0]);
+	for (i = 1; i < svc->sv_npollers; i++) {
+		struct svc_rdma_poller *p = &svc->sv_pollers[i];
+		uint64_t one = 1;
+
+		atomic_store(&p->async_check, true);
+		/* A spurious wake-up: take_work finds the flag. */
+		if (write(p->wake_fd, &one, sizeof(one)) < 0)
+			continue;
+	}
+}
+
+static struct svc_rdma_pd *svc_rdma_wakeup_pd(struct rpcrdma_svc *svc, void *ptr)
+{
+	struct svc_rdma_pd *pd = ptr;
+
+	return pd >= svc->sv_pds && pd < svc->sv_pds + svc->sv_npds ? pd : NULL;
+}
+
+/* Descriptors that woke: the listener's, devices', the queue's, or a connection's. */
+static int svc_rdma_take_wakeups(struct svc_rdma_poller *p)
+{
+	struct rpcrdma_svc *svc = p->svc;
+	struct epoll_event evs[SVC_RDMA_EVENTS];
+	int n, i, done = 0;
+
+	n = epoll_wait(p->epfd, evs, SVC_RDMA_EVENTS, 0);
+	for (i = 0; i < n; i++) {
+		void *ptr = evs[i].data.ptr;
+		struct svc_rdma_pd *pd;
+
+		if (!ptr) {
+			done += rpcrdma_svc_listen_poll(svc);
+		} else if (ptr == p) {
+			done += svc_rdma_poller_take_work(p, true);
+		} else if ((pd = svc_rdma_wakeup_pd(svc, ptr))) {
+			rpcrdma_async_poll(pd->verbs);
+			svc_rdma_pollers_async(svc);
+		} else {
+			svc_rdma_mark_ready(ptr);
+		}
+	}
+	return done;
+}
+
+int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
+{
+	struct svcxprt_rdma *rdma;
+	struct list_node batch;
+	int n;
+
+	svc_rdma_note_poller(p);
+	n = svc_rdma_take_wakeups(p);
+	/* Who is marked during this pass waits for the next one. */
+	list_init(&batch);
+	list_splice_tail(&p->ready, &batch);
+	while ((rdma = list_pop_entry(&batch, struct svcxprt_rdma, sc_ready_node))) {
+		int rc;
+
+		rdma->sc_ready = false;
+		rc = svc_rdma_conn_visit(rdma, budget);
+		if (rc > 0)
+			n += rc;
+	}
+	return n;
+}
+
+int svc_rdma_poller_wait(struct svc_rdma_poller *p, int timeout_ms)
+{
+	struct epoll_event ev;
+	int n;
+
+	n = svc_rdma_poller_poll(p, 64);
+	/* Connections a pass found drained were armed by it. */
+	if (n == 0 && !list_empty(&p->ready))
+		n = 1;
+	if (n != 0)
+		return n;
+	if (epoll_wait(p->epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
+		return -errno;
+	return svc_rdma_poller_poll(p, 64);
+}

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Several pollers (rpcrdma_svc_attr.pollers): connections are spread over
+ * the poller threads, round robin, and each connection's callbacks run on
+ * its own poller's thread; a poller held in a callback does not hold the
+ * connections of the others; worker replies reach the right poller. Run
+ * under TSan in CI.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define POLLERS 2
+#define CLIENTS 6
+#define CALLS 100
+#define HOLD_SEED 0x401d
+
+struct multi {
+	struct rpcrdma_svc *svc;
+	pthread_t threads[POLLERS];
+	atomic_bool stop;
+	pthread_mutex_t lock;
+	pthread_t call_threads[POLLERS];	/* lock: the threads calls ran on */
+	unsigned int nthreads;
+	atomic_uint calls;
+	atomic_bool hold;			/* a HOLD_SEED call waits while set */
+	atomic_bool holding;
+	bool workers;				/* answer from a worker thread */
+};
+
+struct poller_arg {
+	struct multi *m;
+	unsigned int i;
+};
+
+static void note_thread(struct multi *m)
+{
+	pthread_t self = pthread_self();
+	unsigned int i;
+
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < m->nthreads && !pthread_equal(m->call_threads[i], self); i++)
+		;
+	if (i == m->nthreads && m->nthreads < POLLERS)
+		m->call_threads[m->nthreads++] = self;
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void *answer_later(void *arg)
+{
+	struct rpcrdma_svc_call *call = arg;
+	size_t len;
+	const void *msg = rpcrdma_svc_call_msg(call, &len);
+
+	rpcrdma_svc_reply(call, msg, len);
+	return NULL;
+}
+
+static void multi_on_call(struct rpcrdma_svc_call *call, void *arg)
+{
+	struct multi *m = arg;
+	size_t len;
+	const unsigned char *msg = rpcrdma_svc_call_msg(call, &len);
+	uint32_t seed = 0;
+
+	note_thread(m);
+	atomic_fetch_add(&m->calls, 1);
+	if (len >= 8)
+		memcpy(&seed, msg + 4, sizeof(seed));
+	if (ntohl(seed) == HOLD_SEED) {
+		/* This poller is stuck in the file system, as it were. */
+		atomic_store(&m->holding, true);
+		while (atomic_load(&m->hold))
+			poll(NULL, 0, 1);
+	}
+	if (m->workers) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, answer_later, call) == 0) {
+			pthread_detach(t);
+			return;
+		}
+	}
+	rpcrdma_svc_reply(call, msg, len);
+}
+
+static void *poller_main(void *arg)
+{
+	struct poller_arg *pa = arg;
+
+	while (!atomic_load(&pa->m->stop))
+		rpcrdma_svc_poller_wait(pa->m->svc, pa->i, 20);
+	return NULL;
+}
+
+static struct poller_arg args[POLLERS];
+
+static void multi_start(struct multi *m, bool workers)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rpcrdma_svc_attr attr = { RPCRDMA_SIZED(attr) };
+	unsigned int i;
+
+	memset(m, 0, sizeof(*m));
+	pthread_mutex_init(&m->lock, NULL);
+	m->workers = workers;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	attr.addr = (struct sockaddr *)&sin;
+	attr.on_call = multi_on_call;
+	attr.arg = m;
+	attr.pollers = POLLERS;
+	attr.flags = workers ? RPCRDMA_SVC_WORKERS : 0;
+	assert_int_equal(rpcrdma_svc_listen(&attr, &m->svc), 0);
+	for (i = 0; i < POLLERS; i++) {
+		args[i].m = m;
+		args[i].i = i;
+		assert_int_equal(pthread_create(&m->threads[i], NULL, poller_main, &args[i]), 0);
+	}
+}
+
+static void multi_stop_pollers(struct multi *m)
+{
+	unsigned int i;
+
+	atomic_store(&m->stop, true);
+	for (i = 0; i < POLLERS; i++)
+		pthread_join(m->threads[i], NULL);
+}
+
+static void multi_destroy(struct multi *m)
+{
+	rpcrdma_svc_destroy(m->svc);
+	pthread_mutex_destroy(&m->lock);
+}
+
+static void multi_stop(struct multi *m)
+{
+	multi_stop_pollers(m);
+	multi_destroy(m);
+}
+
+static struct rpcrdma_clnt *multi_client(struct multi *m)
+{
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct sockaddr_storage addr;
+	socklen_t len = sizeof(addr);
+	struct rpcrdma_clnt *clnt;
+
+	assert_int_equal(rpcrdma_svc_addr(m->svc, (struct sockaddr *)&addr, &len), 0);
+	attr.addr = (struct sockaddr *)&addr;
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
+	return clnt;
+}
+
+struct caller {
+	struct rpcrdma_clnt *clnt;
+	uint32_t seed;
+	unsigned int calls;
+	int failures;
+	atomic_bool done;
+};
+
+static void *caller_main(void *arg)
+{
+	struct caller *c = arg;
+	unsigned char msg[256], reply[256];
+	unsigned int i;
+
+	for (i = 0; i < c->calls; i++) {
+		size_t len = 8 + (i * 13) % (sizeof(msg) - 8), rlen = sizeof(reply);
+		uint32_t w = htonl(c->seed);
+
+		harness_fill_msg(msg, len, c->seed * 1000 + i + 1, c->seed);
+		memcpy(msg + 4, &w, sizeof(w));
+		if (rpcrdma_clnt_call(c->clnt, msg, len, reply, &rlen, 0) || rlen != len ||
+		    memcmp(reply, msg, len))
+			c->failures++;
+	}
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+static void run_clients(struct multi *m)
+{
+	struct caller c[CLIENTS];
+	pthread_t t[CLIENTS];
+	unsigned int i;
+
+	for (i = 0; i < CLIENTS; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i].clnt = multi_client(m);
+		c[i].seed = i + 1;
+		c[i].calls = CALLS;
+		assert_int_equal(pthread_create(&t[i], NULL, caller_main, &c[i]), 0);
+	}
+	for (i = 0; i < CLIENTS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(c[i].failures, 0);
+		rpcrdma_clnt_destroy(c[i].clnt);
+	}
+}
+
+/* Six clients over two pollers: every call answered, on both poller threads. */
+static void t_spread(void **state)
+{
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+	struct multi m;
+
+	(void)state;
+	harness_require_inproc("the pollers are threads of the test");
+	multi_start(&m, false);
+	run_clients(&m);
+	assert_int_equal(atomic_load(&m.calls), CLIENTS * CALLS);
+	assert_int_equal(m.nthreads, POLLERS);
+	multi_stop_pollers(&m);
+	/* The pollers' counters, summed: every call and connection once. */
+	assert_int_equal(rpcrdma_svc_stats(m.svc, &st), 0);
+	assert_int_equal(st.calls, CLIENTS * CALLS);
+	assert_int_equal(st.replies, CLIENTS * CALLS);
+	assert_int_equal(st.connects, CLIENTS);
+	multi_destroy(&m);
+	harness_assert_fabric_idle();
+}
+
+/* The same, each reply sent from a worker thread: handed to the right poller. */
+static void t_spread_workers(void **state)
+{
+	struct multi m;
+
+	(void)state;
+	harness_require_inproc("the pollers are threads of the test");
+	multi_start(&m, true);
+	run_clients(&m);
+	assert_int_equal(atomic_load(&m.calls), CLIENTS * CALLS);
+	assert_int_equal(m.nthreads, POLLERS);
+	multi_stop(&m);
+	harness_assert_fabric_idle();
+}
+
+static bool holding(void *arg)
+{
+	return atomic_load(&((struct multi *)arg)->holding);
+}
+
+/*
+ * The first connection goes to poller 0, the second to poller 1. Poller 0
+ * is held inside a call; the client on poller 1 is served meanwhile.
+ */
+static void t_held_poller_holds_no_other(void **state)
+{
+	struct caller held = { .seed = HOLD_SEED, .calls = 1 }, other = { .seed = 5, .calls = 50 };
+	pthread_t t;
+	struct multi m;
+
+	(void)state;
+	harness_require_inproc("the pollers are threads of the test");
+	multi_start(&m, false);
+	atomic_store(&m.hold, true);
+	held.clnt = multi_client(&m);
+	other.clnt = multi_client(&m);
+	assert_int_equal(pthread_create(&t, NULL, caller_main, &held), 0);
+	assert_true(harness_wait_for(holding, &m, 5000));
+	caller_main(&other);
+	assert_int_equal(other.failures, 0);
+	assert_false(atomic_load(&held.done));
+	atomic_store(&m.hold, false);
+	pthread_join(t, NULL);
+	assert_int_equal(held.failures, 0);
+	rpcrdma_clnt_destroy(held.clnt);
+	rpcrdma_clnt_destroy(other.clnt);
+	multi_stop(&m);
+	harness_assert_fabric_idle();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_spread),
+		cmocka_unit_test(t_spread_workers),
+		cmocka_unit_test(t_held_poller_holds_no_other),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
