@@ -298,6 +298,49 @@ bool harness_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms)
 	}
 }
 
+struct rpcrdma_clnt *harness_connect_to(struct rpcrdma_svc *svc)
+{
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct sockaddr_storage addr;
+	socklen_t len = sizeof(addr);
+	struct rpcrdma_clnt *clnt;
+
+	assert_int_equal(rpcrdma_svc_addr(svc, (struct sockaddr *)&addr, &len), 0);
+	attr.addr = (struct sockaddr *)&addr;
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
+	return clnt;
+}
+
+void *harness_caller_run(void *arg)
+{
+	struct harness_caller *c = arg;
+	unsigned char msg[256], reply[256];
+	unsigned int i;
+
+	for (i = 0; i < c->calls; i++) {
+		size_t len = 8 + (i * 13) % (sizeof(msg) - 8), rlen = sizeof(reply);
+		uint32_t w = htonl(c->seed);
+
+		harness_fill_msg(msg, len, c->seed * 1000 + i + 1, c->seed);
+		memcpy(msg + 4, &w, sizeof(w));
+		if (rpcrdma_clnt_call(c->clnt, msg, len, reply, &rlen, 0) || rlen != len ||
+		    memcmp(reply, msg, len))
+			c->failures++;
+	}
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+uint32_t harness_caller_seed(const void *msg, size_t len)
+{
+	uint32_t w;
+
+	if (len < 8)
+		return 0;
+	memcpy(&w, (const unsigned char *)msg + 4, sizeof(w));
+	return ntohl(w);
+}
+
 struct harness_count_wait {
 	atomic_uint *count;
 	unsigned int want;

@@ -151,6 +151,26 @@ bool harness_holds_one(void *hs);
 
 /* Wait until @pred(@arg) is true or @timeout_ms passes. Returns the predicate. */
 bool harness_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms);
+/* A client connected to a native server of the test's own (asserts it connects). */
+struct rpcrdma_clnt *harness_connect_to(struct rpcrdma_svc *svc);
+
+/*
+ * A thread's worth of calls: @calls echo calls of sizes 8 to 255, word 1 of
+ * each message set to @seed (a server can tell such calls apart), each
+ * reply checked; @failures counts the bad ones, @done is set at the end.
+ */
+struct harness_caller {
+	struct rpcrdma_clnt *clnt;
+	uint32_t seed;
+	unsigned int calls;
+	int failures;
+	atomic_bool done;
+};
+
+void *harness_caller_run(void *caller);
+/* Word 1 of @msg (@len bytes) as harness_caller_run() sets it, or 0. */
+uint32_t harness_caller_seed(const void *msg, size_t len);
+
 /* Wait until the server has seen @want connections established (closed) in all. */
 bool harness_wait_established(struct harness_server *hs, unsigned int want, int timeout_ms);
 bool harness_wait_closed(struct harness_server *hs, unsigned int want, int timeout_ms);

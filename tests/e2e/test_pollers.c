@@ -72,13 +72,10 @@ static void multi_on_call(struct rpcrdma_svc_call *call, void *arg)
 	struct multi *m = arg;
 	size_t len;
 	const unsigned char *msg = rpcrdma_svc_call_msg(call, &len);
-	uint32_t seed = 0;
 
 	note_thread(m);
 	atomic_fetch_add(&m->calls, 1);
-	if (len >= 8)
-		memcpy(&seed, msg + 4, sizeof(seed));
-	if (ntohl(seed) == HOLD_SEED) {
+	if (harness_caller_seed(msg, len) == HOLD_SEED) {
 		/* This poller is stuck in the file system, as it were. */
 		atomic_store(&m->holding, true);
 		while (atomic_load(&m->hold))
@@ -150,59 +147,18 @@ static void multi_stop(struct multi *m)
 	multi_destroy(m);
 }
 
-static struct rpcrdma_clnt *multi_client(struct multi *m)
-{
-	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
-	struct sockaddr_storage addr;
-	socklen_t len = sizeof(addr);
-	struct rpcrdma_clnt *clnt;
-
-	assert_int_equal(rpcrdma_svc_addr(m->svc, (struct sockaddr *)&addr, &len), 0);
-	attr.addr = (struct sockaddr *)&addr;
-	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
-	return clnt;
-}
-
-struct caller {
-	struct rpcrdma_clnt *clnt;
-	uint32_t seed;
-	unsigned int calls;
-	int failures;
-	atomic_bool done;
-};
-
-static void *caller_main(void *arg)
-{
-	struct caller *c = arg;
-	unsigned char msg[256], reply[256];
-	unsigned int i;
-
-	for (i = 0; i < c->calls; i++) {
-		size_t len = 8 + (i * 13) % (sizeof(msg) - 8), rlen = sizeof(reply);
-		uint32_t w = htonl(c->seed);
-
-		harness_fill_msg(msg, len, c->seed * 1000 + i + 1, c->seed);
-		memcpy(msg + 4, &w, sizeof(w));
-		if (rpcrdma_clnt_call(c->clnt, msg, len, reply, &rlen, 0) || rlen != len ||
-		    memcmp(reply, msg, len))
-			c->failures++;
-	}
-	atomic_store(&c->done, true);
-	return NULL;
-}
-
 static void run_clients(struct multi *m)
 {
-	struct caller c[CLIENTS];
+	struct harness_caller c[CLIENTS];
 	pthread_t t[CLIENTS];
 	unsigned int i;
 
 	for (i = 0; i < CLIENTS; i++) {
 		memset(&c[i], 0, sizeof(c[i]));
-		c[i].clnt = multi_client(m);
+		c[i].clnt = harness_connect_to(m->svc);
 		c[i].seed = i + 1;
 		c[i].calls = CALLS;
-		assert_int_equal(pthread_create(&t[i], NULL, caller_main, &c[i]), 0);
+		assert_int_equal(pthread_create(&t[i], NULL, harness_caller_run, &c[i]), 0);
 	}
 	for (i = 0; i < CLIENTS; i++) {
 		pthread_join(t[i], NULL);
@@ -259,7 +215,7 @@ static bool holding(void *arg)
  */
 static void t_held_poller_holds_no_other(void **state)
 {
-	struct caller held = { .seed = HOLD_SEED, .calls = 1 }, other = { .seed = 5, .calls = 50 };
+	struct harness_caller held = { .seed = HOLD_SEED, .calls = 1 }, other = { .seed = 5, .calls = 50 };
 	pthread_t t;
 	struct multi m;
 
@@ -267,11 +223,11 @@ static void t_held_poller_holds_no_other(void **state)
 	harness_require_inproc("the pollers are threads of the test");
 	multi_start(&m, false);
 	atomic_store(&m.hold, true);
-	held.clnt = multi_client(&m);
-	other.clnt = multi_client(&m);
-	assert_int_equal(pthread_create(&t, NULL, caller_main, &held), 0);
+	held.clnt = harness_connect_to(m.svc);
+	other.clnt = harness_connect_to(m.svc);
+	assert_int_equal(pthread_create(&t, NULL, harness_caller_run, &held), 0);
 	assert_true(harness_wait_for(holding, &m, 5000));
-	caller_main(&other);
+	harness_caller_run(&other);
 	assert_int_equal(other.failures, 0);
 	assert_false(atomic_load(&held.done));
 	atomic_store(&m.hold, false);

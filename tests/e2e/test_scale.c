@@ -229,6 +229,7 @@ static bool small_closed_one(void *arg)
 	return atomic_load(&((struct small_server *)arg)->closed) >= 1;
 }
 
+/* Its result, not asserted: some connections are to be refused. */
 static int small_connect(struct small_server *s, struct rpcrdma_clnt **out)
 {
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };

@@ -41,16 +41,6 @@ struct pool {
 	atomic_int errors;
 };
 
-static bool is_slow(const unsigned char *msg, size_t len)
-{
-	uint32_t w;
-
-	if (len < 8)
-		return false;
-	memcpy(&w, msg + 4, sizeof(w));
-	return ntohl(w) == SLOW_SEED;
-}
-
 static void pool_on_call(struct rpcrdma_svc_call *call, void *arg)
 {
 	struct pool *p = arg;
@@ -107,7 +97,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&p->lock);
 
 		msg = rpcrdma_svc_call_msg(call, &len);
-		if (is_slow(msg, len)) {
+		if (harness_caller_seed(msg, len) == SLOW_SEED) {
 			/* Blocked in the file system, as it were, until the test lets go. */
 			atomic_store(&p->slow_held, true);
 			pthread_mutex_lock(&p->lock);
@@ -167,50 +157,6 @@ static void pool_stop(struct pool *p)
 	pthread_mutex_destroy(&p->lock);
 }
 
-static struct rpcrdma_clnt *pool_client(struct pool *p)
-{
-	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
-	struct sockaddr_storage addr;
-	socklen_t len = sizeof(addr);
-	struct rpcrdma_clnt *clnt;
-
-	assert_int_equal(rpcrdma_svc_addr(p->svc, (struct sockaddr *)&addr, &len), 0);
-	attr.addr = (struct sockaddr *)&addr;
-	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
-	return clnt;
-}
-
-struct caller {
-	struct rpcrdma_clnt *clnt;
-	uint32_t seed;
-	unsigned int calls;
-	atomic_bool done;
-	int failures;
-};
-
-static void *caller_main(void *arg)
-{
-	struct caller *c = arg;
-	unsigned char msg[512], reply[512];
-	unsigned int i;
-
-	for (i = 0; i < c->calls; i++) {
-		size_t len = 8 + (i * 29) % (sizeof(msg) - 8), rlen = sizeof(reply);
-
-		harness_fill_msg(msg, len, c->seed * 100000 + i + 1, c->seed);
-		if (c->seed == SLOW_SEED) {
-			uint32_t w = htonl(SLOW_SEED);
-
-			memcpy(msg + 4, &w, sizeof(w));
-		}
-		if (rpcrdma_clnt_call(c->clnt, msg, len, reply, &rlen, 0) || rlen != len ||
-		    memcmp(reply, msg, len))
-			c->failures++;
-	}
-	atomic_store(&c->done, true);
-	return NULL;
-}
-
 struct answered_wait {
 	struct pool *p;
 	unsigned int want;
@@ -239,18 +185,18 @@ static bool slow_held(void *arg)
 /* One worker holds a call; another client's calls complete meanwhile. */
 static void t_slow_call_holds_no_other(void **state)
 {
-	struct caller slow = { .seed = SLOW_SEED, .calls = 1 }, fast = { .seed = 3, .calls = 100 };
+	struct harness_caller slow = { .seed = SLOW_SEED, .calls = 1 }, fast = { .seed = 3, .calls = 100 };
 	pthread_t slow_thread;
 	struct pool p;
 
 	(void)state;
 	harness_require_inproc("the server's workers are threads of the test");
 	pool_start(&p);
-	slow.clnt = pool_client(&p);
-	fast.clnt = pool_client(&p);
-	assert_int_equal(pthread_create(&slow_thread, NULL, caller_main, &slow), 0);
+	slow.clnt = harness_connect_to(p.svc);
+	fast.clnt = harness_connect_to(p.svc);
+	assert_int_equal(pthread_create(&slow_thread, NULL, harness_caller_run, &slow), 0);
 	assert_true(harness_wait_for(slow_held, &p, 5000));
-	caller_main(&fast);
+	harness_caller_run(&fast);
 	assert_int_equal(fast.failures, 0);
 	assert_false(atomic_load(&slow.done));
 	pthread_mutex_lock(&p.lock);
@@ -271,7 +217,7 @@ static void t_slow_call_holds_no_other(void **state)
 /* Four clients on their own threads, four workers answering them. */
 static void t_many_workers(void **state)
 {
-	struct caller c[4];
+	struct harness_caller c[4];
 	pthread_t t[4];
 	struct pool p;
 	unsigned int i;
@@ -281,10 +227,10 @@ static void t_many_workers(void **state)
 	pool_start(&p);
 	for (i = 0; i < 4; i++) {
 		memset(&c[i], 0, sizeof(c[i]));
-		c[i].clnt = pool_client(&p);
+		c[i].clnt = harness_connect_to(p.svc);
 		c[i].seed = i + 10;
 		c[i].calls = 200;
-		assert_int_equal(pthread_create(&t[i], NULL, caller_main, &c[i]), 0);
+		assert_int_equal(pthread_create(&t[i], NULL, harness_caller_run, &c[i]), 0);
 	}
 	for (i = 0; i < 4; i++) {
 		pthread_join(t[i], NULL);
