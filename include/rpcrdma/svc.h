@@ -259,7 +259,8 @@ int rpcrdma_svc_mem_register(struct rpcrdma_svc *svc, void *addr, size_t len,
  * Readable when a connection request or a listener event is pending: then
  * call rpcrdma_svc_listen_poll(). With these per-part functions, use
  * rpcrdma_svc_conn_fd() and rpcrdma_svc_conn_poll() for the connections;
- * do not mix them with rpcrdma_svc_fd()/rpcrdma_svc_poll().
+ * do not mix them with rpcrdma_svc_fd()/rpcrdma_svc_poll(), and leave
+ * &rpcrdma_svc_attr.pollers at 1.
  */
 int rpcrdma_svc_listen_fd(const struct rpcrdma_svc *svc);
 
