@@ -136,7 +136,8 @@ int rpcrdma_svc_listen(const struct rpcrdma_svc_attr *attr, struct rpcrdma_svc *
  * flushed, each buffer released once) before this returns. Calls the
  * application still holds stay valid: replying to them fails with
  * -ENOTCONN, and they must still be finished (reply or drop) to release
- * them.
+ * them. Call it once no thread polls the server any more (stop every
+ * poller first) and no worker is inside a reply function.
  */
 void rpcrdma_svc_destroy(struct rpcrdma_svc *svc);
 
