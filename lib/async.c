@@ -80,6 +80,15 @@ static void rpcrdma_async_dispatch(struct ibv_context *ctx, const struct ibv_asy
 		case IBV_EVENT_CQ_ERR:
 			hit = ep->cq == ev->element.cq;
 			break;
+		case IBV_EVENT_SRQ_ERR:
+			hit = ep->srq && ep->srq == ev->element.srq;
+			break;
+		case IBV_EVENT_QP_LAST_WQE_REACHED:
+			/* Not an error: the drain of a QP on an SRQ waits for it. */
+			if (ep->qp == ev->element.qp)
+				atomic_store(&ep->last_wqe, true);
+			hit = false;
+			break;
 		case IBV_EVENT_DEVICE_FATAL:
 			hit = ep->id->verbs == ctx;
 			break;
@@ -97,7 +106,8 @@ void rpcrdma_async_poll(struct ibv_context *ctx)
 	struct ibv_async_event ev;
 
 	while (ibv_get_async_event(ctx, &ev) == 0) {
-		rpcrdma_warn("async event: %s", ibv_event_type_str(ev.event_type));
+		if (ev.event_type != IBV_EVENT_QP_LAST_WQE_REACHED)
+			rpcrdma_warn("async event: %s", ibv_event_type_str(ev.event_type));
 		pthread_mutex_lock(&async_lock);
 		rpcrdma_async_dispatch(ctx, &ev);
 		pthread_mutex_unlock(&async_lock);

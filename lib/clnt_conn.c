@@ -187,7 +187,7 @@ static void xprt_rdma_abandon(struct rpcrdma_xprt *x)
 int xprt_rdma_connect(struct rpcrdma_xprt *x)
 {
 	int64_t deadline = rpcrdma_now_ms() + x->rx_attr.connect_timeout_ms;
-	struct rpcrdma_ep_attr attr;
+	struct rpcrdma_ep_attr attr = { 0 };
 	struct epoll_event epev;
 	struct rdma_cm_id *id;
 	int rc;

@@ -36,7 +36,10 @@ static void rpcrdma_wc_drain_send(struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	struct rpcrdma_ep *ep = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_ep, drain_send_cqe);
 
-	ep->state = RPCRDMA_EP_DRAINED;
+	if (ep->srq)
+		ep->sq_drained = true;	/* and the Last WQE Reached event */
+	else
+		ep->state = RPCRDMA_EP_DRAINED;
 }
 
 /*
@@ -45,9 +48,8 @@ static void rpcrdma_wc_drain_send(struct ibv_cq *cq, struct ibv_wc *wc)
  * send-queue marker posted behind them (the kernel drains RQ, then SQ, for
  * the same reason).
  */
-static void rpcrdma_wc_drain_recv(struct ibv_cq *cq, struct ibv_wc *wc)
+static void rpcrdma_ep_post_send_marker(struct rpcrdma_ep *ep)
 {
-	struct rpcrdma_ep *ep = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_ep, drain_recv_cqe);
 	struct ibv_send_wr wr = {
 		.wr_id = rpcrdma_cqe_id(&ep->drain_send_cqe),
 		.opcode = IBV_WR_SEND,
@@ -62,6 +64,12 @@ static void rpcrdma_wc_drain_recv(struct ibv_cq *cq, struct ibv_wc *wc)
 			    strerror(-rpcrdma_verbs_err(rc)));
 		ep->state = RPCRDMA_EP_DRAINED;
 	}
+}
+
+static void rpcrdma_wc_drain_recv(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	rpcrdma_ep_post_send_marker(container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_ep,
+						 drain_recv_cqe));
 }
 
 /* Fit the queue depths to what the device offers; the owner reads them back from @ep. */
@@ -99,7 +107,14 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 	ep->drain_recv_cqe.done = rpcrdma_wc_drain_recv;
 	ep->drain_send_cqe.done = rpcrdma_wc_drain_send;
 	rpcrdma_ep_fit(id->verbs, &send_wrs, &recv_wrs);
-
+	ep->srq = attr->srq;
+	if (attr->srq)
+		recv_wrs = 0;
+	if (attr->cq) {
+		ep->cq = attr->cq;
+		goto create_qp;
+	}
+	ep->own_cq = true;
 	ep->channel = ibv_create_comp_channel(id->verbs);
 	if (!ep->channel)
 		return rpcrdma_verbs_err(-1);
@@ -117,6 +132,7 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 		goto out_channel;
 	}
 
+create_qp:
 	memset(&qpa, 0, sizeof(qpa));
 	qpa.qp_context = ep;
 	qpa.send_cq = ep->cq;
@@ -124,9 +140,10 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 	qpa.qp_type = IBV_QPT_RC;
 	qpa.sq_sig_all = 0;
 	qpa.cap.max_send_wr = send_wrs + 1;
-	qpa.cap.max_recv_wr = recv_wrs + 1;
+	qpa.srq = attr->srq;
+	qpa.cap.max_recv_wr = attr->srq ? 0 : recv_wrs + 1;
 	qpa.cap.max_send_sge = attr->send_sges;
-	qpa.cap.max_recv_sge = 1;
+	qpa.cap.max_recv_sge = attr->srq ? 0 : 1;
 	if (rdma_create_qp(id, attr->pd, &qpa)) {
 		rc = rpcrdma_verbs_err(-1);
 		goto out_cq;
@@ -139,10 +156,12 @@ int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 	return 0;
 
 out_cq:
-	ibv_destroy_cq(ep->cq);
+	if (ep->own_cq)
+		ibv_destroy_cq(ep->cq);
 	ep->cq = NULL;
 out_channel:
-	ibv_destroy_comp_channel(ep->channel);
+	if (ep->channel)
+		ibv_destroy_comp_channel(ep->channel);
 	ep->channel = NULL;
 	return rc;
 }
@@ -181,6 +200,10 @@ void rpcrdma_ep_begin_close(struct rpcrdma_ep *ep)
 	if (rc)
 		rpcrdma_warn("drain: moving the QP to ERR failed: %s",
 			     strerror(-rpcrdma_verbs_err(rc)));
+	if (ep->srq) {
+		rpcrdma_ep_post_send_marker(ep);
+		return;
+	}
 	rc = ibv_post_recv(ep->qp, &wr, &bad);
 	if (rc) {
 		rpcrdma_err("drain: cannot post the receive-queue marker: %s",
@@ -250,13 +273,18 @@ int rpcrdma_ep_drain_sync(struct rpcrdma_ep *ep, int timeout_ms)
 
 	rpcrdma_ep_begin_close(ep);
 	while (!rpcrdma_ep_drained(ep)) {
-		struct pollfd pfd = { .fd = ep->channel->fd, .events = POLLIN };
+		struct pollfd pfd = { .fd = ep->channel ? ep->channel->fd : -1, .events = POLLIN };
 		int64_t left;
 		int n;
 
 		n = rpcrdma_ep_poll(ep, 64);
-		if (n == 0 && !rpcrdma_ep_drained(ep))
+		if (!ep->own_cq) {
+			/* A shared CQ is its owner's to arm: look again shortly. */
+			rpcrdma_async_poll(ep->id->verbs);
+			n = 0;
+		} else if (n == 0 && !rpcrdma_ep_drained(ep)) {
 			n = rpcrdma_ep_arm(ep, 64);
+		}
 		if (n > 0 || rpcrdma_ep_drained(ep))
 			continue;
 		left = deadline - rpcrdma_now_ms();
@@ -264,7 +292,7 @@ int rpcrdma_ep_drain_sync(struct rpcrdma_ep *ep, int timeout_ms)
 			rpcrdma_err("drain: timed out waiting for flush completions");
 			return -ETIMEDOUT;
 		}
-		poll(&pfd, 1, left < 100 ? (int)left : 100);
+		poll(&pfd, 1, !ep->own_cq ? 1 : left < 100 ? (int)left : 100);
 	}
 	return 0;
 }
@@ -276,6 +304,8 @@ void rpcrdma_ep_destroy(struct rpcrdma_ep *ep)
 		rdma_destroy_qp(ep->id);
 		ep->qp = NULL;
 	}
+	if (ep->cq && !ep->own_cq)
+		ep->cq = NULL;
 	if (ep->cq) {
 		if (ep->channel)
 			rpcrdma_ep_take_events(ep);
@@ -296,35 +326,50 @@ static struct ibv_recv_wr *rpcrdma_recv_wr_of(struct list_node *node, ptrdiff_t 
 	return (struct ibv_recv_wr *)(void *)((char *)node + wr_off);
 }
 
-int rpcrdma_ep_post_recvs(struct rpcrdma_ep *ep, struct list_node *free, uint32_t max,
-			  ptrdiff_t wr_off)
+struct ibv_recv_wr *rpcrdma_recv_chain(struct list_node *free, uint32_t max, ptrdiff_t wr_off,
+				       uint32_t *count)
 {
-	struct ibv_recv_wr *first = NULL, **link = &first, *bad = NULL, *wr;
+	struct ibv_recv_wr *first = NULL, **link = &first;
 	struct list_node *pos;
-	uint32_t count = 0, posted = 0;
-	int rc;
 
+	*count = 0;
 	list_for_each(pos, free) {
-		if (count == max)
+		if (*count == max)
 			break;
 		*link = rpcrdma_recv_wr_of(pos, wr_off);
 		link = &(*link)->next;
-		count++;
+		(*count)++;
 	}
+	*link = NULL;
+	return first;
+}
+
+uint32_t rpcrdma_recv_chain_posted(struct list_node *free, struct ibv_recv_wr *first,
+				   struct ibv_recv_wr *bad)
+{
+	struct ibv_recv_wr *wr;
+	uint32_t posted = 0, n;
+
+	for (wr = first; wr && wr != bad; wr = wr->next)
+		posted++;
+	/* The posted ones lead the list, in chain order. */
+	for (n = posted; n; n--)
+		list_del(free->next);
+	return posted;
+}
+
+int rpcrdma_ep_post_recvs(struct rpcrdma_ep *ep, struct list_node *free, uint32_t max,
+			  ptrdiff_t wr_off)
+{
+	struct ibv_recv_wr *first, *bad = NULL;
+	uint32_t count;
+	int rc;
+
+	first = rpcrdma_recv_chain(free, max, wr_off, &count);
 	if (!count)
 		return 0;
-	*link = NULL;
 	rc = ibv_post_recv(ep->qp, first, &bad);
-	if (likely(rc == 0)) {
-		posted = count;
-	} else {
-		for (wr = first; wr && wr != bad; wr = wr->next)
-			posted++;
-	}
-	ep->recv_posted += posted;
-	/* The posted ones lead the list, in chain order. */
-	while (posted--)
-		list_del(free->next);
+	ep->recv_posted += rpcrdma_recv_chain_posted(free, first, likely(rc == 0) ? NULL : bad);
 	if (likely(rc == 0))
 		return 0;
 	rc = rpcrdma_verbs_err(rc);

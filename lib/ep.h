@@ -59,6 +59,13 @@ enum rpcrdma_ep_state {
  * @idle_polls: polls that found nothing, to pace the async-event check
  * @async_error: a fatal async event concerns this endpoint; set by whichever
  *	thread read the event (lib/async.c), acted on by the owner
+ * @srq: the QP receives from this shared receive queue (the owner posts
+ *	to it); the endpoint then has no receive queue and no drain marker on it
+ * @own_cq: @cq and @channel are the endpoint's; otherwise the CQ is shared
+ *	and its owner polls it
+ * @sq_drained: with @srq: the send-queue marker completed
+ * @last_wqe: with @srq: IBV_EVENT_QP_LAST_WQE_REACHED was read (async.c):
+ *	the QP takes no more receives from the SRQ
  */
 struct rpcrdma_ep {
 	struct rdma_cm_id *id;
@@ -78,6 +85,10 @@ struct rpcrdma_ep {
 	struct rpcrdma_stats *stats;
 	unsigned int idle_polls;
 	atomic_bool async_error;
+	struct ibv_srq *srq;
+	bool own_cq;
+	bool sq_drained;
+	atomic_bool last_wqe;
 };
 
 /**
@@ -87,6 +98,8 @@ struct rpcrdma_ep {
  * @send_wrs: data WRs the send queue must hold at once
  * @recv_wrs: receives that may be posted at once
  * @send_sges: SGEs per send WR
+ * @cq: a CQ shared with other endpoints, or NULL for one of its own
+ * @srq: a shared receive queue, or NULL for a receive queue of its own
  */
 struct rpcrdma_ep_attr {
 	struct ibv_pd *pd;
@@ -94,6 +107,8 @@ struct rpcrdma_ep_attr {
 	uint32_t send_wrs;
 	uint32_t recv_wrs;
 	uint32_t send_sges;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
 };
 
 /*
@@ -128,9 +143,16 @@ void rpcrdma_ep_wc_error(struct rpcrdma_ep *ep, const struct ibv_wc *wc, const c
  */
 void rpcrdma_ep_begin_close(struct rpcrdma_ep *ep);
 
+/*
+ * With an SRQ the QP's receives are not its own and never flush: the drain
+ * is the send-queue marker and the Last WQE Reached event (IBA 11.6.3). The
+ * owner then polls the shared CQ once more, for what the QP received before.
+ */
 static inline bool rpcrdma_ep_drained(const struct rpcrdma_ep *ep)
 {
-	return ep->state == RPCRDMA_EP_DRAINED;
+	if (ep->state == RPCRDMA_EP_DRAINED)
+		return true;
+	return ep->srq && ep->sq_drained && atomic_load(&ep->last_wqe);
 }
 
 /*
@@ -168,6 +190,16 @@ void rpcrdma_ep_destroy(struct rpcrdma_ep *ep);
  */
 int rpcrdma_ep_post_recvs(struct rpcrdma_ep *ep, struct list_node *free, uint32_t max,
 			  ptrdiff_t wr_off);
+
+/*
+ * Link up to @max receives of @free into a chain (the WR of each is @wr_off
+ * bytes after its list node). Returns its head, or NULL; *@count: its length.
+ */
+struct ibv_recv_wr *rpcrdma_recv_chain(struct list_node *free, uint32_t max, ptrdiff_t wr_off,
+				       uint32_t *count);
+/* A chain was posted up to @bad (NULL: all of it): drop those posted from @free. */
+uint32_t rpcrdma_recv_chain_posted(struct list_node *free, struct ibv_recv_wr *first,
+				   struct ibv_recv_wr *bad);
 
 #define RPCRDMA_RECV_WR_OFF(type, list_member, wr_member) \
 	((ptrdiff_t)offsetof(type, wr_member) - (ptrdiff_t)offsetof(type, list_member))

@@ -18,6 +18,8 @@
 #define RPCRDMA_SVC_DEF_CONNECTIONS 1024
 #define RPCRDMA_SVC_MAX_CONNECTIONS 65536
 #define RPCRDMA_SVC_MAX_POLLERS 64
+#define RPCRDMA_SVC_DEF_SRQ 4096
+#define RPCRDMA_SVC_MAX_SRQ 65536
 
 static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_attr *in)
 {
@@ -28,7 +30,8 @@ static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_
 	rc = rpcrdma_sized_in(a, sizeof(*a), in, RPCRDMA_SVC_ATTR_SIZE_0_2);
 	if (rc)
 		return rc;
-	if (!a->addr || !a->on_call || (a->flags & ~(uint32_t)RPCRDMA_SVC_WORKERS))
+	if (!a->addr || !a->on_call ||
+	    (a->flags & ~(uint32_t)(RPCRDMA_SVC_WORKERS | RPCRDMA_SVC_SRQ)))
 		return -EINVAL;
 	len = rpcrdma_sockaddr_len(a->addr);
 	if (!len)
@@ -45,6 +48,10 @@ static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_
 		a->max_connections = RPCRDMA_SVC_DEF_CONNECTIONS;
 	if (!a->pollers)
 		a->pollers = 1;
+	if (!a->srq_size)
+		a->srq_size = RPCRDMA_SVC_DEF_SRQ;
+	if (a->srq_size < a->max_requests || a->srq_size > RPCRDMA_SVC_MAX_SRQ)
+		return -EINVAL;
 	if (a->max_connections > RPCRDMA_SVC_MAX_CONNECTIONS ||
 	    a->pollers > RPCRDMA_SVC_MAX_POLLERS)
 		return -EINVAL;
@@ -149,11 +156,12 @@ out:
 RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *svc)
 {
 	struct list_node *pos, *tmp;
-	unsigned int i;
+	unsigned int i, j;
 
 	if (!svc)
 		return;
-	/* Workers waiting on a handoff get their answer, new connections their poller. */
+	/* Workers waiting on a handoff get their answer; new connections are refused. */
+	svc_rdma_pollers_refuse(svc);
 	for (i = 0; i < svc->sv_npollers; i++)
 		svc_rdma_poller_take_work(&svc->sv_pollers[i], false);
 	/* No new connections: the listener goes first. */
@@ -174,6 +182,9 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *svc)
 			rdma->sc_own_stats.heap_bytes = rdma->sc_heap;
 			rdma->sc_stats = &rdma->sc_own_stats;
 		}
+		for (j = 0; j < SVC_RDMA_MAX_DEVICES; j++)
+			if (p->srqs[j])
+				svc_rdma_srq_destroy(p->srqs[j]);
 	}
 	svc_rdma_svc_free(svc);
 }
@@ -206,7 +217,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_fd(const struct rpcrdma_svc *svc)
 RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 {
 	struct rdma_cm_event *ev;
-	int n = 0, rc;
+	int n = 0;
 
 	if (!svc)
 		return -EINVAL;
@@ -241,11 +252,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 				     "(max_connections)", atomic_load(&svc->sv_nconns));
 			continue;
 		}
-		rc = svc_rdma_accept(svc, &req);
-		if (rc) {
-			svc->sv_stats.conn_rejects++;
-			rpcrdma_warn("server: a connection request was refused: %s", strerror(-rc));
-		}
+		atomic_fetch_add(&svc->sv_nconns, 1);
+		svc_rdma_poller_assign(svc, &req);
 	}
 	return n;
 }

@@ -55,11 +55,14 @@ void *svc_rdma_realloc(struct svcxprt_rdma *rdma, void *p, size_t old, size_t si
 
 static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32_t inline_size)
 {
+	size_t slabs;
 	uint32_t i;
 	int rc;
 
 	rdma->sc_nrecv = 2 * rdma->sc_max_requests + SVC_RDMA_RECV_BATCH;
 	rdma->sc_nsend = rdma->sc_max_requests + SVC_RDMA_SEND_EXTRA;
+	if (rdma->sc_srq)
+		return 0;	/* the poller's pool serves it */
 	rdma->sc_recv_ctxts = svc_rdma_alloc(rdma, sizeof(*rdma->sc_recv_ctxts) * rdma->sc_nrecv);
 	rdma->sc_send_ctxts = svc_rdma_alloc(rdma, sizeof(*rdma->sc_send_ctxts) * rdma->sc_nsend);
 	if (!rdma->sc_recv_ctxts || !rdma->sc_send_ctxts)
@@ -72,41 +75,24 @@ static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32
 	rc = rpcrdma_slab_create(&rdma->sc_send_slab, pd, rdma->sc_nsend, inline_size, 0);
 	if (rc)
 		return rc;
-	rdma->sc_heap += rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
-			 rpcrdma_slab_bytes(&rdma->sc_send_slab);
-	rdma->sc_stats->heap_bytes += rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
-				      rpcrdma_slab_bytes(&rdma->sc_send_slab);
-	rdma->sc_stats->registered_bytes += rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
-					    rpcrdma_slab_bytes(&rdma->sc_send_slab);
+	slabs = rpcrdma_slab_bytes(&rdma->sc_recv_slab) + rpcrdma_slab_bytes(&rdma->sc_send_slab);
+	rdma->sc_heap += slabs;
+	rdma->sc_stats->heap_bytes += slabs;
+	rdma->sc_stats->registered_bytes += slabs;
 
 	for (i = 0; i < rdma->sc_nrecv; i++) {
 		struct svc_rdma_recv_ctxt *ctxt = &rdma->sc_recv_ctxts[i];
 
-		ctxt->rc_cqe.done = svc_rdma_wc_receive;
-		ctxt->rc_recv_buf = rpcrdma_slab_buf(&rdma->sc_recv_slab, i);
-		ctxt->rc_recv_sge.addr = (uintptr_t)ctxt->rc_recv_buf;
-		ctxt->rc_recv_sge.length = inline_size;
-		ctxt->rc_recv_sge.lkey = rpcrdma_slab_lkey(&rdma->sc_recv_slab);
-		ctxt->rc_recv_wr.wr_id = rpcrdma_cqe_id(&ctxt->rc_cqe);
-		ctxt->rc_recv_wr.sg_list = &ctxt->rc_recv_sge;
-		ctxt->rc_recv_wr.num_sge = 1;
+		svc_rdma_recv_ctxt_init(ctxt, rpcrdma_slab_buf(&rdma->sc_recv_slab, i), inline_size,
+					rpcrdma_slab_lkey(&rdma->sc_recv_slab));
+		ctxt->rc_rdma = rdma;
 		list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
 	}
 	for (i = 0; i < rdma->sc_nsend; i++) {
 		struct svc_rdma_send_ctxt *ctxt = &rdma->sc_send_ctxts[i];
 
-		svc_rdma_chain_init(&ctxt->sc_chain, svc_rdma_send_release);
-		ctxt->sc_cqe.done = svc_rdma_wc_send;
-		ctxt->sc_write_cqe.done = svc_rdma_write_done;
-		ctxt->sc_reply_cqe.done = svc_rdma_reply_done;
-		ctxt->sc_xprt_buf = rpcrdma_slab_buf(&rdma->sc_send_slab, i);
-		ctxt->sc_sge.addr = (uintptr_t)ctxt->sc_xprt_buf;
-		ctxt->sc_sge.lkey = rpcrdma_slab_lkey(&rdma->sc_send_slab);
-		ctxt->sc_send_wr.wr_id = rpcrdma_cqe_id(&ctxt->sc_cqe);
-		ctxt->sc_send_wr.sg_list = &ctxt->sc_sge;
-		ctxt->sc_send_wr.num_sge = 1;
-		ctxt->sc_send_wr.opcode = IBV_WR_SEND;
-		ctxt->sc_send_wr.send_flags = IBV_SEND_SIGNALED;
+		svc_rdma_send_ctxt_init(ctxt, rpcrdma_slab_buf(&rdma->sc_send_slab, i),
+					rpcrdma_slab_lkey(&rdma->sc_send_slab));
 		list_add_tail(&ctxt->sc_chain.sq.list, &rdma->sc_send_free);
 	}
 	return 0;
@@ -142,6 +128,8 @@ void svc_rdma_free(struct svcxprt_rdma *rdma)
 /* Release the verbs and CM resources of a drained (or never connected) connection. */
 static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
 {
+	struct svc_rdma_srq *sh = rdma->sc_srq;
+	struct svc_rdma_recv_ctxt *ctxt;
 	struct svc_rdma_chain *chain;
 	size_t slabs = rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
 		       rpcrdma_slab_bytes(&rdma->sc_send_slab);
@@ -151,8 +139,12 @@ static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
 		chain->release(rdma, chain);
 	/* Calls whose Reads finished during the drain are not handed up. */
 	svc_rdma_read_complete(rdma);
-	list_splice_tail(&rdma->sc_rq_dto_q, &rdma->sc_recv_free);
+	svc_rdma_srq_leave(rdma);
+	while ((ctxt = list_pop_entry(&rdma->sc_rq_dto_q, struct svc_rdma_recv_ctxt, rc_list)))
+		svc_rdma_recv_ctxt_put(rdma, ctxt);
 	rpcrdma_ep_destroy(&rdma->sc_ep);
+	if (sh)
+		svc_rdma_srq_put(sh);
 	if (rdma->sc_poller && rdma->sc_epfd >= 0)
 		epoll_ctl(rdma->sc_poller->epfd, EPOLL_CTL_DEL, rdma->sc_epfd, NULL);
 	if (rdma->sc_epfd >= 0)
@@ -176,13 +168,13 @@ static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
  */
 static void svc_rdma_dereg_held(struct svcxprt_rdma *rdma)
 {
-	uint32_t i, j;
+	struct list_node *pos;
+	uint32_t j;
 
-	for (i = 0; i < rdma->sc_nrecv; i++) {
-		struct svc_rdma_recv_ctxt *ctxt = &rdma->sc_recv_ctxts[i];
+	list_for_each(pos, &rdma->sc_held) {
+		struct svc_rdma_recv_ctxt *ctxt =
+			list_entry(pos, struct svc_rdma_recv_ctxt, rc_held_node);
 
-		if (!ctxt->rc_held)
-			continue;
 		rpcrdma_buf_dereg(&ctxt->rc_call.pzrc.ch_buf, rdma->sc_stats);
 		rpcrdma_buf_dereg(&ctxt->rc_call.long_reply, rdma->sc_stats);
 		for (j = 0; j < ctxt->rc_call.nchunks; j++)
@@ -302,6 +294,12 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 		return 0;
 	rdma->sc_stats->conn_visits++;
 	svc_rdma_process_cm(rdma);
+	if (!rdma->sc_ep.own_cq) {
+		/* Its completions came through the shared CQ (svc_srq.c). */
+		if (svc_rdma_after_batch(rdma) && svc_rdma_work_left(rdma))
+			svc_rdma_mark_ready(rdma);
+		return 0;
+	}
 	n = rpcrdma_ep_poll(&rdma->sc_ep, budget);
 	if (unlikely(n < 0)) {
 		rpcrdma_ep_close_deferred(&rdma->sc_ep);
@@ -370,31 +368,25 @@ static void svc_rdma_accept_params(const struct svcxprt_rdma *rdma, struct ibv_c
 	param->rnr_retry_count = 0;
 }
 
-int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req)
+/* The connection's state before any verbs resource: lists, counters, addresses. */
+static struct svcxprt_rdma *svc_rdma_conn_new(struct svc_rdma_poller *p,
+					      const struct svc_rdma_conn_req *req)
 {
-	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
-	struct epoll_event epev = { .events = EPOLLIN };
-	struct rpcrdma_ep_attr attr;
-	struct rdma_conn_param param;
-	struct svcxprt_rdma *rdma;
-	struct ibv_pd *pd;
+	struct rpcrdma_svc *svc = p->svc;
+	struct svcxprt_rdma *rdma = calloc(1, sizeof(*rdma));
 	socklen_t len;
-	int rc;
 
-	rdma = calloc(1, sizeof(*rdma));
-	if (!rdma) {
-		rdma_reject(req->id, NULL, 0);
-		rdma_destroy_id(req->id);
-		return -ENOMEM;
-	}
+	if (!rdma)
+		return NULL;
 	rdma->sc_svc = svc;
-	/* Counted apart until its poller adopts it (svc_poller.c). */
-	rdma->sc_stats = &rdma->sc_own_stats;
+	rdma->sc_poller = p;
+	rdma->sc_stats = &p->stats;
 	rdma->sc_stats->heap_bytes += sizeof(*rdma);
 	rdma->sc_heap = sizeof(*rdma);
 	rdma->sc_cm_id = req->id;
 	rdma->sc_epfd = -1;
 	rdma->sc_max_requests = svc->sv_attr.max_requests;
+	rdma->sc_buf_size = svc->sv_attr.inline_size;
 	list_init(&rdma->sc_node);
 	list_init(&rdma->sc_ready_node);
 	list_init(&rdma->sc_recv_free);
@@ -402,106 +394,151 @@ int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req
 	list_init(&rdma->sc_read_complete_q);
 	list_init(&rdma->sc_send_free);
 	list_init(&rdma->sc_orphans);
+	list_init(&rdma->sc_held);
 	rpcrdma_cm_negotiate(req->pdata, req->pdata_len, svc->sv_attr.inline_size, &rdma->sc_inline);
 	/* The client's receive size bounds our replies; ours bounds its calls. */
 	rdma->sc_inline.recv_max = svc->sv_attr.inline_size;
-
 	len = rpcrdma_sockaddr_len(rdma_get_local_addr(req->id));
 	if (len)
 		memcpy(&rdma->sc_local, rdma_get_local_addr(req->id), len);
 	len = rpcrdma_sockaddr_len(rdma_get_peer_addr(req->id));
 	if (len)
 		memcpy(&rdma->sc_peer, rdma_get_peer_addr(req->id), len);
+	return rdma;
+}
+
+/* Its own CM channel, so it can be polled alone; its QP, CQ or shared ones; receives. */
+static int svc_rdma_conn_verbs(struct svc_rdma_poller *p, struct svcxprt_rdma *rdma,
+			       struct rdma_cm_id *id)
+{
+	struct rpcrdma_svc *svc = p->svc;
+	struct epoll_event epev = { .events = EPOLLIN };
+	struct rpcrdma_ep_attr attr = { 0 };
+	struct svc_rdma_srq *sh = NULL;
+	int rc;
 
 	rc = rpcrdma_cm_channel_create(&rdma->sc_cm_channel);
 	if (rc)
-		goto out_reject;
-	/* Each connection gets its own CM events, so it can be polled alone. */
-	if (rdma_migrate_id(req->id, rdma->sc_cm_channel)) {
-		rc = rpcrdma_errno(-EIO);
-		goto out_reject;
+		return rc;
+	if (rdma_migrate_id(id, rdma->sc_cm_channel))
+		return rpcrdma_errno(-EIO);
+	rdma->sc_pd = svc_rdma_get_pd(svc, id->verbs);
+	if (!rdma->sc_pd)
+		return -ENOMEM;
+	if (svc->sv_attr.flags & RPCRDMA_SVC_SRQ) {
+		sh = svc_rdma_srq_get(p, id->verbs);
+		if (!sh)
+			return -EOPNOTSUPP;
 	}
-	pd = svc_rdma_get_pd(svc, req->id->verbs);
-	if (!pd) {
-		rc = -ENOMEM;
-		goto out_reject;
-	}
-	rc = svc_rdma_buffers(rdma, pd, svc->sv_attr.inline_size);
-	if (rc)
-		goto out_reject;
-
-	rdma->sc_pd = pd;
 	/* Room for replies, Read waves and the Writes of the largest reply. */
-	rdma->sc_sq_depth = rdma->sc_nsend + SVC_RDMA_SQ_EXTRA;
-	attr.pd = pd;
+	rdma->sc_sq_depth = rdma->sc_max_requests + SVC_RDMA_SEND_EXTRA + SVC_RDMA_SQ_EXTRA;
+	attr.pd = rdma->sc_pd;
 	attr.context = rdma;
 	attr.send_wrs = rdma->sc_sq_depth;
 	attr.recv_wrs = rdma->sc_max_requests;
 	attr.send_sges = 1;
-	rc = rpcrdma_ep_create(&rdma->sc_ep, req->id, &attr, rdma->sc_stats);
+	if (sh) {
+		rc = svc_rdma_srq_join(sh, rdma, &attr);
+		if (rc)
+			return rc;
+	}
+	rc = svc_rdma_buffers(rdma, rdma->sc_pd, svc->sv_attr.inline_size);
 	if (rc)
-		goto out_reject;
+		return rc;
+	rc = rpcrdma_ep_create(&rdma->sc_ep, id, &attr, rdma->sc_stats);
+	if (rc)
+		return rc;
+	if (sh)
+		svc_rdma_srq_attach(rdma);
 	/* A device with smaller queues: grant no more than can be posted. */
 	rdma->sc_sq_depth = rdma->sc_ep.sq_avail;
-	if (rdma->sc_max_requests > rdma->sc_ep.rq_depth)
+	if (!sh && rdma->sc_max_requests > rdma->sc_ep.rq_depth)
 		rdma->sc_max_requests = rdma->sc_ep.rq_depth;
 	/* Receives are posted before accepting: the first call always finds one. */
 	svc_rdma_refill_recvs(rdma);
-	if (rdma->sc_ep.close_pending) {
-		rc = -ENOMEM;
-		goto out_drain;
-	}
-
+	if (rdma->sc_ep.close_pending)
+		return -ENOMEM;
 	rdma->sc_epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (rdma->sc_epfd < 0 ||
 	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_cm_channel->fd, &epev) ||
-	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_ep.channel->fd, &epev)) {
-		rc = -errno;
-		goto out_drain;
-	}
+	    (rdma->sc_ep.channel &&
+	     epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_ep.channel->fd, &epev)))
+		return -errno;
+	epev.data.ptr = rdma;
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, rdma->sc_epfd, &epev))
+		return -errno;
+	return 0;
+}
 
+int svc_rdma_accept(struct svc_rdma_poller *p, const struct svc_rdma_conn_req *req)
+{
+	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
+	struct rpcrdma_svc *svc = p->svc;
+	struct rdma_conn_param param;
+	struct svcxprt_rdma *rdma;
+	int rc;
+
+	rdma = svc_rdma_conn_new(p, req);
+	if (!rdma) {
+		rc = -ENOMEM;
+		rdma_reject(req->id, NULL, 0);
+		rdma_destroy_id(req->id);
+		goto out_count;
+	}
+	rc = svc_rdma_conn_verbs(p, rdma, req->id);
+	if (rc)
+		goto out_reject;
 	svc_rdma_accept_params(rdma, req->id->verbs, req->initiator_depth, pdata, &param);
 	rdma->sc_ord = param.initiator_depth;
 	if (rdma_accept(req->id, &param)) {
 		rc = rpcrdma_errno(-ECONNABORTED);
-		rpcrdma_warn("server: rdma_accept failed: %s", strerror(-rc));
-		goto out_drain;
+		goto out_reject;
 	}
 	/* The QP is ready to send now; ESTABLISHED only confirms it. */
 	rdma->sc_ep.state = RPCRDMA_EP_CONNECTED;
 	rdma->sc_state = SVCXPRT_ACCEPTING;
 	rdma->sc_stats->connects++;
-	atomic_fetch_add(&svc->sv_nconns, 1);
+	list_add_tail(&rdma->sc_node, &p->conns);
 	if (svc->sv_attr.on_conn)
 		svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_ACCEPTED, svc->sv_attr.arg);
-	svc_rdma_poller_assign(svc, rdma);
+	svc_rdma_mark_ready(rdma);	/* its first visit arms it */
 	return 0;
 
-out_drain:
-	rdma_reject(req->id, NULL, 0);
-	rpcrdma_ep_drain_sync(&rdma->sc_ep, 5000);
-	svc_rdma_release_verbs(rdma);
-	svc_rdma_free(rdma);
-	return rc;
 out_reject:
 	rdma_reject(req->id, NULL, 0);
-	rpcrdma_ep_destroy(&rdma->sc_ep);
+	if (rdma->sc_ep.qp)
+		rpcrdma_ep_drain_sync(&rdma->sc_ep, 5000);
 	svc_rdma_release_verbs(rdma);
 	svc_rdma_free(rdma);
+out_count:
+	/* Counted against max_connections when it was queued. */
+	atomic_fetch_sub(&svc->sv_nconns, 1);
+	p->stats.conn_rejects++;
+	rpcrdma_warn("server: a connection request was refused: %s", strerror(-rc));
 	return rc;
+}
+
+/* With the SRQ a connection's completions are its poller's to take. */
+static bool svc_rdma_conn_alone(const struct svcxprt_rdma *rdma)
+{
+	return !(rdma->sc_svc && (rdma->sc_svc->sv_attr.flags & RPCRDMA_SVC_SRQ));
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_conn_fd(const struct rpcrdma_svc_conn *conn)
 {
 	const struct svcxprt_rdma *rdma = (const struct svcxprt_rdma *)conn;
 
-	return conn ? rdma->sc_epfd : -EINVAL;
+	if (!conn)
+		return -EINVAL;
+	return svc_rdma_conn_alone(rdma) ? rdma->sc_epfd : -EOPNOTSUPP;
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_conn_poll(struct rpcrdma_svc_conn *conn, int budget)
 {
 	if (!conn || budget <= 0)
 		return -EINVAL;
+	if (!svc_rdma_conn_alone(svc_conn_rdma(conn)))
+		return -EOPNOTSUPP;
 	if (svc_conn_rdma(conn)->sc_poller)
 		svc_rdma_note_poller(svc_conn_rdma(conn)->sc_poller);
 	return svc_rdma_conn_poll(svc_conn_rdma(conn), budget);
@@ -511,6 +548,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_conn_arm(struct rpcrdma_svc_conn *conn)
 {
 	if (!conn)
 		return -EINVAL;
+	if (!svc_rdma_conn_alone(svc_conn_rdma(conn)))
+		return -EOPNOTSUPP;
 	return svc_rdma_conn_arm(svc_conn_rdma(conn));
 }
 

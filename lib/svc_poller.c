@@ -182,37 +182,55 @@ bool svc_rdma_poller_queue(struct svc_rdma_poller *p, struct svc_rdma_handoff *h
 	return queued;
 }
 
-/* On @p's thread: the connection is its own from now on. */
-static void svc_rdma_adopt(struct svc_rdma_poller *p, struct svcxprt_rdma *rdma)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = rdma };
-
-	/* What was counted while poller 0 accepted it moves to this poller's counters. */
-	svc_rdma_stats_add(&p->stats, &rdma->sc_own_stats);
-	memset(&rdma->sc_own_stats, 0, sizeof(rdma->sc_own_stats));
-	rdma->sc_stats = &p->stats;
-	rdma->sc_ep.stats = &p->stats;
-	list_add_tail(&rdma->sc_node, &p->conns);
-	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, rdma->sc_epfd, &ev))
-		rpcrdma_ep_close_deferred(&rdma->sc_ep);
-	svc_rdma_mark_ready(rdma);	/* its first visit arms it */
-}
-
-void svc_rdma_poller_assign(struct rpcrdma_svc *svc, struct svcxprt_rdma *rdma)
+void svc_rdma_poller_assign(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req)
 {
 	struct svc_rdma_poller *p = &svc->sv_pollers[svc->sv_next_poller];
+	struct svc_rdma_conn_req *copy;
 
 	svc->sv_next_poller = (svc->sv_next_poller + 1) % svc->sv_npollers;
-	rdma->sc_poller = p;
 	if (p == &svc->sv_pollers[0]) {
-		svc_rdma_adopt(p, rdma);
+		svc_rdma_accept(p, req);
 		return;
 	}
-	pthread_mutex_lock(&p->lock);
-	list_add_tail(&rdma->sc_node, &p->adopt);
-	if (!svc_rdma_poller_wake_locked(p))
-		rpcrdma_ep_close_deferred(&rdma->sc_ep);	/* adopted on its next wake */
-	pthread_mutex_unlock(&p->lock);
+	/* Accepted on its poller, which alone touches the connection (and its SRQ). */
+	copy = malloc(sizeof(*copy));
+	if (copy) {
+		*copy = *req;
+		pthread_mutex_lock(&p->lock);
+		list_add_tail(&copy->node, &p->adopt);
+		if (svc_rdma_poller_wake_locked(p)) {
+			pthread_mutex_unlock(&p->lock);
+			return;
+		}
+		list_del(&copy->node);
+		pthread_mutex_unlock(&p->lock);
+		free(copy);
+	}
+	rdma_reject(req->id, NULL, 0);
+	rdma_destroy_id(req->id);
+	atomic_fetch_sub(&svc->sv_nconns, 1);
+	svc->sv_stats.conn_rejects++;
+	rpcrdma_warn("server: a connection request was refused: cannot queue it");
+}
+
+void svc_rdma_pollers_refuse(struct rpcrdma_svc *svc)
+{
+	struct svc_rdma_conn_req *req;
+	unsigned int i;
+
+	for (i = 0; i < svc->sv_npollers; i++) {
+		struct svc_rdma_poller *p = &svc->sv_pollers[i];
+
+		pthread_mutex_lock(&p->lock);
+		while ((req = list_pop_entry(&p->adopt, struct svc_rdma_conn_req, node))) {
+			atomic_fetch_sub(&p->nwork, 1);
+			rdma_reject(req->id, NULL, 0);
+			rdma_destroy_id(req->id);
+			atomic_fetch_sub(&svc->sv_nconns, 1);
+			free(req);
+		}
+		pthread_mutex_unlock(&p->lock);
+	}
 }
 
 /* Its connections an async event concerns have work (a close). */
@@ -223,7 +241,8 @@ static void svc_rdma_poller_async_check(struct svc_rdma_poller *p)
 	list_for_each(pos, &p->conns) {
 		struct svcxprt_rdma *rdma = list_entry(pos, struct svcxprt_rdma, sc_node);
 
-		if (atomic_load_explicit(&rdma->sc_ep.async_error, memory_order_relaxed))
+		if (atomic_load_explicit(&rdma->sc_ep.async_error, memory_order_relaxed) ||
+		    atomic_load_explicit(&rdma->sc_ep.last_wqe, memory_order_relaxed))
 			svc_rdma_mark_ready(rdma);
 	}
 }
@@ -231,8 +250,8 @@ static void svc_rdma_poller_async_check(struct svc_rdma_poller *p)
 int svc_rdma_poller_take_work(struct svc_rdma_poller *p, bool woken)
 {
 	struct list_node adopt, handoffs;
+	struct svc_rdma_conn_req *req;
 	struct svc_rdma_handoff *h;
-	struct svcxprt_rdma *rdma;
 	uint64_t count;
 	int n = 0;
 
@@ -248,9 +267,10 @@ int svc_rdma_poller_take_work(struct svc_rdma_poller *p, bool woken)
 	list_splice_tail(&p->adopt, &adopt);
 	list_splice_tail(&p->handoffs, &handoffs);
 	pthread_mutex_unlock(&p->lock);
-	while ((rdma = list_pop_entry(&adopt, struct svcxprt_rdma, sc_node))) {
+	while ((req = list_pop_entry(&adopt, struct svc_rdma_conn_req, node))) {
 		atomic_fetch_sub(&p->nwork, 1);
-		svc_rdma_adopt(p, rdma);
+		svc_rdma_accept(p, req);
+		free(req);
 		n++;
 	}
 	while ((h = list_pop_entry(&handoffs, struct svc_rdma_handoff, node))) {
@@ -303,6 +323,8 @@ static int svc_rdma_take_wakeups(struct svc_rdma_poller *p)
 		} else if ((pd = svc_rdma_wakeup_pd(svc, ptr))) {
 			rpcrdma_async_poll(pd->verbs);
 			svc_rdma_pollers_async(svc);
+		} else if (svc_rdma_srq_woken(p, ptr)) {
+			continue;	/* its CQs are polled next */
 		} else {
 			svc_rdma_mark_ready(ptr);
 		}
@@ -318,6 +340,7 @@ int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 
 	svc_rdma_note_poller(p);
 	n = svc_rdma_take_wakeups(p);
+	n += svc_rdma_srq_poll(p, budget);
 	/* Who is marked during this pass waits for the next one. */
 	list_init(&batch);
 	list_splice_tail(&p->ready, &batch);
@@ -339,7 +362,7 @@ int svc_rdma_poller_wait(struct svc_rdma_poller *p, int timeout_ms)
 
 	n = svc_rdma_poller_poll(p, 64);
 	/* Connections a pass found drained were armed by it. */
-	if (n == 0 && !list_empty(&p->ready))
+	if (n == 0 && (!list_empty(&p->ready) || svc_rdma_srq_busy(p)))
 		n = 1;
 	if (n != 0)
 		return n;

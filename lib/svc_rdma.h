@@ -18,6 +18,8 @@
 
 struct svcxprt_rdma;
 struct svc_rdma_recv_ctxt;
+struct svc_rdma_srq;
+struct svc_rdma_conn_req;
 
 /*
  * A chain of send-queue WRs from @first: a send context's Writes and Send,
@@ -86,10 +88,17 @@ struct rpcrdma_svc_call {
 	bool inv;				/* reply with Send With Invalidate of inv_rkey */
 };
 
-/* A receive buffer; while it holds a call the application owns, rc_call is live. */
+/*
+ * A receive buffer; while it holds a call the application owns, rc_call is
+ * live. It is a connection's own, or (rc_srq) a poller's shared one, lent
+ * to the connection rc_rdma that received into it.
+ */
 struct svc_rdma_recv_ctxt {
-	struct rpcrdma_cqe rc_cqe;		/* svc_rdma_wc_receive */
-	struct list_node rc_list;		/* sc_recv_free, sc_rq_dto_q or sc_read_complete_q */
+	struct rpcrdma_cqe rc_cqe;		/* svc_rdma_wc_receive or svc_rdma_wc_srq_receive */
+	struct list_node rc_list;		/* a free list, sc_rq_dto_q or sc_read_complete_q */
+	struct list_node rc_held_node;		/* sc_held, while rc_held */
+	struct svcxprt_rdma *rc_rdma;
+	struct svc_rdma_srq *rc_srq;
 	struct ibv_recv_wr rc_recv_wr;
 	struct ibv_sge rc_recv_sge;
 	unsigned char *rc_recv_buf;
@@ -115,6 +124,8 @@ struct svc_rdma_release {
  */
 struct svc_rdma_send_ctxt {
 	struct rpcrdma_cqe sc_cqe;		/* svc_rdma_wc_send */
+	struct svcxprt_rdma *sc_rdma;		/* the connection it sends on */
+	struct svc_rdma_srq *sc_srq;		/* its pool, if shared */
 	struct rpcrdma_cqe sc_write_cqe;	/* svc_rdma_write_done: Write-list Writes */
 	struct rpcrdma_cqe sc_reply_cqe;	/* svc_rdma_reply_done: Reply-chunk Writes */
 	struct svc_rdma_chain sc_chain;		/* sc_send_free, the SQ waiters, sc_orphans */
@@ -162,6 +173,7 @@ struct svcxprt_rdma {
 	uint32_t sc_max_requests;		/* grant ceiling = receives kept posted */
 	uint32_t sc_ord;			/* RDMA Reads in flight at most (initiator depth) */
 	uint32_t sc_sq_depth;			/* data WRs the send queue holds */
+	uint32_t sc_buf_size;			/* bytes of each send and receive buffer */
 	struct rpcrdma_stats *sc_stats;		/* the server's, or sc_own_stats */
 	struct rpcrdma_stats sc_own_stats;
 
@@ -176,6 +188,22 @@ struct svcxprt_rdma {
 	struct list_node sc_read_complete_q;	/* Read chunks pulled, ready to hand up */
 	struct list_node sc_send_free;
 	struct list_node sc_orphans;		/* partly posted chains, released after the drain */
+	struct list_node sc_held;		/* receive contexts holding calls (rc_held_node) */
+
+	/*
+	 * With the SRQ (svc_srq.c): the credit bound. sc_srq_bound bounds the
+	 * calls the client may have sent: after its k-th reply, granting g, it
+	 * has sent at most k + g; so this is the most of those sums over the
+	 * replies sent so far (first 1, the initial credit).
+	 */
+	struct svc_rdma_srq *sc_srq;
+	struct svcxprt_rdma *sc_hash_next;	/* sc_srq's QP table */
+	unsigned int sc_cq_index;		/* its shared CQ */
+	uint32_t sc_cq_used;			/* entries it reserved there */
+	uint64_t sc_srq_bound;
+	uint64_t sc_srq_recvd;			/* messages received */
+	uint64_t sc_srq_replies;		/* replies sent */
+	uint32_t sc_sends_out;			/* shared send contexts taken */
 
 	struct rpcrdma_buf sc_sinks[SVC_RDMA_SINK_CACHE];	/* registered Read sinks for reuse */
 	unsigned int sc_nsinks;
@@ -211,9 +239,10 @@ struct svc_rdma_poller {
 	int wake_fd;				/* in epfd (data: the poller) */
 	atomic_uint nwork;			/* queued handoffs and adoptions */
 	atomic_bool async_check;		/* an async event may concern its connections */
+	struct svc_rdma_srq *srqs[SVC_RDMA_MAX_DEVICES];	/* with RPCRDMA_SVC_SRQ, per device */
 	pthread_mutex_t lock;			/* the queues, and the wake-up's write */
 	struct list_node handoffs;		/* lock: workers' replies */
-	struct list_node adopt;			/* lock: connections accepted for it */
+	struct list_node adopt;			/* lock: connection requests for it */
 };
 
 struct rpcrdma_svc {
@@ -275,8 +304,10 @@ int svc_rdma_pollers_init(struct rpcrdma_svc *svc, unsigned int n);
 void svc_rdma_pollers_fini(struct rpcrdma_svc *svc);
 /* Queue @h on @p and wake it; false if the wake-up could not be written. */
 bool svc_rdma_poller_queue(struct svc_rdma_poller *p, struct svc_rdma_handoff *h);
-/* Poller 0, accepting: hand @rdma to the next poller (or take it). */
-void svc_rdma_poller_assign(struct rpcrdma_svc *svc, struct svcxprt_rdma *rdma);
+/* Poller 0, listening: give the request to the next poller, which accepts it. */
+void svc_rdma_poller_assign(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req);
+/* The server goes: requests not yet accepted are refused. */
+void svc_rdma_pollers_refuse(struct rpcrdma_svc *svc);
 /*
  * What others queued for @p: adoptions, handoffs, an async check (@woken:
  * its eventfd is readable, read it even if nothing is counted). Returns
@@ -359,13 +390,15 @@ void *svc_rdma_realloc(struct svcxprt_rdma *rdma, void *p, size_t old, size_t si
 
 /* svc_conn.c: accepting, polling and closing one connection. */
 struct svc_rdma_conn_req {
+	struct list_node node;			/* its poller's adopt queue */
 	struct rdma_cm_id *id;
 	unsigned char pdata[256];
 	size_t pdata_len;
 	uint8_t initiator_depth;
 };
 
-int svc_rdma_accept(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req);
+/* On @p, the poller it was given to; a failure is logged and counted. */
+int svc_rdma_accept(struct svc_rdma_poller *p, const struct svc_rdma_conn_req *req);
 int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget);
 int svc_rdma_conn_arm(struct svcxprt_rdma *rdma);
 /*
@@ -403,7 +436,38 @@ static inline void svc_rdma_free_mem(struct svcxprt_rdma *rdma, void *p, size_t 
 	rpcrdma_free(rdma->sc_stats, p, size);
 }
 
+/*
+ * svc_srq.c, with RPCRDMA_SVC_SRQ: each poller's SRQ, CQs and buffers on a
+ * device, shared by its connections there, and the credits that keep the
+ * SRQ from running dry.
+ */
+struct svc_rdma_srq *svc_rdma_srq_get(struct svc_rdma_poller *p, struct ibv_context *verbs);
+/* The QP of @rdma is to be created: reserve its credit and CQ room; fill @attr. */
+int svc_rdma_srq_join(struct svc_rdma_srq *sh, struct svcxprt_rdma *rdma,
+		      struct rpcrdma_ep_attr *attr);
+/* Its QP exists: completions for its QP number find it from now on. */
+void svc_rdma_srq_attach(struct svcxprt_rdma *rdma);
+/* Drained: poll its CQ once more, then give back what join took. */
+void svc_rdma_srq_leave(struct svcxprt_rdma *rdma);
+/* Its QP is destroyed: the SRQ goes with its last connection. */
+void svc_rdma_srq_put(struct svc_rdma_srq *sh);
+void svc_rdma_wc_srq_receive(struct ibv_cq *cq, struct ibv_wc *wc);
+void svc_rdma_srq_refill(struct svc_rdma_srq *sh);
+uint32_t svc_rdma_srq_grant(struct svcxprt_rdma *rdma);
+void svc_rdma_srq_recv_put(struct svc_rdma_srq *sh, struct svc_rdma_recv_ctxt *ctxt);
+struct svc_rdma_send_ctxt *svc_rdma_srq_send_get(struct svcxprt_rdma *rdma);
+void svc_rdma_srq_send_put(struct svc_rdma_send_ctxt *ctxt);
+/* A poller's pass: poll the shared CQs that have work. Returns completions. */
+int svc_rdma_srq_poll(struct svc_rdma_poller *p, int budget);
+bool svc_rdma_srq_busy(const struct svc_rdma_poller *p);
+/* Its channel woke (epoll data @ptr): is @ptr one of @p's? */
+bool svc_rdma_srq_woken(struct svc_rdma_poller *p, void *ptr);
+/* The server goes: verbs resources now, memory once no call holds it. */
+void svc_rdma_srq_destroy(struct svc_rdma_srq *sh);
+
 /* svc_recvfrom.c: the receive path. */
+void svc_rdma_recv_ctxt_init(struct svc_rdma_recv_ctxt *ctxt, unsigned char *buf, uint32_t len,
+			     uint32_t lkey);
 void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc);
 void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma);
 void svc_rdma_recvfrom(struct svcxprt_rdma *rdma);
@@ -426,6 +490,7 @@ int svc_rdma_prepare_reply_chunk(struct svcxprt_rdma *rdma, struct svc_rdma_send
 				 struct rpcrdma_svc_call *call, struct svc_rdma_reply *r);
 
 /* svc_sendto.c: the reply path. */
+void svc_rdma_send_ctxt_init(struct svc_rdma_send_ctxt *ctxt, unsigned char *buf, uint32_t lkey);
 void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc);
 struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma);
 void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt);
@@ -436,7 +501,7 @@ void svc_rdma_chain_init(struct svc_rdma_chain *chain,
 void svc_rdma_send_release(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
 int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
 void svc_rdma_wake_send_waiters(struct svcxprt_rdma *rdma);
-uint32_t svc_rdma_grant(const struct svcxprt_rdma *rdma);
+uint32_t svc_rdma_grant(struct svcxprt_rdma *rdma);
 void svc_rdma_release_payloads(struct rpcrdma_svc_call *call);
 int svc_rdma_add_release(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
 			 const struct svc_rdma_release *rel);

@@ -15,11 +15,25 @@
 #include "svc_pcl.h"
 #include "svc_rdma.h"
 
+void svc_rdma_recv_ctxt_init(struct svc_rdma_recv_ctxt *ctxt, unsigned char *buf, uint32_t len,
+			     uint32_t lkey)
+{
+	ctxt->rc_cqe.done = svc_rdma_wc_receive;
+	ctxt->rc_recv_buf = buf;
+	ctxt->rc_recv_sge.addr = (uintptr_t)buf;
+	ctxt->rc_recv_sge.length = len;
+	ctxt->rc_recv_sge.lkey = lkey;
+	ctxt->rc_recv_wr.wr_id = rpcrdma_cqe_id(&ctxt->rc_cqe);
+	ctxt->rc_recv_wr.sg_list = &ctxt->rc_recv_sge;
+	ctxt->rc_recv_wr.num_sge = 1;
+	list_init(&ctxt->rc_held_node);
+}
+
 void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	struct svcxprt_rdma *rdma = cq->cq_context;
 	struct svc_rdma_recv_ctxt *ctxt =
 		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_recv_ctxt, rc_cqe);
+	struct svcxprt_rdma *rdma = ctxt->rc_rdma;
 
 	rdma->sc_ep.recv_posted--;
 	if (unlikely(wc->status != IBV_WC_SUCCESS)) {
@@ -34,6 +48,10 @@ void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 /* Bring the posted receives back up to the grant ceiling, in one chain. */
 void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
 {
+	if (rdma->sc_srq) {
+		svc_rdma_srq_refill(rdma->sc_srq);
+		return;
+	}
 	if (rdma->sc_ep.recv_posted >= rdma->sc_max_requests)
 		return;
 	rpcrdma_ep_post_recvs(&rdma->sc_ep, &rdma->sc_recv_free,
@@ -46,6 +64,7 @@ static void svc_rdma_recv_ctxt_hold(struct svcxprt_rdma *rdma, struct svc_rdma_r
 {
 	rdma->sc_calls_held++;
 	ctxt->rc_held = true;
+	list_add_tail(&ctxt->rc_held_node, &rdma->sc_held);
 }
 
 /*
@@ -67,8 +86,12 @@ void svc_rdma_recv_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt
 		svc_rdma_release_payloads(call);
 		svc_rdma_call_release_chunks(rdma, call);
 		ctxt->rc_held = false;
+		list_del(&ctxt->rc_held_node);
 	}
-	list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
+	if (ctxt->rc_srq)
+		svc_rdma_srq_recv_put(ctxt->rc_srq, ctxt);
+	else
+		list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
 	if (held)
 		svc_rdma_conn_call_done(rdma);
 }

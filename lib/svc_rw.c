@@ -181,10 +181,11 @@ int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_c
  */
 void svc_rdma_wc_read_done(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	struct svcxprt_rdma *rdma = cq->cq_context;
 	struct svc_rdma_read_ctxt *rd =
 		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_read_ctxt, rd_done_cqe);
+	struct svcxprt_rdma *rdma = rd->rd_recv->rc_rdma;
 
+	svc_rdma_mark_ready(rdma);
 	rpcrdma_sq_put(&rdma->sc_ep, rd->rd_chain.sq.sqecount);
 	rd->rd_next += rd->rd_chain.sq.sqecount;
 	if (unlikely(wc->status != IBV_WC_SUCCESS)) {
@@ -197,7 +198,9 @@ void svc_rdma_wc_read_done(struct ibv_cq *cq, struct ibv_wc *wc)
 /* An unsignaled Read of a wave: seen only when it failed or flushed. */
 void svc_rdma_wc_read(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	struct svcxprt_rdma *rdma = cq->cq_context;
+	struct svc_rdma_read_ctxt *rd =
+		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_read_ctxt, rd_cqe);
+	struct svcxprt_rdma *rdma = rd->rd_recv->rc_rdma;
 
 	if (wc->status != IBV_WC_SUCCESS)
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server RDMA Read");
@@ -255,7 +258,8 @@ void svc_rdma_read_complete(struct svcxprt_rdma *rdma)
  */
 void svc_rdma_write_done(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	struct svcxprt_rdma *rdma = cq->cq_context;
+	struct svcxprt_rdma *rdma =
+		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_send_ctxt, sc_write_cqe)->sc_rdma;
 
 	if (unlikely(wc->status != IBV_WC_SUCCESS))
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server RDMA Write (Write list)");
@@ -263,7 +267,8 @@ void svc_rdma_write_done(struct ibv_cq *cq, struct ibv_wc *wc)
 
 void svc_rdma_reply_done(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	struct svcxprt_rdma *rdma = cq->cq_context;
+	struct svcxprt_rdma *rdma =
+		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_send_ctxt, sc_reply_cqe)->sc_rdma;
 
 	if (unlikely(wc->status != IBV_WC_SUCCESS))
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server RDMA Write (Reply chunk)");

@@ -21,13 +21,34 @@ void svc_rdma_send_release(struct svcxprt_rdma *rdma, struct svc_rdma_chain *cha
 	svc_rdma_send_ctxt_put(rdma, container_of(chain, struct svc_rdma_send_ctxt, sc_chain));
 }
 
+void svc_rdma_send_ctxt_init(struct svc_rdma_send_ctxt *ctxt, unsigned char *buf, uint32_t lkey)
+{
+	svc_rdma_chain_init(&ctxt->sc_chain, svc_rdma_send_release);
+	ctxt->sc_cqe.done = svc_rdma_wc_send;
+	ctxt->sc_write_cqe.done = svc_rdma_write_done;
+	ctxt->sc_reply_cqe.done = svc_rdma_reply_done;
+	ctxt->sc_xprt_buf = buf;
+	ctxt->sc_sge.addr = (uintptr_t)buf;
+	ctxt->sc_sge.lkey = lkey;
+	ctxt->sc_send_wr.wr_id = rpcrdma_cqe_id(&ctxt->sc_cqe);
+	ctxt->sc_send_wr.sg_list = &ctxt->sc_sge;
+	ctxt->sc_send_wr.num_sge = 1;
+	ctxt->sc_send_wr.opcode = IBV_WR_SEND;
+	ctxt->sc_send_wr.send_flags = IBV_SEND_SIGNALED;
+}
+
 struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_send_ctxt *ctxt;
 
-	ctxt = list_pop_entry(&rdma->sc_send_free, struct svc_rdma_send_ctxt, sc_chain.sq.list);
+	if (rdma->sc_srq)
+		ctxt = svc_rdma_srq_send_get(rdma);
+	else
+		ctxt = list_pop_entry(&rdma->sc_send_free, struct svc_rdma_send_ctxt,
+				      sc_chain.sq.list);
 	if (unlikely(!ctxt))
 		return NULL;
+	ctxt->sc_rdma = rdma;
 	ctxt->sc_chain.first = &ctxt->sc_send_wr;
 	ctxt->sc_chain.sq.sqecount = 1;
 	ctxt->sc_nwrs = 0;
@@ -70,13 +91,18 @@ void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt
 			rel->release(rel->arg);
 	}
 	ctxt->sc_nreleases = 0;
-	list_add_tail(&ctxt->sc_chain.sq.list, &rdma->sc_send_free);
+	if (ctxt->sc_srq)
+		svc_rdma_srq_send_put(ctxt);
+	else
+		list_add_tail(&ctxt->sc_chain.sq.list, &rdma->sc_send_free);
 }
 
-uint32_t svc_rdma_grant(const struct svcxprt_rdma *rdma)
+uint32_t svc_rdma_grant(struct svcxprt_rdma *rdma)
 {
 	uint32_t grant = rdma->sc_ep.recv_posted;
 
+	if (rdma->sc_srq)
+		return svc_rdma_srq_grant(rdma);
 	if (grant > rdma->sc_max_requests)
 		grant = rdma->sc_max_requests;
 	/* A grant of 0 would deadlock the client (RFC 8166 3.3.1). */
@@ -91,10 +117,11 @@ uint32_t svc_rdma_grant(const struct svcxprt_rdma *rdma)
  */
 void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	struct svcxprt_rdma *rdma = cq->cq_context;
 	struct svc_rdma_send_ctxt *ctxt =
 		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_send_ctxt, sc_cqe);
+	struct svcxprt_rdma *rdma = ctxt->sc_rdma;
 
+	svc_rdma_mark_ready(rdma);	/* its waiters, with a shared CQ */
 	rpcrdma_sq_put(&rdma->sc_ep, ctxt->sc_chain.sq.sqecount);
 	if (unlikely(wc->status != IBV_WC_SUCCESS))
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server send");
@@ -193,7 +220,7 @@ int svc_rdma_send_error(struct svcxprt_rdma *rdma, const struct rpcrdma_hdr *fai
 	if (!ctxt)
 		return -ENOMEM;
 	enc.credit = svc_rdma_grant(rdma);
-	len = rpcrdma_hdr_encode(ctxt->sc_xprt_buf, rdma->sc_send_slab.bufsize, &enc);
+	len = rpcrdma_hdr_encode(ctxt->sc_xprt_buf, rdma->sc_buf_size, &enc);
 	if (len < 0) {
 		svc_rdma_send_ctxt_put(rdma, ctxt);
 		return (int)len;
@@ -365,7 +392,7 @@ static int svc_rdma_map_reply_msg(struct svcxprt_rdma *rdma, struct svc_rdma_sen
 		/* Inline: the header ends where the message starts, at hdr_reserve. */
 		if ((size_t)hdr_len != call->hdr_reserve ||
 		    call->hdr_reserve + r->stream_len > rdma->sc_inline.send_max ||
-		    call->hdr_reserve + r->stream_len > rdma->sc_send_slab.bufsize)
+		    call->hdr_reserve + r->stream_len > rdma->sc_buf_size)
 			return -EMSGSIZE;
 		svc_rdma_splice(ctxt->sc_xprt_buf + call->hdr_reserve,
 				m->in_place ? ctxt->sc_xprt_buf + call->hdr_reserve : m->msg, m->len,
@@ -523,7 +550,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **b
 			return -ENOMEM;
 	}
 	*buf = call->reply_ctxt->sc_xprt_buf + call->hdr_reserve;
-	*max = rdma->sc_send_slab.bufsize - call->hdr_reserve;
+	*max = rdma->sc_buf_size - call->hdr_reserve;
 	return 0;
 }
 
@@ -556,7 +583,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_
 		ctxt = svc_rdma_call_take_ctxt(call);
 		m.in_place = true;
 		m.msg = ctxt->sc_xprt_buf + call->hdr_reserve;
-		if (call->hdr_reserve + len > rdma->sc_send_slab.bufsize) {
+		if (call->hdr_reserve + len > rdma->sc_buf_size) {
 			svc_rdma_send_ctxt_put(rdma, ctxt);
 			rc = -EINVAL;
 		} else {

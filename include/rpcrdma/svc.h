@@ -66,6 +66,27 @@ enum rpcrdma_conn_event {
  */
 #define RPCRDMA_SVC_WORKERS 0x1u
 
+/*
+ * Shared receive queues. With RPCRDMA_SVC_SRQ each poller has, per device,
+ * one SRQ whose receive buffers serve all its connections, CQs its
+ * connections share, and one pool of send buffers; a connection then
+ * holds no buffers while it is idle. The pool grows with use up to
+ * srq_size receives.
+ *
+ * Credits stay honest: the SRQ always holds a receive for every call each
+ * client may still send under the grants it was given (RFC 8166 3.3.1),
+ * so no client meets an RNR, even with rnr_retry 0. A reply grants what
+ * fits beyond those commitments, up to max_requests and at least 1, and
+ * one receive stays in reserve for each connection that may send none;
+ * busy connections therefore share what idle ones do not hold, and a
+ * connection request that finds no reserve left (srq_size connections on
+ * one poller) is refused. A client that sends more than its credits is
+ * closed. The per-connection descriptor functions (rpcrdma_svc_conn_fd(),
+ * _conn_poll(), _conn_arm()) return -EOPNOTSUPP: completions arrive on the
+ * poller's shared CQs.
+ */
+#define RPCRDMA_SVC_SRQ 0x2u
+
 /**
  * struct rpcrdma_svc_attr - how to listen
  * @struct_size: set by the caller: RPCRDMA_SIZED() (rpcrdma.h)
@@ -81,7 +102,8 @@ enum rpcrdma_conn_event {
  * @on_conn: a connection was established or closed; optional
  * @arg: passed to the callbacks
  * @flags: 0, or RPCRDMA_SVC_WORKERS: calls may be answered from other
- *	threads (see "Threads" below)
+ *	threads (see "Threads" below), and RPCRDMA_SVC_SRQ: shared receive
+ *	queues (see "Shared receive queues" above)
  * @max_read: largest call the server pulls by RDMA Read (all of a call's
  *	Read chunks together; default 64 MiB): larger ones get ERR_CHUNK
  * @max_reply: largest reply sent through a client's Reply chunk (default
@@ -94,6 +116,10 @@ enum rpcrdma_conn_event {
  * @pollers: threads that serve the connections (default 1, at most 64):
  *	each connection belongs to one, given round robin when it is
  *	accepted; see rpcrdma_svc_poller_wait()
+ * @srq_size: with RPCRDMA_SVC_SRQ, the most receives each poller posts
+ *	on its SRQ, and so the most connections it holds (default 4096,
+ *	max_requests..65536, fitted to the device's max_srq_wr); each takes
+ *	@inline_size bytes of registered memory once posted
  *
  * What one connection can make the server hold is bounded by these:
  * @max_requests receives and calls at once, each call at most
@@ -114,6 +140,7 @@ struct rpcrdma_svc_attr {
 	uint64_t max_reply;
 	uint32_t max_connections;
 	uint32_t pollers;
+	uint32_t srq_size;
 };
 
 /**

@@ -168,6 +168,9 @@ int harness_server_listen(struct harness_server *hs, struct harness_shared *sh,
 	hs->attr.on_call = harness_on_call;
 	hs->attr.on_conn = harness_on_conn;
 	hs->attr.arg = hs;
+	/* E2E_SRQ=1 (the e2e-srq suite, or a test that sets it): shared receive queues. */
+	if (getenv("E2E_SRQ") && atoi(getenv("E2E_SRQ")))
+		hs->attr.flags |= RPCRDMA_SVC_SRQ;
 	rc = rpcrdma_svc_listen(&hs->attr, &hs->svc);
 	if (rc)
 		return rc;
