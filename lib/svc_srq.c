@@ -181,22 +181,28 @@ void svc_rdma_srq_refill(struct svc_rdma_srq *sh)
 }
 
 /*
- * RFC 8166 3.3.1 grant for the reply about to be sent: the most, up to
- * max_requests, whose raise of the bound fits in what is posted beyond
- * the commitments and the other idle connections' reserves; at least 1,
- * which fits in this connection's own reserve when it may send nothing.
+ * RFC 8166 3.3.1 grant for the reply about to be sent: twice the most
+ * calls the client had in progress in this burst (halved when a burst
+ * ends), up to max_requests and to what fits in what is posted beyond the
+ * commitments and the other idle connections' reserves; at least 1, which
+ * fits in this connection's own reserve when it may send nothing. A
+ * pipelining client's grant doubles per burst; one that calls one at a
+ * time, then idles, keeps 2 receives committed.
  */
 uint32_t svc_rdma_srq_grant(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_srq *sh = rdma->sc_srq;
 	uint64_t j = rdma->sc_srq_replies + 1, bound = rdma->sc_srq_bound;
 	bool was_idle = bound == rdma->sc_srq_recvd;
-	uint64_t reserved, room, g, next;
+	uint64_t reserved, room, g, want, next;
 
 	svc_rdma_srq_refill(sh);
 	reserved = (uint64_t)sh->committed + sh->idle - was_idle;
 	room = sh->posted > reserved ? sh->posted - reserved : 0;
 	g = bound + room > j ? bound + room - j : 0;
+	want = 2 * (uint64_t)rdma->sc_srq_demand;
+	if (g > want)
+		g = want;
 	if (g > rdma->sc_max_requests)
 		g = rdma->sc_max_requests;
 	if (g < 1)
@@ -207,6 +213,9 @@ uint32_t svc_rdma_srq_grant(struct svcxprt_rdma *rdma)
 		sh->idle--;
 	rdma->sc_srq_bound = next;
 	rdma->sc_srq_replies = j;
+	/* A burst is over: what it needed counts for half next time. */
+	if (rdma->sc_srq_replies == rdma->sc_srq_recvd && rdma->sc_srq_demand > 1)
+		rdma->sc_srq_demand /= 2;
 	return (uint32_t)g;
 }
 
@@ -265,6 +274,8 @@ void svc_rdma_wc_srq_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 	sh->committed--;
 	if (rdma->sc_srq_recvd == rdma->sc_srq_bound)
 		sh->idle++;
+	if (rdma->sc_srq_recvd - rdma->sc_srq_replies > rdma->sc_srq_demand)
+		rdma->sc_srq_demand = (uint32_t)(rdma->sc_srq_recvd - rdma->sc_srq_replies);
 	if (unlikely(rdma->sc_state >= SVCXPRT_CLOSING)) {
 		svc_rdma_srq_recv_put(sh, ctxt);
 		return;
@@ -351,6 +362,7 @@ int svc_rdma_srq_join(struct svc_rdma_srq *sh, struct svcxprt_rdma *rdma,
 	rdma->sc_cq_used = need;
 	rdma->sc_srq = sh;
 	rdma->sc_srq_bound = 1;
+	rdma->sc_srq_demand = 1;
 	sh->committed++;
 	sh->nconns++;
 	svc_rdma_srq_refill(sh);

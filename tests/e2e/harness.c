@@ -171,6 +171,8 @@ int harness_server_listen(struct harness_server *hs, struct harness_shared *sh,
 	/* E2E_SRQ=1 (the e2e-srq suite, or a test that sets it): shared receive queues. */
 	if (getenv("E2E_SRQ") && atoi(getenv("E2E_SRQ")))
 		hs->attr.flags |= RPCRDMA_SVC_SRQ;
+	if (getenv("E2E_SRQ_SIZE"))
+		hs->attr.srq_size = (uint32_t)atoi(getenv("E2E_SRQ_SIZE"));
 	rc = rpcrdma_svc_listen(&hs->attr, &hs->svc);
 	if (rc)
 		return rc;

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared receive queues (RPCRDMA_SVC_SRQ): many clients pipelining at their
+ * credit limits against an SRQ smaller than their sum meet no RNR, even
+ * with rnr_retry 0; what the grants promise is never more than is posted;
+ * an idle connection holds little memory; a server whose SRQ has no
+ * reserve left refuses the next connection.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define CLIENTS 12
+#define DEPTH 32
+#define ROUNDS 40
+/* Receives the SRQ holds at most: well below CLIENTS x DEPTH. */
+#define SRQ_SIZE 96
+
+struct pipe_call {
+	struct rpcrdma_call call;
+	unsigned char msg[128];
+	unsigned char reply[128];
+	unsigned int len;
+	bool busy;
+	int status;
+};
+
+struct piper {
+	struct rpcrdma_clnt *clnt;
+	struct pipe_call calls[DEPTH];
+	unsigned int sent, done, bad;
+	uint32_t max_credits;
+};
+
+static void pipe_done(struct rpcrdma_call *call)
+{
+	struct pipe_call *pc = call->arg;
+
+	pc->busy = false;
+	pc->status = call->status;
+}
+
+static void pipe_submit(struct piper *p, unsigned int c, struct pipe_call *pc)
+{
+	pc->len = 8 + (p->sent * 7) % 100;
+	harness_fill_msg(pc->msg, pc->len, 0x10000000u + c * 0x100000u + p->sent, p->sent);
+	memset(&pc->call, 0, sizeof(pc->call));
+	pc->call.struct_size = sizeof(pc->call);
+	pc->call.msg = pc->msg;
+	pc->call.msg_len = pc->len;
+	pc->call.reply = pc->reply;
+	pc->call.reply_max = sizeof(pc->reply);
+	pc->call.done = pipe_done;
+	pc->call.arg = pc;
+	pc->busy = true;
+	if (rpcrdma_clnt_submit(p->clnt, &pc->call) == 0)
+		p->sent++;
+	else
+		pc->busy = false;
+}
+
+/* Collect what finished, check it, and keep DEPTH calls in flight until ROUNDS x DEPTH are sent. */
+static bool pipe_step(struct piper *p, unsigned int c)
+{
+	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
+	unsigned int i;
+
+	rpcrdma_clnt_poll(p->clnt, 64);
+	for (i = 0; i < DEPTH; i++) {
+		struct pipe_call *pc = &p->calls[i];
+
+		if (pc->busy)
+			continue;
+		if (pc->len) {
+			p->done++;
+			if (pc->status || pc->call.reply_len != pc->len ||
+			    memcmp(pc->reply, pc->msg, pc->len))
+				p->bad++;
+			pc->len = 0;
+		}
+		if (p->sent < ROUNDS * DEPTH)
+			pipe_submit(p, c, pc);
+	}
+	if (rpcrdma_clnt_info(p->clnt, &info) == 0 && info.credits > p->max_credits)
+		p->max_credits = info.credits;
+	return p->done < p->sent || p->sent < ROUNDS * DEPTH;
+}
+
+static void connect_clients(struct harness_server *hs, struct piper *p, unsigned int n)
+{
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	unsigned int i;
+
+	harness_clnt_attr(hs, &attr);
+	attr.max_requests = DEPTH;
+	attr.rnr_retry = 0;	/* an RNR would fail the call */
+	for (i = 0; i < n; i++)
+		assert_int_equal(rpcrdma_clnt_connect(&attr, &p[i].clnt), 0);
+	assert_true(harness_wait_established(hs, n, 10000));
+}
+
+static void t_pipelined_clients_meet_no_rnr(void **state)
+{
+	struct piper *p = calloc(CLIENTS, sizeof(*p));
+	struct harness_server hs;
+	struct rpcrdma_stats st;
+	uint64_t credits = 0;
+	unsigned int i, active, loops = 0, most = 0;
+
+	(void)state;
+	assert_non_null(p);
+	assert_int_equal(harness_server_start(&hs, DEPTH, 0, HARNESS_ECHO), 0);
+	connect_clients(&hs, p, CLIENTS);
+	do {
+		active = 0;
+		for (i = 0; i < CLIENTS; i++)
+			active += pipe_step(&p[i], i);
+	} while (active && ++loops < 2000000);
+	assert_int_equal(active, 0);
+	for (i = 0; i < CLIENTS; i++) {
+		struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
+		struct rpcrdma_stats cst = { RPCRDMA_SIZED(cst) };
+
+		assert_int_equal(p[i].bad, 0);
+		assert_int_equal(p[i].done, ROUNDS * DEPTH);
+		assert_int_equal(rpcrdma_clnt_stats(p[i].clnt, &cst), 0);
+		assert_int_equal(cst.wc_errors, 0);
+		assert_int_equal(cst.disconnects, 0);
+		assert_int_equal(rpcrdma_clnt_info(p[i].clnt, &info), 0);
+		credits += info.credits;
+		if (p[i].max_credits > most)
+			most = p[i].max_credits;
+	}
+	st = harness_server_stats(&hs);
+	print_message("%u clients x %u deep over an SRQ of %u: most credits seen %u, "
+		      "granted now %llu in all\n", CLIENTS, DEPTH, SRQ_SIZE, most,
+		      (unsigned long long)credits);
+	assert_int_equal(st.wc_errors, 0);
+	assert_int_equal(st.dropped, 0);
+	/* The grants are real: a client got more than one credit... */
+	assert_true(most > 1);
+	/* ...and what they promise together is never more than the SRQ holds. */
+	assert_true(credits <= SRQ_SIZE);
+	for (i = 0; i < CLIENTS; i++)
+		rpcrdma_clnt_destroy(p[i].clnt);
+	free(p);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+}
+
+#define IDLE 96
+/* The target: what an idle connection holds with the SRQ, heap and registered. */
+#define IDLE_MAX_BYTES (32 * 1024)
+
+/*
+ * With the defaults (32 credits, 4 KiB inline) an idle connection holds
+ * its own state and one receive of the shared pool in reserve; without the
+ * SRQ it holds 72 receive and 40 send buffers.
+ */
+static void t_idle_connection_memory(void **state)
+{
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct rpcrdma_clnt **clnt = calloc(IDLE + 1, sizeof(*clnt));
+	struct rpcrdma_stats before, after;
+	struct harness_server hs;
+	unsigned char msg[64], reply[64];
+	uint64_t per_conn;
+	unsigned int i;
+
+	(void)state;
+	assert_non_null(clnt);
+	setenv("E2E_SRQ_SIZE", "0", 1);		/* the default */
+	assert_int_equal(harness_server_start(&hs, 0, 0, HARNESS_ECHO), 0);
+	setenv("E2E_SRQ_SIZE", "96", 1);
+	harness_clnt_attr(&hs, &attr);
+	/* The first connection makes the pool. */
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt[0]), 0);
+	assert_true(harness_wait_established(&hs, 1, 5000));
+	before = harness_server_stats(&hs);
+	for (i = 1; i <= IDLE; i++)
+		assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt[i]), 0);
+	assert_true(harness_wait_established(&hs, IDLE + 1, 30000));
+	/* Each is served once, then idle. */
+	for (i = 0; i <= IDLE; i++) {
+		size_t rlen = sizeof(reply);
+
+		harness_fill_msg(msg, sizeof(msg), 0x60000000u + i, i);
+		assert_int_equal(rpcrdma_clnt_call(clnt[i], msg, sizeof(msg), reply, &rlen, 0), 0);
+	}
+	after = harness_server_stats(&hs);
+	per_conn = (after.heap_bytes - before.heap_bytes) / IDLE;
+	print_message("SRQ: %llu bytes of server memory per idle connection "
+		      "(heap, registered included: %llu registered)\n",
+		      (unsigned long long)per_conn,
+		      (unsigned long long)((after.registered_bytes - before.registered_bytes) / IDLE));
+	assert_true(per_conn <= IDLE_MAX_BYTES);
+	for (i = 0; i <= IDLE; i++)
+		rpcrdma_clnt_destroy(clnt[i]);
+	free(clnt);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+}
+
+/* An SRQ of 4 receives with 4 credits: 4 connections each keep one, a 5th is refused. */
+static void t_full_srq_refuses(void **state)
+{
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct rpcrdma_clnt *clnt[5];
+	struct harness_server hs;
+	unsigned int i;
+
+	(void)state;
+	setenv("E2E_SRQ_SIZE", "4", 1);
+	assert_int_equal(harness_server_start(&hs, 4, 0, HARNESS_ECHO), 0);
+	setenv("E2E_SRQ_SIZE", "96", 1);
+	harness_clnt_attr(&hs, &attr);
+	attr.connect_timeout_ms = 3000;
+	for (i = 0; i < 4; i++)
+		assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt[i]), 0);
+	assert_true(harness_wait_established(&hs, 4, 5000));
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt[4]), -ECONNREFUSED);
+	assert_int_equal(harness_server_stats(&hs).conn_rejects, 1);
+	/* A place given back is taken again. */
+	rpcrdma_clnt_destroy(clnt[0]);
+	assert_true(harness_wait_closed(&hs, 1, 5000));
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt[0]), 0);
+	for (i = 0; i < 4; i++)
+		rpcrdma_clnt_destroy(clnt[i]);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_pipelined_clients_meet_no_rnr),
+		cmocka_unit_test(t_idle_connection_memory),
+		cmocka_unit_test(t_full_srq_refuses),
+	};
+
+	/* Before any server starts, so that a server process inherits it too. */
+	setenv("E2E_SRQ", "1", 1);
+	setenv("E2E_SRQ_SIZE", "96", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
