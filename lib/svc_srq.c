@@ -33,6 +33,11 @@
 #define SVC_SRQ_BUCKETS 1024
 /* Events taken before an acknowledgement (ibv_ack_cq_events locks). */
 #define SVC_SRQ_ACK_BATCH 16
+/*
+ * A grant is at least this (fitting): calls a client may start at once
+ * whatever it did before, such as several the server holds a while.
+ */
+#define SVC_SRQ_MIN_GRANT 4
 /* Send contexts beyond one per credit a connection may take (as without the SRQ). */
 #define SVC_SRQ_SEND_EXTRA 8
 
@@ -187,7 +192,7 @@ void svc_rdma_srq_refill(struct svc_rdma_srq *sh)
  * commitments and the other idle connections' reserves; at least 1, which
  * fits in this connection's own reserve when it may send nothing. A
  * pipelining client's grant doubles per burst; one that calls one at a
- * time, then idles, keeps 2 receives committed.
+ * time, then idles, keeps SVC_SRQ_MIN_GRANT receives committed.
  */
 uint32_t svc_rdma_srq_grant(struct svcxprt_rdma *rdma)
 {
@@ -201,6 +206,8 @@ uint32_t svc_rdma_srq_grant(struct svcxprt_rdma *rdma)
 	room = sh->posted > reserved ? sh->posted - reserved : 0;
 	g = bound + room > j ? bound + room - j : 0;
 	want = 2 * (uint64_t)rdma->sc_srq_demand;
+	if (want < SVC_SRQ_MIN_GRANT)
+		want = SVC_SRQ_MIN_GRANT;
 	if (g > want)
 		g = want;
 	if (g > rdma->sc_max_requests)

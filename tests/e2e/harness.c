@@ -147,6 +147,11 @@ static void harness_log(int level, const char *msg, void *arg)
 	fprintf(stderr, "rpcrdma[%d]: %s\n", level, msg);
 }
 
+bool harness_srq(void)
+{
+	return getenv("E2E_SRQ") && atoi(getenv("E2E_SRQ"));
+}
+
 int harness_server_listen(struct harness_server *hs, struct harness_shared *sh,
 			  uint32_t max_requests, uint32_t inline_size)
 {
@@ -169,7 +174,7 @@ int harness_server_listen(struct harness_server *hs, struct harness_shared *sh,
 	hs->attr.on_conn = harness_on_conn;
 	hs->attr.arg = hs;
 	/* E2E_SRQ=1 (the e2e-srq suite, or a test that sets it): shared receive queues. */
-	if (getenv("E2E_SRQ") && atoi(getenv("E2E_SRQ")))
+	if (harness_srq())
 		hs->attr.flags |= RPCRDMA_SVC_SRQ;
 	if (getenv("E2E_SRQ_SIZE"))
 		hs->attr.srq_size = (uint32_t)atoi(getenv("E2E_SRQ_SIZE"));

@@ -66,6 +66,21 @@ const char *harness_fabric_name(void);
  */
 #define harness_require_inproc(why) harness_skip_on(HARNESS_FABRIC_PROC, why)
 
+/* Does the server use shared receive queues (E2E_SRQ=1)? */
+bool harness_srq(void);
+
+/*
+ * For a test whose premise is a server that grants every credit at once: a
+ * server with an SRQ grants by what a client has in progress.
+ */
+#define harness_skip_srq(why)                                                          \
+	do {                                                                           \
+		if (harness_srq()) {                                                   \
+			fprintf(stderr, "skipped with E2E_SRQ=1: %s\n", why);         \
+			skip();                                                        \
+		}                                                                      \
+	} while (0)
+
 /* What the test and the server share, across processes with E2E_FABRIC=proc. */
 struct harness_shared {
 	atomic_bool stop;

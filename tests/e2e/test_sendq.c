@@ -143,6 +143,7 @@ static void t_sq_waiters_fifo(void **state)
 	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
 	uint32_t avail;
 
+	harness_skip_srq("it needs 6 calls held after one reply");
 	fixture_up(&fx, HARNESS_HOLD);
 	/* Get 6 calls held by the server (the grant is 8 after the first reply). */
 	submit_ordered(&fx, calls, 6, 0x100, order, &next);

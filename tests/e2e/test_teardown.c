@@ -80,11 +80,12 @@ static void submit_all(struct rpcrdma_clnt *clnt, struct tcall *calls, unsigned 
 	}
 }
 
+/* Calls held at once: what the warm-up earns (an SRQ server grants at least 4). */
 static bool held_enough(void *arg)
 {
 	struct harness_server *hs = arg;
 
-	return atomic_load(&hs->sh->held_now) >= 8;
+	return atomic_load(&hs->sh->held_now) >= (harness_srq() ? 4u : 8u);
 }
 
 static void pump_until_held(struct rpcrdma_clnt *clnt, struct harness_server *hs)
@@ -142,7 +143,7 @@ static void t_client_destroy_in_flight(void **state)
 	/* The server notices and closes its side; answering the held calls then fails. */
 	assert_true(harness_wait_for(conn_closed, &hs, 5000));
 	held = atomic_load(&hs.sh->held_now);
-	assert_true(held >= 8);
+	assert_true(held >= (harness_srq() ? 4u : 8u));
 	harness_server_release(&hs);
 	assert_int_equal(atomic_load(&hs.sh->reply_errors), held);
 	harness_server_stop(&hs);
@@ -203,6 +204,7 @@ static void t_server_destroy_with_calls_held(void **state)
 	struct tcall calls[NCALLS];
 	unsigned int i;
 
+	harness_skip_srq("it needs all its calls sent at once, on one grant");
 	assert_int_equal(harness_server_start(&hs, 32, 0, HARNESS_ECHO), 0);
 	clnt = connect_warm(&hs, 0);
 	submit_all(clnt, calls, NCALLS, 0);
@@ -227,6 +229,7 @@ static void t_peer_disconnects_mid_call(void **state)
 	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
 	unsigned int i, retries;
 
+	harness_skip_srq("it needs all its calls sent at once, on one grant");
 	for (retries = 0; retries <= 1; retries++) {
 		assert_int_equal(harness_server_start(&hs, 32, 0, HARNESS_ECHO), 0);
 		clnt = connect_warm(&hs, retries);
