@@ -18,7 +18,7 @@
 #define RPCRDMA_SVC_DEF_CONNECTIONS 1024
 #define RPCRDMA_SVC_MAX_CONNECTIONS 65536
 #define RPCRDMA_SVC_MAX_POLLERS 64
-#define RPCRDMA_SVC_DEF_SRQ 4096
+#define RPCRDMA_SVC_DEF_SRQ 65536
 #define RPCRDMA_SVC_MAX_SRQ 65536
 
 static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_attr *in)

@@ -203,7 +203,9 @@ struct svcxprt_rdma {
 	uint64_t sc_srq_bound;
 	uint64_t sc_srq_recvd;			/* messages received */
 	uint64_t sc_srq_replies;		/* replies sent */
-	uint32_t sc_srq_demand;			/* most calls in progress in this burst */
+	uint32_t sc_srq_demand;			/* most calls in progress in this window */
+	uint32_t sc_srq_demand_prev;		/* and in the one before */
+	uint32_t sc_srq_window;			/* replies in this window */
 	uint32_t sc_sends_out;			/* shared send contexts taken */
 
 	struct rpcrdma_buf sc_sinks[SVC_RDMA_SINK_CACHE];	/* registered Read sinks for reuse */

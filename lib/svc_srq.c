@@ -26,6 +26,8 @@
 
 /* Buffers allocated at a time, receive and send. */
 #define SVC_SRQ_CHUNK 64
+/* Receives posted at a time, when nothing promised is missing. */
+#define SVC_SRQ_REFILL_BATCH 8
 /* Shared CQs per SRQ at most; each takes as many connections as fit. */
 #define SVC_SRQ_MAX_CQS 64
 /* A shared CQ's room for its connections' send queues, beyond the SRQ's receives. */
@@ -167,6 +169,10 @@ void svc_rdma_srq_refill(struct svc_rdma_srq *sh)
 
 	if (want > sh->srq_max)
 		want = sh->srq_max;
+	/* In batches, but never below what is promised and reserved. */
+	if (sh->posted + SVC_SRQ_REFILL_BATCH > want &&
+	    sh->posted >= (uint64_t)sh->committed + sh->idle)
+		return;
 	while (sh->posted < want && sh->srq) {
 		/* Short of memory, grants shrink to what is posted. */
 		if (list_empty(&sh->recv_free) && svc_srq_grow(sh, true))
@@ -187,12 +193,13 @@ void svc_rdma_srq_refill(struct svc_rdma_srq *sh)
 
 /*
  * RFC 8166 3.3.1 grant for the reply about to be sent: twice the most
- * calls the client had in progress in this burst (halved when a burst
- * ends), up to max_requests and to what fits in what is posted beyond the
- * commitments and the other idle connections' reserves; at least 1, which
- * fits in this connection's own reserve when it may send nothing. A
- * pipelining client's grant doubles per burst; one that calls one at a
- * time, then idles, keeps SVC_SRQ_MIN_GRANT receives committed.
+ * calls the client had in progress lately (over the last 2 x max_requests
+ * replies or so), at least SVC_SRQ_MIN_GRANT, up to max_requests and to
+ * what fits in what is posted beyond the commitments and the other idle
+ * connections' reserves; at least 1, which fits in this connection's own
+ * reserve when it may send nothing. A pipelining client's grant doubles
+ * per round trip; one that calls one at a time, then idles, keeps
+ * SVC_SRQ_MIN_GRANT receives committed.
  */
 uint32_t svc_rdma_srq_grant(struct svcxprt_rdma *rdma)
 {
@@ -205,7 +212,8 @@ uint32_t svc_rdma_srq_grant(struct svcxprt_rdma *rdma)
 	reserved = (uint64_t)sh->committed + sh->idle - was_idle;
 	room = sh->posted > reserved ? sh->posted - reserved : 0;
 	g = bound + room > j ? bound + room - j : 0;
-	want = 2 * (uint64_t)rdma->sc_srq_demand;
+	want = 2 * (uint64_t)(rdma->sc_srq_demand > rdma->sc_srq_demand_prev ?
+			      rdma->sc_srq_demand : rdma->sc_srq_demand_prev);
 	if (want < SVC_SRQ_MIN_GRANT)
 		want = SVC_SRQ_MIN_GRANT;
 	if (g > want)
@@ -220,9 +228,12 @@ uint32_t svc_rdma_srq_grant(struct svcxprt_rdma *rdma)
 		sh->idle--;
 	rdma->sc_srq_bound = next;
 	rdma->sc_srq_replies = j;
-	/* A burst is over: what it needed counts for half next time. */
-	if (rdma->sc_srq_replies == rdma->sc_srq_recvd && rdma->sc_srq_demand > 1)
-		rdma->sc_srq_demand /= 2;
+	/* Demand is the most in progress over the last one or two windows of replies. */
+	if (++rdma->sc_srq_window == 2 * rdma->sc_max_requests) {
+		rdma->sc_srq_window = 0;
+		rdma->sc_srq_demand_prev = rdma->sc_srq_demand;
+		rdma->sc_srq_demand = 1;
+	}
 	return (uint32_t)g;
 }
 

@@ -39,6 +39,24 @@ void engine_deactivate_locked(struct soft_qp *qp)
 	qp->wait_recv = false;
 }
 
+/* As engine_recv_posted_locked(), for every QP that receives from @srq. */
+void engine_srq_posted_locked(struct soft_srq *srq)
+{
+	struct list_node *pos, *tmp;
+	bool woke = false;
+
+	list_for_each_safe(pos, tmp, &fab.active_qps) {
+		struct soft_qp *qp = list_entry(pos, struct soft_qp, active_link);
+
+		if (qp->wait_recv && (!qp->peer || qp->peer->srq == srq)) {
+			qp->wait_recv = false;
+			woke = true;
+		}
+	}
+	if (woke)
+		fab_kick_locked();
+}
+
 void engine_recv_posted_locked(struct soft_qp *target)
 {
 	struct list_node *pos, *tmp;

@@ -184,7 +184,6 @@ int soft_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 int soft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct soft_srq *ssrq = to_ssrq(srq);
-	struct list_node *pos, *tmp;
 	int ret = 0;
 
 	fab_lock();
@@ -195,12 +194,8 @@ int soft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_r
 			break;
 		}
 	}
-	list_for_each_safe(pos, tmp, &fab.qps) {
-		struct soft_qp *sqp = list_entry(pos, struct soft_qp, link);
-
-		if (sqp->srq == ssrq)
-			engine_recv_posted_locked(sqp);
-	}
+	/* Requesters stalled on an RNR toward any QP of this SRQ go again. */
+	engine_srq_posted_locked(ssrq);
 	fab_unlock();
 	return ret;
 }

@@ -532,6 +532,8 @@ void engine_flush_locked(struct soft_qp *qp);
 void engine_cancel_reads_locked(struct soft_qp *qp, bool flush);
 /* A receive was posted on qp: wake requesters waiting for one (RNR retry 7). */
 void engine_recv_posted_locked(struct soft_qp *qp);
+/* Receives were posted on @srq: the same, for every QP that receives from it. */
+void engine_srq_posted_locked(struct soft_srq *srq);
 void engine_complete_recv_locked(struct soft_qp *qp, const struct ibv_wc *wc, bool solicited);
 /* The answer to the request qp is waiting for (wait_resp) came over its link. */
 /* An answer from another process to the awaiting WQE of @qp posted as @token. */

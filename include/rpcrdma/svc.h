@@ -117,9 +117,10 @@ enum rpcrdma_conn_event {
  *	each connection belongs to one, given round robin when it is
  *	accepted; see rpcrdma_svc_poller_wait()
  * @srq_size: with RPCRDMA_SVC_SRQ, the most receives each poller posts
- *	on its SRQ, and so the most connections it holds (default 4096,
- *	max_requests..65536, fitted to the device's max_srq_wr); each takes
- *	@inline_size bytes of registered memory once posted
+ *	on its SRQ (default and most 65536, at least max_requests; fitted to
+ *	the device's max_srq_wr), and so the most connections it holds; the
+ *	pool grows with the credits granted, each receive taking
+ *	@inline_size bytes of registered memory
  *
  * What one connection can make the server hold is bounded by these:
  * @max_requests receives and calls at once, each call at most

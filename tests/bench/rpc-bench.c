@@ -13,6 +13,8 @@
  *                                        STEP mode and both sides polled by this
  *                                        thread: deterministic work for callgrind;
  *                                        K more clients stay connected and idle
+ *   --srq                                the server uses shared receive queues
+ *   --pollers P                          the server runs P pollers (threads)
  */
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -30,11 +32,23 @@
 
 #include "bench.h"
 
+#define MAX_POLLERS 8
+
 struct server {
 	struct rpcrdma_svc *svc;
-	pthread_t thread;
+	pthread_t thread[MAX_POLLERS];
 	atomic_bool stop;
 };
+
+struct poller_arg {
+	struct server *s;
+	unsigned int i;
+};
+
+/* How the benchmarked servers run: --srq, --pollers. */
+static uint32_t svc_flags;
+static unsigned int svc_pollers = 1;
+static struct poller_arg poller_args[MAX_POLLERS];
 
 static void on_call(struct rpcrdma_svc_call *call, void *arg)
 {
@@ -47,10 +61,10 @@ static void on_call(struct rpcrdma_svc_call *call, void *arg)
 
 static void *server_thread(void *arg)
 {
-	struct server *s = arg;
+	struct poller_arg *p = arg;
 
-	while (!atomic_load(&s->stop))
-		rpcrdma_svc_wait(s->svc, 20);
+	while (!atomic_load(&p->s->stop))
+		rpcrdma_svc_poller_wait(p->s->svc, p->i, 20);
 	return NULL;
 }
 
@@ -60,6 +74,7 @@ static int server_start(struct server *s, uint32_t credits, uint32_t inline_size
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct rpcrdma_svc_attr attr = { RPCRDMA_SIZED(attr) };
 	socklen_t len = sizeof(*addr);
+	unsigned int i;
 
 	memset(s, 0, sizeof(*s));
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -67,16 +82,32 @@ static int server_start(struct server *s, uint32_t credits, uint32_t inline_size
 	attr.max_requests = credits;
 	attr.inline_size = inline_size;
 	attr.on_call = on_call;
+	attr.flags = svc_flags;
+	attr.pollers = svc_pollers;
 	if (rpcrdma_svc_listen(&attr, &s->svc))
 		return -1;
 	rpcrdma_svc_addr(s->svc, (struct sockaddr *)addr, &len);
-	return pthread_create(&s->thread, NULL, server_thread, s) ? -1 : 0;
+	for (i = 0; i < svc_pollers; i++) {
+		poller_args[i].s = s;
+		poller_args[i].i = i;
+		if (pthread_create(&s->thread[i], NULL, server_thread, &poller_args[i]))
+			return -1;
+	}
+	return 0;
+}
+
+static void server_join(struct server *s)
+{
+	unsigned int i;
+
+	atomic_store(&s->stop, true);
+	for (i = 0; i < svc_pollers; i++)
+		pthread_join(s->thread[i], NULL);
 }
 
 static void server_stop(struct server *s)
 {
-	atomic_store(&s->stop, true);
-	pthread_join(s->thread, NULL);
+	server_join(s);
 	rpcrdma_svc_destroy(s->svc);
 }
 
@@ -173,6 +204,21 @@ static struct rpcrdma_clnt **idle_clients(const struct rpcrdma_clnt_attr *attr, 
 	return idle;
 }
 
+/* One call on each idle connection, as a mostly idle client makes now and then. */
+static void idle_touch(struct rpcrdma_clnt **idle, unsigned int n, uint32_t *xid)
+{
+	unsigned char msg[24], reply[64];
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		size_t rlen = sizeof(reply);
+
+		null_call(msg, ++*xid);
+		if (rpcrdma_clnt_call(idle[i], msg, sizeof(msg), reply, &rlen, 0))
+			fprintf(stderr, "idle connection %u: its call failed\n", i);
+	}
+}
+
 static void idle_clients_free(struct rpcrdma_clnt **idle, unsigned int n)
 {
 	unsigned int i;
@@ -187,8 +233,10 @@ static int bench_rate(unsigned int calls, int depth_only, unsigned int nidle)
 	static const unsigned int depths[] = { 1, 16 };
 	struct sockaddr_storage addr;
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
 	struct rpcrdma_clnt *clnt, **idle;
 	struct server s;
+	double rate, median;
 	uint32_t xid = 1;
 	unsigned int i;
 	int rc = 0;
@@ -200,15 +248,24 @@ static int bench_rate(unsigned int calls, int depth_only, unsigned int nidle)
 		server_stop(&s);
 		return 1;
 	}
+	/* The busy client's first calls set up what connections share. */
+	if (run_calls(clnt, 1, 100, &xid, &rate, &median))
+		return 1;
+	rpcrdma_svc_stats(s.svc, &before);
 	idle = idle_clients(&attr, nidle);
 	if (!idle) {
 		rpcrdma_clnt_destroy(clnt);
 		server_stop(&s);
 		return 1;
 	}
+	idle_touch(idle, nidle, &xid);
+	rpcrdma_svc_stats(s.svc, &after);
+	if (nidle)
+		printf("server memory per idle connection: %llu bytes (%llu registered)%s\n",
+		       (unsigned long long)((after.heap_bytes - before.heap_bytes) / nidle),
+		       (unsigned long long)((after.registered_bytes - before.registered_bytes) /
+					    nidle), svc_flags & RPCRDMA_SVC_SRQ ? ", SRQ" : "");
 	for (i = 0; i < 2; i++) {
-		double rate, median;
-
 		if (depth_only && (unsigned int)depth_only != depths[i])
 			continue;
 		/* A short warm-up lets the grant reach its full value. */
@@ -218,14 +275,24 @@ static int bench_rate(unsigned int calls, int depth_only, unsigned int nidle)
 			rc = 1;
 			break;
 		}
-		printf("inline NULL RPC, %2u in flight, %4u idle beside: %9.0f calls/s   "
-		       "median latency %7.1f us   (%u calls)\n", depths[i], nidle, rate, median,
-		       calls);
+		printf("inline NULL RPC, %2u in flight, %4u idle beside, %u poller(s)%s: "
+		       "%9.0f calls/s   median latency %7.1f us   (%u calls)\n", depths[i], nidle,
+		       svc_pollers, svc_flags & RPCRDMA_SVC_SRQ ? ", SRQ" : "", rate, median, calls);
 	}
 	idle_clients_free(idle, nidle);
 	rpcrdma_clnt_destroy(clnt);
 	server_stop(&s);
 	return rc;
+}
+
+/* Poller 0 through rpcrdma_svc_poll() (the callgrind script counts it), the others too. */
+static void svc_poll_all(struct rpcrdma_svc *svc)
+{
+	unsigned int i;
+
+	rpcrdma_svc_poll(svc, 16);
+	for (i = 1; i < svc_pollers; i++)
+		rpcrdma_svc_poller_poll(svc, i, 16);
 }
 
 static void step_done(struct rpcrdma_call *call)
@@ -245,6 +312,7 @@ static int bench_step(unsigned int calls, unsigned int nidle)
 	struct rpcrdma_clnt *clnt, **idle;
 	unsigned char msg[24], reply[64];
 	struct server s;
+	uint32_t xid = 0x40000000;
 	unsigned int i;
 	int rc = 0;
 
@@ -258,14 +326,14 @@ static int bench_step(unsigned int calls, unsigned int nidle)
 	idle = idle_clients(&attr, nidle);
 	if (!idle)
 		return 1;
-	/* Take the server over from its thread: this thread now owns both sides. */
-	atomic_store(&s.stop, true);
-	pthread_join(s.thread, NULL);
+	idle_touch(idle, nidle, &xid);
+	/* Take the server over from its threads: this thread now owns both sides. */
+	server_join(&s);
 	softrdma_set_mode(SOFTRDMA_MODE_STEP);
 	/* Let every connection settle: established, armed. */
 	for (i = 0; i < 4; i++) {
 		softrdma_progress_all();
-		rpcrdma_svc_poll(s.svc, 16);
+		svc_poll_all(s.svc);
 	}
 	rpcrdma_svc_stats(s.svc, &before);
 	for (i = 0; i < calls && !rc; i++) {
@@ -283,7 +351,7 @@ static int bench_step(unsigned int calls, unsigned int nidle)
 			rc = 1;
 		while (!rc && !finished) {
 			softrdma_progress_all();
-			rpcrdma_svc_poll(s.svc, 16);
+			svc_poll_all(s.svc);
 			softrdma_progress_all();
 			rpcrdma_clnt_poll(clnt, 16);
 			if (++spins > 100)
@@ -363,12 +431,14 @@ int main(int argc, char **argv)
 		{ "memory", no_argument, NULL, 'm' },
 		{ "step", no_argument, NULL, 's' },
 		{ "idle", required_argument, NULL, 'i' },
+		{ "srq", no_argument, NULL, 'q' },
+		{ "pollers", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned int calls = 20000, nidle = 0;
 	int depth = 0, memory = 0, step = 0, opt;
 
-	while ((opt = getopt_long(argc, argv, "n:d:msi:", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:d:msi:qp:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			calls = (unsigned int)strtoul(optarg, NULL, 0);
@@ -385,9 +455,17 @@ int main(int argc, char **argv)
 		case 'i':
 			nidle = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
+		case 'q':
+			svc_flags |= RPCRDMA_SVC_SRQ;
+			break;
+		case 'p':
+			svc_pollers = (unsigned int)strtoul(optarg, NULL, 0);
+			if (svc_pollers < 1 || svc_pollers > MAX_POLLERS)
+				return 2;
+			break;
 		default:
 			fprintf(stderr, "usage: %s [--calls N] [--depth 1|16] [--idle K] [--memory] "
-				"[--step [--idle K]]\n", argv[0]);
+				"[--step [--idle K]] [--srq] [--pollers P]\n", argv[0]);
 			return 2;
 		}
 	}

@@ -8,14 +8,17 @@
 # cost of functions whose source lies in lib/ counts: softrdma (the fabric's
 # own cost) and libc are excluded. (Ir(N2) - Ir(N1)) / (N2 - N1) cancels
 # set-up and teardown.
-# Usage: rpc-callgrind.sh [BUILDDIR [IDLE]]   (default: build, 0 idle connections
-# beside the one that calls)
+# Usage: rpc-callgrind.sh [BUILDDIR [IDLE [BENCH-OPTION...]]]   (default: build,
+# 0 idle connections beside the one that calls; options such as --srq or
+# --pollers 2 go to rpc-bench)
 set -eu
 build=${1:-build}
 idle=${2:-0}
+shift $(( $# < 2 ? $# : 2 ))
 bench=$build/tests/bench/rpc-bench
 [ -x "$bench" ] || { echo "no $bench: build first" >&2; exit 1; }
 command -v callgrind_annotate >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
+opts="$*"
 n1=1000
 n2=6000
 tmp=$(mktemp -d)
@@ -26,12 +29,12 @@ profile() {
 	# rpcrdma_clnt_submit is versioned (rpcrdma_clnt_submit@@RPCRDMA_0.2): a pattern.
 	case $1 in
 	client) set -- "$2" --toggle-collect='rpcrdma_clnt_submit*' --toggle-collect=rpcrdma_clnt_poll ;;
-	server) set -- "$2" --toggle-collect=rpcrdma_svc_poll ;;
+	server) set -- "$2" --toggle-collect=rpcrdma_svc_poll --toggle-collect=rpcrdma_svc_poller_poll ;;
 	esac
 	n=$1
 	shift
 	valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" "$@" \
-		"$bench" --step --calls "$n" --idle "$idle" >/dev/null 2>"$tmp/err" || {
+		"$bench" --step --calls "$n" --idle "$idle" $opts >/dev/null 2>"$tmp/err" || {
 		cat "$tmp/err" >&2
 		exit 1
 	}
@@ -51,7 +54,7 @@ sum() {
 }
 
 echo "Instructions of library code (lib/, self cost) per inline NULL RPC, STEP mode,"
-echo "beside $idle idle connections"
+echo "beside $idle idle connections ${opts:-(no options)}"
 echo "(callgrind, (Ir(N2)-Ir(N1))/(N2-N1), N1=$n1, N2=$n2):"
 for side in client server; do
 	profile $side $n1
