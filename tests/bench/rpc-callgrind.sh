@@ -8,6 +8,7 @@
 # cost of functions whose source lies in lib/ counts: softrdma (the fabric's
 # own cost) and libc are excluded. (Ir(N2) - Ir(N1)) / (N2 - N1) cancels
 # set-up and teardown.
+# RPC_CALLGRIND_SIDES=server profiles one side only.
 # Usage: rpc-callgrind.sh [BUILDDIR [IDLE [BENCH-OPTION...]]]   (default: build,
 # 0 idle connections beside the one that calls; options such as --srq or
 # --pollers 2 go to rpc-bench)
@@ -56,7 +57,7 @@ sum() {
 echo "Instructions of library code (lib/, self cost) per inline NULL RPC, STEP mode,"
 echo "beside $idle idle connections ${opts:-(no options)}"
 echo "(callgrind, (Ir(N2)-Ir(N1))/(N2-N1), N1=$n1, N2=$n2):"
-for side in client server; do
+for side in ${RPC_CALLGRIND_SIDES:-client server}; do
 	profile $side $n1
 	# Library code is told apart by its source file: without debug info
 	# there is none, and every figure would read 0.

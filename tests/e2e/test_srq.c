@@ -62,10 +62,13 @@ static void pipe_submit(struct piper *p, unsigned int c, struct pipe_call *pc)
 	pc->call.done = pipe_done;
 	pc->call.arg = pc;
 	pc->busy = true;
-	if (rpcrdma_clnt_submit(p->clnt, &pc->call) == 0)
+	if (rpcrdma_clnt_submit(p->clnt, &pc->call) == 0) {
 		p->sent++;
-	else
+	} else {
 		pc->busy = false;
+		pc->len = 0;
+		p->bad++;
+	}
 }
 
 /* Collect what finished, check it, and keep DEPTH calls in flight until ROUNDS x DEPTH are sent. */
@@ -92,7 +95,8 @@ static bool pipe_step(struct piper *p, unsigned int c)
 	}
 	if (rpcrdma_clnt_info(p->clnt, &info) == 0 && info.credits > p->max_credits)
 		p->max_credits = info.credits;
-	return p->done < p->sent || p->sent < ROUNDS * DEPTH;
+	/* A failure ends the run: the assertions say which. */
+	return !p->bad && (p->done < p->sent || p->sent < ROUNDS * DEPTH);
 }
 
 static void connect_clients(struct harness_server *hs, struct piper *p, unsigned int n)
@@ -125,7 +129,6 @@ static void t_pipelined_clients_meet_no_rnr(void **state)
 		for (i = 0; i < CLIENTS; i++)
 			active += pipe_step(&p[i], i);
 	} while (active && ++loops < 2000000);
-	assert_int_equal(active, 0);
 	for (i = 0; i < CLIENTS; i++) {
 		struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
 		struct rpcrdma_stats cst = { RPCRDMA_SIZED(cst) };
