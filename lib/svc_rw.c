@@ -185,7 +185,8 @@ void svc_rdma_wc_read_done(struct ibv_cq *cq, struct ibv_wc *wc)
 		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_read_ctxt, rd_done_cqe);
 	struct svcxprt_rdma *rdma = rd->rd_recv->rc_rdma;
 
-	svc_rdma_mark_ready(rdma);
+	if (!rdma->sc_ep.own_cq)
+		svc_rdma_mark_ready(rdma);	/* the wave goes on after the batch */
 	rpcrdma_sq_put(&rdma->sc_ep, rd->rd_chain.sq.sqecount);
 	rd->rd_next += rd->rd_chain.sq.sqecount;
 	if (unlikely(wc->status != IBV_WC_SUCCESS)) {

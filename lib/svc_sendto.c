@@ -121,7 +121,8 @@ void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc)
 		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_send_ctxt, sc_cqe);
 	struct svcxprt_rdma *rdma = ctxt->sc_rdma;
 
-	svc_rdma_mark_ready(rdma);	/* its waiters, with a shared CQ */
+	if (!rdma->sc_ep.own_cq)
+		svc_rdma_mark_ready(rdma);	/* its waiters: no visit polls a shared CQ */
 	rpcrdma_sq_put(&rdma->sc_ep, ctxt->sc_chain.sq.sqecount);
 	if (unlikely(wc->status != IBV_WC_SUCCESS))
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server send");

@@ -483,6 +483,7 @@ struct svc_rdma_srq *svc_rdma_srq_get(struct svc_rdma_poller *p, struct ibv_cont
 	}
 	sh->slot = i;
 	p->srqs[i] = sh;
+	p->nsrqs++;
 	return sh;
 }
 
@@ -492,6 +493,7 @@ void svc_rdma_srq_put(struct svc_rdma_srq *sh)
 		return;
 	/* Its last connection went: an idle server holds no pool. */
 	sh->poller->srqs[sh->slot] = NULL;
+	sh->poller->nsrqs--;
 	svc_rdma_srq_destroy(sh);
 }
 
@@ -538,7 +540,7 @@ int svc_rdma_srq_poll(struct svc_rdma_poller *p, int budget)
 	unsigned int d, i;
 	int n = 0;
 
-	for (d = 0; d < SVC_RDMA_MAX_DEVICES; d++) {
+	for (d = 0; p->nsrqs && d < SVC_RDMA_MAX_DEVICES; d++) {
 		struct svc_rdma_srq *sh = p->srqs[d];
 
 		if (!sh)
@@ -554,7 +556,7 @@ bool svc_rdma_srq_busy(const struct svc_rdma_poller *p)
 {
 	unsigned int d, i;
 
-	for (d = 0; d < SVC_RDMA_MAX_DEVICES; d++)
+	for (d = 0; p->nsrqs && d < SVC_RDMA_MAX_DEVICES; d++)
 		for (i = 0; p->srqs[d] && i < p->srqs[d]->ncqs; i++)
 			if (p->srqs[d]->cqs[i].busy)
 				return true;
@@ -565,7 +567,7 @@ bool svc_rdma_srq_woken(struct svc_rdma_poller *p, void *ptr)
 {
 	unsigned int d;
 
-	for (d = 0; d < SVC_RDMA_MAX_DEVICES; d++) {
+	for (d = 0; p->nsrqs && d < SVC_RDMA_MAX_DEVICES; d++) {
 		if (p->srqs[d] && p->srqs[d] == ptr) {
 			svc_srq_take_events(p->srqs[d]);
 			return true;

@@ -28,6 +28,8 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -79,6 +81,20 @@ struct tconn {
 	unsigned int nparts_max;
 	struct tirpc_ddp ddp[TIRPC_XDR_MAX_DDP];	/* rpcrdma_svc_reply_ddp() */
 	unsigned int nddp;
+	struct list_node ready_node;		/* its thread's ready list (rpcrdma_svc_run()) */
+	bool ready;
+	struct tsvc_thread *owner;		/* the thread that accepted it, while it runs */
+	struct list_node kill_node;		/* owner->kill: destroyed from another thread */
+};
+
+/* A thread of rpcrdma_svc_run(): it drives poller @index and its connections. */
+struct tsvc_thread {
+	struct tsvc *ts;
+	unsigned int index;
+	pthread_t thread;
+	struct list_node ready;			/* connections with calls to dispatch */
+	pthread_mutex_t lock;
+	struct list_node kill;			/* lock: connections others destroyed */
 };
 
 /* A listener SVCXPRT and the native server behind it. */
@@ -87,11 +103,19 @@ struct tsvc {
 	SVCXPRT_EXT ext;
 	char verf_body[MAX_AUTH_BYTES];
 	struct rpcrdma_svc *native;		/* NULL once the listener is destroyed */
-	struct list_node conns;
-	struct tconn *dispatching;		/* whose call libtirpc is dispatching */
+	struct list_node conns;			/* lock */
 	bool listener_gone;
 	int family;
+	unsigned int nthreads;			/* rpcrdma_svc_create_mt(); 0: svc_run() */
+	pthread_mutex_t lock;
+	atomic_bool stop;			/* rpcrdma_svc_run() ends */
+	bool running;				/* rpcrdma_svc_run() is serving */
+	bool destroy_pending;			/* destroyed from one of its threads */
 };
+
+/* The thread of rpcrdma_svc_run() running here, if any; whose call it dispatches. */
+static __thread struct tsvc_thread *tsvc_self;
+static __thread struct tconn *tsvc_dispatching;
 
 static const struct xp_ops tconn_ops;
 static const struct xp_ops tsvc_ops;
@@ -158,6 +182,15 @@ static void xprt_init_common(SVCXPRT *xprt, SVCXPRT_EXT *ext, char *verf_body, i
 
 /* Calls waiting for dispatch */
 
+/* With rpcrdma_svc_run(): the thread that received for it dispatches it next. */
+static void tconn_mark_ready(struct tconn *tc)
+{
+	if (!tsvc_self || tc->ready)
+		return;
+	tc->ready = true;
+	list_add_tail(&tc->ready_node, &tsvc_self->ready);
+}
+
 static bool tconn_push(struct tconn *tc, struct rpcrdma_svc_call *call)
 {
 	if (tc->qlen == tc->qcap) {
@@ -175,6 +208,7 @@ static bool tconn_push(struct tconn *tc, struct rpcrdma_svc_call *call)
 	}
 	tc->queue[(tc->qhead + tc->qlen) % tc->qcap] = call;
 	tc->qlen++;
+	tconn_mark_ready(tc);
 	return true;
 }
 
@@ -227,6 +261,8 @@ static void tconn_closed(struct tconn *tc)
 	tc->conn = NULL;
 	/* Replies to them could not be sent: nobody is waiting for them here. */
 	tconn_drop_queued(tc);
+	/* Dispatched once more, it reports XPRT_DIED and libtirpc destroys it. */
+	tconn_mark_ready(tc);
 }
 
 static const struct xp_ops2 tconn_ops2;
@@ -284,8 +320,11 @@ static void tconn_accepted(struct tsvc *ts, struct rpcrdma_svc_conn *conn)
 	tsvc_set_raddr(&tc->xprt, (struct sockaddr *)&peer);
 	tc->svc = ts;
 	tc->conn = conn;
+	tc->owner = tsvc_self;
 	rpcrdma_svc_conn_set_ctx(conn, tc);
+	pthread_mutex_lock(&ts->lock);
 	list_add_tail(&tc->node, &ts->conns);
+	pthread_mutex_unlock(&ts->lock);
 	xprt_register(&tc->xprt);
 	return;
 fail:
@@ -395,13 +434,14 @@ static bool_t tconn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 	if (read(tc->wake_fd, &owed, sizeof(owed)) < 0 && errno != EAGAIN)
 		rpcrdma_dbg("tirpc: wake: %s", strerror(errno));
 	while (!tc->closed) {
-		if (!tc->qlen)
+		/* Under rpcrdma_svc_run() the thread's poller pass queued the calls. */
+		if (!tc->qlen && !tc->svc->nthreads)
 			tconn_progress(tc);
 		call = tconn_pop(tc);
 		if (!call)
 			break;
 		if (tconn_decode(tc, call, msg)) {
-			tc->svc->dispatching = tc;
+			tsvc_dispatching = tc;
 			tc->turn++;
 			return TRUE;
 		}
@@ -415,10 +455,19 @@ static enum xprt_stat tconn_stat(SVCXPRT *xprt)
 {
 	struct tconn *tc = tconn_of(xprt);
 
-	if (tc->svc->dispatching == tc)
-		tc->svc->dispatching = NULL;
+	if (tsvc_dispatching == tc)
+		tsvc_dispatching = NULL;
 	if (tc->closed)
 		return XPRT_DIED;
+	if (tc->svc->nthreads) {
+		if (tc->qlen && tc->turn < TSVC_TURN)
+			return XPRT_MOREREQS;
+		/* Its thread comes back to it after a turn of the others. */
+		if (tc->qlen)
+			tconn_mark_ready(tc);
+		tc->turn = 0;
+		return XPRT_IDLE;
+	}
 	if (tc->qlen || !tc->armed) {
 		uint64_t one = 1;
 
@@ -591,23 +640,30 @@ static void tconn_teardown(struct tconn *tc)
 static void tsvc_free(struct tsvc *ts)
 {
 	xprt_free_fields(&ts->xprt);
+	pthread_mutex_destroy(&ts->lock);
 	free(ts);
 }
 
 static void tconn_free(struct tconn *tc)
 {
 	struct tsvc *ts = tc->svc;
+	bool last;
 
+	if (tc->ready)
+		list_del(&tc->ready_node);
+	pthread_mutex_lock(&ts->lock);
 	list_del(&tc->node);
-	if (ts->dispatching == tc)
-		ts->dispatching = NULL;
+	last = ts->listener_gone && list_empty(&ts->conns);
+	pthread_mutex_unlock(&ts->lock);
+	if (tsvc_dispatching == tc)
+		tsvc_dispatching = NULL;
 	tconn_close_fds(tc);
 	xprt_free_fields(&tc->xprt);
 	free(tc->queue);
 	free(tc->parts);
 	free(tc);
 	/* The last connection of a destroyed listener frees what they shared. */
-	if (ts->listener_gone && list_empty(&ts->conns))
+	if (last)
 		tsvc_free(ts);
 }
 
@@ -616,8 +672,31 @@ static void tconn_destroy(SVCXPRT *xprt)
 	struct tconn *tc = tconn_of(xprt);
 
 	xprt_unregister(xprt);
+	if (tc->owner && tc->owner != tsvc_self) {
+		/* Only its own thread may touch the connection: that thread frees it. */
+		pthread_mutex_lock(&tc->owner->lock);
+		list_add_tail(&tc->kill_node, &tc->owner->kill);
+		pthread_mutex_unlock(&tc->owner->lock);
+		return;
+	}
 	tconn_teardown(tc);
 	tconn_free(tc);
+}
+
+/* The connections other threads destroyed (svc_destroy()) while this one served them. */
+static void tsvc_thread_reap(struct tsvc_thread *t)
+{
+	struct list_node kill;
+	struct tconn *tc;
+
+	list_init(&kill);
+	pthread_mutex_lock(&t->lock);
+	list_splice_tail(&t->kill, &kill);
+	pthread_mutex_unlock(&t->lock);
+	while ((tc = list_pop_entry(&kill, struct tconn, kill_node))) {
+		tconn_teardown(tc);
+		tconn_free(tc);
+	}
 }
 
 static bool_t tconn_control(SVCXPRT *xprt, const u_int rq, void *in)
@@ -677,12 +756,38 @@ static bool_t tsvc_freeargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args_ptr)
  * off from the engine here; libtirpc still uses it after the dispatch, sees
  * XPRT_DIED and destroys it, and that frees the rest.
  */
+/* Its call stays valid after the engine goes; answering it fails. */
+static void tconn_cut_off(struct tconn *tc, bool close)
+{
+	tconn_drop_queued(tc);
+	if (tc->conn) {
+		rpcrdma_svc_conn_set_ctx(tc->conn, NULL);
+		if (close)
+			rpcrdma_svc_conn_close(tc->conn);
+	}
+	tc->conn = NULL;
+	tc->closed = true;
+	tc->dying = true;
+}
+
 static void tsvc_destroy(SVCXPRT *xprt)
 {
 	struct tsvc *ts = tsvc_of(xprt);
-	struct tconn *busy = ts->dispatching;
+	struct tconn *busy = tsvc_dispatching;
 	struct list_node *pos, *tmp;
 
+	if (ts->running) {
+		/*
+		 * From a dispatch on one of its threads: done once they have
+		 * stopped. The connection being dispatched is cut off now, as
+		 * below: its reply is not sent.
+		 */
+		ts->destroy_pending = true;
+		atomic_store(&ts->stop, true);
+		if (busy)
+			tconn_cut_off(busy, true);
+		return;
+	}
 	xprt_unregister(xprt);
 	ts->listener_gone = true;
 	list_for_each_safe(pos, tmp, &ts->conns) {
@@ -692,6 +797,8 @@ static void tsvc_destroy(SVCXPRT *xprt)
 			continue;
 		xprt_unregister(&tc->xprt);
 		tconn_teardown(tc);
+		if (tc->ready)
+			list_del(&tc->ready_node);
 		list_del(&tc->node);
 		tconn_close_fds(tc);
 		xprt_free_fields(&tc->xprt);
@@ -699,15 +806,8 @@ static void tsvc_destroy(SVCXPRT *xprt)
 		free(tc->parts);
 		free(tc);
 	}
-	if (busy) {
-		/* Its call stays valid after the engine goes; answering it fails. */
-		tconn_drop_queued(busy);
-		if (busy->conn)
-			rpcrdma_svc_conn_set_ctx(busy->conn, NULL);
-		busy->conn = NULL;
-		busy->closed = true;
-		busy->dying = true;
-	}
+	if (busy)
+		tconn_cut_off(busy, false);
 	rpcrdma_svc_destroy(ts->native);
 	ts->native = NULL;
 	if (list_empty(&ts->conns))
@@ -732,8 +832,8 @@ static const struct xp_ops2 tsvc_ops2 = {
 	.xp_control = tsvc_control,
 };
 
-RPCRDMA_EXPORT SVCXPRT *rpcrdma_svc_create(const struct sockaddr *addr, u_int sendsize,
-					   u_int recvsize)
+static SVCXPRT *tsvc_create(const struct sockaddr *addr, u_int sendsize, u_int recvsize,
+			    unsigned int nthreads)
 {
 	struct rpcrdma_svc_attr attr;
 	struct sockaddr_storage bound;
@@ -751,8 +851,11 @@ RPCRDMA_EXPORT SVCXPRT *rpcrdma_svc_create(const struct sockaddr *addr, u_int se
 		return NULL;
 	}
 	list_init(&ts->conns);
+	pthread_mutex_init(&ts->lock, NULL);
 	ts->family = addr->sa_family;
+	ts->nthreads = nthreads;
 	RPCRDMA_INIT(&attr);
+	attr.pollers = nthreads ? nthreads : 1;
 	attr.addr = addr;
 	attr.on_call = tsvc_on_call;
 	attr.on_conn = tsvc_on_conn;
@@ -787,6 +890,123 @@ fail:
 	tsvc_free(ts);
 	errno = -rc;
 	return NULL;
+}
+
+RPCRDMA_EXPORT SVCXPRT *rpcrdma_svc_create(const struct sockaddr *addr, u_int sendsize,
+					   u_int recvsize)
+{
+	return tsvc_create(addr, sendsize, recvsize, 0);
+}
+
+RPCRDMA_EXPORT SVCXPRT *rpcrdma_svc_create_mt(const struct sockaddr *addr, u_int sendsize,
+					      u_int recvsize, unsigned int nthreads)
+{
+	if (nthreads < 1 || nthreads > RPCRDMA_SVC_MAX_THREADS) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return tsvc_create(addr, sendsize, recvsize, nthreads);
+}
+
+/* svc_exit() empties libtirpc's descriptor table, which svc_run() watches too. */
+static bool tsvc_exited(void)
+{
+	return svc_max_pollfd == 0 && svc_pollfd == NULL;
+}
+
+/* Dispatch what the pass queued, connection by connection, a turn each. */
+static void tsvc_dispatch_ready(struct tsvc_thread *t)
+{
+	struct list_node batch;
+	struct tconn *tc;
+
+	list_init(&batch);
+	list_splice_tail(&t->ready, &batch);
+	while ((tc = list_pop_entry(&batch, struct tconn, ready_node))) {
+		tc->ready = false;
+		/* It may be destroyed inside (XPRT_DIED); it marks itself again if it must. */
+		svc_getreq_common(tc->xprt.xp_fd);
+	}
+}
+
+static void *tsvc_thread_main(void *arg)
+{
+	struct tsvc_thread *t = arg;
+	struct tsvc *ts = t->ts;
+
+	tsvc_self = t;
+	while (!atomic_load(&ts->stop)) {
+		rpcrdma_svc_poller_wait(ts->native, t->index, 100);
+		tsvc_dispatch_ready(t);
+		tsvc_thread_reap(t);
+		if (tsvc_exited())
+			atomic_store(&ts->stop, true);
+	}
+	tsvc_thread_reap(t);
+	tsvc_self = NULL;
+	return NULL;
+}
+
+/* Every thread has stopped: the connections are the caller's (svc_destroy()). */
+static void tsvc_forget_threads(struct tsvc *ts, struct tsvc_thread *threads)
+{
+	struct list_node *pos;
+	unsigned int i;
+
+	list_for_each(pos, &ts->conns) {
+		struct tconn *tc = list_entry(pos, struct tconn, node);
+
+		tc->owner = NULL;
+		if (tc->ready)
+			list_del(&tc->ready_node);
+		tc->ready = false;
+	}
+	for (i = 0; i < ts->nthreads; i++) {
+		pthread_mutex_destroy(&threads[i].lock);
+		/* This thread polls them all from now on (calls it drops are its own). */
+		rpcrdma_svc_poller_poll(ts->native, i, TSVC_BUDGET);
+	}
+	free(threads);
+	ts->running = false;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_run(SVCXPRT *listener)
+{
+	struct tsvc *ts = tsvc_of(listener);
+	struct tsvc_thread *threads;
+	unsigned int i, started;
+	int rc = 0;
+
+	if (!ts || !ts->nthreads || !ts->native || tsvc_self)
+		return -EINVAL;
+	threads = calloc(ts->nthreads, sizeof(*threads));
+	if (!threads)
+		return -ENOMEM;
+	atomic_store(&ts->stop, false);
+	for (i = 0; i < ts->nthreads; i++) {
+		threads[i].ts = ts;
+		threads[i].index = i;
+		list_init(&threads[i].ready);
+		list_init(&threads[i].kill);
+		pthread_mutex_init(&threads[i].lock, NULL);
+	}
+	ts->running = true;
+	for (started = 1; started < ts->nthreads; started++) {
+		rc = -pthread_create(&threads[started].thread, NULL, tsvc_thread_main,
+				     &threads[started]);
+		if (rc) {
+			atomic_store(&ts->stop, true);
+			break;
+		}
+	}
+	if (!rc)
+		tsvc_thread_main(&threads[0]);
+	for (i = 1; i < started; i++)
+		pthread_join(threads[i].thread, NULL);
+	tsvc_forget_threads(ts, threads);
+	if (ts->destroy_pending)
+		tsvc_destroy(&ts->xprt);
+	return rc;
 }
 
 RPCRDMA_EXPORT bool_t rpcrdma_svc_register(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)

@@ -92,6 +92,59 @@ extern "C" {
  */
 SVCXPRT *rpcrdma_svc_create(const struct sockaddr *addr, u_int sendsize, u_int recvsize);
 
+/** The most threads rpcrdma_svc_run() serves a listener with. */
+#define RPCRDMA_SVC_MAX_THREADS 64
+
+/*
+ * Serving on several threads. svc_run() serves every transport on one
+ * thread, so a service routine that blocks (an NFS READ waiting a second
+ * on the file system) holds every client. A listener made with
+ * rpcrdma_svc_create_mt() is served by rpcrdma_svc_run() instead, on
+ * nthreads threads: each owns its share of the connections (given round
+ * robin as they are accepted, as rpcrdma_svc_attr.pollers does) and
+ * dispatches their calls through libtirpc (svc_getreq_common()), a turn
+ * of 32 calls per connection at most. A routine that blocks holds only the
+ * connections of its own thread (and the accepting of those given to it
+ * meanwhile); to hold none, defer the call (rpcrdma_svc_defer() below).
+ *
+ * Connections are SVCXPRTs registered with libtirpc as with
+ * rpcrdma_svc_create(); libtirpc's other transports (svc_vc, svc_dg) are
+ * not served by rpcrdma_svc_run(). Services (svc_reg()) are registered
+ * before it starts, and must be safe to run on several threads at once
+ * (rpcgen -M). A connection's SVCXPRT belongs to its thread: svc_destroy()
+ * of it from another thread unregisters it at once and leaves the rest
+ * (disconnect, drain, free) to its thread, within 100 ms. svc_exit(),
+ * called anywhere, ends rpcrdma_svc_run() within 100 ms; svc_destroy() of
+ * the listener from a service routine ends it too, and the listener is
+ * destroyed once every thread has stopped.
+ */
+
+/**
+ * rpcrdma_svc_create_mt - a listener SVCXPRT for rpcrdma_svc_run()
+ * @addr: as rpcrdma_svc_create()
+ * @sendsize: as rpcrdma_svc_create()
+ * @recvsize: as rpcrdma_svc_create()
+ * @nthreads: threads that will serve it (1..RPCRDMA_SVC_MAX_THREADS)
+ *
+ * Everything rpcrdma_svc_create() says holds, except that the listener is
+ * served by rpcrdma_svc_run(), not svc_run(). Returns the listener, or NULL
+ * with errno set as rpcrdma_svc_create() does (EINVAL for @nthreads).
+ */
+SVCXPRT *rpcrdma_svc_create_mt(const struct sockaddr *addr, u_int sendsize, u_int recvsize,
+			       unsigned int nthreads);
+
+/**
+ * rpcrdma_svc_run - serve a listener of rpcrdma_svc_create_mt() on its threads
+ * @listener: the listener
+ *
+ * Starts nthreads - 1 threads and serves on the calling one too, until
+ * svc_exit() is called; returns once every thread has stopped. Returns 0,
+ * or -EINVAL (not such a listener, or called from one of its threads),
+ * -ENOMEM, or another -errno when a thread could not start (then none
+ * serves).
+ */
+int rpcrdma_svc_run(SVCXPRT *listener);
+
 /**
  * rpcrdma_svc_register - advertise a program on the listener with rpcbind
  * @xprt: a listener from rpcrdma_svc_create()

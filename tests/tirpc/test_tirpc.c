@@ -781,6 +781,93 @@ static void test_deferred_reply(void **state)
 	clnt_destroy(d.cl);
 }
 
+struct adder {
+	CLIENT *cl;
+	enum clnt_stat st;
+	atomic_bool done;
+	pthread_t thread;
+};
+
+static void *adder_run(void *arg)
+{
+	struct adder *a = arg;
+	tt_pair pair = { 1, 2 };
+	int sum = 0, i;
+
+	a->st = RPC_SUCCESS;
+	for (i = 0; i < 20 && a->st == RPC_SUCCESS; i++) {
+		a->st = tt_add_1(&pair, &sum, a->cl);
+		if (a->st == RPC_SUCCESS && sum != 3)
+			a->st = RPC_CANTDECODERES;
+	}
+	atomic_store(&a->done, true);
+	return NULL;
+}
+
+static void *blocking_run(void *arg)
+{
+	struct deferred_call *d = arg;
+	u_int ms = TT_SLEEP_BLOCKING;
+
+	d->st = clnt_call(d->cl, TT_SLEEP, (xdrproc_t)xdr_u_int, (caddr_t)&ms, XDR_VOID, NULL,
+			  tt_timeout);
+	atomic_store(&d->done, true);
+	return NULL;
+}
+
+#define ADDERS 3
+
+/*
+ * rpcrdma_svc_run() on 3 threads: a service routine that blocks its thread
+ * (no deferral: an unmodified rpcgen server whose READ waits on the disk)
+ * holds only the connections of that thread. Of the 3 clients connected
+ * after the blocked one, given round robin, 2 are served by the other
+ * threads: their calls complete while the blocked call has not.
+ */
+static void test_blocked_thread_spares_others(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	struct deferred_call b = { .cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0) };
+	struct adder a[ADDERS];
+	unsigned int i, done = 0, rounds;
+
+	if (tt_threads() < 3) {
+		fprintf(stderr, "skipped: needs TT_THREADS=3 (suite tirpc-mt)\n");
+		clnt_destroy(b.cl);
+		skip();
+	}
+	assert_non_null(b.cl);
+	/* Connected first: a blocked thread does not accept the connections given to it either. */
+	for (i = 0; i < ADDERS; i++) {
+		memset(&a[i], 0, sizeof(a[i]));
+		a[i].cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+		assert_non_null(a[i].cl);
+	}
+	atomic_store(&tt_stats.release_blocked, false);
+	assert_int_equal(pthread_create(&b.thread, NULL, blocking_run, &b), 0);
+	assert_true(wait_for(&tt_stats.blocked, 1));
+	for (i = 0; i < ADDERS; i++)
+		assert_int_equal(pthread_create(&a[i].thread, NULL, adder_run, &a[i]), 0);
+	for (rounds = 0; rounds < 5000 && done < ADDERS - 1; rounds++) {
+		poll(NULL, 0, 1);
+		for (i = 0, done = 0; i < ADDERS; i++)
+			done += atomic_load(&a[i].done);
+	}
+	/* Two clients were served while the third thread stayed blocked. */
+	assert_true(done >= ADDERS - 1);
+	assert_false(atomic_load(&b.done));
+	assert_int_equal(atomic_load(&tt_stats.blocked), 1);
+	atomic_store(&tt_stats.release_blocked, true);
+	pthread_join(b.thread, NULL);
+	assert_int_equal(b.st, RPC_SUCCESS);
+	for (i = 0; i < ADDERS; i++) {
+		pthread_join(a[i].thread, NULL);
+		assert_int_equal(a[i].st, RPC_SUCCESS);
+		clnt_destroy(a[i].cl);
+	}
+	clnt_destroy(b.cl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -803,6 +890,7 @@ int main(void)
 	};
 	const struct CMUnitTest rdma_only[] = {
 		cmocka_unit_test(test_deferred_reply),
+		cmocka_unit_test(test_blocked_thread_spares_others),
 		cmocka_unit_test(test_listener_destroyed_in_flight),
 	};
 	int failed;

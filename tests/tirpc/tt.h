@@ -40,10 +40,14 @@ struct tt_stats {
 	atomic_uint write_mismatch;	/* ... and different from them */
 	atomic_uint deferred;		/* TT_SLEEP(TT_SLEEP_DEFERRED) calls a worker holds */
 	atomic_bool release_deferred;	/* the test lets the worker answer */
+	atomic_uint blocked;		/* TT_SLEEP(TT_SLEEP_BLOCKING) calls blocking their thread */
+	atomic_bool release_blocked;	/* the test lets them return */
 };
 
 /* TT_SLEEP's argument for "defer to a worker and answer when released" (RDMA). */
 #define TT_SLEEP_DEFERRED 0xffffffffu
+/* ... and for "block the serving thread until released", as a slow pread() would. */
+#define TT_SLEEP_BLOCKING 0xfffffffeu
 
 extern struct tt_stats tt_stats;
 
@@ -51,6 +55,11 @@ extern struct tt_stats tt_stats;
 void tt_prog_1(struct svc_req *rqstp, SVCXPRT *transp);
 
 /* Start svc_run() on its own thread with a listener of the kind asked for. */
+/*
+ * TT_THREADS=N (suite tirpc-mt): the RDMA server is rpcrdma_svc_create_mt()
+ * served by rpcrdma_svc_run() on N threads instead of svc_run(); 0 if unset.
+ */
+unsigned int tt_threads(void);
 int tt_server_start(struct tt_server *srv, bool rdma);
 /* Ask it to stop (TT_SHUTDOWN), join it; it destroys its listener. */
 void tt_server_stop(struct tt_server *srv);

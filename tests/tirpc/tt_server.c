@@ -151,6 +151,17 @@ bool_t tt_sleep_1_svc(u_int *argp, void *result, struct svc_req *rqstp)
 		pthread_detach(worker);
 		return FALSE;	/* answered later, by the worker */
 	}
+	if (*argp == TT_SLEEP_BLOCKING) {
+		struct timespec tick = { 0, 1000000 };
+		unsigned int i;
+
+		atomic_fetch_add(&tt_stats.blocked, 1);
+		/* Bounded: 10 s at most, whatever the test does. */
+		for (i = 0; i < 10000 && !atomic_load(&tt_stats.release_blocked); i++)
+			nanosleep(&tick, NULL);
+		atomic_fetch_sub(&tt_stats.blocked, 1);
+		return TRUE;
+	}
 	nanosleep(&ts, NULL);
 	return TRUE;
 }
@@ -318,13 +329,21 @@ static SVCXPRT *tt_listen_tcp(struct tt_server *srv)
 	return xprt;
 }
 
+unsigned int tt_threads(void)
+{
+	const char *mt = getenv("TT_THREADS");
+
+	return mt ? (unsigned int)atoi(mt) : 0;
+}
+
 static SVCXPRT *tt_listen_rdma(struct tt_server *srv)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	SVCXPRT *xprt;
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	xprt = rpcrdma_svc_create((struct sockaddr *)&sin, 0, 0);
+	xprt = tt_threads() ? rpcrdma_svc_create_mt((struct sockaddr *)&sin, 0, 0, tt_threads()) :
+			      rpcrdma_svc_create((struct sockaddr *)&sin, 0, 0);
 	if (!xprt)
 		return NULL;
 	memcpy(&srv->addr, xprt->xp_ltaddr.buf, xprt->xp_ltaddr.len);
@@ -342,7 +361,10 @@ static void *tt_server_thread(void *arg)
 		return NULL;
 	}
 	atomic_store(&srv->ready, true);
-	svc_run();
+	if (srv->rdma && tt_threads())
+		rpcrdma_svc_run(tt_listener);
+	else
+		svc_run();
 	/* Over RDMA this ends the connections that are still open, too. */
 	if (tt_listener)
 		svc_destroy(tt_listener);
