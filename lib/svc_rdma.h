@@ -228,8 +228,9 @@ struct svc_rdma_pd {
 /*
  * A poller (svc_poller.c): one thread's share of the server's connections.
  * Each connection belongs to one poller, which alone touches its state;
- * poller 0 also owns the listener and accepts, and hands each new
- * connection to its poller (round robin) through that poller's queue.
+ * poller 0 also owns the listener and hands each connection request to a
+ * poller (round robin) through that poller's queue; that poller accepts
+ * it, so its SRQ and CQs (svc_srq.c) are touched by one thread only.
  */
 struct svc_rdma_poller {
 	struct rpcrdma_svc *svc;

@@ -124,8 +124,12 @@ enum rpcrdma_conn_event {
  *
  * What one connection can make the server hold is bounded by these:
  * @max_requests receives and calls at once, each call at most
- * @inline_size inline, @max_read pulled and @max_reply sent; and the
- * server holds at most @max_connections connections.
+ * @inline_size inline, @max_read pulled and @max_reply sent, and
+ * @max_requests + 8 send buffers; and the server holds at most
+ * @max_connections connections. With RPCRDMA_SVC_SRQ a connection's
+ * receives come from its poller's pool: at most the credits it was
+ * granted (a client past them is closed once no unpromised receive is
+ * left), the pool at most @srq_size.
  */
 struct rpcrdma_svc_attr {
 	uint32_t struct_size;
@@ -238,9 +242,10 @@ int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms);
  * With several pollers, run one thread per poller, each calling this (or
  * rpcrdma_svc_poller_poll() and sleeping on rpcrdma_svc_poller_fd()) with
  * its own @i. Poller 0 is the one rpcrdma_svc_poll(), rpcrdma_svc_wait()
- * and rpcrdma_svc_fd() drive; it also accepts connections and hands each
- * to a poller, round robin. Callbacks for a connection run on its
- * poller's thread, and with RPCRDMA_SVC_WORKERS its calls' replies from
+ * and rpcrdma_svc_fd() drive; it also listens and hands each connection
+ * request to a poller, round robin, which accepts it (a poller that does
+ * not poll delays the connections given to it). Callbacks for a
+ * connection, RPCRDMA_CONN_ACCEPTED included, run on its poller's thread, and with RPCRDMA_SVC_WORKERS its calls' replies from
  * other threads are handed to that poller. Everything but the worker-safe
  * functions stays on the connection's poller; rpcrdma_svc_stats() sums the
  * pollers' counters (exact when they are not polling). Returns as
