@@ -276,9 +276,12 @@ void svc_rdma_wc_srq_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 		 * Past its credits: a peer that counts a dropped message's
 		 * credit as free (RFC 8166 4.5 drops get no reply), or one that
 		 * ignores them. Served from a receive no one was promised, if
-		 * one was left; closed if it took a promised one.
+		 * one was left and it has fewer than max_requests calls in
+		 * progress (so no client makes the server hold more); closed if
+		 * not.
 		 */
-		if (sh->posted < (uint64_t)sh->committed + sh->idle) {
+		if (sh->posted < (uint64_t)sh->committed + sh->idle ||
+		    rdma->sc_srq_recvd - rdma->sc_srq_replies >= rdma->sc_max_requests) {
 			rpcrdma_warn("server: a client sent more calls than its credits; closing");
 			rdma->sc_stats->dropped++;
 			rpcrdma_ep_close_deferred(&rdma->sc_ep);

@@ -12,12 +12,16 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <rpcrdma/proto.h>
+
 #include "harness.h"
+#include "rawpeer.h"
 
 #define CLIENTS 12
 #define DEPTH 32
@@ -242,12 +246,78 @@ static void t_full_srq_refuses(void **state)
 	harness_assert_fabric_idle();
 }
 
+/* An RDMA_MSG call with empty chunk lists and a 16-byte RPC body (XID first). */
+static size_t flood_call(unsigned char *buf, uint32_t xid)
+{
+	uint32_t w[11] = { htonl(xid), htonl(1), htonl(8), htonl(RPCRDMA_MSG), 0, 0, 0,
+			   htonl(xid), 0, htonl(2), 0 };
+
+	memcpy(buf, w, sizeof(w));
+	return sizeof(w);
+}
+
+static bool conns_closed_1(void *arg)
+{
+	return harness_wait_closed(arg, 1, 0);
+}
+
+/*
+ * A peer that ignores its credits (RFC 8166 3.3.1) against a server that
+ * holds its calls: it is served from what no client was promised while it
+ * has fewer than max_requests calls in progress, then closed; a client
+ * that keeps to its credits goes on, with rnr_retry 0.
+ */
+static void t_credit_flooder_is_closed(void **state)
+{
+	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN], buf[64], reply[64];
+	struct rpcrdma_cm_private mine = { 1024, 1024, 0 };
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct rpcrdma_clnt *good;
+	struct harness_server hs;
+	struct rawpeer rp;
+	unsigned int i, sent = 0;
+
+	(void)state;
+	harness_require_inproc("it reads the number of calls the server holds");
+	assert_int_equal(harness_server_start(&hs, 4, 0, HARNESS_HOLD), 0);
+	assert_int_equal(rpcrdma_cm_private_encode(pdata, sizeof(pdata), &mine),
+			 RPCRDMA_CM_PRIVATE_LEN);
+	assert_int_equal(rawpeer_connect(&rp, (struct sockaddr *)&hs.addr, pdata, sizeof(pdata), 7),
+			 0);
+	for (i = 0; i < 12; i++) {
+		if (rawpeer_send(&rp, buf, flood_call(buf, 0x100 + i)))
+			break;
+		sent++;
+	}
+	assert_true(harness_wait_for(conns_closed_1, &hs, 5000));
+	/* Its first credit and 3 more in progress at most; the 5th closed it. */
+	assert_true(sent >= 4);
+	assert_true(atomic_load(&hs.sh->held_now) <= 4);
+	assert_true(harness_server_stats(&hs).dropped >= 1);
+	rawpeer_close(&rp);
+	harness_server_release(&hs);
+	atomic_store(&hs.sh->mode, HARNESS_ECHO);
+	harness_clnt_attr(&hs, &attr);
+	attr.rnr_retry = 0;
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &good), 0);
+	for (i = 0; i < 50; i++) {
+		size_t rlen = sizeof(reply);
+
+		harness_fill_msg(buf, sizeof(buf), 0x300 + i, i);
+		assert_int_equal(rpcrdma_clnt_call(good, buf, sizeof(buf), reply, &rlen, 0), 0);
+	}
+	rpcrdma_clnt_destroy(good);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_pipelined_clients_meet_no_rnr),
 		cmocka_unit_test(t_idle_connection_memory),
 		cmocka_unit_test(t_full_srq_refuses),
+		cmocka_unit_test(t_credit_flooder_is_closed),
 	};
 
 	/* Before any server starts, so that a server process inherits it too. */
