@@ -96,11 +96,7 @@ static int xprt_rdma_alloc(struct rpcrdma_xprt *x)
 		struct rpcrdma_req *req = &x->rx_reqs[i];
 
 		req->rl_cqe.done = rpcrdma_wc_send;
-		req->rl_send_wr.wr_id = rpcrdma_cqe_id(&req->rl_cqe);
-		req->rl_send_wr.sg_list = &req->rl_sge;
-		req->rl_send_wr.num_sge = 1;
-		req->rl_send_wr.opcode = IBV_WR_SEND;
-		req->rl_send_wr.send_flags = IBV_SEND_SIGNALED;
+		rpcrdma_send_wr_init(&req->rl_send_wr, &req->rl_cqe, &req->rl_sge);
 		list_init(&req->rl_registered);
 		list_add_tail(&req->rl_list, &x->rb_reqs_free);
 	}

@@ -274,6 +274,17 @@ static inline void rpcrdma_sq_unwait(struct rpcrdma_sq_waiter *w)
 	list_del(&w->list);
 }
 
+/* A signaled Send of one SGE whose completion goes to @cqe. */
+static inline void rpcrdma_send_wr_init(struct ibv_send_wr *wr, struct rpcrdma_cqe *cqe,
+					struct ibv_sge *sge)
+{
+	wr->wr_id = rpcrdma_cqe_id(cqe);
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_SEND;
+	wr->send_flags = IBV_SEND_SIGNALED;
+}
+
 /* Async events (async.c): register endpoints so events can find them. */
 void rpcrdma_async_register(struct rpcrdma_ep *ep);
 void rpcrdma_async_unregister(struct rpcrdma_ep *ep);

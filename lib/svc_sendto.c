@@ -30,11 +30,7 @@ void svc_rdma_send_ctxt_init(struct svc_rdma_send_ctxt *ctxt, unsigned char *buf
 	ctxt->sc_xprt_buf = buf;
 	ctxt->sc_sge.addr = (uintptr_t)buf;
 	ctxt->sc_sge.lkey = lkey;
-	ctxt->sc_send_wr.wr_id = rpcrdma_cqe_id(&ctxt->sc_cqe);
-	ctxt->sc_send_wr.sg_list = &ctxt->sc_sge;
-	ctxt->sc_send_wr.num_sge = 1;
-	ctxt->sc_send_wr.opcode = IBV_WR_SEND;
-	ctxt->sc_send_wr.send_flags = IBV_SEND_SIGNALED;
+	rpcrdma_send_wr_init(&ctxt->sc_send_wr, &ctxt->sc_cqe, &ctxt->sc_sge);
 }
 
 struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma)
