@@ -71,6 +71,7 @@ static int svc_rdma_poller_init(struct rpcrdma_svc *svc, struct svc_rdma_poller 
 	list_init(&p->zombies);
 	list_init(&p->handoffs);
 	list_init(&p->adopt);
+	list_init(&p->srq_busy);
 	pthread_mutex_init(&p->lock, NULL);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -245,6 +245,7 @@ struct svc_rdma_poller {
 	atomic_bool async_check;		/* an async event may concern its connections */
 	struct svc_rdma_srq *srqs[SVC_RDMA_MAX_DEVICES];	/* with RPCRDMA_SVC_SRQ, per device */
 	unsigned int nsrqs;			/* of them not NULL */
+	struct list_node srq_busy;		/* their CQs to poll on the next pass */
 	pthread_mutex_t lock;			/* the queues, and the wake-up's write */
 	struct list_node handoffs;		/* lock: workers' replies */
 	struct list_node adopt;			/* lock: connection requests for it */

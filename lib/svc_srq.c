@@ -43,13 +43,16 @@
 /* Send contexts beyond one per credit a connection may take (as without the SRQ). */
 #define SVC_SRQ_SEND_EXTRA 8
 
+/* One shared CQ; its cq_context. */
 struct svc_srq_cq {
+	struct svc_rdma_srq *sh;
 	struct ibv_cq *cq;
 	uint32_t cqe;			/* its size */
 	uint32_t used;			/* reserved by its connections */
 	unsigned int events;		/* channel events not yet acknowledged */
 	bool armed;
-	bool busy;			/* poll it on the next pass */
+	bool busy;			/* on the poller's srq_busy: poll it on the next pass */
+	struct list_node busy_node;
 };
 
 /* What one allocation holds: contexts and their registered buffers. */
@@ -87,6 +90,15 @@ struct svc_rdma_srq {
 	bool orphan;				/* the server is gone; free once held is 0 */
 	struct svcxprt_rdma *table[SVC_SRQ_BUCKETS];	/* by QP number */
 };
+
+/* Polled on the poller's next pass, until it is drained and armed. */
+static void svc_srq_cq_busy(struct svc_srq_cq *c)
+{
+	if (c->busy)
+		return;
+	c->busy = true;
+	list_add_tail(&c->busy_node, &c->sh->poller->srq_busy);
+}
 
 static struct svcxprt_rdma **svc_srq_bucket(struct svc_rdma_srq *sh, uint32_t qp_num)
 {
@@ -253,7 +265,7 @@ void svc_rdma_srq_recv_put(struct svc_rdma_srq *sh, struct svc_rdma_recv_ctxt *c
  */
 void svc_rdma_wc_srq_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	struct svc_rdma_srq *sh = cq->cq_context;
+	struct svc_rdma_srq *sh = ((struct svc_srq_cq *)cq->cq_context)->sh;
 	struct svc_rdma_recv_ctxt *ctxt =
 		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_recv_ctxt, rc_cqe);
 	struct svcxprt_rdma *rdma = svc_srq_lookup(sh, wc->qp_num);
@@ -336,13 +348,14 @@ static int svc_srq_add_cq(struct svc_rdma_srq *sh)
 	c->cqe = sh->cq_max;
 	if (c->cqe > sh->srq_max + SVC_SRQ_CQ_SENDS)
 		c->cqe = sh->srq_max + SVC_SRQ_CQ_SENDS;
-	c->cq = ibv_create_cq(sh->verbs, (int)c->cqe, sh, sh->channel, 0);
+	c->sh = sh;
+	c->cq = ibv_create_cq(sh->verbs, (int)c->cqe, c, sh->channel, 0);
 	if (!c->cq)
 		return rpcrdma_errno(-ENOMEM);
 	/* Any QP on it may take every posted receive: that much is the SRQ's. */
 	c->used = sh->srq_max;
-	c->busy = true;		/* the first pass arms it */
 	sh->ncqs++;
+	svc_srq_cq_busy(c);	/* the first pass arms it */
 	return 0;
 }
 
@@ -505,65 +518,61 @@ static void svc_srq_take_events(struct svc_rdma_srq *sh)
 {
 	struct ibv_cq *cq;
 	void *ctx;
-	unsigned int i;
 
 	while (ibv_get_cq_event(sh->channel, &cq, &ctx) == 0) {
-		for (i = 0; i < sh->ncqs && sh->cqs[i].cq != cq; i++)
-			;
-		if (i == sh->ncqs)
-			continue;
-		sh->cqs[i].busy = true;
-		sh->cqs[i].armed = false;
-		if (++sh->cqs[i].events >= SVC_SRQ_ACK_BATCH) {
-			ibv_ack_cq_events(cq, sh->cqs[i].events);
-			sh->cqs[i].events = 0;
+		struct svc_srq_cq *c = ctx;
+
+		svc_srq_cq_busy(c);
+		c->armed = false;
+		if (++c->events >= SVC_SRQ_ACK_BATCH) {
+			ibv_ack_cq_events(cq, c->events);
+			c->events = 0;
 		}
 	}
 }
 
-/* Poll a busy CQ; once it is drained, arm it and look once more. */
-static int svc_srq_poll_cq(struct svc_srq_cq *c, int budget)
+/* Poll a busy CQ; once it is drained, arm it and look once more. Still busy? */
+static bool svc_srq_poll_cq(struct svc_srq_cq *c, int budget, int *n)
 {
-	int n = rpcrdma_cq_poll(c->cq, budget), m;
+	int m;
 
-	if (n < 0 || n >= budget)
-		return n < 0 ? 0 : n;
+	*n = rpcrdma_cq_poll(c->cq, budget);
+	if (*n < 0 || *n >= budget) {
+		*n = *n < 0 ? 0 : *n;
+		return true;
+	}
 	if (ibv_req_notify_cq(c->cq, 0))
-		return n;	/* stays busy: polled again next pass */
+		return true;
 	c->armed = true;
 	m = rpcrdma_cq_poll(c->cq, budget);
-	if (m > 0)
-		return n + m;	/* an event may or may not come: poll again */
-	c->busy = false;
-	return n;
+	if (m <= 0)
+		return false;
+	*n += m;
+	return true;	/* an event may or may not come: poll again */
 }
 
 int svc_rdma_srq_poll(struct svc_rdma_poller *p, int budget)
 {
-	unsigned int d, i;
-	int n = 0;
+	struct svc_srq_cq *c;
+	struct list_node batch;
+	int n = 0, got;
 
-	for (d = 0; p->nsrqs && d < SVC_RDMA_MAX_DEVICES; d++) {
-		struct svc_rdma_srq *sh = p->srqs[d];
-
-		if (!sh)
-			continue;
-		for (i = 0; i < sh->ncqs; i++)
-			if (sh->cqs[i].busy)
-				n += svc_srq_poll_cq(&sh->cqs[i], budget);
+	if (list_empty(&p->srq_busy))
+		return 0;
+	list_init(&batch);
+	list_splice_tail(&p->srq_busy, &batch);
+	while ((c = list_pop_entry(&batch, struct svc_srq_cq, busy_node))) {
+		c->busy = false;
+		if (svc_srq_poll_cq(c, budget, &got))
+			svc_srq_cq_busy(c);
+		n += got;
 	}
 	return n;
 }
 
 bool svc_rdma_srq_busy(const struct svc_rdma_poller *p)
 {
-	unsigned int d, i;
-
-	for (d = 0; p->nsrqs && d < SVC_RDMA_MAX_DEVICES; d++)
-		for (i = 0; p->srqs[d] && i < p->srqs[d]->ncqs; i++)
-			if (p->srqs[d]->cqs[i].busy)
-				return true;
-	return false;
+	return !list_empty(&p->srq_busy);
 }
 
 bool svc_rdma_srq_woken(struct svc_rdma_poller *p, void *ptr)
@@ -585,6 +594,9 @@ static void svc_srq_release_verbs(struct svc_rdma_srq *sh)
 	unsigned int i;
 
 	for (i = 0; i < sh->ncqs; i++) {
+		if (sh->cqs[i].busy)
+			list_del(&sh->cqs[i].busy_node);
+		sh->cqs[i].busy = false;
 		if (sh->cqs[i].events)
 			ibv_ack_cq_events(sh->cqs[i].cq, sh->cqs[i].events);
 		ibv_destroy_cq(sh->cqs[i].cq);
