@@ -6,7 +6,9 @@
  *
  * Everything here runs on the thread that drives libtirpc: the native
  * callbacks run inside the xp_recv of the listener (accepts) or of a
- * connection (calls, closes), or inside an xp_destroy that drains.
+ * connection (calls, closes), or inside an xp_destroy that drains. With
+ * rpcrdma_svc_run() (tirpc_run.c) each connection is its thread's, and the
+ * callbacks run inside that thread's poller pass instead.
  *
  * A connection's calls wait in a FIFO until libtirpc asks for them; the
  * one being dispatched is tc->cur from xp_recv until its reply (which
@@ -29,7 +31,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -46,76 +47,8 @@
 #include "util.h"
 #include "list.h"
 #include "tirpc_rpcb.h"
+#include "tirpc_svc.h"
 #include "tirpc_xdr.h"
-
-#define TSVC_BUDGET 64
-/* Calls one connection dispatches before it lets the others have a turn. */
-#define TSVC_TURN 32
-/* Bound on waiting for a destroyed connection's flushes, as the engine's. */
-#define TSVC_DRAIN_MS 10000
-
-struct tsvc;
-
-/* A connection SVCXPRT. */
-struct tconn {
-	SVCXPRT xprt;
-	SVCXPRT_EXT ext;
-	char verf_body[MAX_AUTH_BYTES];
-	struct tsvc *svc;
-	struct list_node node;			/* tsvc.conns */
-	struct rpcrdma_svc_conn *conn;		/* NULL once closed or detached */
-	bool closed;				/* the connection is gone: XPRT_DIED */
-	bool dying;				/* being destroyed: new calls are dropped */
-	bool armed;				/* idle and notification armed */
-	int wake_fd;				/* eventfd: readable while a turn is owed */
-	unsigned int turn;			/* calls dispatched in this turn */
-
-	struct rpcrdma_svc_call **queue;	/* received, not yet dispatched */
-	unsigned int qhead, qlen, qcap;
-
-	struct rpcrdma_svc_call *cur;		/* being dispatched */
-	uint32_t xid;
-	XDR xdrs;				/* decoding cur */
-	struct tirpc_xdr_splice splice;
-	struct tirpc_splice *parts;		/* cur's payloads, for the splice */
-	unsigned int nparts_max;
-	struct tirpc_ddp ddp[TIRPC_XDR_MAX_DDP];	/* rpcrdma_svc_reply_ddp() */
-	unsigned int nddp;
-	struct list_node ready_node;		/* its thread's ready list (rpcrdma_svc_run()) */
-	bool ready;
-	struct tsvc_thread *owner;		/* the thread that accepted it, while it runs */
-	struct list_node kill_node;		/* owner->kill: destroyed from another thread */
-};
-
-/* A thread of rpcrdma_svc_run(): it drives poller @index and its connections. */
-struct tsvc_thread {
-	struct tsvc *ts;
-	unsigned int index;
-	pthread_t thread;
-	struct list_node ready;			/* connections with calls to dispatch */
-	pthread_mutex_t lock;
-	struct list_node kill;			/* lock: connections others destroyed */
-};
-
-/* A listener SVCXPRT and the native server behind it. */
-struct tsvc {
-	SVCXPRT xprt;
-	SVCXPRT_EXT ext;
-	char verf_body[MAX_AUTH_BYTES];
-	struct rpcrdma_svc *native;		/* NULL once the listener is destroyed */
-	struct list_node conns;			/* lock */
-	bool listener_gone;
-	int family;
-	unsigned int nthreads;			/* rpcrdma_svc_create_mt(); 0: svc_run() */
-	pthread_mutex_t lock;
-	atomic_bool stop;			/* rpcrdma_svc_run() ends */
-	bool running;				/* rpcrdma_svc_run() is serving */
-	bool destroy_pending;			/* destroyed from one of its threads */
-};
-
-/* The thread of rpcrdma_svc_run() running here, if any; whose call it dispatches. */
-static __thread struct tsvc_thread *tsvc_self;
-static __thread struct tconn *tsvc_dispatching;
 
 static const struct xp_ops tconn_ops;
 static const struct xp_ops tsvc_ops;
@@ -125,7 +58,7 @@ static struct tconn *tconn_of(SVCXPRT *xprt)
 	return xprt && xprt->xp_ops == &tconn_ops ? container_of(xprt, struct tconn, xprt) : NULL;
 }
 
-static struct tsvc *tsvc_of(SVCXPRT *xprt)
+struct tsvc *tsvc_of(SVCXPRT *xprt)
 {
 	return xprt && xprt->xp_ops == &tsvc_ops ? container_of(xprt, struct tsvc, xprt) : NULL;
 }
@@ -181,15 +114,6 @@ static void xprt_init_common(SVCXPRT *xprt, SVCXPRT_EXT *ext, char *verf_body, i
 }
 
 /* Calls waiting for dispatch */
-
-/* With rpcrdma_svc_run(): the thread that received for it dispatches it next. */
-static void tconn_mark_ready(struct tconn *tc)
-{
-	if (!tsvc_self || tc->ready)
-		return;
-	tc->ready = true;
-	list_add_tail(&tc->ready_node, &tsvc_self->ready);
-}
 
 static bool tconn_push(struct tconn *tc, struct rpcrdma_svc_call *call)
 {
@@ -679,24 +603,13 @@ static void tconn_destroy(SVCXPRT *xprt)
 		pthread_mutex_unlock(&tc->owner->lock);
 		return;
 	}
-	tconn_teardown(tc);
-	tconn_free(tc);
+	tconn_destroy_now(tc);
 }
 
-/* The connections other threads destroyed (svc_destroy()) while this one served them. */
-static void tsvc_thread_reap(struct tsvc_thread *t)
+void tconn_destroy_now(struct tconn *tc)
 {
-	struct list_node kill;
-	struct tconn *tc;
-
-	list_init(&kill);
-	pthread_mutex_lock(&t->lock);
-	list_splice_tail(&t->kill, &kill);
-	pthread_mutex_unlock(&t->lock);
-	while ((tc = list_pop_entry(&kill, struct tconn, kill_node))) {
-		tconn_teardown(tc);
-		tconn_free(tc);
-	}
+	tconn_teardown(tc);
+	tconn_free(tc);
 }
 
 static bool_t tconn_control(SVCXPRT *xprt, const u_int rq, void *in)
@@ -906,107 +819,6 @@ RPCRDMA_EXPORT SVCXPRT *rpcrdma_svc_create_mt(const struct sockaddr *addr, u_int
 		return NULL;
 	}
 	return tsvc_create(addr, sendsize, recvsize, nthreads);
-}
-
-/* svc_exit() empties libtirpc's descriptor table, which svc_run() watches too. */
-static bool tsvc_exited(void)
-{
-	return svc_max_pollfd == 0 && svc_pollfd == NULL;
-}
-
-/* Dispatch what the pass queued, connection by connection, a turn each. */
-static void tsvc_dispatch_ready(struct tsvc_thread *t)
-{
-	struct list_node batch;
-	struct tconn *tc;
-
-	list_init(&batch);
-	list_splice_tail(&t->ready, &batch);
-	while ((tc = list_pop_entry(&batch, struct tconn, ready_node))) {
-		tc->ready = false;
-		/* It may be destroyed inside (XPRT_DIED); it marks itself again if it must. */
-		svc_getreq_common(tc->xprt.xp_fd);
-	}
-}
-
-static void *tsvc_thread_main(void *arg)
-{
-	struct tsvc_thread *t = arg;
-	struct tsvc *ts = t->ts;
-
-	tsvc_self = t;
-	while (!atomic_load(&ts->stop)) {
-		rpcrdma_svc_poller_wait(ts->native, t->index, 100);
-		tsvc_dispatch_ready(t);
-		tsvc_thread_reap(t);
-		if (tsvc_exited())
-			atomic_store(&ts->stop, true);
-	}
-	tsvc_thread_reap(t);
-	tsvc_self = NULL;
-	return NULL;
-}
-
-/* Every thread has stopped: the connections are the caller's (svc_destroy()). */
-static void tsvc_forget_threads(struct tsvc *ts, struct tsvc_thread *threads)
-{
-	struct list_node *pos;
-	unsigned int i;
-
-	list_for_each(pos, &ts->conns) {
-		struct tconn *tc = list_entry(pos, struct tconn, node);
-
-		tc->owner = NULL;
-		if (tc->ready)
-			list_del(&tc->ready_node);
-		tc->ready = false;
-	}
-	for (i = 0; i < ts->nthreads; i++) {
-		pthread_mutex_destroy(&threads[i].lock);
-		/* This thread polls them all from now on (calls it drops are its own). */
-		rpcrdma_svc_poller_poll(ts->native, i, TSVC_BUDGET);
-	}
-	free(threads);
-	ts->running = false;
-}
-
-RPCRDMA_EXPORT int rpcrdma_svc_run(SVCXPRT *listener)
-{
-	struct tsvc *ts = tsvc_of(listener);
-	struct tsvc_thread *threads;
-	unsigned int i, started;
-	int rc = 0;
-
-	if (!ts || !ts->nthreads || !ts->native || tsvc_self)
-		return -EINVAL;
-	threads = calloc(ts->nthreads, sizeof(*threads));
-	if (!threads)
-		return -ENOMEM;
-	atomic_store(&ts->stop, false);
-	for (i = 0; i < ts->nthreads; i++) {
-		threads[i].ts = ts;
-		threads[i].index = i;
-		list_init(&threads[i].ready);
-		list_init(&threads[i].kill);
-		pthread_mutex_init(&threads[i].lock, NULL);
-	}
-	ts->running = true;
-	for (started = 1; started < ts->nthreads; started++) {
-		rc = -pthread_create(&threads[started].thread, NULL, tsvc_thread_main,
-				     &threads[started]);
-		if (rc) {
-			atomic_store(&ts->stop, true);
-			break;
-		}
-	}
-	if (!rc)
-		tsvc_thread_main(&threads[0]);
-	for (i = 1; i < started; i++)
-		pthread_join(threads[i].thread, NULL);
-	tsvc_forget_threads(ts, threads);
-	if (ts->destroy_pending)
-		tsvc_destroy(&ts->xprt);
-	return rc;
 }
 
 RPCRDMA_EXPORT bool_t rpcrdma_svc_register(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
