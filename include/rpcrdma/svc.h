@@ -75,13 +75,18 @@ enum rpcrdma_conn_event {
  *
  * Credits stay honest: the SRQ always holds a receive for every call each
  * client may still send under the grants it was given (RFC 8166 3.3.1),
- * so no client meets an RNR, even with rnr_retry 0. A reply grants what
- * fits beyond those commitments, up to max_requests and at least 1, and
- * one receive stays in reserve for each connection that may send none;
- * busy connections therefore share what idle ones do not hold, and a
- * connection request that finds no reserve left (srq_size connections on
- * one poller) is refused. A client that sends more than its credits is
- * closed. The per-connection descriptor functions (rpcrdma_svc_conn_fd(),
+ * so no client meets an RNR, even with rnr_retry 0. A reply grants twice
+ * the most calls the client had in progress lately (over the last
+ * 2 x max_requests replies or so), at least 4 and at most max_requests,
+ * and never more than fits beyond those commitments (but at least 1); one
+ * receive stays in reserve for each connection that may send none. So a
+ * pipelining client's grant doubles per round trip, one that calls one at
+ * a time keeps 4 receives committed while idle (one that pipelined, then
+ * went idle, keeps its last grant), busy connections share what idle ones
+ * do not hold, and a connection request that finds no reserve left is
+ * refused. A client past its credits is served from receives no one was
+ * promised while it has fewer than max_requests calls in progress, and
+ * closed otherwise. The per-connection descriptor functions (rpcrdma_svc_conn_fd(),
  * _conn_poll(), _conn_arm()) return -EOPNOTSUPP: completions arrive on the
  * poller's shared CQs.
  */
