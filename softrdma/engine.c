@@ -367,6 +367,7 @@ static void read_issue_locked(struct soft_qp *qp, struct soft_send_wqe *wqe, uin
 	wqe->rd_work.not_before = 0;
 	wqe->rd_work.run = read_response_run;
 	wqe->rd_work.discard = read_response_discard;
+	wqe->rd_work.qp = qp;
 	qp->rd_outstanding++;
 	work_queue_locked(&wqe->rd_work);
 	fab.executed[wqe->opcode]++;

@@ -64,6 +64,8 @@ static void fab_init(void)
 	fab.mode = SOFTRDMA_MODE_THREAD;
 	if (mode && strcmp(mode, "step") == 0)
 		fab.mode = SOFTRDMA_MODE_STEP;
+	else if (mode && strcmp(mode, "async") == 0)
+		fab.mode = SOFTRDMA_MODE_ASYNC;
 	fab.next_qpn = first_qpn();
 	pcap_init();
 }
@@ -209,7 +211,7 @@ static struct timespec ns_to_timespec(uint64_t ns)
 /* STEP mode runs retries and delays at once: determinism beats timing there. */
 bool fab_honours_time(void)
 {
-	return fab.mode == SOFTRDMA_MODE_THREAD;
+	return fab.mode != SOFTRDMA_MODE_STEP;
 }
 
 enum unit_kind {
@@ -281,6 +283,29 @@ static void run_unit_locked(struct unit u)
 	}
 }
 
+/* A unit of qp: its next WQE, or the response to a Read it issued. */
+static bool unit_of(struct unit u, const struct soft_qp *qp)
+{
+	return (u.kind == UNIT_QP && u.qp == qp) || (u.kind == UNIT_WORK && u.work->qp == qp);
+}
+
+void fab_run_posted_locked(struct soft_qp *qp)
+{
+	/* Each unit runs a WQE or a Read's response, or leaves the QP waiting. */
+	unsigned int budget = 2 * (qp->sq_tail - qp->sq_exec) + qp->rd_outstanding + 1;
+
+	if (fab.mode != SOFTRDMA_MODE_THREAD)
+		return;
+	while (budget--) {
+		uint64_t next_wake;
+		struct unit u = pick_unit_locked(true, soft_now_ns(), &next_wake);
+
+		if (!unit_of(u, qp))
+			return;
+		run_unit_locked(u);
+	}
+}
+
 void work_queue_locked(struct soft_work *w)
 {
 	w->seq = ++fab.seq;
@@ -295,7 +320,7 @@ static void *progress_main(void *arg)
 	while (!fab.thread_stop) {
 		uint64_t next_wake = UINT64_MAX;
 
-		if (fab.mode == SOFTRDMA_MODE_THREAD) {
+		if (fab.mode != SOFTRDMA_MODE_STEP) {
 			struct unit u = pick_unit_locked(true, soft_now_ns(), &next_wake);
 
 			if (u.kind != UNIT_NONE) {
@@ -328,7 +353,7 @@ static void start_thread_locked(void)
 {
 	int ret;
 
-	if (fab.thread_running || fab.mode != SOFTRDMA_MODE_THREAD || fab.users == 0)
+	if (fab.thread_running || fab.mode == SOFTRDMA_MODE_STEP || fab.users == 0)
 		return;
 	fab.thread_stop = false;
 	fab.thread_idle = false;
@@ -415,12 +440,13 @@ __attribute__((destructor(101))) static void fab_exit(void)
 
 int softrdma_set_mode(enum softrdma_mode mode)
 {
-	if (mode != SOFTRDMA_MODE_THREAD && mode != SOFTRDMA_MODE_STEP)
+	if (mode != SOFTRDMA_MODE_THREAD && mode != SOFTRDMA_MODE_STEP &&
+	    mode != SOFTRDMA_MODE_ASYNC)
 		return -EINVAL;
 	fab_lock();
 	/* Holding the lock means the thread is between units. */
 	fab.mode = mode;
-	if (mode == SOFTRDMA_MODE_THREAD) {
+	if (mode != SOFTRDMA_MODE_STEP) {
 		start_thread_locked();
 		fab_kick_locked();
 	}
@@ -452,7 +478,7 @@ static void wait_idle_locked(void)
 	while (!fabric_idle_locked()) {
 		struct timespec ts;
 
-		if (!fab.thread_running || fab.mode != SOFTRDMA_MODE_THREAD) {
+		if (!fab.thread_running || fab.mode == SOFTRDMA_MODE_STEP) {
 			/* Nobody else will do it. */
 			uint64_t next_wake;
 			struct unit u = pick_unit_locked(true, soft_now_ns(), &next_wake);
@@ -473,7 +499,7 @@ int softrdma_progress(unsigned int max_steps)
 	int done = 0;
 
 	fab_lock();
-	if (fab.mode == SOFTRDMA_MODE_THREAD) {
+	if (fab.mode != SOFTRDMA_MODE_STEP) {
 		wait_idle_locked();
 		fab_unlock();
 		return 0;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Posting work requests: checks that fail the post at once (state, ring
- * space, SGE count, opcode, inline size), then a copy into the ring. Nothing
- * executes here; the progress engine does that later, as an HCA would.
+ * space, SGE count, opcode, inline size), then a copy into the ring. In
+ * THREAD mode the engine may then run the new WQEs in this call
+ * (fab_run_posted_locked); otherwise it runs them later, as an HCA would.
  */
 #include <errno.h>
 #include <string.h>
@@ -133,7 +134,9 @@ int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 		engine_flush_locked(sqp);
 	} else {
 		engine_activate_locked(sqp);
-		fab_kick_locked();
+		fab_run_posted_locked(sqp);
+		if (sqp->active || sqp->rd_outstanding)
+			fab_kick_locked();
 	}
 	fab_unlock();
 	return ret;

@@ -173,6 +173,12 @@ void fab_get_user_locked(void);
 void fab_put_user_locked(void);	/* may drop the lock to join the thread */
 /* New work was queued. */
 void fab_kick_locked(void);
+/*
+ * THREAD mode: run qp's work at once, in the posting thread, while it is
+ * what the progress thread would run next (nothing older is runnable), so
+ * the posting order holds as if the thread had run it.
+ */
+void fab_run_posted_locked(struct soft_qp *qp);
 bool fab_honours_time(void);
 
 /*
@@ -417,6 +423,7 @@ struct soft_work {
 	uint64_t not_before;		/* THREAD mode: not before this time */
 	void (*run)(struct soft_work *w);
 	void (*discard)(struct soft_work *w);	/* free it unrun (process exit) */
+	struct soft_qp *qp;		/* the QP whose unit it is (a Read's response), or NULL */
 };
 
 struct soft_send_wqe {

@@ -24,16 +24,28 @@ extern "C" {
 /* ---- Progress ---------------------------------------------------------- */
 
 enum softrdma_mode {
-	/* A background thread executes work as soon as it is posted (default). */
+	/*
+	 * Work runs as soon as it is posted (default): in the posting call
+	 * when nothing posted earlier is still queued, so that the posting
+	 * order holds, otherwise on a background thread, which also runs what
+	 * waits for a time (retries, delays). A post may return with its
+	 * completion already queued.
+	 */
 	SOFTRDMA_MODE_THREAD = 0,
 	/* Nothing happens until the test calls softrdma_progress(). */
 	SOFTRDMA_MODE_STEP = 1,
+	/*
+	 * As THREAD, but all work runs on the background thread, after the
+	 * post returned: a buffer changed before its completion goes out as
+	 * it is when the fabric reads it, later, as on hardware.
+	 */
+	SOFTRDMA_MODE_ASYNC = 2,
 };
 
 /*
  * Select the progress mode. Allowed at any time; switching to STEP waits
  * until the progress thread is idle. The environment variable
- * SOFTRDMA_MODE=step|thread sets the initial mode.
+ * SOFTRDMA_MODE=step|thread|async sets the initial mode.
  */
 int softrdma_set_mode(enum softrdma_mode mode);
 enum softrdma_mode softrdma_get_mode(void);

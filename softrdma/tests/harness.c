@@ -195,6 +195,12 @@ int h_group_thread(void **state)
 	return softrdma_set_mode(SOFTRDMA_MODE_THREAD);
 }
 
+int h_group_async(void **state)
+{
+	(void)state;
+	return softrdma_set_mode(SOFTRDMA_MODE_ASYNC);
+}
+
 void h_settle(void)
 {
 	if (softrdma_get_mode() == SOFTRDMA_MODE_STEP)

@@ -74,10 +74,12 @@ enum ibv_qp_state h_qp_state(struct ibv_qp *qp);
 /* Group setups: the progress mode a group of tests runs in. */
 int h_group_step(void **state);
 int h_group_thread(void **state);
-/* Run the array @tests in STEP mode, then in THREAD mode; the failures of both. */
-#define h_run_both_modes(tests)                                                   \
+int h_group_async(void **state);
+/* Run the array @tests in STEP, THREAD and ASYNC mode; the failures of all three. */
+#define h_run_all_modes(tests)                                                   \
 	(cmocka_run_group_tests_name("step", tests, h_group_step, NULL) +          \
-	 cmocka_run_group_tests_name("thread", tests, h_group_thread, NULL))
+	 cmocka_run_group_tests_name("thread", tests, h_group_thread, NULL) +      \
+	 cmocka_run_group_tests_name("async", tests, h_group_async, NULL))
 
 /* Drive the fabric until idle (STEP) or wait for it to be idle (THREAD). */
 void h_settle(void);

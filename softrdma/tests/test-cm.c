@@ -557,6 +557,6 @@ int main(void)
 	};
 	int failed = 0;
 
-	failed += h_run_both_modes(tests);
+	failed += h_run_all_modes(tests);
 	return failed;
 }

@@ -307,8 +307,8 @@ int main(void)
 	int failed = 0;
 
 	h_opts_default(&opts);
-	failed += h_run_both_modes(tests);
+	failed += h_run_all_modes(tests);
 	opts.use_srq = 1;
-	failed += h_run_both_modes(srq_tests);
+	failed += h_run_all_modes(srq_tests);
 	return failed;
 }

@@ -323,5 +323,5 @@ int main(void)
 	};
 
 	h_opts_default(&opts);
-	return h_run_both_modes(tests);
+	return h_run_all_modes(tests);
 }

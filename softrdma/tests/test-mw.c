@@ -365,5 +365,5 @@ int main(void)
 		T(test_mr_access_rules),
 	};
 
-	return h_run_both_modes(tests);
+	return h_run_all_modes(tests);
 }

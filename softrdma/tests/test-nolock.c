@@ -156,5 +156,5 @@ int main(void)
 		cmocka_unit_test(test_event_raised_twice),
 	};
 
-	return h_run_both_modes(tests);
+	return h_run_all_modes(tests);
 }

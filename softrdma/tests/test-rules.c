@@ -40,7 +40,7 @@ static int close_pair(void **state)
 
 static bool thread_mode(void)
 {
-	return softrdma_get_mode() == SOFTRDMA_MODE_THREAD;
+	return softrdma_get_mode() != SOFTRDMA_MODE_STEP;
 }
 
 static uint64_t now_us(void)

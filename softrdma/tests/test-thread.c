@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * softrdma conformance in THREAD mode: data moves after ibv_post_send
- * returns (a buffer reused too early is sent as it is when the fabric gets to
- * it), and two application threads ping-pong through completion channels
- * while the progress thread runs.
+ * softrdma conformance in THREAD and ASYNC mode: a post to an idle QP runs
+ * in the call (THREAD), data delayed past the post is sent as it is when the
+ * fabric gets to it (a buffer reused too early), and two application
+ * threads ping-pong through completion channels while the progress thread
+ * runs.
  */
 #include <errno.h>
 #include <poll.h>
@@ -159,12 +160,39 @@ static void test_ping_pong_threads(void **state)
 	assert_int_equal(softrdma_executed(IBV_WR_SEND) >= 2 * ROUNDS, 1);
 }
 
+/* THREAD: nothing older waits, so the Send runs before ibv_post_send() returns. */
+static void test_post_runs_in_call(void **state)
+{
+	static uint8_t src[64], dst[64];
+	struct ibv_mr *smr = h_reg(p.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *dmr = h_reg(p.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_wc wc;
+
+	(void)state;
+	memset(src, 'C', sizeof(src));
+	assert_int_equal(h_post_recv(p.qp[1], 7, dst, sizeof(dst), dmr->lkey), 0);
+	assert_int_equal(h_post(p.qp[0], 8, IBV_WR_SEND, src, sizeof(src), smr->lkey,
+				IBV_SEND_SIGNALED, 0, 0), 0);
+	/* The post wrote what it read: a later change of the buffer does not show. */
+	memset(src, 'D', sizeof(src));
+	assert_int_equal(ibv_poll_cq(p.cq[1], 1, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 7);
+	assert_int_equal(wc.byte_len, sizeof(src));
+	assert_int_equal(dst[0], 'C');
+	assert_int_equal(ibv_poll_cq(p.cq[0], 1, &wc), 1);
+	assert_int_equal(wc.wr_id, 8);
+	assert_int_equal(ibv_dereg_mr(smr), 0);
+	assert_int_equal(ibv_dereg_mr(dmr), 0);
+}
+
 static void test_mode_switch_under_load(void **state)
 {
 	static uint8_t src[256], dst[256];
 	struct ibv_mr *smr = h_reg(p.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_mr *dmr = h_reg(p.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE |
 				   IBV_ACCESS_REMOTE_WRITE);
+	enum softrdma_mode mode = softrdma_get_mode();
 	struct ibv_wc wc[8];
 	int i, got = 0;
 
@@ -176,19 +204,13 @@ static void test_mode_switch_under_load(void **state)
 	/* Switching to STEP stops the thread between units; nothing is lost. */
 	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_STEP), 0);
 	softrdma_progress_all();
-	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_THREAD), 0);
+	assert_int_equal(softrdma_set_mode(mode), 0);
 	got = h_poll(p.cq[0], wc, 8);
 	assert_int_equal(got, 8);
 	for (i = 0; i < 8; i++)
 		assert_int_equal(wc[i].wr_id, (uint64_t)i);
 	assert_int_equal(ibv_dereg_mr(smr), 0);
 	assert_int_equal(ibv_dereg_mr(dmr), 0);
-}
-
-static int thread_mode(void **state)
-{
-	(void)state;
-	return softrdma_set_mode(SOFTRDMA_MODE_THREAD);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, open_pair, close_pair)
@@ -200,6 +222,13 @@ int main(void)
 		T(test_ping_pong_threads),
 		T(test_mode_switch_under_load),
 	};
+	const struct CMUnitTest thread_only[] = {
+		T(test_post_runs_in_call),
+	};
+	int failed = 0;
 
-	return cmocka_run_group_tests(tests, thread_mode, NULL);
+	failed += cmocka_run_group_tests_name("thread", tests, h_group_thread, NULL);
+	failed += cmocka_run_group_tests_name("async", tests, h_group_async, NULL);
+	failed += cmocka_run_group_tests_name("thread-only", thread_only, h_group_thread, NULL);
+	return failed;
 }

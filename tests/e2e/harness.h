@@ -19,6 +19,8 @@
 
 #include <rpcrdma/rpcrdma.h>
 
+#include "softrdma.h"
+
 /* How the harness server answers calls. */
 enum harness_mode {
 	HARNESS_ECHO = 0,	/* reply with the call's bytes at once */
@@ -33,7 +35,10 @@ enum harness_mode {
 /*
  * The fabric the suite runs on, from E2E_FABRIC (meson stamps every e2e
  * program out once per value):
- * - thread (default): softrdma's progress thread executes work as posted;
+ * - thread (default): softrdma's THREAD mode, work runs in the post that
+ *   queued it when nothing older waits, otherwise on its progress thread;
+ * - async: the same fabric (harness_fabric() says THREAD), in ASYNC mode:
+ *   all work runs on the progress thread, after the post returned;
  * - step: softrdma in STEP mode, stepped one unit at a time by a harness
  *   thread that sleeps while the fabric is idle (units run in global
  *   posting order, delays and retry intervals are not waited for);
@@ -48,6 +53,8 @@ enum harness_fabric {
 
 enum harness_fabric harness_fabric(void);
 const char *harness_fabric_name(void);
+/* The mode a test that stepped for a while returns to: THREAD, or ASYNC. */
+enum softrdma_mode harness_run_mode(void);
 
 /* Under E2E_FABRIC=@f, print why and skip the test (cmocka's skip()). */
 #define harness_skip_on(f, why)                                                        \

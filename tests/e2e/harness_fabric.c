@@ -37,6 +37,7 @@
 extern char **environ;
 
 static enum harness_fabric fabric;
+static enum softrdma_mode run_mode = SOFTRDMA_MODE_THREAD;
 static pthread_t stepper;
 static atomic_bool stepper_stop;
 static unsigned long stepped;	/* units the stepper ran: the log shows it worked */
@@ -52,7 +53,12 @@ const char *harness_fabric_name(void)
 {
 	static const char *const names[] = { "thread", "step", "proc" };
 
-	return names[fabric];
+	return run_mode == SOFTRDMA_MODE_ASYNC ? "async" : names[fabric];
+}
+
+enum softrdma_mode harness_run_mode(void)
+{
+	return run_mode;
 }
 
 /* Step one unit at a time, so that the pollers interleave with every one. */
@@ -151,6 +157,11 @@ __attribute__((constructor)) static void harness_fabric_init(void)
 		child_main(child);
 	if (!f || !*f || strcmp(f, "thread") == 0) {
 		fabric = HARNESS_FABRIC_THREAD;
+	} else if (strcmp(f, "async") == 0) {
+		/* The same fabric as thread but for when work runs: never in the post. */
+		fabric = HARNESS_FABRIC_THREAD;
+		run_mode = SOFTRDMA_MODE_ASYNC;
+		softrdma_set_mode(run_mode);
 	} else if (strcmp(f, "step") == 0) {
 		fabric = HARNESS_FABRIC_STEP;
 		softrdma_set_mode(SOFTRDMA_MODE_STEP);
@@ -170,7 +181,7 @@ __attribute__((constructor)) static void harness_fabric_init(void)
 		if (!ddp_counters_p)
 			abort();
 	} else {
-		fprintf(stderr, "E2E_FABRIC=%s: expected thread, step or proc\n", f);
+		fprintf(stderr, "E2E_FABRIC=%s: expected thread, async, step or proc\n", f);
 		exit(2);
 	}
 }

@@ -40,7 +40,7 @@ static void fixture_up_seg(struct fixture *fx, enum harness_mode mode, uint32_t 
 	size_t rlen = sizeof(reply);
 
 	/* A failed test may have left the fabric stepping. */
-	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_THREAD), 0);
+	assert_int_equal(softrdma_set_mode(harness_run_mode()), 0);
 	assert_int_equal(harness_server_start(&fx->hs, 8, 0, HARNESS_ECHO), 0);
 	harness_clnt_attr(&fx->hs, &attr);
 	attr.max_segment = max_segment;
@@ -63,7 +63,7 @@ static void fixture_up(struct fixture *fx, enum harness_mode mode)
 static void fixture_down(struct fixture *fx)
 {
 
-	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_THREAD), 0);
+	assert_int_equal(softrdma_set_mode(harness_run_mode()), 0);
 	rpcrdma_clnt_destroy(fx->clnt);
 	rpcrdma_svc_destroy(fx->hs.svc);
 	fx->hs.svc = NULL;
@@ -347,7 +347,7 @@ static void t_clnt_queued_calls_on_destroy(void **state)
 	submit_unsettled(&fx, calls, 3, 0x600, order, &next, 0);
 	assert_int_equal(clnt_sq_waiters(x), 3);
 	assert_int_equal(x->rx_stats.calls, sent);
-	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_THREAD), 0);
+	assert_int_equal(softrdma_set_mode(harness_run_mode()), 0);
 	rpcrdma_clnt_destroy(fx.clnt);
 	assert_int_equal(next, 3);
 	assert_int_equal(calls[0].call.status, -ECANCELED);
