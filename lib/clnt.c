@@ -15,6 +15,7 @@
 #include <rpcrdma/clnt.h>
 
 #include "abi.h"
+#include "tirpc_engine.h"
 #include "xprt_rdma.h"
 
 #define RPCRDMA_CLNT_DEF_REQUESTS 32
@@ -129,7 +130,7 @@ RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_connect, 0_2);
 int rpcrdma_clnt_connect_0_2(const struct rpcrdma_clnt_attr *attr,
 					struct rpcrdma_clnt **out)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = RPCRDMA_READY_CM };
 	struct rpcrdma_xprt *x;
 	int rc;
 
@@ -261,7 +262,8 @@ RPCRDMA_EXPORT int rpcrdma_clnt_poll(struct rpcrdma_clnt *clnt, int budget)
 	if (!clnt || budget <= 0)
 		return -EINVAL;
 	if (x->rx_have_ep) {
-		xprt_rdma_process_cm(x);
+		if (rpcrdma_ep_cm_due(&x->rx_ep))
+			xprt_rdma_process_cm(x);
 		n = rpcrdma_ep_poll(&x->rx_ep, budget);
 		if (n < 0) {
 			rpcrdma_ep_close_deferred(&x->rx_ep);
@@ -432,6 +434,9 @@ RPCRDMA_EXPORT int rpcrdma_clnt_arm(struct rpcrdma_clnt *clnt)
 		return -EINVAL;
 	if (!x->rx_have_ep)
 		return 0;
+	/* About to sleep: what the paced polls skipped must not be left unread. */
+	if (!(x->rx_ep.ready & RPCRDMA_READY_KNOWN))
+		xprt_rdma_process_cm(x);
 	n = rpcrdma_ep_arm(&x->rx_ep, 64);
 	if (n < 0) {
 		rpcrdma_ep_close_deferred(&x->rx_ep);
@@ -444,8 +449,6 @@ RPCRDMA_EXPORT int rpcrdma_clnt_arm(struct rpcrdma_clnt *clnt)
 
 RPCRDMA_EXPORT int rpcrdma_clnt_wait(struct rpcrdma_clnt *clnt, int timeout_ms)
 {
-	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
-	struct epoll_event ev;
 	int n, next;
 
 	if (!clnt)
@@ -457,9 +460,26 @@ RPCRDMA_EXPORT int rpcrdma_clnt_wait(struct rpcrdma_clnt *clnt, int timeout_ms)
 		return n;
 	if (rpcrdma_clnt_next_timeout(clnt, &next) == 0 && (timeout_ms < 0 || next < timeout_ms))
 		timeout_ms = next;
-	if (epoll_wait(x->rx_epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
-		return -errno;
+	n = xprt_rdma_sleep(clnt, timeout_ms);
+	if (n < 0)
+		return n;
 	return rpcrdma_clnt_poll(clnt, 64);
+}
+
+int xprt_rdma_watch(struct rpcrdma_clnt *clnt, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = RPCRDMA_READY_USER };
+
+	if (epoll_ctl(rpcrdma_clnt_xprt(clnt)->rx_epfd, EPOLL_CTL_ADD, fd, &ev))
+		return -errno;
+	return 0;
+}
+
+int xprt_rdma_sleep(struct rpcrdma_clnt *clnt, int timeout_ms)
+{
+	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
+
+	return rpcrdma_ep_collect(x->rx_have_ep ? &x->rx_ep : NULL, x->rx_epfd, timeout_ms);
 }
 
 static void xprt_rdma_sync_done(struct rpcrdma_call *call)

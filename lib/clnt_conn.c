@@ -230,12 +230,13 @@ int xprt_rdma_connect(struct rpcrdma_xprt *x)
 		goto out_ep;
 
 	epev.events = EPOLLIN;
-	epev.data.ptr = NULL;
+	epev.data.u32 = RPCRDMA_READY_COMP;
 	if (epoll_ctl(x->rx_epfd, EPOLL_CTL_ADD, x->rx_ep.channel->fd, &epev)) {
 		rc = -errno;
 		goto out_ep;
 	}
 	/* Sleepers wake for async events too; the device's fd stays in the set. */
+	epev.data.u32 = RPCRDMA_READY_ASYNC;
 	if (epoll_ctl(x->rx_epfd, EPOLL_CTL_ADD, id->verbs->async_fd, &epev) && errno != EEXIST) {
 		rc = -errno;
 		epoll_ctl(x->rx_epfd, EPOLL_CTL_DEL, x->rx_ep.channel->fd, NULL);

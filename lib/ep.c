@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -213,21 +214,72 @@ void rpcrdma_ep_begin_close(struct rpcrdma_ep *ep)
 }
 
 /* Take the channel events raised so far, acknowledging them in batches. */
-static void rpcrdma_ep_take_events(struct rpcrdma_ep *ep)
+/* Take one event off the channel: false if there was none. */
+static bool rpcrdma_ep_take_event(struct rpcrdma_ep *ep)
 {
 	struct ibv_cq *cq;
 	void *ctx;
 
-	while (ibv_get_cq_event(ep->channel, &cq, &ctx) == 0) {
-		if (++ep->cq_events >= RPCRDMA_ACK_BATCH) {
-			ibv_ack_cq_events(ep->cq, ep->cq_events);
-			ep->cq_events = 0;
-		}
+	if (ibv_get_cq_event(ep->channel, &cq, &ctx))
+		return false;
+	if (++ep->cq_events >= RPCRDMA_ACK_BATCH) {
+		ibv_ack_cq_events(ep->cq, ep->cq_events);
+		ep->cq_events = 0;
 	}
+	return true;
+}
+
+/*
+ * Take the channel's events: with a wait's readiness, the one it found
+ * (level-triggered, so any other shows at the next wait); without, every
+ * event there is, until the channel is empty.
+ */
+static void rpcrdma_ep_take_events(struct rpcrdma_ep *ep, unsigned int ready)
+{
+	if (ready & RPCRDMA_READY_KNOWN) {
+		if (ready & RPCRDMA_READY_COMP)
+			rpcrdma_ep_take_event(ep);
+		return;
+	}
+	while (rpcrdma_ep_take_event(ep))
+		;
+}
+
+int rpcrdma_ep_collect(struct rpcrdma_ep *ep, int epfd, int timeout_ms)
+{
+	struct epoll_event evs[8];
+	unsigned int tags = 0;
+	int n, i;
+
+	n = epoll_wait(epfd, evs, 8, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (i = 0; i < n; i++)
+		tags |= evs[i].data.u32;
+	if (ep)
+		ep->ready = tags | RPCRDMA_READY_KNOWN;
+	return (int)tags;
+}
+
+bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep)
+{
+	if (ep->ready & RPCRDMA_READY_CM) {
+		ep->ready &= ~RPCRDMA_READY_CM;
+		ep->cm_polls = 0;
+		return true;
+	}
+	if (ep->ready & RPCRDMA_READY_KNOWN)
+		return false;
+	if (++ep->cm_polls < RPCRDMA_CM_PACE)
+		return false;
+	ep->cm_polls = 0;
+	return true;
 }
 
 /* Every this many idle polls, a busy poller looks at the async events. */
 #define RPCRDMA_ASYNC_PACE 256
+/* And every this many arms whose wait knew nothing of them. */
+#define RPCRDMA_ASYNC_PACE_ARMS 16
 
 int rpcrdma_ep_poll(struct rpcrdma_ep *ep, int budget)
 {
@@ -250,14 +302,21 @@ int rpcrdma_ep_arm(struct rpcrdma_ep *ep, int budget)
 {
 	int n;
 
+	unsigned int ready = ep->ready;
+
 	if (ep->armed)
 		return 0;
-	rpcrdma_async_poll(ep->id->verbs);
+	/* A wait's readiness serves one arm: the next one reads everything. */
+	ep->ready = 0;
+	/* Not every owner's wait set holds the async fd: look there now and then. */
+	if (!(ready & RPCRDMA_READY_KNOWN) || (ready & RPCRDMA_READY_ASYNC) ||
+	    ++ep->async_arms % RPCRDMA_ASYNC_PACE_ARMS == 0)
+		rpcrdma_async_poll(ep->id->verbs);
 	if (atomic_load(&ep->async_error) && !ep->close_pending) {
 		ep->close_pending = true;
 		return 1;
 	}
-	rpcrdma_ep_take_events(ep);
+	rpcrdma_ep_take_events(ep, ready);
 	if (ibv_req_notify_cq(ep->cq, 0))
 		return -EIO;
 	ep->armed = true;
@@ -308,7 +367,7 @@ void rpcrdma_ep_destroy(struct rpcrdma_ep *ep)
 		ep->cq = NULL;
 	if (ep->cq) {
 		if (ep->channel)
-			rpcrdma_ep_take_events(ep);
+			rpcrdma_ep_take_events(ep, 0);
 		if (ep->cq_events)
 			ibv_ack_cq_events(ep->cq, ep->cq_events);
 		ep->cq_events = 0;

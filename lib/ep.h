@@ -66,6 +66,10 @@ enum rpcrdma_ep_state {
  * @sq_drained: with @srq: the send-queue marker completed
  * @last_wqe: with @srq: IBV_EVENT_QP_LAST_WQE_REACHED was read (async.c):
  *	the QP takes no more receives from the SRQ
+ * @ready: what the owner's last wait found ready (&enum rpcrdma_ready), so
+ *	that the next poll and arm read only those descriptors
+ * @cm_polls: polls since the CM channel was last read, to pace that read
+ * @async_arms: arms that skipped the async events, to pace that read
  */
 struct rpcrdma_ep {
 	struct rdma_cm_id *id;
@@ -89,7 +93,38 @@ struct rpcrdma_ep {
 	bool own_cq;
 	bool sq_drained;
 	atomic_bool last_wqe;
+	unsigned int ready;
+	unsigned int cm_polls;
+	unsigned int async_arms;
 };
+
+/*
+ * The descriptors an owner's epoll set watches, tagged in epoll_event.data.u32.
+ * Reading a channel that holds nothing is a system call on every provider,
+ * so a wait that learns what is ready (rpcrdma_ep_collect()) lets the next
+ * poll and arm skip the rest. Without that knowledge (a caller's own event
+ * loop) an arm reads everything, and a poll reads the CM channel every
+ * RPCRDMA_CM_PACE polls.
+ */
+enum rpcrdma_ready {
+	RPCRDMA_READY_KNOWN = 1 << 0,	/* the bits below are all a wait found */
+	RPCRDMA_READY_COMP = 1 << 1,	/* the completion channel */
+	RPCRDMA_READY_ASYNC = 1 << 2,	/* the device's async fd */
+	RPCRDMA_READY_CM = 1 << 3,	/* the rdma_cm event channel */
+	RPCRDMA_READY_USER = 1 << 4,	/* a descriptor of the adapter's */
+};
+
+#define RPCRDMA_CM_PACE 64
+
+/*
+ * epoll_wait() on @epfd, whose members carry &enum rpcrdma_ready tags, for
+ * up to @timeout_ms; what it finds ready is noted in @ep->ready. Returns
+ * the tags found (0 on timeout) or -errno.
+ */
+int rpcrdma_ep_collect(struct rpcrdma_ep *ep, int epfd, int timeout_ms);
+
+/* Should this poll read the CM channel? (clears the readiness it used) */
+bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep);
 
 /**
  * struct rpcrdma_ep_attr - what rpcrdma_ep_create() builds

@@ -12,6 +12,7 @@
 #include <rpcrdma/proto.h>
 
 #include "svc_rdma.h"
+#include "tirpc_engine.h"
 
 /* Receive contexts beyond 2 x credits: the refill batch (kernel's sc_recv_batch). */
 #define SVC_RDMA_RECV_BATCH 8
@@ -276,7 +277,9 @@ int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget)
 
 	if (rdma->sc_state == SVCXPRT_CLOSED)
 		return 0;
-	svc_rdma_process_cm(rdma);
+	/* Until connected, every pass looks for ESTABLISHED. */
+	if (rdma->sc_state != SVCXPRT_CONNECTED || rpcrdma_ep_cm_due(&rdma->sc_ep))
+		svc_rdma_process_cm(rdma);
 	n = rpcrdma_ep_poll(&rdma->sc_ep, budget);
 	if (unlikely(n < 0)) {
 		rpcrdma_ep_close_deferred(&rdma->sc_ep);
@@ -329,6 +332,9 @@ int svc_rdma_conn_arm(struct svcxprt_rdma *rdma)
 
 	if (rdma->sc_state == SVCXPRT_CLOSED)
 		return 0;
+	/* About to sleep: what the paced polls skipped must not be left unread. */
+	if (!(rdma->sc_ep.ready & RPCRDMA_READY_KNOWN))
+		svc_rdma_process_cm(rdma);
 	n = rpcrdma_ep_arm(&rdma->sc_ep, 64);
 	if (unlikely(n < 0)) {
 		rpcrdma_ep_close_deferred(&rdma->sc_ep);
@@ -337,6 +343,14 @@ int svc_rdma_conn_arm(struct svcxprt_rdma *rdma)
 	if (n > 0)
 		svc_rdma_after_batch(rdma);
 	return n;
+}
+
+void svc_rdma_conn_collect(struct rpcrdma_svc_conn *conn)
+{
+	struct svcxprt_rdma *rdma = svc_conn_rdma(conn);
+
+	if (rdma->sc_state != SVCXPRT_CLOSED && rdma->sc_epfd >= 0 && rdma->sc_ep.own_cq)
+		rpcrdma_ep_collect(&rdma->sc_ep, rdma->sc_epfd, 0);
 }
 
 void svc_rdma_conn_destroy_sync(struct svcxprt_rdma *rdma)
@@ -459,10 +473,13 @@ static int svc_rdma_conn_verbs(struct svc_rdma_poller *p, struct svcxprt_rdma *r
 	if (rdma->sc_ep.close_pending)
 		return -ENOMEM;
 	rdma->sc_epfd = epoll_create1(EPOLL_CLOEXEC);
+	epev.data.u32 = RPCRDMA_READY_CM;
 	if (rdma->sc_epfd < 0 ||
-	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_cm_channel->fd, &epev) ||
-	    (rdma->sc_ep.channel &&
-	     epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_ep.channel->fd, &epev)))
+	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_cm_channel->fd, &epev))
+		return -errno;
+	epev.data.u32 = RPCRDMA_READY_COMP;
+	if (rdma->sc_ep.channel &&
+	    epoll_ctl(rdma->sc_epfd, EPOLL_CTL_ADD, rdma->sc_ep.channel->fd, &epev))
 		return -errno;
 	epev.data.ptr = rdma;
 	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, rdma->sc_epfd, &epev))

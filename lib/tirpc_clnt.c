@@ -33,6 +33,8 @@
 #include <rpcrdma/tirpc.h>
 
 #include "compat_0_1.h"
+#include "ep.h"
+#include "tirpc_engine.h"
 #include "util.h"
 #include "tirpc_xdr.h"
 
@@ -171,7 +173,6 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t deadline)
 	bool canceled = false;
 
 	for (;;) {
-		struct pollfd pfd[2];
 		int64_t now;
 		int n, wait;
 
@@ -216,16 +217,12 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t deadline)
 			wait = (int)(deadline - now > INT_MAX ? INT_MAX : deadline - now);
 			if (rpcrdma_clnt_next_timeout(tc->native, &n) == 0 && n < wait)
 				wait = n;
-			pfd[0].fd = rpcrdma_clnt_fd(tc->native);
-			pfd[0].events = POLLIN;
-			pfd[1].fd = tc->wake_fd;
-			pfd[1].events = POLLIN;
 			tc->sleeping = true;
 			pthread_mutex_unlock(&tc->lock);
-			poll(pfd, 2, wait);
+			n = xprt_rdma_sleep(tc->native, wait);
 			pthread_mutex_lock(&tc->lock);
 			tc->sleeping = false;
-			if (pfd[1].revents) {
+			if (n > 0 && (n & RPCRDMA_READY_USER)) {
 				uint64_t v;
 
 				if (read(tc->wake_fd, &v, sizeof(v)) < 0)
@@ -722,6 +719,12 @@ RPCRDMA_EXPORT CLIENT *rpcrdma_clnt_create(const struct sockaddr *addr, rpcprog_
 	rc = rpcrdma_clnt_connect(&attr, &tc->native);
 	if (rc)
 		goto fail_sync;
+	/* One wait for the engine's channels and our wake-ups, that says which woke. */
+	rc = xprt_rdma_watch(tc->native, tc->wake_fd);
+	if (rc) {
+		rpcrdma_clnt_destroy(tc->native);
+		goto fail_sync;
+	}
 	RPCRDMA_INIT(&info);
 	rpcrdma_clnt_info(tc->native, &info);
 	tc->sendsize = sendsize ? sendsize : info.inline_send;

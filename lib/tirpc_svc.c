@@ -47,6 +47,7 @@
 #include "util.h"
 #include "list.h"
 #include "tirpc_rpcb.h"
+#include "tirpc_engine.h"
 #include "tirpc_svc.h"
 #include "tirpc_xdr.h"
 
@@ -357,6 +358,9 @@ static bool_t tconn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 	tc->armed = false;
 	if (read(tc->wake_fd, &owed, sizeof(owed)) < 0 && errno != EAGAIN)
 		rpcrdma_dbg("tirpc: wake: %s", strerror(errno));
+	/* svc_run() found our descriptor ready: which of the engine's channels is? */
+	if (!tc->svc->nthreads && !tc->closed)
+		svc_rdma_conn_collect(tc->conn);
 	while (!tc->closed) {
 		/* Under rpcrdma_svc_run() the thread's poller pass queued the calls. */
 		if (!tc->qlen && !tc->svc->nthreads)

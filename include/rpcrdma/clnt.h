@@ -239,9 +239,11 @@ int rpcrdma_mem_deregister(struct rpcrdma_mem *mem);
  * @clnt: the client
  * @budget: most completions to process (> 0)
  *
- * Processes completions and connection events, sends queued calls, expires
- * timed-out calls, and runs the @done callbacks of finished calls. Costs no
- * system call when there is nothing to do.
+ * Processes completions, sends queued calls, expires timed-out calls, and
+ * runs the @done callbacks of finished calls. Costs no system call when
+ * there is nothing to do: it reads the connection's events (a disconnect)
+ * only every 64th call, as reading them costs a system call on every
+ * device; rpcrdma_clnt_arm() and rpcrdma_clnt_wait() read them each time.
  *
  * Returns the number of completions processed (== @budget means there may
  * be more), or a -errno.
@@ -252,8 +254,9 @@ int rpcrdma_clnt_poll(struct rpcrdma_clnt *clnt, int budget);
  * rpcrdma_clnt_arm - prepare to sleep on rpcrdma_clnt_fd()
  * @clnt: the client
  *
- * Arms completion notification, then looks once more, since a completion
- * that arrived just before arming raises no event.
+ * Reads the connection's events, arms completion notification, then looks
+ * once more, since a completion that arrived just before arming raises no
+ * event.
  *
  * Returns 0 when it is safe to sleep on the descriptor, > 0 when work was
  * found and processed (poll again instead of sleeping), or a -errno.
