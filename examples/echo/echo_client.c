@@ -83,9 +83,10 @@ int main(int argc, char **argv)
 	if (!rc)
 		printf("echo-client: %u round trips checked; %s\n"
 		       "echo-client: %u NULL calls: %.0f calls/s, median %.1f us\n"
+		       "echo-client: %u NULL calls: %.2f context switches per call (client)\n"
 		       "echo-client: %u 1 MiB results: %.0f MiB/s\n",
 		       fig.checked, fig.caller, fig.null_calls, fig.null_per_s, fig.null_median_us,
-		       fig.big_calls, fig.big_mib_per_s);
+		       fig.null_calls, fig.null_csw_per_call, fig.big_calls, fig.big_mib_per_s);
 	if (stop)
 		echo_stop_1(NULL, NULL, small);
 	clnt_destroy(large);

@@ -22,6 +22,7 @@ struct echo_figures {
 	unsigned int null_calls;
 	double null_per_s;
 	double null_median_us;
+	double null_csw_per_call;	/* this process's context switches per NULL call */
 	unsigned int big_calls;		/* 1 MiB results */
 	double big_mib_per_s;
 	char caller[64];		/* what ECHO_WHOAMI said */

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The echo client's work, the same whatever the transport: round trips
- * checked byte for byte, the caller's credentials, the NULL call rate and
- * median latency, and the throughput of 1 MiB results.
+ * checked byte for byte, the caller's credentials, the NULL call rate,
+ * median latency and context switches per call, and the throughput of 1 MiB
+ * results.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +20,16 @@ static double now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* Voluntary and involuntary context switches of all of this process's threads so far. */
+static long context_switches(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ru.ru_nvcsw + ru.ru_nivcsw;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -88,9 +100,11 @@ static int echo_null_rate(CLIENT *cl, unsigned int n, struct echo_figures *fig)
 {
 	double *lat = calloc(n ? n : 1, sizeof(*lat)), t0, t1;
 	unsigned int i;
+	long csw0;
 
 	if (!lat)
 		return 1;
+	csw0 = context_switches();
 	t0 = now_us();
 	for (i = 0; i < n; i++) {
 		double start = now_us();
@@ -103,6 +117,7 @@ static int echo_null_rate(CLIENT *cl, unsigned int n, struct echo_figures *fig)
 		lat[i] = now_us() - start;
 	}
 	t1 = now_us();
+	fig->null_csw_per_call = n ? (double)(context_switches() - csw0) / n : 0;
 	qsort(lat, n, sizeof(*lat), cmp_double);
 	fig->null_calls = n;
 	fig->null_per_s = n / ((t1 - t0) / 1e6);

@@ -5,19 +5,31 @@
  * rpcgen program (tests/tirpc/tirpctest.x) and server (svc_run() on its own
  * thread), only the transport differs.
  *
- * Figures: NULL call rate and median latency (one caller), NULL call rate
- * with several threads sharing one CLIENT, and the throughput of 1 MiB
- * transfers: a 1 MiB result (RDMA: Reply chunk), a 1 MiB argument (RDMA:
- * long call), and a READ-like 1 MiB result sent by direct data placement
- * (RDMA: Write chunk into registered memory, no copy on either side).
+ * Figures: NULL call rate, median latency and context switches per call (one
+ * caller), NULL call rate with several threads sharing one CLIENT, and the
+ * throughput of 1 MiB transfers: a 1 MiB result (RDMA: Reply chunk), a 1 MiB
+ * argument (RDMA: long call), and a READ-like 1 MiB result sent by direct
+ * data placement (RDMA: Write chunk into registered memory, no copy on
+ * either side).
  *
- * tirpc-bench [-n null-calls] [-m mib-transfers] [-t threads]
+ * The machine is assumed noisy: each of -r rounds measures every figure on
+ * both transports, the first transport alternating from round to round, and
+ * the table gives each figure's median over the rounds and the median of the
+ * per-round RDMA/TCP ratios. Context switches come from getrusage(RUSAGE_SELF)
+ * around the timed NULL loop; this process holds the client and the server,
+ * so both sides' switches are counted. -x runs one transport only (for
+ * strace or callgrind), and prints its column alone.
+ *
+ * tirpc-bench [-n null-calls] [-m mib-transfers] [-t threads] [-r rounds] [-x tcp|rdma]
  */
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "tt.h"
 
@@ -26,16 +38,28 @@
 struct figures {
 	double null_per_s;
 	double null_median_us;
+	double null_csw_per_call;	/* both sides: client and server share this process */
 	double null_mt_per_s;
 	double result_mib_s;
 	double arg_mib_s;
 	double ddp_mib_s;
 };
 
+/* Voluntary and involuntary context switches of every thread of this process so far. */
+static long bench_csw(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
 static int bench_null(CLIENT *cl, unsigned int n, struct figures *f)
 {
 	double *lat = calloc(n, sizeof(*lat)), t0, t1;
 	unsigned int i;
+	long csw0;
 
 	if (!lat)
 		return -1;
@@ -43,6 +67,7 @@ static int bench_null(CLIENT *cl, unsigned int n, struct figures *f)
 	for (i = 0; i < 100; i++)
 		if (tt_null_1(NULL, NULL, cl) != RPC_SUCCESS)
 			goto fail;
+	csw0 = bench_csw();
 	t0 = bench_now_s();
 	for (i = 0; i < n; i++) {
 		double s = bench_now_s();
@@ -52,6 +77,7 @@ static int bench_null(CLIENT *cl, unsigned int n, struct figures *f)
 		lat[i] = bench_now_s() - s;
 	}
 	t1 = bench_now_s();
+	f->null_csw_per_call = (double)(bench_csw() - csw0) / n;
 	f->null_per_s = n / (t1 - t0);
 	f->null_median_us = bench_median(lat, n) * 1e6;
 	free(lat);
@@ -179,13 +205,110 @@ static int bench(bool rdma, unsigned int nulls, unsigned int mibs, unsigned int 
 	return rc;
 }
 
+enum bench_transports {
+	BENCH_TCP = 1 << 0,
+	BENCH_RDMA = 1 << 1,
+};
+
+/* One line of the table: a member of struct figures. */
+struct figure_row {
+	const char *label;
+	size_t offset;
+	int decimals;
+};
+
+#define FIGURE(member) offsetof(struct figures, member)
+
+static double figure_of(const struct figures *f, const struct figure_row *row)
+{
+	return *(const double *)((const char *)f + row->offset);
+}
+
+/* The median of @row over @rounds rounds of @f; @v has room for @rounds values. */
+static double row_median(const struct figures *f, unsigned int rounds,
+			 const struct figure_row *row, double *v)
+{
+	unsigned int r;
+
+	for (r = 0; r < rounds; r++)
+		v[r] = figure_of(&f[r], row);
+	return bench_median(v, rounds);
+}
+
+/* The median of the per-round RDMA/TCP ratios of @row; NAN if TCP measured 0 every time. */
+static double row_ratio(const struct figures *tcp, const struct figures *rdma,
+			unsigned int rounds, const struct figure_row *row, double *v)
+{
+	unsigned int r, n = 0;
+
+	for (r = 0; r < rounds; r++)
+		if (figure_of(&tcp[r], row) > 0)
+			v[n++] = figure_of(&rdma[r], row) / figure_of(&tcp[r], row);
+	return n ? bench_median(v, n) : NAN;
+}
+
+static void print_table(const struct figures *tcp, const struct figures *rdma,
+			unsigned int rounds, unsigned int threads, unsigned int which, double *v)
+{
+	char mt_label[48];
+	const struct figure_row rows[] = {
+		{ "NULL calls/s, 1 caller", FIGURE(null_per_s), 0 },
+		{ "NULL median latency (us), 1 caller", FIGURE(null_median_us), 1 },
+		{ "ctx switches/NULL call, 1 caller (*)", FIGURE(null_csw_per_call), 2 },
+		{ mt_label, FIGURE(null_mt_per_s), 0 },
+		{ "1 MiB results, MiB/s", FIGURE(result_mib_s), 0 },
+		{ "1 MiB arguments, MiB/s", FIGURE(arg_mib_s), 0 },
+		{ "1 MiB READ-like (RDMA: DDP), MiB/s", FIGURE(ddp_mib_s), 0 },
+	};
+	size_t i;
+
+	snprintf(mt_label, sizeof(mt_label), "NULL calls/s, %u threads, 1 CLIENT", threads);
+	printf("%-38s", "libtirpc, same rpcgen program");
+	if (which & BENCH_TCP)
+		printf(" %14s", "TCP loopback");
+	if (which & BENCH_RDMA)
+		printf(" %16s", "RDMA (softrdma)");
+	if (which == (BENCH_TCP | BENCH_RDMA))
+		printf(" %9s", "RDMA/TCP");
+	printf("\n");
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct figure_row *row = &rows[i];
+
+		printf("%-38s", row->label);
+		if (which & BENCH_TCP)
+			printf(" %14.*f", row->decimals, row_median(tcp, rounds, row, v));
+		if (which & BENCH_RDMA)
+			printf(" %16.*f", row->decimals, row_median(rdma, rounds, row, v));
+		if (which == (BENCH_TCP | BENCH_RDMA))
+			printf(" %9.2f", row_ratio(tcp, rdma, rounds, row, v));
+		printf("\n");
+	}
+	printf("(*) getrusage(RUSAGE_SELF) over the 1-caller NULL loop, divided by the calls:\n"
+	       "    client and server share this process, so both sides' switches count.\n");
+	printf("Each figure: the median of %u round%s", rounds, rounds == 1 ? "" : "s");
+	if (rounds > 1 && which == (BENCH_TCP | BENCH_RDMA))
+		printf(", transports interleaved (the first alternating);\n"
+		       "RDMA/TCP: the median of the per-round ratios (above 1: RDMA is higher,\n"
+		       "which for latency and switches is worse).\n");
+	else
+		printf(".\n");
+}
+
+static void usage(const char *prog)
+{
+	fprintf(stderr, "usage: %s [-n null-calls] [-m mib-transfers] [-t threads] [-r rounds] "
+		"[-x tcp|rdma]\n", prog);
+}
+
 int main(int argc, char **argv)
 {
-	unsigned int nulls = 50000, mibs = 300, threads = 4;
-	struct figures tcp, rdma;
-	int opt;
+	unsigned int nulls = 20000, mibs = 100, threads = 4, rounds = 5, r, k;
+	unsigned int which = BENCH_TCP | BENCH_RDMA;
+	struct figures *tcp, *rdma;
+	double *scratch;
+	int opt, rc = 0;
 
-	while ((opt = getopt(argc, argv, "n:m:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:m:t:r:x:")) != -1) {
 		switch (opt) {
 		case 'n':
 			nulls = (unsigned int)strtoul(optarg, NULL, 0);
@@ -196,31 +319,55 @@ int main(int argc, char **argv)
 		case 't':
 			threads = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
+		case 'r':
+			rounds = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'x':
+			if (!strcmp(optarg, "tcp")) {
+				which = BENCH_TCP;
+			} else if (!strcmp(optarg, "rdma")) {
+				which = BENCH_RDMA;
+			} else {
+				usage(argv[0]);
+				return 2;
+			}
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-n null-calls] [-m mib-transfers] [-t threads]\n",
-				argv[0]);
+			usage(argv[0]);
 			return 2;
 		}
 	}
-	if (!nulls || !mibs || !threads)
+	if (!nulls || !mibs || !threads || !rounds) {
+		usage(argv[0]);
 		return 2;
-	signal(SIGPIPE, SIG_IGN);
-	if (bench(false, nulls, mibs, threads, &tcp) || bench(true, nulls, mibs, threads, &rdma)) {
-		fprintf(stderr, "tirpc-bench: a call failed\n");
-		return 1;
 	}
-	printf("libtirpc, same rpcgen program         %14s %16s\n", "TCP loopback", "RDMA (softrdma)");
-	printf("NULL calls/s, 1 caller                %14.0f %16.0f\n", tcp.null_per_s,
-	       rdma.null_per_s);
-	printf("NULL median latency (us), 1 caller    %14.1f %16.1f\n", tcp.null_median_us,
-	       rdma.null_median_us);
-	printf("NULL calls/s, %2u threads, 1 CLIENT    %14.0f %16.0f\n", threads, tcp.null_mt_per_s,
-	       rdma.null_mt_per_s);
-	printf("1 MiB results, MiB/s                  %14.0f %16.0f\n", tcp.result_mib_s,
-	       rdma.result_mib_s);
-	printf("1 MiB arguments, MiB/s                %14.0f %16.0f\n", tcp.arg_mib_s,
-	       rdma.arg_mib_s);
-	printf("1 MiB READ-like (RDMA: DDP), MiB/s    %14.0f %16.0f\n", tcp.ddp_mib_s,
-	       rdma.ddp_mib_s);
-	return 0;
+	tcp = calloc(rounds, sizeof(*tcp));
+	rdma = calloc(rounds, sizeof(*rdma));
+	scratch = calloc(rounds, sizeof(*scratch));
+	if (!tcp || !rdma || !scratch) {
+		rc = 1;
+		goto out;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	/* Even rounds start with TCP, odd ones with RDMA: drift hits both alike. */
+	for (r = 0; r < rounds; r++) {
+		for (k = 0; k < 2; k++) {
+			bool use_rdma = (k == 0) == (r % 2 == 1);
+
+			if (!(which & (use_rdma ? BENCH_RDMA : BENCH_TCP)))
+				continue;
+			if (bench(use_rdma, nulls, mibs, threads, use_rdma ? &rdma[r] : &tcp[r])) {
+				fprintf(stderr, "tirpc-bench: a call failed (%s, round %u)\n",
+					use_rdma ? "RDMA" : "TCP", r + 1);
+				rc = 1;
+				goto out;
+			}
+		}
+	}
+	print_table(tcp, rdma, rounds, threads, which, scratch);
+out:
+	free(scratch);
+	free(rdma);
+	free(tcp);
+	return rc;
 }
