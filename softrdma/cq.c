@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "soft.h"
+#include "wire_shm.h"
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
@@ -214,9 +215,19 @@ int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 	 * do not fight the progress thread for it. A completion added meanwhile
 	 * is found by the next poll, as on hardware.
 	 */
-	if (!__atomic_load_n(&scq->count, __ATOMIC_RELAXED))
-		return 0;
-	fab_lock();
+	if (!__atomic_load_n(&scq->count, __ATOMIC_RELAXED)) {
+		/* Between processes, a busy poller runs what came in rings itself. */
+		if (!shm_pending())
+			return 0;
+		fab_lock();
+		shm_drain_all_locked();
+		if (!scq->count) {
+			fab_unlock();
+			return 0;
+		}
+	} else {
+		fab_lock();
+	}
 	while (n < num_entries && scq->count) {
 		wc[n++] = scq->ring[scq->head];
 		scq->head = (scq->head + 1) % scq->size;

@@ -268,8 +268,8 @@ static enum ibv_wc_status gather_locked(struct soft_qp *qp, const struct soft_se
 		ptr = mem_local_locked(qp->pd, sge->lkey, sge->addr, sge->length, need, &mr);
 		if (!ptr)
 			return IBV_WC_LOC_PROT_ERR;
-		if (!read)
-			req->segs[req->nsegs++] = wire_seg_mem(ptr, sge->length, mr, NULL);
+		/* A READ's are its sink, which a shared-memory responder writes. */
+		req->segs[req->nsegs++] = wire_seg_mem(ptr, sge->length, mr, NULL);
 		total += sge->length;
 	}
 	if (total > SOFT_MAX_MSG)
@@ -299,7 +299,9 @@ static enum ibv_wc_status scatter_read_locked(struct soft_qp *qp, const struct s
 		if (!dst)
 			return IBV_WC_LOC_PROT_ERR;
 		*byte_len += sge->length;
-		if (left) {
+		if (left && resp->placed) {
+			left -= sge->length < left ? sge->length : left;
+		} else if (left) {
 			uint32_t len = sge->length < left ? sge->length : left;
 
 			wire_pull(&resp->data, off, dst, len);

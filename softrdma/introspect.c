@@ -110,6 +110,19 @@ unsigned int softrdma_qp_max_inflight(struct ibv_qp *qp)
 	return n;
 }
 
+const char *softrdma_qp_transport(struct ibv_qp *qp)
+{
+	struct soft_qp *sqp = to_sqp(qp);
+	const char *name;
+
+	fab_lock();
+	if (sqp->attr.qp_state == IBV_QPS_RTR || sqp->attr.qp_state == IBV_QPS_RTS)
+		wire_is_local_locked(sqp);
+	name = sqp->wire ? sqp->wire->name : NULL;
+	fab_unlock();
+	return name;
+}
+
 unsigned long softrdma_qp_resends(struct ibv_qp *qp)
 {
 	unsigned long n;

@@ -21,6 +21,7 @@
 #include "net.h"
 #include "soft.h"
 #include "wire_net.h"
+#include "wire_shm.h"
 
 /* Messages read from one link before the others get a turn. */
 #define NET_READ_BURST 64
@@ -56,6 +57,16 @@ static void net_kick_locked(void)
 		signal_add_locked(&net.wake, 1);
 }
 
+static void close_in_fds(struct net_link *link)
+{
+	unsigned int i;
+
+	for (i = 0; i < link->in_nfds; i++)
+		if (link->in_fds[i] >= 0)
+			close(link->in_fds[i]);
+	link->in_nfds = 0;
+}
+
 void net_link_get_locked(struct net_link *link)
 {
 	link->refs++;
@@ -66,6 +77,8 @@ void net_link_put_locked(struct net_link *link)
 	if (--link->refs)
 		return;
 	net_bufs_free_locked(&link->out);
+	shm_link_free_locked(link);
+	close_in_fds(link);
 	free(link->in_body);
 	free(link);
 }
@@ -157,13 +170,49 @@ static void dispatch_locked(struct net_link *link, const struct net_hdr *hdr, co
 	case NET_MSG_WIRE_RESP:
 		wire_net_answer_locked(link, body, hdr->len);
 		break;
+	case NET_MSG_SHM:
+		shm_link_accept_locked(link, body, hdr->len, link->in_fds, link->in_nfds);
+		break;
 	}
 }
 
 static bool header_ok(const struct net_hdr *hdr)
 {
 	return hdr->magic == NET_MAGIC && hdr->len <= NET_MAX_BODY &&
-	       hdr->type >= NET_MSG_CM && hdr->type <= NET_MSG_WIRE_RESP;
+	       hdr->type >= NET_MSG_CM && hdr->type <= NET_MSG_SHM;
+}
+
+/* read(), keeping the descriptors a message brings (SCM_RIGHTS) for its dispatch. */
+static ssize_t read_some(struct net_link *link, void *dst, size_t want)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { dst, want };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			      .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *c;
+	ssize_t n = recvmsg(link->fd, &msg, MSG_CMSG_CLOEXEC);
+
+	for (c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
+		const int *fds = (const int *)CMSG_DATA(c);
+		size_t i, nfds;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfds; i++) {
+			int fd;
+
+			memcpy(&fd, fds + i, sizeof(fd));
+			if (link->in_nfds < 2)
+				link->in_fds[link->in_nfds++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
 }
 
 /* Read until a message is complete (1), the socket runs dry (0) or the link is lost (-1). */
@@ -184,7 +233,7 @@ static int read_message(struct net_link *link)
 			dst = link->in_body + (link->in_got - hdr_len);
 			want = hdr_len + link->in_hdr.len - link->in_got;
 		}
-		n = read(link->fd, dst, want);
+		n = read_some(link, dst, want);
 		if (n == 0)
 			return -1;
 		if (n < 0) {
@@ -214,13 +263,17 @@ static void link_read(struct net_link *link)
 		if (ret == 0)
 			return;
 		fab_lock();
-		if (ret < 0)
+		if (ret < 0) {
+			/* What the peer put in its ring before it went is said, as on the socket. */
+			shm_link_drain_locked(link);
 			link_dead_locked(link);
-		else if (!link->dead)
+		} else if (!link->dead) {
 			dispatch_locked(link, &link->in_hdr, link->in_body);
+		}
 		fab_unlock();
 		if (ret < 0)
 			return;
+		close_in_fds(link);
 		free(link->in_body);
 		link->in_body = NULL;
 		link->in_got = 0;
@@ -267,6 +320,10 @@ static void link_write(struct net_link *link)
 {
 	for (;;) {
 		struct iovec iov[NET_MAX_IOV + 2];
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(2 * sizeof(int))];
+		} ctl;
 		struct msghdr msg = { .msg_iov = iov };
 		struct net_buf *buf = NULL;
 		ssize_t n;
@@ -276,6 +333,19 @@ static void link_write(struct net_link *link)
 			buf = list_entry(link->out.next, struct net_buf, link);
 			msg.msg_iovlen = (size_t)unsent_iov(buf, link->out_off, iov);
 			link->sending = buf;
+			/* Descriptors go with the message's first byte. */
+			if (buf->nfds && link->out_off == 0) {
+				struct cmsghdr *c;
+
+				memset(&ctl, 0, sizeof(ctl));
+				msg.msg_control = ctl.buf;
+				msg.msg_controllen = CMSG_SPACE(buf->nfds * sizeof(int));
+				c = CMSG_FIRSTHDR(&msg);
+				c->cmsg_level = SOL_SOCKET;
+				c->cmsg_type = SCM_RIGHTS;
+				c->cmsg_len = CMSG_LEN(buf->nfds * sizeof(int));
+				memcpy(CMSG_DATA(c), buf->fds, buf->nfds * sizeof(int));
+			}
 		}
 		fab_unlock();
 		if (!buf)
@@ -304,6 +374,8 @@ void net_detach_locked(struct soft_mr *mr, struct soft_mw *mw)
 {
 	struct list_node *pos, *tmp, *bpos;
 
+	if (mr)
+		shm_detach_locked(mr);
 again:
 	list_for_each_safe(pos, tmp, &net.links) {
 		struct net_link *link = list_entry(pos, struct net_link, node);
@@ -371,20 +443,22 @@ static void reap_locked(void)
 	}
 }
 
+enum poll_kind { POLL_WAKE, POLL_LISTENER, POLL_LINK, POLL_BELL };
+
 struct poll_set {
 	struct pollfd *fds;
 	void **what;		/* NULL: the wake fd; else a link or a listener */
-	bool *is_link;
+	enum poll_kind *kind;
 	size_t n, cap;
 };
 
-static bool poll_add(struct poll_set *p, int fd, short events, void *what, bool is_link)
+static bool poll_add(struct poll_set *p, int fd, short events, void *what, enum poll_kind kind)
 {
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 16;
 		struct pollfd *fds = realloc(p->fds, cap * sizeof(*fds));
 		void **w;
-		bool *il;
+		enum poll_kind *k;
 
 		if (!fds)
 			return false;
@@ -393,41 +467,64 @@ static bool poll_add(struct poll_set *p, int fd, short events, void *what, bool 
 		if (!w)
 			return false;
 		p->what = w;
-		il = realloc(p->is_link, cap * sizeof(*il));
-		if (!il)
+		k = realloc(p->kind, cap * sizeof(*k));
+		if (!k)
 			return false;
-		p->is_link = il;
+		p->kind = k;
 		p->cap = cap;
 	}
 	p->fds[p->n] = (struct pollfd){ .fd = fd, .events = events };
 	p->what[p->n] = what;
-	p->is_link[p->n] = is_link;
+	p->kind[p->n] = kind;
 	p->n++;
 	return true;
 }
 
-/* The links in the set hold the thread's reference: they outlive the poll. */
-static bool poll_build_locked(struct poll_set *p)
+/*
+ * The links in the set hold the thread's reference: they outlive the poll.
+ * *@busy: a link's ring holds records already (poll without sleeping).
+ */
+static bool poll_build_locked(struct poll_set *p, bool *busy)
 {
 	struct list_node *pos, *tmp;
 
 	p->n = 0;
-	if (!poll_add(p, net.wake_fd, POLLIN, NULL, false))
+	*busy = false;
+	if (!poll_add(p, net.wake_fd, POLLIN, NULL, POLL_WAKE))
 		return false;
 	list_for_each_safe(pos, tmp, &net.listeners) {
 		struct net_listener *l = list_entry(pos, struct net_listener, node);
 
-		if (!poll_add(p, l->fd, POLLIN, l, false))
+		if (!poll_add(p, l->fd, POLLIN, l, POLL_LISTENER))
 			return false;
 	}
 	list_for_each_safe(pos, tmp, &net.links) {
 		struct net_link *link = list_entry(pos, struct net_link, node);
 		short events = POLLIN | (list_empty(&link->out) ? 0 : POLLOUT);
 
-		if (!poll_add(p, link->fd, events, link, true))
+		if (!poll_add(p, link->fd, events, link, POLL_LINK))
 			return false;
+		if (shm_link_bell_fd(link) < 0)
+			continue;
+		if (!poll_add(p, shm_link_bell_fd(link), POLLIN, link, POLL_BELL))
+			return false;
+		if (shm_link_sleep_locked(link))
+			*busy = true;
 	}
 	return true;
+}
+
+/* The doorbell rang, or a ring holds records: run them. */
+static void link_bell(struct net_link *link, bool rang)
+{
+	uint64_t token;
+
+	if (rang && read(shm_link_bell_fd(link), &token, sizeof(token)) < 0 && errno != EAGAIN)
+		perror("softrdma: doorbell");
+	fab_lock();
+	shm_link_awake_locked(link);
+	shm_link_drain_locked(link);	/* a batch: the next pass goes on without sleeping */
+	fab_unlock();
 }
 
 /* Does a link still have output to write? */
@@ -466,14 +563,17 @@ static void *net_main(void *arg)
 	fab_lock();
 	while (keep_running_locked()) {
 		int timeout = net.stop ? 10 : -1;
+		bool busy;
 
 		reap_locked();
-		if (!poll_build_locked(&p)) {
+		if (!poll_build_locked(&p, &busy)) {
 			fprintf(stderr, "softrdma: out of memory in the net thread\n");
 			abort();
 		}
 		fab_unlock();
 		net_pool_fill();
+		if (busy)
+			timeout = 0;
 		if (poll(p.fds, p.n, timeout) < 0 && errno != EINTR) {
 			perror("softrdma: poll");
 			abort();
@@ -484,9 +584,14 @@ static void *net_main(void *arg)
 		for (i = 1; i < p.n; i++) {
 			short rev = p.fds[i].revents;
 
+			if (p.kind[i] == POLL_BELL) {
+				/* Every ring is looked at, which also tells senders we are awake. */
+				link_bell(p.what[i], rev != 0);
+				continue;
+			}
 			if (!rev)
 				continue;
-			if (!p.is_link[i]) {
+			if (p.kind[i] == POLL_LISTENER) {
 				listener_accept(p.what[i]);
 				continue;
 			}
@@ -500,7 +605,7 @@ static void *net_main(void *arg)
 	fab_unlock();
 	free(p.fds);
 	free(p.what);
-	free(p.is_link);
+	free(p.kind);
 	return NULL;
 }
 
@@ -539,6 +644,7 @@ struct net_link *net_link_new_locked(int fd)
 	link->refs = 2;		/* the caller's and the net thread's */
 	list_init(&link->out);
 	list_add_tail(&link->node, &net.links);
+	shm_link_offer_locked(link);
 	net_kick_locked();
 	return link;
 }
@@ -595,6 +701,8 @@ void net_free(void)
 
 		close(link->fd);
 		net_bufs_free_locked(&link->out);
+		shm_link_free_locked(link);
+		close_in_fds(link);
 		free(link->in_body);
 		free(link);
 	}

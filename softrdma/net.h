@@ -32,6 +32,7 @@ enum net_msg_type {
 	NET_MSG_CM = 1,		/* an rdma_cm message (cm_net.c) */
 	NET_MSG_WIRE_REQ,	/* a wire request and its payload (wire_net.c) */
 	NET_MSG_WIRE_RESP,	/* its answer, with the data of a READ */
+	NET_MSG_SHM,		/* a shared-memory ring and doorbell, as descriptors (wire_shm.c) */
 };
 
 struct net_hdr {
@@ -79,6 +80,9 @@ struct net_buf {
 	unsigned int niov;
 	struct iovec iov[NET_MAX_IOV];
 	struct net_pin pins[NET_MAX_IOV];
+	/* Descriptors sent with the message (SCM_RIGHTS), closed once it is freed. */
+	int fds[2];
+	unsigned int nfds;
 	uint8_t data[NET_HEAD_MAX] __attribute__((aligned(8)));
 };
 
@@ -92,10 +96,13 @@ struct net_link {
 	struct soft_cm_id *id;	/* lock: the rdma_cm id on this side, if any */
 	struct net_buf *sending;	/* lock: the net thread writes it now, unlocked */
 	uint32_t out_off;	/* lock: bytes of the head buffer written */
+	struct shm_link *shm;	/* lock: its rings (wire_shm.c), or NULL */
 	/* The net thread's own. */
 	struct net_hdr in_hdr;
 	uint32_t in_got;	/* bytes of header, then of body, read */
 	uint8_t *in_body;
+	int in_fds[2];		/* descriptors that came with the message */
+	unsigned int in_nfds;
 };
 
 /* A new link over a connected socket (made non-blocking). The caller holds one reference. */

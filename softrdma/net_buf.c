@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "net.h"
 #include "soft.h"
@@ -48,6 +49,7 @@ struct net_buf *net_buf_new_locked(enum net_msg_type type, uint32_t head_len)
 	buf->copied = head_len;
 	buf->len = (uint32_t)sizeof(hdr) + head_len;
 	buf->niov = 0;
+	buf->nfds = 0;
 	return buf;
 }
 
@@ -116,6 +118,9 @@ void net_buf_free_locked(struct net_buf *buf)
 
 	for (i = 0; i < buf->niov; i++)
 		unpin(&buf->pins[i]);
+	for (i = 0; i < buf->nfds; i++)
+		close(buf->fds[i]);
+	buf->nfds = 0;
 	if (pool.count >= NET_POOL_CAP) {
 		free(buf);
 		return;

@@ -198,6 +198,14 @@ unsigned int softrdma_qp_max_inflight(struct ibv_qp *qp);
 unsigned long softrdma_qp_resends(struct ibv_qp *qp);
 
 /*
+ * How @qp's requests reach its responder: "local" (this process), "shm"
+ * (another process, through rings in shared memory), "socket" (another
+ * process, through the connection's socket: SOFTRDMA_SHM=0, or the other
+ * process's memory cannot be read), or NULL before it was connected.
+ */
+const char *softrdma_qp_transport(struct ibv_qp *qp);
+
+/*
  * Does the calling thread hold the fabric's lock? For tests of softrdma's
  * own rules (nothing allocates, writes or blocks under it): a wrapper of
  * malloc() or write() asks. Its answer is only ever true inside softrdma.

@@ -12,6 +12,7 @@
 #include "soft.h"
 #include "tap.h"
 #include "wire_net.h"
+#include "wire_shm.h"
 
 /* In this process: the responder is a QP found by number, cached on the requester. */
 static void local_transmit(struct soft_qp *requester, const struct wire_req *req,
@@ -51,7 +52,7 @@ void wire_attach_locked(struct soft_qp *qp, struct net_link *link)
 		net_link_get_locked(link);
 		qp->remote = link;
 	}
-	qp->wire = link ? &wire_socket : &wire_local;
+	qp->wire = !link ? &wire_local : shm_link_ready(link) ? &wire_shm : &wire_socket;
 }
 
 void wire_detach_locked(struct soft_qp *qp)
@@ -87,6 +88,9 @@ void wire_pull(const struct wire_seg *seg, uint32_t off, void *dst, uint32_t len
 	switch (seg->owner) {
 	case WIRE_OWNER_LOCAL:
 		memcpy(dst, (const uint8_t *)(uintptr_t)seg->addr + off, len);
+		break;
+	case WIRE_OWNER_REMOTE:
+		shm_pull(seg->pid, seg->addr + off, dst, len);
 		break;
 	}
 }

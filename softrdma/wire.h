@@ -37,6 +37,7 @@ enum wire_op {
  */
 enum wire_owner {
 	WIRE_OWNER_LOCAL,
+	WIRE_OWNER_REMOTE,	/* addr is in process pid (wire_shm.c): process_vm_readv() */
 };
 
 struct soft_mr;
@@ -53,11 +54,12 @@ struct wire_seg {
 	uint32_t len;
 	struct soft_mr *mr;
 	struct soft_mw *mw;
+	int pid;		/* WIRE_OWNER_REMOTE: whose memory */
 };
 
 static inline struct wire_seg wire_seg_local(const void *p, uint32_t len)
 {
-	struct wire_seg s = { WIRE_OWNER_LOCAL, (uint64_t)(uintptr_t)p, len, NULL, NULL };
+	struct wire_seg s = { WIRE_OWNER_LOCAL, (uint64_t)(uintptr_t)p, len, NULL, NULL, 0 };
 
 	return s;
 }
@@ -65,7 +67,7 @@ static inline struct wire_seg wire_seg_local(const void *p, uint32_t len)
 static inline struct wire_seg wire_seg_mem(const void *p, uint32_t len, struct soft_mr *mr,
 					   struct soft_mw *mw)
 {
-	struct wire_seg s = { WIRE_OWNER_LOCAL, (uint64_t)(uintptr_t)p, len, mr, mw };
+	struct wire_seg s = { WIRE_OWNER_LOCAL, (uint64_t)(uintptr_t)p, len, mr, mw, 0 };
 
 	return s;
 }
@@ -116,6 +118,8 @@ struct wire_resp {
 	 */
 	struct wire_seg data;
 	uint8_t rnr_timer;	/* RNR NAK: the responder's min_rnr_timer (IBA 9.7.5.2.8) */
+	/* READ over shared memory: data.len bytes are already in the requester's buffers. */
+	bool placed;
 };
 
 struct net_link;
@@ -138,6 +142,7 @@ struct wire_transport {
 
 extern const struct wire_transport wire_local;
 extern const struct wire_transport wire_socket;
+extern const struct wire_transport wire_shm;
 
 /*
  * Attach @qp to the transport that reaches its responder: over @link when

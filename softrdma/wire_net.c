@@ -164,7 +164,7 @@ void wire_net_serve_locked(struct net_link *link, const void *body, uint32_t len
 void wire_net_answer_locked(struct net_link *link, const void *body, uint32_t len)
 {
 	const struct net_wire_resp *a = body;
-	struct wire_resp resp;
+	struct wire_resp resp = { .placed = false };
 	struct soft_qp *qp;
 
 	if (len < sizeof(*a) || len != sizeof(*a) + a->data_len || a->status > WIRE_NO_ANSWER)

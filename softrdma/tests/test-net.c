@@ -571,6 +571,10 @@ static void test_cm_and_data(void **state)
 	assert_string_equal(ev->param.conn.private_data, "welcome");
 	assert_int_equal(rdma_ack_cm_event(ev), 0);
 	assert_int_equal(sscanf(peer_expect(&c.peer, "mr "), "%llx %x", &raddr, &rkey), 2);
+	/* Shared memory unless told otherwise (softrdma-net-socket runs the socket's path). */
+	assert_string_equal(softrdma_qp_transport(c.id->qp),
+			    getenv("SOFTRDMA_SHM") && !strcmp(getenv("SOFTRDMA_SHM"), "0") ?
+			    "socket" : "shm");
 
 	memset(c.buf, 'A', 3000);
 	assert_int_equal(post(&c, 1, IBV_WR_SEND, 0, 3000, 0, 0, 0), 0);

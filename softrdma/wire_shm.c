@@ -1,0 +1,748 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire over shared memory (wire_shm.h): rings in memfds between the two
+ * processes of a link, one per direction, each written by one process and
+ * read by the other, under their own fabric locks.
+ *
+ * A ring is a byte ring of records (struct shm_rec, 8-byte aligned, never
+ * split across the end: a pad record fills the tail). The writer publishes
+ * a record by moving tail (release); the reader consumes by moving head.
+ * The reader's net thread sets `sleeping` before it sleeps in poll(); a
+ * writer that sees it rings the doorbell, an eventfd the reader passed
+ * with the ring (written when the writer's fabric lock is released). Both
+ * sides' order of store-then-load is sequentially consistent, so a record
+ * is never left unnoticed. Records come from the other process: they are
+ * checked like any peer-supplied data before use.
+ */
+#define _GNU_SOURCE	/* memfd_create, process_vm_readv */
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+#include "net.h"
+#include "soft.h"
+#include "tap.h"
+#include "wire_net.h"
+#include "wire_shm.h"
+
+#define SHM_RING_BYTES	(256u * 1024u)	/* data bytes of one direction's ring */
+/* Payloads up to this size travel in the ring; larger ones by reference. */
+#define SHM_INLINE_MAX	2048u
+#define SHM_DRAIN_BATCH	64u
+#define SHM_MAGIC	0x53484d31u	/* 'SHM1' */
+
+struct shm_ring {
+	_Atomic uint64_t tail;		/* the writer's: bytes published */
+	uint8_t pad0[56];
+	_Atomic uint64_t head;		/* the reader's: bytes consumed */
+	_Atomic uint32_t sleeping;	/* the reader's net thread waits for the doorbell */
+	uint8_t pad1[52];
+	uint8_t data[SHM_RING_BYTES];
+};
+
+enum shm_rec_type {
+	SHM_REC_PAD = 1,
+	SHM_REC_REQ,
+	SHM_REC_RESP,
+};
+
+struct shm_rec {
+	uint32_t type;
+	uint32_t len;			/* bytes of body after this header */
+};
+
+/* A span of the sender's memory, read or written by the receiver. */
+struct shm_span {
+	uint64_t addr;
+	uint32_t len;
+	uint32_t pad;
+};
+
+struct shm_req {
+	uint64_t token;
+	uint64_t raddr;
+	uint32_t op;
+	uint32_t src_qpn;
+	uint32_t dst_qpn;
+	uint32_t solicited;
+	uint32_t imm;
+	uint32_t inv_rkey;
+	uint32_t rkey;
+	uint32_t length;
+	uint32_t psn;
+	uint32_t rd_depth;
+	uint32_t inline_payload;	/* the payload follows; else nspans spans do */
+	uint32_t nspans;		/* SEND/WRITE: the payload; READ: the sink */
+	_Atomic uint32_t ref_state;	/* spans: enum shm_ref_state */
+	uint32_t pad;
+};
+
+/*
+ * Who may touch a record's spans. The reader takes UNREAD to READING while
+ * it copies, and leaves DONE before it moves head past the record; a writer
+ * whose memory is deregistered meanwhile takes UNREAD to MOVING, copies the
+ * bytes aside and points the spans there, then back to UNREAD.
+ */
+enum shm_ref_state { REF_UNREAD, REF_READING, REF_DONE, REF_MOVING };
+
+/* A record of ours in the peer's ring whose spans name our memory (pinned). */
+struct shm_ref {
+	struct shm_req *rec;		/* in the peer's ring, as we map it */
+	struct soft_mr *mr[WIRE_MAX_SEGS];
+	void *bounce[WIRE_MAX_SEGS];
+	uint32_t nspans;
+	bool used;
+};
+
+struct shm_resp {
+	uint64_t token;
+	uint32_t src_qpn;
+	uint32_t status;
+	uint32_t data_len;
+	uint32_t rnr_timer;
+	uint32_t placed;		/* READ: written into the sink; else the data follows */
+	uint32_t pad;
+};
+
+/* The offer, sent over the socket with the ring's memfd and the doorbell. */
+struct shm_offer {
+	uint32_t magic;
+	uint32_t ring_bytes;
+	int32_t pid;
+	uint32_t pad;
+	uint64_t probe_addr;		/* where the sender keeps probe_value */
+	uint64_t probe_value;
+};
+
+struct shm_link {
+	struct shm_ring *rx;		/* ours: the peer writes, we read */
+	int rx_bell;			/* ours: in the net thread's poll set */
+	struct shm_ring *tx;		/* the peer's: we write, it reads */
+	int tx_bell_fd;
+	struct soft_signal tx_bell;
+	int peer_pid;
+	uint64_t probe_value;		/* what the peer may read of us at probe_addr */
+	uint64_t tx_next;		/* the tail after the record being written */
+	struct shm_ref refs[SOFT_NET_WINDOW];
+	struct net_link *link;
+	struct list_node node;		/* shm.links */
+};
+
+/* Under fab.lock, but for the count busy pollers read. */
+static struct {
+	struct list_node links;
+	_Atomic unsigned int nlinks;
+	bool said_no_vm;
+} shm = {
+	.links = { &shm.links, &shm.links },
+};
+
+static bool shm_wanted(void)
+{
+	const char *v = getenv("SOFTRDMA_SHM");
+
+	return !v || strcmp(v, "0") != 0;
+}
+
+static uint32_t rec_size(uint32_t body)
+{
+	return ((uint32_t)sizeof(struct shm_rec) + body + 7u) & ~7u;
+}
+
+/* ---- the offer ---------------------------------------------------------------- */
+
+static void offer_free(struct shm_link *s)
+{
+	if (s->rx)
+		munmap(s->rx, sizeof(*s->rx));
+	if (s->rx_bell >= 0)
+		close(s->rx_bell);
+	free(s);
+}
+
+void shm_link_offer_locked(struct net_link *link)
+{
+	struct shm_offer *o;
+	struct net_buf *buf;
+	struct shm_link *s;
+	int memfd = -1;
+
+	if (!shm_wanted())
+		return;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return;
+	s->rx_bell = -1;
+	s->tx_bell_fd = -1;
+	memfd = memfd_create("softrdma-ring", MFD_CLOEXEC);
+	if (memfd < 0 || ftruncate(memfd, sizeof(*s->rx)) < 0)
+		goto fail;
+	s->rx = mmap(NULL, sizeof(*s->rx), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (s->rx == MAP_FAILED) {
+		s->rx = NULL;
+		goto fail;
+	}
+	s->rx_bell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	buf = s->rx_bell < 0 ? NULL : net_buf_new_locked(NET_MSG_SHM, sizeof(*o));
+	if (!buf)
+		goto fail;
+	buf->fds[0] = memfd;
+	buf->fds[1] = dup(s->rx_bell);
+	buf->nfds = buf->fds[1] < 0 ? 1 : 2;
+	o = net_body(buf);
+	memset(o, 0, sizeof(*o));
+	s->probe_value = ((uint64_t)SHM_MAGIC << 32) | (uint32_t)getpid();
+	o->magic = SHM_MAGIC;
+	o->ring_bytes = SHM_RING_BYTES;
+	o->pid = getpid();
+	o->probe_addr = (uint64_t)(uintptr_t)&s->probe_value;
+	o->probe_value = s->probe_value;
+	link->shm = s;
+	s->link = link;
+	list_add_tail(&s->node, &shm.links);
+	atomic_fetch_add(&shm.nlinks, 1);
+	/* The offer goes before anything else this side says on the link. */
+	net_send_locked(link, buf);
+	return;
+fail:
+	if (memfd >= 0)
+		close(memfd);
+	offer_free(s);
+}
+
+/* Can we reach the peer's memory? (same user, no ptrace restriction) */
+static bool probe_peer(const struct shm_offer *o)
+{
+	uint64_t got = 0;
+	struct iovec local = { &got, sizeof(got) };
+	struct iovec remote = { (void *)(uintptr_t)o->probe_addr, sizeof(got) };
+
+	if (process_vm_readv(o->pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(got) &&
+	    got == o->probe_value)
+		return true;
+	if (!shm.said_no_vm) {
+		shm.said_no_vm = true;
+		fprintf(stderr, "softrdma: process_vm_readv() of process %d refused (%s): "
+			"links between processes use their sockets\n", o->pid, strerror(errno));
+	}
+	return false;
+}
+
+void shm_link_accept_locked(struct net_link *link, const void *body, uint32_t len, int *fds,
+			    unsigned int nfds)
+{
+	const struct shm_offer *o = body;
+	struct shm_link *s = link->shm;
+	void *map;
+
+	if (!s || s->tx || nfds != 2 || len != sizeof(*o) || o->magic != SHM_MAGIC ||
+	    o->ring_bytes != SHM_RING_BYTES || o->pid <= 0 || !probe_peer(o))
+		return;
+	map = mmap(NULL, sizeof(*s->tx), PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (map == MAP_FAILED)
+		return;
+	s->tx = map;
+	s->tx_bell_fd = fds[1];
+	fds[1] = -1;
+	signal_init(&s->tx_bell, s->tx_bell_fd);
+	s->peer_pid = o->pid;
+}
+
+bool shm_link_ready(const struct net_link *link)
+{
+	return link->shm && link->shm->tx;
+}
+
+int shm_link_bell_fd(const struct net_link *link)
+{
+	return link->shm ? link->shm->rx_bell : -1;
+}
+
+static void ref_release(struct shm_ref *ref)
+{
+	uint32_t i;
+
+	if (!ref->used)
+		return;
+	for (i = 0; i < ref->nspans; i++) {
+		if (ref->mr[i])
+			mem_unpin_locked(ref->mr[i], NULL);
+		free(ref->bounce[i]);
+		ref->mr[i] = NULL;
+		ref->bounce[i] = NULL;
+	}
+	ref->used = false;
+}
+
+/* Forget the records the reader is done with, before their room is written again. */
+static void refs_reclaim(struct shm_link *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < SOFT_NET_WINDOW; i++)
+		if (s->refs[i].used &&
+		    atomic_load_explicit(&s->refs[i].rec->ref_state, memory_order_acquire) == REF_DONE)
+			ref_release(&s->refs[i]);
+}
+
+static struct shm_ref *ref_get(struct shm_link *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < SOFT_NET_WINDOW; i++)
+		if (!s->refs[i].used)
+			return &s->refs[i];
+	return NULL;
+}
+
+void shm_link_free_locked(struct net_link *link)
+{
+	struct shm_link *s = link->shm;
+	unsigned int i;
+
+	if (!s)
+		return;
+	link->shm = NULL;
+	list_del(&s->node);
+	atomic_fetch_sub(&shm.nlinks, 1);
+	for (i = 0; i < SOFT_NET_WINDOW; i++)
+		ref_release(&s->refs[i]);
+	if (s->tx) {
+		signal_cancel_locked(&s->tx_bell);
+		signal_fini(&s->tx_bell);
+		munmap(s->tx, sizeof(*s->tx));
+	}
+	if (s->tx_bell_fd >= 0)
+		close(s->tx_bell_fd);
+	offer_free(s);
+}
+
+/* ---- writing records ------------------------------------------------------------ */
+
+/*
+ * Room for a record of @body bytes on the peer's ring: its body, or NULL
+ * if the ring is full (the reader is behind: as a packet lost). Nothing is
+ * visible to the reader before rec_end().
+ */
+static void *rec_begin(struct shm_link *s, uint32_t type, uint32_t body)
+{
+	struct shm_ring *r = s->tx;
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+	uint32_t pos = (uint32_t)(tail % SHM_RING_BYTES), need = rec_size(body);
+	uint32_t to_end = SHM_RING_BYTES - pos, pad = need > to_end ? to_end : 0;
+	struct shm_rec *rec;
+
+	if (tail - head > SHM_RING_BYTES || need + pad > SHM_RING_BYTES - (tail - head))
+		return NULL;
+	refs_reclaim(s);
+	if (pad) {
+		rec = (struct shm_rec *)(r->data + pos);
+		rec->type = SHM_REC_PAD;
+		rec->len = pad - (uint32_t)sizeof(*rec);
+		pos = 0;
+	}
+	rec = (struct shm_rec *)(r->data + pos);
+	rec->type = type;
+	rec->len = body;
+	s->tx_next = tail + pad + need;
+	return rec + 1;
+}
+
+/* Publish the record rec_begin() made; ring the doorbell if the reader sleeps. */
+static void rec_end(struct shm_link *s)
+{
+	struct shm_ring *r = s->tx;
+
+	atomic_store_explicit(&r->tail, s->tx_next, memory_order_seq_cst);
+	if (atomic_load_explicit(&r->sleeping, memory_order_seq_cst))
+		signal_add_locked(&s->tx_bell, 1);
+}
+
+static struct shm_span span_of(const struct wire_seg *seg)
+{
+	struct shm_span sp = { seg->addr, seg->len, 0 };
+
+	return sp;
+}
+
+static void shm_transmit(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
+{
+	struct shm_link *s = qp->remote->shm;
+	bool is_read = req->op == WIRE_READ;
+	bool inl = !is_read && req->length <= SHM_INLINE_MAX;
+	uint32_t body = (uint32_t)sizeof(struct shm_req) +
+		(inl ? req->length : req->nsegs * (uint32_t)sizeof(struct shm_span));
+	struct shm_ref *ref = NULL;
+	struct shm_req *m;
+	unsigned int i;
+
+	resp->status = WIRE_NO_ANSWER;
+	if (qp->remote->dead)
+		return;
+	/* Nothing to reclaim and every slot taken: as a packet lost, it is sent again. */
+	if (!inl && !is_read && !(ref = ref_get(s))) {
+		refs_reclaim(s);
+		if (!(ref = ref_get(s)))
+			return;
+	}
+	m = rec_begin(s, SHM_REC_REQ, body);
+	if (!m)
+		return;
+	memset(m, 0, sizeof(*m));
+	m->token = req->token;
+	m->raddr = req->raddr;
+	m->op = req->op;
+	m->src_qpn = req->src_qpn;
+	m->dst_qpn = req->dst_qpn;
+	m->solicited = req->solicited;
+	m->imm = req->imm;
+	m->inv_rkey = req->inv_rkey;
+	m->rkey = req->rkey;
+	m->length = req->length;
+	m->psn = req->psn;
+	m->rd_depth = req->rd_depth;
+	m->inline_payload = inl;
+	if (inl) {
+		wire_pull_msg(req->segs, req->nsegs, 0, m + 1, req->length);
+	} else {
+		struct shm_span *sp = (struct shm_span *)(m + 1);
+
+		m->nspans = req->nsegs;
+		for (i = 0; i < req->nsegs; i++)
+			sp[i] = span_of(&req->segs[i]);
+	}
+	if (ref) {
+		/* The reader copies from our memory later: it stays pinned until then. */
+		atomic_store_explicit(&m->ref_state, REF_UNREAD, memory_order_relaxed);
+		ref->rec = m;
+		ref->nspans = req->nsegs;
+		for (i = 0; i < req->nsegs; i++) {
+			ref->mr[i] = req->segs[i].mr;
+			if (ref->mr[i])
+				mem_pin_locked(ref->mr[i], NULL);
+		}
+		ref->used = true;
+	}
+	rec_end(s);
+	resp->status = WIRE_PENDING;
+}
+
+static void shm_detach(struct soft_qp *qp)
+{
+	(void)qp;
+}
+
+const struct wire_transport wire_shm = {
+	.name = "shm",
+	.transmit = shm_transmit,
+	.detach = shm_detach,
+};
+
+void shm_pull(int pid, uint64_t addr, void *dst, uint32_t len)
+{
+	struct iovec local = { dst, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+
+	if (len && process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)len)
+		memset(dst, 0, len);
+}
+
+/* A large READ's data: straight into the requester's sink. False if it could not. */
+static bool place_read(struct shm_link *s, const struct shm_span *sink, uint32_t nspans,
+		       const struct wire_seg *data)
+{
+	struct iovec remote[WIRE_MAX_SEGS];
+	struct iovec local = { (void *)(uintptr_t)data->addr, data->len };
+	uint64_t room = 0;
+	uint32_t i;
+
+	for (i = 0; i < nspans; i++) {
+		remote[i].iov_base = (void *)(uintptr_t)sink[i].addr;
+		remote[i].iov_len = sink[i].len;
+		room += sink[i].len;
+	}
+	if (room < data->len)
+		return false;
+	return process_vm_writev(s->peer_pid, &local, 1, remote, nspans, 0) == (ssize_t)data->len;
+}
+
+/* Answer on the peer's ring, or its socket if this side cannot write there. */
+static void send_answer_locked(struct net_link *link, const struct shm_req *m,
+			       const struct shm_span *sink, const struct wire_resp *resp)
+{
+	struct shm_link *s = link->shm;
+	uint32_t data_len = resp->status == WIRE_ACK && m->op == WIRE_READ ? resp->data.len : 0;
+	uint32_t status = resp->status;
+	bool placed = data_len > SHM_INLINE_MAX;
+	struct shm_resp *a;
+	uint32_t body;
+
+	if (resp->status == WIRE_NO_ANSWER || !s->tx)
+		return;
+	if (placed && !place_read(s, sink, m->nspans, &resp->data)) {
+		/* The requester's buffers went away under its Read: it fails. */
+		status = WIRE_NAK_REM_OP;
+		placed = false;
+		data_len = 0;
+	}
+	body = (uint32_t)sizeof(*a) + (placed ? 0 : data_len);
+	a = rec_begin(s, SHM_REC_RESP, body);
+	if (!a)
+		return;		/* the requester hears nothing and retries */
+	memset(a, 0, sizeof(*a));
+	a->token = m->token;
+	a->src_qpn = m->src_qpn;
+	a->status = status;
+	a->data_len = data_len;
+	a->rnr_timer = resp->rnr_timer;
+	a->placed = placed;
+	if (data_len && !placed)
+		wire_pull(&resp->data, 0, a + 1, data_len);
+	rec_end(s);
+}
+
+/* ---- reading records ------------------------------------------------------------ */
+
+/* Take a record's spans to read them: false if they were handed over already. */
+static bool ref_take(struct shm_req *m)
+{
+	uint32_t want = REF_UNREAD;
+
+	/* A writer moving the bytes aside holds them for a memcpy: wait it out. */
+	while (!atomic_compare_exchange_weak_explicit(&m->ref_state, &want, REF_READING,
+						      memory_order_acq_rel, memory_order_acquire)) {
+		if (want != REF_UNREAD && want != REF_MOVING)
+			return false;
+		if (want == REF_MOVING)
+			sched_yield();
+		want = REF_UNREAD;
+	}
+	return true;
+}
+
+/* A request from the peer: serve it as the socket path does (wire_net.c). */
+static void serve_req(struct net_link *link, const struct shm_req *m, uint32_t len)
+{
+	const struct shm_span *sp = (const struct shm_span *)(m + 1);
+	struct wire_resp resp = { .status = WIRE_NO_ANSWER };
+	struct wire_req req;
+	struct soft_qp *qp;
+	uint64_t total = 0;
+	uint32_t i;
+
+	if (len < sizeof(*m) || m->op > WIRE_READ || m->length > SOFT_MAX_MSG)
+		return;
+	if (m->inline_payload ? len != sizeof(*m) + m->length || m->op == WIRE_READ
+			      : m->nspans > WIRE_MAX_SEGS ||
+				len != sizeof(*m) + m->nspans * sizeof(*sp))
+		return;
+	memset(&req, 0, sizeof(req));
+	req.op = m->op;
+	req.src_qpn = m->src_qpn;
+	req.dst_qpn = m->dst_qpn;
+	req.solicited = m->solicited != 0;
+	req.imm = m->imm;
+	req.inv_rkey = m->inv_rkey;
+	req.rkey = m->rkey;
+	req.raddr = m->raddr;
+	req.length = m->length;
+	req.token = m->token;
+	req.psn = m->psn;
+	req.rd_depth = m->rd_depth;
+	if (m->inline_payload && m->length) {
+		req.segs[0] = wire_seg_local(m + 1, m->length);
+		req.nsegs = 1;
+	} else if (!m->inline_payload && m->op != WIRE_READ) {
+		if (!ref_take((struct shm_req *)m))
+			return;
+		for (i = 0; i < m->nspans; i++) {
+			req.segs[i] = (struct wire_seg){ .owner = WIRE_OWNER_REMOTE,
+				.addr = sp[i].addr, .len = sp[i].len, .pid = link->shm->peer_pid };
+			total += sp[i].len;
+		}
+		req.nsegs = m->nspans;
+		if (total != m->length)
+			return;
+	}
+	qp = qp_lookup_locked(m->dst_qpn);
+	if (qp && wire_route_locked(qp) == link) {
+		/* Go back N after an RNR NAK, as over the socket. */
+		if (qp->rnr_gate && req.psn != qp->rnr_gate_psn)
+			return;
+		qp->rnr_gate = false;
+		req.dgid = qp->attr.ah_attr.grh.dgid;
+		responder_receive(qp, &req, &resp);
+		tap_response_locked(qp, &req, &resp);
+		if (resp.status == WIRE_NAK_RNR) {
+			qp->rnr_gate = true;
+			qp->rnr_gate_psn = req.psn;
+		}
+	}
+	send_answer_locked(link, m, sp, &resp);
+}
+
+static void take_resp(struct net_link *link, const struct shm_resp *a, uint32_t len)
+{
+	struct wire_resp resp;
+	struct soft_qp *qp;
+
+	if (len < sizeof(*a) || a->status > WIRE_NO_ANSWER || a->data_len > SOFT_MAX_MSG ||
+	    len != sizeof(*a) + (a->placed ? 0 : a->data_len))
+		return;
+	qp = qp_lookup_locked(a->src_qpn);
+	if (!qp || qp->remote != link)
+		return;
+	resp.status = a->status;
+	resp.data = wire_seg_local(a->placed ? NULL : a + 1, a->data_len);
+	resp.rnr_timer = (uint8_t)(a->rnr_timer & 31);
+	resp.placed = a->placed != 0;
+	engine_answer_locked(qp, a->token, &resp);
+}
+
+bool shm_link_sleep_locked(struct net_link *link)
+{
+	struct shm_ring *r = link->shm ? link->shm->rx : NULL;
+
+	if (!r)
+		return false;
+	atomic_store_explicit(&r->sleeping, 1, memory_order_seq_cst);
+	return atomic_load_explicit(&r->tail, memory_order_seq_cst) !=
+	       atomic_load_explicit(&r->head, memory_order_relaxed);
+}
+
+void shm_link_awake_locked(struct net_link *link)
+{
+	if (link->shm)
+		atomic_store_explicit(&link->shm->rx->sleeping, 0, memory_order_relaxed);
+}
+
+bool shm_link_drain_locked(struct net_link *link)
+{
+	struct shm_ring *r = link->shm ? link->shm->rx : NULL;
+	uint64_t head, tail;
+	unsigned int n;
+
+	if (!r)
+		return false;
+	head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	if (tail == head)
+		return false;
+	for (n = 0; n < SHM_DRAIN_BATCH && head != tail && !link->dead; n++) {
+		uint32_t pos = (uint32_t)(head % SHM_RING_BYTES);
+		const struct shm_rec *rec = (const struct shm_rec *)(r->data + pos);
+		uint32_t rlen = rec->len, type = rec->type;
+
+		/* The peer wrote this: a record must lie within what it published. */
+		if (tail - head > SHM_RING_BYTES || pos % 8 ||
+		    rlen > SHM_RING_BYTES - pos - sizeof(*rec) ||
+		    rec_size(rlen) > tail - head) {
+			fprintf(stderr, "softrdma: a corrupt shared-memory record: link closed\n");
+			link->dead = true;
+			break;
+		}
+		if (type == SHM_REC_REQ) {
+			struct shm_req *m = (struct shm_req *)(rec + 1);
+
+			serve_req(link, m, rlen);
+			/* Its spans are not read again: the writer may let them go. */
+			if (rlen >= sizeof(*m) && !m->inline_payload)
+				atomic_store_explicit(&m->ref_state, REF_DONE, memory_order_release);
+		} else if (type == SHM_REC_RESP)
+			take_resp(link, (const struct shm_resp *)(rec + 1), rlen);
+		head += rec_size(rlen);
+		atomic_store_explicit(&r->head, head, memory_order_release);
+	}
+	return true;
+}
+
+bool shm_pending(void)
+{
+	return atomic_load_explicit(&shm.nlinks, memory_order_relaxed) != 0;
+}
+
+void shm_drain_all_locked(void)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_link *s = list_entry(pos, struct shm_link, node);
+		struct shm_ring *r = s->rx;
+
+		if (atomic_load_explicit(&r->tail, memory_order_acquire) !=
+		    atomic_load_explicit(&r->head, memory_order_relaxed))
+			shm_link_drain_locked(s->link);
+	}
+}
+
+/*
+ * @mr is being deregistered: records of ours that the peer has not read yet
+ * get a copy of its bytes instead, as the socket path copies them out of
+ * its queued messages (net_detach_locked()), so that the peer never reads
+ * memory after it was let go, and nothing waits for a stopped peer.
+ */
+static void ref_detach(struct shm_ref *ref, const struct soft_mr *mr)
+{
+	struct shm_span *sp = (struct shm_span *)(ref->rec + 1);
+	uint64_t deadline = soft_now_ns() + 1000000000ULL;
+	uint32_t want = REF_UNREAD, i;
+
+	while (!atomic_compare_exchange_strong_explicit(&ref->rec->ref_state, &want, REF_MOVING,
+							memory_order_acq_rel,
+							memory_order_acquire)) {
+		if (want == REF_DONE) {
+			ref_release(ref);
+			return;
+		}
+		/* The peer is copying them now: a copy takes no time, unless it was stopped. */
+		if (soft_now_ns() > deadline)
+			break;
+		sched_yield();
+		want = REF_UNREAD;
+	}
+	for (i = 0; i < ref->nspans; i++) {
+		void *copy;
+
+		if (ref->mr[i] != mr)
+			continue;
+		copy = want == REF_UNREAD ? malloc(sp[i].len ? sp[i].len : 1) : NULL;
+		if (copy) {
+			memcpy(copy, (const void *)(uintptr_t)sp[i].addr, sp[i].len);
+			sp[i].addr = (uint64_t)(uintptr_t)copy;
+			ref->bounce[i] = copy;
+		}
+		mem_unpin_locked(ref->mr[i], NULL);
+		ref->mr[i] = NULL;
+	}
+	if (want == REF_UNREAD)
+		atomic_store_explicit(&ref->rec->ref_state, REF_UNREAD, memory_order_release);
+}
+
+void shm_detach_locked(const struct soft_mr *mr)
+{
+	struct list_node *pos, *tmp;
+	unsigned int i, j;
+
+	list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_link *s = list_entry(pos, struct shm_link, node);
+
+		for (i = 0; i < SOFT_NET_WINDOW; i++) {
+			struct shm_ref *ref = &s->refs[i];
+
+			if (!ref->used)
+				continue;
+			for (j = 0; j < ref->nspans && ref->mr[j] != mr; j++)
+				;
+			if (j < ref->nspans)
+				ref_detach(ref, mr);
+		}
+	}
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire over shared memory (wire_shm.c). Each side of a link makes a
+ * receive ring in a memfd and a doorbell eventfd, and sends both to the
+ * peer over the link's socket (SCM_RIGHTS) as its first message; once a
+ * side has mapped the peer's ring, its wire requests and answers go there
+ * instead of the socket, which keeps the CM and tells of the peer's death.
+ *
+ * A record carries small payloads in the ring; a larger one names the
+ * sender's memory, which the receiver reads with process_vm_readv(), and
+ * the data of a large RDMA Read is written straight into the requester's
+ * buffers with process_vm_writev(): one copy per byte, as an HCA's DMA.
+ * The doorbell costs a write() only when the receiver's net thread sleeps;
+ * a busy poller of this process drains the rings itself (soft_poll_cq()).
+ * Everything here runs with the fabric lock held.
+ */
+#ifndef SOFT_WIRE_SHM_H
+#define SOFT_WIRE_SHM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+struct net_link;
+struct net_buf;
+
+/*
+ * A new link: make this side's ring and doorbell and queue their offer,
+ * the link's first message. Without shared memory (SOFTRDMA_SHM=0, no
+ * memfd) the link stays on its socket.
+ */
+void shm_link_offer_locked(struct net_link *link);
+/* The peer's offer arrived, with its descriptors (taken: closed or kept). */
+void shm_link_accept_locked(struct net_link *link, const void *body, uint32_t len, int *fds,
+			    unsigned int nfds);
+/* Can this side send on the peer's ring? */
+bool shm_link_ready(const struct net_link *link);
+/* This side's doorbell, for the net thread's poll set, or -1. */
+int shm_link_bell_fd(const struct net_link *link);
+/*
+ * The net thread is about to sleep: from now on a sender rings the
+ * doorbell. True if the ring holds records already (do not sleep).
+ */
+bool shm_link_sleep_locked(struct net_link *link);
+/* The net thread is awake again: senders need not ring. */
+void shm_link_awake_locked(struct net_link *link);
+/* Run what the ring holds (a bounded batch); true if it held anything. */
+bool shm_link_drain_locked(struct net_link *link);
+/* Free what the link holds of shared memory (the link is freed). */
+void shm_link_free_locked(struct net_link *link);
+
+/* @mr is being deregistered: the peer gets a copy of what it has yet to read. */
+void shm_detach_locked(const struct soft_mr *mr);
+
+/* Busy pollers: is any ring of this process non-empty? (no lock) */
+bool shm_pending(void);
+/* Drain every ring of this process. */
+void shm_drain_all_locked(void);
+
+/*
+ * Copy @len bytes at @addr in process @pid to @dst (a WIRE_OWNER_REMOTE
+ * segment). Bytes it cannot read (the sender unmapped them) read as zero.
+ */
+void shm_pull(int pid, uint64_t addr, void *dst, uint32_t len);
+
+#endif /* SOFT_WIRE_SHM_H */
