@@ -435,7 +435,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_arm(struct rpcrdma_clnt *clnt)
 	if (!x->rx_have_ep)
 		return 0;
 	/* About to sleep: what the paced polls skipped must not be left unread. */
-	if (!(x->rx_ep.ready & RPCRDMA_READY_KNOWN))
+	if (rpcrdma_ep_cm_due_arm(&x->rx_ep))
 		xprt_rdma_process_cm(x);
 	n = rpcrdma_ep_arm(&x->rx_ep, 64);
 	if (n < 0) {

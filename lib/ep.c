@@ -234,15 +234,15 @@ static bool rpcrdma_ep_take_event(struct rpcrdma_ep *ep)
  * (level-triggered, so any other shows at the next wait); without, every
  * event there is, until the channel is empty.
  */
-static void rpcrdma_ep_take_events(struct rpcrdma_ep *ep, unsigned int ready)
+static unsigned int rpcrdma_ep_take_events(struct rpcrdma_ep *ep, unsigned int ready)
 {
-	if (ready & RPCRDMA_READY_KNOWN) {
-		if (ready & RPCRDMA_READY_COMP)
-			rpcrdma_ep_take_event(ep);
-		return;
-	}
+	unsigned int n = 0;
+
+	if (ready & RPCRDMA_READY_KNOWN)
+		return (ready & RPCRDMA_READY_COMP) && rpcrdma_ep_take_event(ep);
 	while (rpcrdma_ep_take_event(ep))
-		;
+		n++;
+	return n;
 }
 
 int rpcrdma_ep_collect(struct rpcrdma_ep *ep, int epfd, int timeout_ms)
@@ -259,6 +259,15 @@ int rpcrdma_ep_collect(struct rpcrdma_ep *ep, int epfd, int timeout_ms)
 	if (ep)
 		ep->ready = tags | RPCRDMA_READY_KNOWN;
 	return (int)tags;
+}
+
+bool rpcrdma_ep_cm_due_arm(struct rpcrdma_ep *ep)
+{
+	if (ep->ready & RPCRDMA_READY_CM) {
+		ep->ready &= ~RPCRDMA_READY_CM;
+		return true;
+	}
+	return !(ep->ready & RPCRDMA_READY_KNOWN);
 }
 
 bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep)
@@ -300,14 +309,23 @@ int rpcrdma_ep_poll(struct rpcrdma_ep *ep, int budget)
 
 int rpcrdma_ep_arm(struct rpcrdma_ep *ep, int budget)
 {
+	unsigned int ready = ep->ready;
 	int n;
 
-	unsigned int ready = ep->ready;
-
-	if (ep->armed)
-		return 0;
 	/* A wait's readiness serves one arm: the next one reads everything. */
 	ep->ready = 0;
+	if (ep->armed) {
+		/*
+		 * Woken, yet the last poll found nothing: an event came, either
+		 * for a completion that landed since (poll again) or late, after
+		 * its completion was polled. Left unread, it would keep the channel
+		 * readable and every sleep short. Either way arm again.
+		 */
+		if (!rpcrdma_ep_take_events(ep, ready))
+			return 0;
+		ep->armed = false;
+		ready = 0;
+	}
 	/* Not every owner's wait set holds the async fd: look there now and then. */
 	if (!(ready & RPCRDMA_READY_KNOWN) || (ready & RPCRDMA_READY_ASYNC) ||
 	    ++ep->async_arms % RPCRDMA_ASYNC_PACE_ARMS == 0)

@@ -125,6 +125,8 @@ int rpcrdma_ep_collect(struct rpcrdma_ep *ep, int epfd, int timeout_ms);
 
 /* Should this poll read the CM channel? (clears the readiness it used) */
 bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep);
+/* And an arm, before a sleep: unless a wait said it holds nothing. */
+bool rpcrdma_ep_cm_due_arm(struct rpcrdma_ep *ep);
 
 /**
  * struct rpcrdma_ep_attr - what rpcrdma_ep_create() builds
@@ -202,6 +204,9 @@ int rpcrdma_ep_poll(struct rpcrdma_ep *ep, int budget);
  * the last poll and the arm raises no event. Returns 0 when the CQ is armed
  * and was empty (safe to sleep), or the number of completions that last
  * poll dispatched (> 0: process them and poll again instead of sleeping).
+ * Already armed, it takes the channel's events, since the caller was woken
+ * (an event may reach the channel after its completion was polled), and
+ * arms again if there were any; else it returns 0 at once.
  */
 int rpcrdma_ep_arm(struct rpcrdma_ep *ep, int budget);
 

@@ -311,8 +311,11 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 	if (n > 0 || rdma->sc_ep.close_pending) {
 		/* Busy: look again next pass; a pass that finds nothing arms. */
 		svc_rdma_mark_ready(rdma);
-	} else if (!rdma->sc_ep.armed) {
-		/* Armed before the deferred work: what it posts completes into an armed CQ. */
+	} else {
+		/*
+		 * Armed before the deferred work: what it posts completes into an
+		 * armed CQ. Already armed, the arm takes a late event.
+		 */
 		m = rpcrdma_ep_arm(&rdma->sc_ep, budget);
 		if (unlikely(m < 0)) {
 			rpcrdma_ep_close_deferred(&rdma->sc_ep);
@@ -333,7 +336,7 @@ int svc_rdma_conn_arm(struct svcxprt_rdma *rdma)
 	if (rdma->sc_state == SVCXPRT_CLOSED)
 		return 0;
 	/* About to sleep: what the paced polls skipped must not be left unread. */
-	if (!(rdma->sc_ep.ready & RPCRDMA_READY_KNOWN))
+	if (rpcrdma_ep_cm_due_arm(&rdma->sc_ep))
 		svc_rdma_process_cm(rdma);
 	n = rpcrdma_ep_arm(&rdma->sc_ep, 64);
 	if (unlikely(n < 0)) {

@@ -194,12 +194,14 @@ bool cq_push_locked(struct soft_cq *scq, const struct ibv_wc *wc, bool solicited
 	scq->ring[(scq->head + scq->count) % scq->size] = *wc;
 	__atomic_store_n(&scq->count, scq->count + 1, __ATOMIC_RELAXED);
 	if (scq->armed && (!scq->solicited_only || solicited || wc->status != IBV_WC_SUCCESS)) {
+		bool presignaled = shm_cq_raised_locked(scq);
+
 		scq->armed = false;
 		if (scq->cq.channel) {
 			struct soft_comp_channel *sch =
 				container_of(scq->cq.channel, struct soft_comp_channel, ch);
 
-			evq_raise_locked(&sch->q, &scq->comp_event);
+			evq_raise_locked(&sch->q, &scq->comp_event, !presignaled);
 		}
 	}
 	return true;
@@ -248,6 +250,12 @@ int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	else if (!solicited_only)
 		scq->solicited_only = false;
 	scq->armed = true;
+	/*
+	 * Records that came before the arm wake nobody now: run them, so that
+	 * what they complete here raises the event the caller will wait for.
+	 */
+	if (shm_cq_armed_locked(scq))
+		shm_drain_all_locked();
 	fab_unlock();
 	return 0;
 }

@@ -330,7 +330,7 @@ void async_event_locked(struct ibv_context *ctx, enum ibv_event_type type, void 
 		e->ev.element.qp = obj;
 		break;
 	}
-	evq_raise_locked(&to_sctx(ctx)->async_q, &e->node);
+	evq_raise_locked(&to_sctx(ctx)->async_q, &e->node, true);
 }
 
 void async_forget_locked(struct ibv_context *ctx, void *obj)

@@ -557,11 +557,11 @@ void engine_answer_locked(struct soft_qp *qp, uint64_t token, const struct wire_
 	}
 	if (!wqe || qp->attr.qp_state != IBV_QPS_RTS)
 		return;
-	fab_kick_locked();
 	if (resp->status == WIRE_NAK_RNR || resp->status == WIRE_NO_ANSWER) {
 		/* Sent again from here (no answer: from the oldest still awaiting one). */
 		rewind_locked(qp, resp->status == WIRE_NAK_RNR ? i : oldest);
 		answer_now_locked(qp, resp);
+		fab_kick_locked();
 		return;
 	}
 	unawait_locked(qp, wqe);
@@ -573,6 +573,8 @@ void engine_answer_locked(struct soft_qp *qp, uint64_t token, const struct wire_
 	complete_in_order_locked(qp);
 	if (st != IBV_WC_SUCCESS)
 		qp_to_error_locked(qp);
+	else if (qp->active)
+		fab_kick_locked();	/* what waited for room in the window goes on */
 }
 
 /* The answer to the WQE at sq_exec, there and then (in this process, or a dead link). */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "soft.h"
+#include "wire_shm.h"
 
 int evq_init(struct soft_evq *q)
 {
@@ -45,11 +46,12 @@ void evq_forget_locked(struct soft_evq *q, struct list_node *item)
 	q->stale++;
 }
 
-void evq_raise_locked(struct soft_evq *q, struct soft_event *ev)
+void evq_raise_locked(struct soft_evq *q, struct soft_event *ev, bool token)
 {
 	if (ev->pending++ == 0)
 		list_add_tail(&ev->link, &q->items);
-	signal_add_locked(&q->sig, 1);
+	if (token)
+		signal_add_locked(&q->sig, 1);
 }
 
 void evq_taken_locked(struct soft_evq *q, struct soft_event *ev)
@@ -89,6 +91,9 @@ struct list_node *evq_pop_locked(struct soft_evq *q)
 		/* Its owner was destroyed meanwhile: block on, as a reader in the kernel does. */
 		if (q->retired)
 			continue;
+		/* Another process may have written the token with its record (wire_shm.c). */
+		if (list_empty(&q->items) && shm_pending())
+			shm_drain_all_locked();
 		if (!list_empty(&q->items)) {
 			q->readers--;
 			return list_pop(&q->items);

@@ -98,7 +98,8 @@ void evq_push_locked(struct soft_evq *q, struct list_node *item);
 /* Take one item out of the queue without reading it (object destroyed). */
 void evq_forget_locked(struct soft_evq *q, struct list_node *item);
 /* The same for embedded events: raise one, after evq_pop_locked() returned it, drop all. */
-void evq_raise_locked(struct soft_evq *q, struct soft_event *ev);
+/* @token false: another process wrote the eventfd's token for it already. */
+void evq_raise_locked(struct soft_evq *q, struct soft_event *ev, bool token);
 void evq_taken_locked(struct soft_evq *q, struct soft_event *ev);
 void evq_cancel_locked(struct soft_evq *q, struct soft_event *ev);
 /*
@@ -342,6 +343,7 @@ struct soft_cq {
 	struct soft_event comp_event;	/* on its channel's queue while raised */
 	struct soft_async_event err_event;	/* IBV_EVENT_CQ_ERR */
 	unsigned int users;		/* QPs sending completions here */
+	unsigned int shm_links;		/* links whose peer may wake its channel (wire_shm.c) */
 	unsigned int comp_read;		/* events returned by ibv_get_cq_event */
 	unsigned int comp_acked;
 	unsigned int async_read;

@@ -53,6 +53,8 @@ void wire_attach_locked(struct soft_qp *qp, struct net_link *link)
 		qp->remote = link;
 	}
 	qp->wire = !link ? &wire_local : shm_link_ready(link) ? &wire_shm : &wire_socket;
+	if (qp->wire == &wire_shm)
+		shm_link_bind_qp_locked(link, qp);
 }
 
 void wire_detach_locked(struct soft_qp *qp)
@@ -61,8 +63,10 @@ void wire_detach_locked(struct soft_qp *qp)
 		qp->wire->detach(qp);
 	qp->wire = NULL;
 	qp->peer = NULL;
-	if (qp->remote)
+	if (qp->remote) {
+		shm_link_unbind_qp_locked(qp->remote, qp);
 		net_link_put_locked(qp->remote);
+	}
 	qp->remote = NULL;
 }
 

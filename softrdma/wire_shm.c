@@ -43,9 +43,23 @@ struct shm_ring {
 	uint8_t pad0[56];
 	_Atomic uint64_t head;		/* the reader's: bytes consumed */
 	_Atomic uint32_t sleeping;	/* the reader's net thread waits for the doorbell */
-	uint8_t pad1[52];
+	_Atomic uint32_t arm;		/* the reader's channel: enum shm_arm */
+	uint8_t pad1[48];
 	uint8_t data[SHM_RING_BYTES];
 };
+
+/*
+ * A reader whose receive CQ has a completion channel (shm_link_bind_qp_locked)
+ * arms it here too when the CQ is armed. The writer of a record that
+ * completes there takes ARMED to FIRED and writes the channel's eventfd
+ * itself, waking the reader's sleeping thread directly, which drains the
+ * ring when it asks for its event; the reader's event then needs no token
+ * of its own (shm_cq_raised_locked()).
+ */
+enum shm_arm { ARM_IDLE, ARM_ARMED, ARM_FIRED };
+
+/* Where a record's completion lands at the reader. */
+enum shm_wakes { WAKES_NONE, WAKES_RECV, WAKES_SEND };
 
 enum shm_rec_type {
 	SHM_REC_PAD = 1,
@@ -131,6 +145,13 @@ struct shm_link {
 	uint64_t probe_value;		/* what the peer may read of us at probe_addr */
 	uint64_t tx_next;		/* the tail after the record being written */
 	struct shm_ref refs[SOFT_NET_WINDOW];
+	/* Reader: the CQ whose channel the peer may wake, and whether sends complete there. */
+	struct soft_cq *app_cq;
+	struct soft_qp *app_qp;
+	/* Writer: the peer's channel eventfd (-1: none yet), and what completes there. */
+	int app_bell_fd;
+	struct soft_signal app_bell;
+	bool app_covers_send;
 	struct net_link *link;
 	struct list_node node;		/* shm.links */
 };
@@ -181,6 +202,7 @@ void shm_link_offer_locked(struct net_link *link)
 		return;
 	s->rx_bell = -1;
 	s->tx_bell_fd = -1;
+	s->app_bell_fd = -1;
 	memfd = memfd_create("softrdma-ring", MFD_CLOEXEC);
 	if (memfd < 0 || ftruncate(memfd, sizeof(*s->rx)) < 0)
 		goto fail;
@@ -321,6 +343,13 @@ void shm_link_free_locked(struct net_link *link)
 	}
 	if (s->tx_bell_fd >= 0)
 		close(s->tx_bell_fd);
+	if (s->app_bell_fd >= 0) {
+		signal_cancel_locked(&s->app_bell);
+		signal_fini(&s->app_bell);
+		close(s->app_bell_fd);
+	}
+	if (s->app_cq)
+		s->app_cq->shm_links--;
 	offer_free(s);
 }
 
@@ -356,14 +385,37 @@ static void *rec_begin(struct shm_link *s, uint32_t type, uint32_t body)
 	return rec + 1;
 }
 
-/* Publish the record rec_begin() made; ring the doorbell if the reader sleeps. */
-static void rec_end(struct shm_link *s)
+/*
+ * Publish the record rec_begin() made. A record that completes on the
+ * reader's armed CQ wakes the thread waiting on its channel; otherwise the
+ * doorbell rings if the reader's net thread sleeps.
+ */
+static void rec_end(struct shm_link *s, enum shm_wakes wakes)
 {
 	struct shm_ring *r = s->tx;
 
 	atomic_store_explicit(&r->tail, s->tx_next, memory_order_seq_cst);
+	if (s->app_bell_fd >= 0 &&
+	    (wakes == WAKES_RECV || (wakes == WAKES_SEND && s->app_covers_send))) {
+		uint32_t want = ARM_ARMED;
+
+		if (atomic_compare_exchange_strong_explicit(&r->arm, &want, ARM_FIRED,
+							    memory_order_seq_cst,
+							    memory_order_seq_cst)) {
+			signal_add_locked(&s->app_bell, 1);
+			return;
+		}
+		/* Woken already: that thread drains the ring, this record too. */
+		if (want == ARM_FIRED)
+			return;
+	}
 	if (atomic_load_explicit(&r->sleeping, memory_order_seq_cst))
 		signal_add_locked(&s->tx_bell, 1);
+}
+
+static enum shm_wakes req_wakes(enum wire_op op)
+{
+	return op == WIRE_WRITE || op == WIRE_READ ? WAKES_NONE : WAKES_RECV;
 }
 
 static struct shm_span span_of(const struct wire_seg *seg)
@@ -431,7 +483,7 @@ static void shm_transmit(struct soft_qp *qp, const struct wire_req *req, struct 
 		}
 		ref->used = true;
 	}
-	rec_end(s);
+	rec_end(s, req_wakes(req->op));
 	resp->status = WIRE_PENDING;
 }
 
@@ -506,7 +558,7 @@ static void send_answer_locked(struct net_link *link, const struct shm_req *m,
 	a->placed = placed;
 	if (data_len && !placed)
 		wire_pull(&resp->data, 0, a + 1, data_len);
-	rec_end(s);
+	rec_end(s, WAKES_SEND);
 }
 
 /* ---- reading records ------------------------------------------------------------ */
@@ -618,6 +670,25 @@ bool shm_link_sleep_locked(struct net_link *link)
 	       atomic_load_explicit(&r->head, memory_order_relaxed);
 }
 
+/*
+ * The peer wrote a token to our channel for a record that, as it turned
+ * out, raised no event there (or one the token already went to): the
+ * reader of the channel finds it stale.
+ */
+static void fired_unused(struct shm_link *s)
+{
+	uint32_t want = ARM_FIRED;
+	struct soft_comp_channel *ch;
+
+	if (!s->app_cq || !s->app_cq->cq.channel ||
+	    !atomic_compare_exchange_strong_explicit(&s->rx->arm, &want,
+						     s->app_cq->armed ? ARM_ARMED : ARM_IDLE,
+						     memory_order_seq_cst, memory_order_seq_cst))
+		return;
+	ch = container_of(s->app_cq->cq.channel, struct soft_comp_channel, ch);
+	ch->q.stale++;
+}
+
 void shm_link_awake_locked(struct net_link *link)
 {
 	if (link->shm)
@@ -661,6 +732,7 @@ bool shm_link_drain_locked(struct net_link *link)
 		head += rec_size(rlen);
 		atomic_store_explicit(&r->head, head, memory_order_release);
 	}
+	fired_unused(link->shm);
 	return true;
 }
 
@@ -745,4 +817,119 @@ void shm_detach_locked(const struct soft_mr *mr)
 				ref_detach(ref, mr);
 		}
 	}
+}
+
+/* ---- waking the peer's application --------------------------------------------- */
+
+struct shm_bell_msg {
+	uint32_t covers_send;		/* sends complete on that CQ too */
+	uint32_t pad;
+};
+
+void shm_link_bind_qp_locked(struct net_link *link, struct soft_qp *qp)
+{
+	struct shm_link *s = link->shm;
+	struct soft_comp_channel *ch;
+	struct shm_bell_msg *m;
+	struct net_buf *buf;
+
+	if (!s || s->app_qp == qp || !qp->rcq || !qp->rcq->cq.channel)
+		return;
+	if (s->app_cq)
+		shm_link_unbind_qp_locked(link, s->app_qp);
+	ch = container_of(qp->rcq->cq.channel, struct soft_comp_channel, ch);
+	buf = net_buf_new_locked(NET_MSG_SHM_BELL, sizeof(*m));
+	if (!buf)
+		return;
+	buf->fds[0] = dup(ch->q.fd);
+	if (buf->fds[0] < 0) {
+		net_buf_free_locked(buf);
+		return;
+	}
+	buf->nfds = 1;
+	m = net_body(buf);
+	memset(m, 0, sizeof(*m));
+	m->covers_send = qp->scq == qp->rcq;
+	s->app_qp = qp;
+	s->app_cq = qp->rcq;
+	qp->rcq->shm_links++;
+	if (qp->rcq->armed)
+		atomic_store_explicit(&s->rx->arm, ARM_ARMED, memory_order_seq_cst);
+	net_send_locked(link, buf);
+}
+
+void shm_link_unbind_qp_locked(struct net_link *link, struct soft_qp *qp)
+{
+	struct shm_link *s = link->shm;
+
+	if (!s || !s->app_cq || s->app_qp != qp)
+		return;
+	/* A token the peer fired already lands as a stray: read and found stale. */
+	fired_unused(s);
+	atomic_store_explicit(&s->rx->arm, ARM_IDLE, memory_order_seq_cst);
+	s->app_cq->shm_links--;
+	s->app_cq = NULL;
+	s->app_qp = NULL;
+}
+
+void shm_link_app_bell_locked(struct net_link *link, const void *body, uint32_t len, int *fds,
+			      unsigned int nfds)
+{
+	const struct shm_bell_msg *m = body;
+	struct shm_link *s = link->shm;
+
+	if (!s || !s->tx || nfds != 1 || len != sizeof(*m))
+		return;
+	if (s->app_bell_fd >= 0) {
+		signal_cancel_locked(&s->app_bell);
+		signal_fini(&s->app_bell);
+		close(s->app_bell_fd);
+	}
+	s->app_bell_fd = fds[0];
+	fds[0] = -1;
+	signal_init(&s->app_bell, s->app_bell_fd);
+	s->app_covers_send = m->covers_send != 0;
+}
+
+bool shm_cq_armed_locked(struct soft_cq *cq)
+{
+	struct list_node *pos, *tmp;
+
+	if (!cq->shm_links)
+		return false;
+	list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_link *s = list_entry(pos, struct shm_link, node);
+		uint32_t want = ARM_IDLE;
+
+		if (s->app_cq == cq)
+			atomic_compare_exchange_strong_explicit(&s->rx->arm, &want, ARM_ARMED,
+								memory_order_seq_cst,
+								memory_order_seq_cst);
+	}
+	return true;
+}
+
+bool shm_cq_raised_locked(struct soft_cq *cq)
+{
+	struct list_node *pos, *tmp;
+	bool presignaled = false;
+
+	if (!cq->shm_links)
+		return false;
+	list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_link *s = list_entry(pos, struct shm_link, node);
+		uint32_t want = ARM_ARMED;
+
+		if (s->app_cq != cq)
+			continue;
+		/* Disarmed: writers stop firing. One that fired already gave this event its token. */
+		if (!atomic_compare_exchange_strong_explicit(&s->rx->arm, &want, ARM_IDLE,
+							     memory_order_seq_cst,
+							     memory_order_seq_cst) &&
+		    want == ARM_FIRED && !presignaled) {
+			atomic_store_explicit(&s->rx->arm, ARM_IDLE, memory_order_seq_cst);
+			presignaled = true;
+		}
+	}
+	return presignaled;
 }

@@ -34,6 +34,21 @@ void shm_link_offer_locked(struct net_link *link);
 /* The peer's offer arrived, with its descriptors (taken: closed or kept). */
 void shm_link_accept_locked(struct net_link *link, const void *body, uint32_t len, int *fds,
 			    unsigned int nfds);
+/* The peer's completion channel came: records that complete there ring it. */
+void shm_link_app_bell_locked(struct net_link *link, const void *body, uint32_t len, int *fds,
+			      unsigned int nfds);
+/*
+ * @qp attaches to the link (or leaves it): its receive CQ's channel, if it
+ * has one, is offered to the peer, whose records then wake the thread that
+ * sleeps on it directly, while the CQ is armed, instead of the net thread.
+ */
+void shm_link_bind_qp_locked(struct net_link *link, struct soft_qp *qp);
+void shm_link_unbind_qp_locked(struct net_link *link, struct soft_qp *qp);
+/* @cq was armed: tell the links that may wake it. True if any may. */
+bool shm_cq_armed_locked(struct soft_cq *cq);
+/* True if a peer already wrote the token of the event @cq raises now. */
+bool shm_cq_raised_locked(struct soft_cq *cq);
+
 /* Can this side send on the peer's ring? */
 bool shm_link_ready(const struct net_link *link);
 /* This side's doorbell, for the net thread's poll set, or -1. */
