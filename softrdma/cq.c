@@ -222,7 +222,7 @@ int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 		if (!shm_pending())
 			return 0;
 		fab_lock();
-		shm_drain_all_locked();
+		shm_poll_locked();
 		if (!scq->count) {
 			fab_unlock();
 			return 0;

@@ -91,8 +91,11 @@ struct list_node *evq_pop_locked(struct soft_evq *q)
 		/* Its owner was destroyed meanwhile: block on, as a reader in the kernel does. */
 		if (q->retired)
 			continue;
-		/* Another process may have written the token with its record (wire_shm.c). */
-		if (list_empty(&q->items) && shm_pending())
+		/*
+		 * Another process may have written the token with its record
+		 * (wire_shm.c): whoever reads it runs the rings, event or not.
+		 */
+		if (shm_pending())
 			shm_drain_all_locked();
 		if (!list_empty(&q->items)) {
 			q->readers--;

@@ -577,6 +577,8 @@ static void *net_main(void *arg)
 		net_pool_fill();
 		if (busy)
 			timeout = 0;
+		else if (timeout < 0 && shm_pending())
+			timeout = shm_sleep_ms();
 		if (poll(p.fds, p.n, timeout) < 0 && errno != EINTR) {
 			perror("softrdma: poll");
 			abort();

@@ -138,6 +138,7 @@ struct shm_offer {
 struct shm_link {
 	struct shm_ring *rx;		/* ours: the peer writes, we read */
 	int rx_bell;			/* ours: in the net thread's poll set */
+	struct soft_signal rx_kick;	/* on rx_bell: our net thread drains what is left */
 	struct shm_ring *tx;		/* the peer's: we write, it reads */
 	int tx_bell_fd;
 	struct soft_signal tx_bell;
@@ -161,6 +162,7 @@ static struct {
 	struct list_node links;
 	_Atomic unsigned int nlinks;
 	bool said_no_vm;
+	uint64_t polled_ns;		/* a busy poller last ran the rings (soft_poll_cq()) */
 } shm = {
 	.links = { &shm.links, &shm.links },
 };
@@ -212,6 +214,7 @@ void shm_link_offer_locked(struct net_link *link)
 		goto fail;
 	}
 	s->rx_bell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	signal_init(&s->rx_kick, s->rx_bell);
 	buf = s->rx_bell < 0 ? NULL : net_buf_new_locked(NET_MSG_SHM, sizeof(*o));
 	if (!buf)
 		goto fail;
@@ -336,6 +339,8 @@ void shm_link_free_locked(struct net_link *link)
 	atomic_fetch_sub(&shm.nlinks, 1);
 	for (i = 0; i < SOFT_NET_WINDOW; i++)
 		ref_release(&s->refs[i]);
+	signal_cancel_locked(&s->rx_kick);
+	signal_fini(&s->rx_kick);
 	if (s->tx) {
 		signal_cancel_locked(&s->tx_bell);
 		signal_fini(&s->tx_bell);
@@ -399,15 +404,14 @@ static void rec_end(struct shm_link *s, enum shm_wakes wakes)
 	    (wakes == WAKES_RECV || (wakes == WAKES_SEND && s->app_covers_send))) {
 		uint32_t want = ARM_ARMED;
 
+		/* Fired already, the reader may be past its drain: wake it again. */
 		if (atomic_compare_exchange_strong_explicit(&r->arm, &want, ARM_FIRED,
 							    memory_order_seq_cst,
-							    memory_order_seq_cst)) {
+							    memory_order_seq_cst) ||
+		    want == ARM_FIRED) {
 			signal_add_locked(&s->app_bell, 1);
 			return;
 		}
-		/* Woken already: that thread drains the ring, this record too. */
-		if (want == ARM_FIRED)
-			return;
 	}
 	if (atomic_load_explicit(&r->sleeping, memory_order_seq_cst))
 		signal_add_locked(&s->tx_bell, 1);
@@ -659,12 +663,24 @@ static void take_resp(struct net_link *link, const struct shm_resp *a, uint32_t 
 	engine_answer_locked(qp, a->token, &resp);
 }
 
+/* A thread of this process polls its CQs, which runs the rings: no doorbell needed. */
+#define SHM_POLLER_NS	200000ULL
+
+int shm_sleep_ms(void)
+{
+	return soft_now_ns() - shm.polled_ns < SHM_POLLER_NS ? 1 : -1;
+}
+
 bool shm_link_sleep_locked(struct net_link *link)
 {
 	struct shm_ring *r = link->shm ? link->shm->rx : NULL;
 
 	if (!r)
 		return false;
+	/* While a poller runs the rings the net thread only looks now and then. */
+	if (shm_sleep_ms() > 0)
+		return atomic_load_explicit(&r->tail, memory_order_acquire) !=
+		       atomic_load_explicit(&r->head, memory_order_relaxed);
 	atomic_store_explicit(&r->sleeping, 1, memory_order_seq_cst);
 	return atomic_load_explicit(&r->tail, memory_order_seq_cst) !=
 	       atomic_load_explicit(&r->head, memory_order_relaxed);
@@ -672,21 +688,18 @@ bool shm_link_sleep_locked(struct net_link *link)
 
 /*
  * The peer wrote a token to our channel for a record that, as it turned
- * out, raised no event there (or one the token already went to): the
- * reader of the channel finds it stale.
+ * out, raised no event there: the next reader of the channel reads it,
+ * finds no event, and reads on (a spurious wake-up, as the verbs allow).
+ * Writers may fire again.
  */
 static void fired_unused(struct shm_link *s)
 {
 	uint32_t want = ARM_FIRED;
-	struct soft_comp_channel *ch;
 
-	if (!s->app_cq || !s->app_cq->cq.channel ||
-	    !atomic_compare_exchange_strong_explicit(&s->rx->arm, &want,
-						     s->app_cq->armed ? ARM_ARMED : ARM_IDLE,
-						     memory_order_seq_cst, memory_order_seq_cst))
-		return;
-	ch = container_of(s->app_cq->cq.channel, struct soft_comp_channel, ch);
-	ch->q.stale++;
+	if (s->app_cq)
+		atomic_compare_exchange_strong_explicit(&s->rx->arm, &want,
+							s->app_cq->armed ? ARM_ARMED : ARM_IDLE,
+							memory_order_seq_cst, memory_order_seq_cst);
 }
 
 void shm_link_awake_locked(struct net_link *link)
@@ -732,13 +745,27 @@ bool shm_link_drain_locked(struct net_link *link)
 		head += rec_size(rlen);
 		atomic_store_explicit(&r->head, head, memory_order_release);
 	}
-	fired_unused(link->shm);
+	/*
+	 * A token fired for no event here is stale, but only once the ring is
+	 * empty: a writer that found FIRED rang nobody for a record it added
+	 * since. One added while we look is drained by our net thread.
+	 */
+	if (head == atomic_load_explicit(&r->tail, memory_order_seq_cst))
+		fired_unused(link->shm);
+	if (head != atomic_load_explicit(&r->tail, memory_order_seq_cst))
+		signal_add_locked(&link->shm->rx_kick, 1);
 	return true;
 }
 
 bool shm_pending(void)
 {
 	return atomic_load_explicit(&shm.nlinks, memory_order_relaxed) != 0;
+}
+
+void shm_poll_locked(void)
+{
+	shm.polled_ns = soft_now_ns();
+	shm_drain_all_locked();
 }
 
 void shm_drain_all_locked(void)

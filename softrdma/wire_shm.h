@@ -72,6 +72,10 @@ void shm_detach_locked(const struct soft_mr *mr);
 bool shm_pending(void);
 /* Drain every ring of this process. */
 void shm_drain_all_locked(void);
+/* The same for a busy poller, which then spares writers the doorbell for a while. */
+void shm_poll_locked(void);
+/* How long the net thread may sleep: -1, or 1 ms while a busy poller runs the rings. */
+int shm_sleep_ms(void);
 
 /*
  * Copy @len bytes at @addr in process @pid to @dst (a WIRE_OWNER_REMOTE

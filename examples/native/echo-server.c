@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* An echo server on the native API: echo-server [-a address] [-p port] */
+/* An echo server on the native API: echo-server [-a address] [-p port] [-b] (-b: busy-poll) */
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <netdb.h>
@@ -31,9 +31,9 @@ int main(int argc, char **argv)
 	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICHOST };
 	struct addrinfo *ai;
 	struct rpcrdma_svc *svc;
-	int opt, rc;
+	int opt, rc, busy = 0;
 
-	while ((opt = getopt(argc, argv, "a:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:b")) != -1) {
 		switch (opt) {
 		case 'a':
 			host = optarg;
@@ -41,8 +41,11 @@ int main(int argc, char **argv)
 		case 'p':
 			port = optarg;
 			break;
+		case 'b':
+			busy = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-a address] [-p port]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-a address] [-p port] [-b]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -62,8 +65,12 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	printf("echo server listening on %s port %s\n", host, port);
+	/* -b: busy polling, never sleeping; else sleep on the descriptors. */
 	while (!stopping)
-		rpcrdma_svc_wait(svc, 200);
+		if (busy)
+			rpcrdma_svc_poll(svc, 64);
+		else
+			rpcrdma_svc_wait(svc, 200);
 	rpcrdma_svc_destroy(svc);
 	return 0;
 }

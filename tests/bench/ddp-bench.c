@@ -7,12 +7,21 @@
  * bytes the library itself copies (memcpy/memmove called from lib/) per
  * payload byte on the registered path, counted by building the library for
  * this program with its memcpy and memmove routed through counters.
+ * With --procs the server runs in a child process, the RDMA traffic
+ * crossing processes as softrdma carries it there (its socket backend, with
+ * the bytes in shared memory or moved by process_vm_readv/writev); the
+ * library's copies are then the client's only.
  * A program that prints figures, not a test.
  *
- *   ddp-bench [--size BYTES] [--calls N] [--runs R]
+ *   ddp-bench [--size BYTES] [--calls N] [--runs R] [--procs]
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -84,6 +93,86 @@ static void *server_thread(void *arg)
 	return NULL;
 }
 
+/* Listen on loopback with a registered source of @size bytes; its address in @addr. */
+static int server_start(struct server *s, size_t size, struct sockaddr_storage *addr)
+{
+	struct rpcrdma_svc_attr sattr = { RPCRDMA_SIZED(sattr) };
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(*addr);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sattr.addr = (struct sockaddr *)&sin;
+	sattr.on_call = on_call;
+	sattr.arg = s;
+	s->size = size;
+	s->source = aligned_alloc(4096, size);
+	if (!s->source || rpcrdma_svc_listen(&sattr, &s->svc))
+		return -1;
+	memset(s->source, 0x5a, size);
+	if (rpcrdma_svc_mem_register(s->svc, s->source, size, &s->mem))
+		return -1;
+	return rpcrdma_svc_addr(s->svc, (struct sockaddr *)addr, &alen) ? -1 : 0;
+}
+
+static void server_stop(struct server *s)
+{
+	rpcrdma_mem_deregister(s->mem);
+	rpcrdma_svc_destroy(s->svc);
+	free(s->source);
+}
+
+/* The rendezvous directory and the sockets softrdma left in it. */
+static void rdv_remove(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[4096];
+
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path))
+			unlink(path);
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/*
+ * --procs: the server in a child process, which sends its address up @up
+ * and serves until @down reaches EOF. Returns the child's pid, or -1.
+ */
+static pid_t server_fork(size_t size, struct sockaddr_storage *addr)
+{
+	int up[2], down[2];
+	pid_t pid;
+
+	if (pipe(up) || pipe(down))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct pollfd pfd = { .fd = down[0], .events = POLLIN };
+		struct server s = { 0 };
+
+		close(up[0]);
+		close(down[1]);
+		if (server_start(&s, size, addr) ||
+		    write(up[1], addr, sizeof(*addr)) != (ssize_t)sizeof(*addr))
+			_exit(1);
+		while (poll(&pfd, 1, 0) == 0)
+			rpcrdma_svc_wait(s.svc, 20);
+		server_stop(&s);
+		_exit(0);
+	}
+	close(up[1]);
+	close(down[0]);
+	if (pid < 0 || read(up[0], addr, sizeof(*addr)) != (ssize_t)sizeof(*addr))
+		return -1;
+	close(up[0]);
+	/* The child's stop signal: this end closes when the parent exits. */
+	(void)down[1];
+	return pid;
+}
+
 static void done_flag(struct rpcrdma_call *call)
 {
 	*(int *)call->arg = 1;
@@ -134,13 +223,11 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "calls", required_argument, NULL, 'n' },
 		{ "runs", required_argument, NULL, 'r' },
+		{ "procs", no_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	struct rpcrdma_svc_attr sattr = { RPCRDMA_SIZED(sattr) };
 	struct rpcrdma_clnt_attr cattr = { RPCRDMA_SIZED(cattr) };
 	struct sockaddr_storage addr;
-	socklen_t alen = sizeof(addr);
 	struct rpcrdma_clnt *clnt;
 	struct rpcrdma_mem *cmem;
 	struct rpcrdma_stats cst = { RPCRDMA_SIZED(cst) }, sst = { RPCRDMA_SIZED(sst) };
@@ -151,9 +238,12 @@ int main(int argc, char **argv)
 	unsigned char *cbuf, *mdst;
 	unsigned long before;
 	uint32_t xid = 1;
+	char rdv[] = "/tmp/ddp-bench-XXXXXX";
+	bool procs = false;
+	pid_t child = -1;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "s:n:r:", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:n:r:p", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			size = strtoul(optarg, NULL, 0);
@@ -164,8 +254,11 @@ int main(int argc, char **argv)
 		case 'r':
 			runs = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
+		case 'p':
+			procs = true;
+			break;
 		default:
-			fprintf(stderr, "usage: %s [--size BYTES] [--calls N] [--runs R<=32]\n",
+			fprintf(stderr, "usage: %s [--size BYTES] [--calls N] [--runs R<=32] [--procs]\n",
 				argv[0]);
 			return 2;
 		}
@@ -173,23 +266,26 @@ int main(int argc, char **argv)
 	if (!size || size > (16u << 20) || !calls || !runs || runs > 32)
 		return 2;
 
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sattr.addr = (struct sockaddr *)&sin;
-	sattr.on_call = on_call;
-	sattr.arg = &s;
-	s.size = size;
-	s.source = aligned_alloc(4096, size);
 	cbuf = aligned_alloc(4096, size);
 	mdst = aligned_alloc(4096, size);
-	if (!s.source || !cbuf || !mdst || rpcrdma_svc_listen(&sattr, &s.svc))
+	if (!cbuf || !mdst)
 		return 1;
-	memset(s.source, 0x5a, size);
 	memset(cbuf, 0xa5, size);
-	if (rpcrdma_svc_mem_register(s.svc, s.source, size, &s.mem))
+	if (procs) {
+		/* softrdma crosses processes through a rendezvous directory of their own. */
+		if (!mkdtemp(rdv) || setenv("SOFTRDMA_DIR", rdv, 1))
+			return 1;
+		child = server_fork(size, &addr);
+		if (child < 0)
+			return 1;
+		s.source = aligned_alloc(4096, size);	/* the memcpy reference's source */
+		if (!s.source)
+			return 1;
+		memset(s.source, 0x5a, size);
+	} else if (server_start(&s, size, &addr) ||
+		   pthread_create(&s.thread, NULL, server_thread, &s)) {
 		return 1;
-	rpcrdma_svc_addr(s.svc, (struct sockaddr *)&addr, &alen);
-	if (pthread_create(&s.thread, NULL, server_thread, &s))
-		return 1;
+	}
 	cattr.addr = (struct sockaddr *)&addr;
 	if (rpcrdma_clnt_connect(&cattr, &clnt) ||
 	    rpcrdma_clnt_mem_register(clnt, cbuf, size, &cmem))
@@ -199,8 +295,8 @@ int main(int argc, char **argv)
 	if (run_op(clnt, OP_READ, cbuf, size, 5, &xid) < 0 ||
 	    run_op(clnt, OP_WRITE, cbuf, size, 5, &xid) < 0)
 		return 1;
-	printf("DDP over softrdma, %zu-byte payloads, registered buffers, one RPC in flight\n",
-	       size);
+	printf("DDP over softrdma, %zu-byte payloads, registered buffers, one RPC in flight%s\n",
+	       size, procs ? ",\n  client and server in two processes" : "");
 	before = atomic_load(&lib_copied);
 	run_op(clnt, OP_READ, cbuf, size, calls, &xid);
 	printf("  READ-like:  library copied %.6f bytes per payload byte (%lu bytes over %u RPCs)\n",
@@ -231,18 +327,27 @@ int main(int argc, char **argv)
 	printf("    memcpy     %8.0f MB/s  (the same bytes, one copy, for scale)\n",
 	       bench_median(mc, runs) / 1e6);
 	rpcrdma_clnt_stats(clnt, &cst);
-	rpcrdma_svc_stats(s.svc, &sst);
+	if (!procs)
+		rpcrdma_svc_stats(s.svc, &sst);
 	printf("  bounce bytes: client %llu, server %llu (0 on the registered path)\n",
 	       (unsigned long long)cst.bounce_bytes, (unsigned long long)sst.bounce_bytes);
 	printf("  (softrdma moves the bytes with memcpy on the CPU: an RNIC would do it by DMA)\n");
 
 	rpcrdma_mem_deregister(cmem);
 	rpcrdma_clnt_destroy(clnt);
-	atomic_store(&s.stop, true);
-	pthread_join(s.thread, NULL);
-	rpcrdma_mem_deregister(s.mem);
-	rpcrdma_svc_destroy(s.svc);
-	free(s.source);
+	if (procs) {
+		int status;
+
+		/* Exiting closes the child's pipe; waiting here first keeps its figures out. */
+		kill(child, SIGTERM);
+		waitpid(child, &status, 0);
+		rdv_remove(rdv);
+		free(s.source);
+	} else {
+		atomic_store(&s.stop, true);
+		pthread_join(s.thread, NULL);
+		server_stop(&s);
+	}
 	free(cbuf);
 	free(mdst);
 	return 0;
