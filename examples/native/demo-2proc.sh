@@ -4,7 +4,8 @@
 # The echo service as two processes: echo-server and echo-client, built
 # against rdma-core like any RDMA program, run unmodified on softrdma through
 # the drop-in libibverbs.so.1 and librdmacm.so.1 (LD_LIBRARY_PATH); the
-# connection between the processes goes through softrdma's socket backend.
+# connection between the processes goes through softrdma's socket backend
+# and shared memory. The last run busy-polls on both sides.
 #
 #   sh examples/native/demo-2proc.sh [build folder]
 #   demo-2proc.sh <drop-in folder> <echo-server> <echo-client>   (the meson test)
@@ -27,4 +28,10 @@ for size in 1 64 1000 4096; do
 done
 kill -TERM "$server_pid"
 server_wait
-echo "== done: 4000 calls between two processes"
+# Both sides busy-polling: nothing sleeps, nothing rings.
+echo "== the same, busy-polling on both sides (-b)"
+server_start 20051 "$server" -a 127.0.0.1 -p 20051 -b
+client "$client" -a 127.0.0.1 -p 20051 -n 5000 -s 64 -b
+kill -TERM "$server_pid"
+server_wait
+echo "== done: 9000 calls between two processes"
