@@ -119,7 +119,6 @@ void wire_net_serve_locked(struct net_link *link, const void *body, uint32_t len
 	const struct net_wire_req *m = body;
 	struct wire_resp resp = { .status = WIRE_NO_ANSWER };
 	struct wire_req req;
-	struct soft_qp *qp;
 
 	if (len < sizeof(*m) || m->op > WIRE_READ ||
 	    len != sizeof(*m) + (m->carries_payload ? m->length : 0))
@@ -140,25 +139,32 @@ void wire_net_serve_locked(struct net_link *link, const void *body, uint32_t len
 		req.segs[0] = wire_seg_local(m + 1, m->length);
 		req.nsegs = 1;
 	}
+	if (wire_net_respond_locked(link, &req, &resp))
+		send_answer_locked(link, m, &resp);
+}
+
+bool wire_net_respond_locked(struct net_link *link, struct wire_req *req, struct wire_resp *resp)
+{
+	struct soft_qp *qp = qp_lookup_locked(req->dst_qpn);
+
 	/* Only the QP of this link's connection answers on it. */
-	qp = qp_lookup_locked(m->dst_qpn);
-	if (qp && wire_route_locked(qp) == link) {
-		/*
-		 * Go back N: after an RNR NAK the requester sends that request
-		 * again and all behind it; drop what follows until it comes.
-		 */
-		if (qp->rnr_gate && req.psn != qp->rnr_gate_psn)
-			return;
-		qp->rnr_gate = false;
-		req.dgid = qp->attr.ah_attr.grh.dgid;
-		responder_receive(qp, &req, &resp);
-		tap_response_locked(qp, &req, &resp);
-		if (resp.status == WIRE_NAK_RNR) {
-			qp->rnr_gate = true;
-			qp->rnr_gate_psn = req.psn;
-		}
+	if (!qp || wire_route_locked(qp) != link)
+		return true;
+	/*
+	 * Go back N: after an RNR NAK the requester sends that request again
+	 * and all behind it; drop what follows until it comes.
+	 */
+	if (qp->rnr_gate && req->psn != qp->rnr_gate_psn)
+		return false;
+	qp->rnr_gate = false;
+	req->dgid = qp->attr.ah_attr.grh.dgid;
+	responder_receive(qp, req, resp);
+	tap_response_locked(qp, req, resp);
+	if (resp->status == WIRE_NAK_RNR) {
+		qp->rnr_gate = true;
+		qp->rnr_gate_psn = req->psn;
 	}
-	send_answer_locked(link, m, &resp);
+	return true;
 }
 
 void wire_net_answer_locked(struct net_link *link, const void *body, uint32_t len)

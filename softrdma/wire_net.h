@@ -25,6 +25,12 @@ void wire_net_send_locked(struct soft_qp *qp, struct net_link *link, const struc
 /* The net thread read a request or an answer from link. */
 void wire_net_serve_locked(struct net_link *link, const void *body, uint32_t len);
 void wire_net_answer_locked(struct net_link *link, const void *body, uint32_t len);
+/*
+ * Serve @req, which came over @link (its socket or its ring), on the QP
+ * of the link's connection: @resp is the answer to send back. False if it
+ * is to be dropped unanswered (go back N after an RNR NAK).
+ */
+bool wire_net_respond_locked(struct net_link *link, struct wire_req *req, struct wire_resp *resp);
 /* Does a requester wait for an answer on link? */
 bool wire_net_link_busy_locked(struct net_link *link);
 /* link is dead: its waiting requesters get no answer (and retry, then time out). */

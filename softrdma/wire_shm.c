@@ -28,7 +28,6 @@
 
 #include "net.h"
 #include "soft.h"
-#include "tap.h"
 #include "wire_net.h"
 #include "wire_shm.h"
 
@@ -590,7 +589,6 @@ static void serve_req(struct net_link *link, const struct shm_req *m, uint32_t l
 	const struct shm_span *sp = (const struct shm_span *)(m + 1);
 	struct wire_resp resp = { .status = WIRE_NO_ANSWER };
 	struct wire_req req;
-	struct soft_qp *qp;
 	uint64_t total = 0;
 	uint32_t i;
 
@@ -628,21 +626,8 @@ static void serve_req(struct net_link *link, const struct shm_req *m, uint32_t l
 		if (total != m->length)
 			return;
 	}
-	qp = qp_lookup_locked(m->dst_qpn);
-	if (qp && wire_route_locked(qp) == link) {
-		/* Go back N after an RNR NAK, as over the socket. */
-		if (qp->rnr_gate && req.psn != qp->rnr_gate_psn)
-			return;
-		qp->rnr_gate = false;
-		req.dgid = qp->attr.ah_attr.grh.dgid;
-		responder_receive(qp, &req, &resp);
-		tap_response_locked(qp, &req, &resp);
-		if (resp.status == WIRE_NAK_RNR) {
-			qp->rnr_gate = true;
-			qp->rnr_gate_psn = req.psn;
-		}
-	}
-	send_answer_locked(link, m, sp, &resp);
+	if (wire_net_respond_locked(link, &req, &resp))
+		send_answer_locked(link, m, sp, &resp);
 }
 
 static void take_resp(struct net_link *link, const struct shm_resp *a, uint32_t len)
