@@ -300,7 +300,10 @@ static enum ibv_wc_status scatter_read_locked(struct soft_qp *qp, const struct s
 			return IBV_WC_LOC_PROT_ERR;
 		*byte_len += sge->length;
 		if (left && resp->placed) {
-			left -= sge->length < left ? sge->length : left;
+			uint32_t len = sge->length < left ? sge->length : left;
+
+			SOFT_MEM_WRITTEN(dst, len);
+			left -= len;
 		} else if (left) {
 			uint32_t len = sge->length < left ? sge->length : left;
 

@@ -22,6 +22,20 @@
 #include "softrdma.h"
 #include "wire.h"
 
+/*
+ * Bytes another process wrote into ours (process_vm_writev(), as DMA
+ * would): valgrind, watching this process only, is told they are set.
+ */
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define SOFT_MEM_WRITTEN(p, n) VALGRIND_MAKE_MEM_DEFINED(p, n)
+#endif
+#endif
+#ifndef SOFT_MEM_WRITTEN
+#define SOFT_MEM_WRITTEN(p, n) ((void)(p), (void)(n))
+#endif
+
 #define SOFT_DEV_NAME		"softrdma0"
 #define SOFT_MAX_QP		65536
 #define SOFT_MAX_QP_WR		16384
