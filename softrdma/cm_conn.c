@@ -22,11 +22,21 @@ static int fail(int err)
 	return -1;
 }
 
+/* The device's (its profile's) limit on Reads in flight, from the verbs half. */
+static int max_rd_atom(void)
+{
+	struct ibv_device_attr attr;
+
+	return ibv_query_device(NULL, &attr) ? SOFT_MAX_RD_ATOM : attr.max_qp_rd_atom;
+}
+
 static uint8_t depth(uint8_t requested, uint8_t offered, int *err)
 {
+	int max = max_rd_atom();
+
 	if (requested == RDMA_MAX_RESP_RES)
-		return offered < SOFT_MAX_RD_ATOM ? offered : SOFT_MAX_RD_ATOM;
-	if (requested > SOFT_MAX_RD_ATOM)
+		return offered < max ? offered : (uint8_t)max;
+	if (requested > max)
 		*err = EINVAL;
 	return requested;
 }
@@ -113,9 +123,9 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	}
 	memset(&sid->mine, 0, sizeof(sid->mine));
 	sid->mine.responder_resources = depth(param ? param->responder_resources : 0xff,
-					      SOFT_MAX_RD_ATOM, &err);
+					      (uint8_t)max_rd_atom(), &err);
 	sid->mine.initiator_depth = depth(param ? param->initiator_depth : 0xff,
-					  SOFT_MAX_RD_ATOM, &err);
+					  (uint8_t)max_rd_atom(), &err);
 	sid->mine.retry_count = retries(param ? param->retry_count : 7);
 	sid->mine.rnr_retry_count = retries(param ? param->rnr_retry_count : 7);
 	sid->mine.flow_control = param ? param->flow_control : 1;

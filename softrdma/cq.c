@@ -61,7 +61,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 {
 	struct soft_cq *scq;
 
-	if (cqe < 1 || cqe > SOFT_MAX_CQE || comp_vector < 0 ||
+	if (cqe < 1 || cqe > soft_profile()->max_cqe || comp_vector < 0 ||
 	    comp_vector >= context->num_comp_vectors) {
 		errno = EINVAL;
 		return NULL;
@@ -96,7 +96,7 @@ int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 	struct ibv_wc *ring;
 	uint32_t i;
 
-	if (cqe < 1 || cqe > SOFT_MAX_CQE)
+	if (cqe < 1 || cqe > soft_profile()->max_cqe)
 		return EINVAL;
 	ring = calloc((size_t)cqe, sizeof(*ring));
 	if (!ring)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <endian.h>
+#include <stdio.h>
 
 #include "soft.h"
 
@@ -28,6 +29,9 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* The profile decides the transport (iWARP for siw) before anyone looks. */
+	soft_device.node_type = soft_profile()->node_type;
+	soft_device.transport_type = soft_profile()->transport;
 	list[0] = &soft_device;
 	if (num_devices)
 		*num_devices = 1;
@@ -58,13 +62,14 @@ int ibv_fork_init(void)
 static int soft_query_port(struct ibv_context *ctx, uint8_t port_num,
 			   struct ibv_port_attr *port_attr, size_t len)
 {
+	const struct soft_profile *p = soft_profile();
 	struct ibv_port_attr attr = {
 		.state = IBV_PORT_ACTIVE,
 		.max_mtu = IBV_MTU_4096,
-		.active_mtu = IBV_MTU_4096,
+		.active_mtu = p->active_mtu,
 		.gid_tbl_len = 2,
 		.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS,
-		.max_msg_sz = SOFT_MAX_MSG,
+		.max_msg_sz = p->max_msg_sz,
 		.pkey_tbl_len = 1,
 		.max_vl_num = 1,
 		.active_width = 2,
@@ -92,35 +97,35 @@ int (ibv_query_port)(struct ibv_context *context, uint8_t port_num,
 
 int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 {
+	const struct soft_profile *p = soft_profile();
+
 	(void)context;
 	memset(attr, 0, sizeof(*attr));
-	strcpy(attr->fw_ver, SOFT_FW_VER);
+	snprintf(attr->fw_ver, sizeof(attr->fw_ver), "%s (profile %s)", SOFT_FW_VER, p->name);
 	attr->node_guid = htobe64(SOFT_NODE_GUID);
 	attr->sys_image_guid = htobe64(SOFT_NODE_GUID);
-	attr->max_mr_size = SOFT_MAX_MR_SIZE;
-	attr->page_size_cap = 0xfffff000;
-	attr->vendor_id = 0x1;
-	attr->vendor_part_id = 1;
+	attr->max_mr_size = p->max_mr_size;
+	attr->page_size_cap = p->page_size_cap;
+	attr->vendor_id = p->vendor_id;
+	attr->vendor_part_id = p->vendor_part_id;
 	attr->hw_ver = 1;
 	attr->max_qp = SOFT_MAX_QP;
-	attr->max_qp_wr = SOFT_MAX_QP_WR;
-	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
-		IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS |
-		IBV_DEVICE_PORT_ACTIVE_EVENT;
-	attr->max_sge = SOFT_MAX_SGE;
-	attr->max_sge_rd = SOFT_MAX_SGE_RD;
+	attr->max_qp_wr = p->max_qp_wr;
+	attr->device_cap_flags = p->cap_flags;
+	attr->max_sge = p->max_sge;
+	attr->max_sge_rd = p->max_sge_rd;
 	attr->max_cq = SOFT_MAX_QP;
-	attr->max_cqe = SOFT_MAX_CQE;
+	attr->max_cqe = p->max_cqe;
 	attr->max_mr = SOFT_MAX_KEYS / 2;
 	attr->max_pd = SOFT_MAX_QP;
-	attr->max_qp_rd_atom = SOFT_MAX_RD_ATOM;
-	attr->max_res_rd_atom = SOFT_MAX_RD_ATOM * SOFT_MAX_QP;
-	attr->max_qp_init_rd_atom = SOFT_MAX_RD_ATOM;
+	attr->max_qp_rd_atom = p->max_rd_atom;
+	attr->max_res_rd_atom = p->max_rd_atom * SOFT_MAX_QP;
+	attr->max_qp_init_rd_atom = p->max_rd_atom;
 	attr->atomic_cap = IBV_ATOMIC_NONE;
-	attr->max_mw = SOFT_MAX_KEYS / 2;
+	attr->max_mw = p->mw ? SOFT_MAX_KEYS / 2 : 0;
 	attr->max_srq = SOFT_MAX_QP;
-	attr->max_srq_wr = SOFT_MAX_QP_WR;
-	attr->max_srq_sge = SOFT_MAX_SGE;
+	attr->max_srq_wr = p->max_srq_wr;
+	attr->max_srq_sge = p->max_srq_sge;
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
 	attr->phys_port_cnt = 1;

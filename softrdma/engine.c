@@ -247,7 +247,9 @@ static enum ibv_wc_status gather_locked(struct soft_qp *qp, const struct soft_se
 					struct wire_req *req)
 {
 	bool read = wqe->opcode == IBV_WR_RDMA_READ;
-	int need = read ? IBV_ACCESS_LOCAL_WRITE : 0;
+	/* iWARP's Read Response is a tagged write into the sink: remote write too. */
+	int need = !read ? 0 : soft_profile()->iwarp ?
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_LOCAL_WRITE;
 	uint64_t total = 0;
 	uint32_t i;
 

@@ -24,8 +24,8 @@ struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	uint32_t idx;
 	uint8_t key;
 
-	/* Type 1 windows (ibv_bind_mw) are not modelled. */
-	if (type != IBV_MW_TYPE_2) {
+	/* Type 1 windows (ibv_bind_mw) are not modelled; siw has none at all. */
+	if (type != IBV_MW_TYPE_2 || !soft_profile()->mw) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

@@ -33,6 +33,17 @@ static bool carries_data(enum ibv_wr_opcode op)
 	       op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
 }
 
+/* What the profile's provider does not post: iWARP has no immediate data, libsiw no LOCAL_INV or BIND_MW. */
+static bool profile_refuses(enum ibv_wr_opcode op)
+{
+	const struct soft_profile *p = soft_profile();
+
+	if (p->iwarp && (op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
+			 op == IBV_WR_LOCAL_INV || op == IBV_WR_BIND_MW))
+		return true;
+	return op == IBV_WR_BIND_MW && !p->mw;
+}
+
 static int check_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 {
 	enum ibv_qp_state state = sqp->attr.qp_state;
@@ -41,11 +52,11 @@ static int check_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 		return EINVAL;
 	if (sqp->sq_tail - sqp->sq_head >= sqp->cap.max_send_wr)
 		return ENOMEM;
-	if (!opcode_supported(wr->opcode) || wr->num_sge < 0 ||
+	if (!opcode_supported(wr->opcode) || profile_refuses(wr->opcode) || wr->num_sge < 0 ||
 	    (uint32_t)wr->num_sge > sqp->cap.max_send_sge)
 		return EINVAL;
 	/* A Read scatters into at most the device's max_sge_rd SGEs. */
-	if (wr->opcode == IBV_WR_RDMA_READ && wr->num_sge > SOFT_MAX_SGE_RD)
+	if (wr->opcode == IBV_WR_RDMA_READ && wr->num_sge > soft_profile()->max_sge_rd)
 		return EINVAL;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		uint64_t len = 0;
@@ -56,7 +67,7 @@ static int check_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 		for (i = 0; i < wr->num_sge; i++)
 			len += wr->sg_list[i].length;
 		if (len > sqp->cap.max_inline_data)
-			return EINVAL;
+			return soft_profile()->inline_post_err;
 	}
 	return 0;
 }
@@ -126,6 +137,9 @@ int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 		ret = check_send_wr(sqp, wr);
 		if (ret) {
 			*bad_wr = wr;
+			/* As libsiw does, against the verbs' rule of a positive errno. */
+			if (soft_profile()->negative_post_err)
+				ret = -ret;
 			break;
 		}
 		enqueue_send_wr(sqp, wr);

@@ -92,12 +92,24 @@ static void qp_unhash_locked(struct soft_qp *sqp)
 
 static bool caps_valid(const struct ibv_qp_init_attr *init)
 {
+	const struct soft_profile *p = soft_profile();
 	const struct ibv_qp_cap *cap = &init->cap;
 
-	return cap->max_send_wr <= SOFT_MAX_QP_WR && cap->max_send_sge <= SOFT_MAX_SGE &&
-	       cap->max_inline_data <= SOFT_MAX_INLINE &&
-	       (init->srq || (cap->max_recv_wr <= SOFT_MAX_QP_WR &&
-			      cap->max_recv_sge <= SOFT_MAX_SGE));
+	return cap->max_send_wr <= (uint32_t)p->max_qp_wr &&
+	       cap->max_send_sge <= (uint32_t)p->max_sge && cap->max_inline_data <= p->max_inline &&
+	       (init->srq || (cap->max_recv_wr <= (uint32_t)p->max_qp_wr &&
+			      cap->max_recv_sge <= (uint32_t)p->max_sge));
+}
+
+/* The inline data a QP gets: what it asked, or for rxe at least 16 bytes per send SGE. */
+static uint32_t inline_granted(const struct ibv_qp_cap *cap)
+{
+	const struct soft_profile *p = soft_profile();
+	uint32_t from_sges = cap->max_send_sge * (uint32_t)sizeof(struct ibv_sge);
+
+	if (p->inline_from_sges && from_sges > cap->max_inline_data)
+		return from_sges < p->max_inline ? from_sges : p->max_inline;
+	return cap->max_inline_data;
 }
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
@@ -117,6 +129,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		errno = ENOMEM;
 		return NULL;
 	}
+	init->cap.max_inline_data = inline_granted(&init->cap);
 	sqp->cap = init->cap;
 	if (init->srq) {
 		sqp->cap.max_recv_wr = 0;
@@ -269,9 +282,10 @@ static bool values_valid(const struct ibv_qp_attr *attr, int mask)
 		return false;
 	if ((mask & IBV_QP_ACCESS_FLAGS) && (attr->qp_access_flags & ~(unsigned int)access))
 		return false;
-	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > SOFT_MAX_RD_ATOM)
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > soft_profile()->max_rd_atom)
 		return false;
-	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr->max_dest_rd_atomic > SOFT_MAX_RD_ATOM)
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > soft_profile()->max_rd_atom)
 		return false;
 	if ((mask & IBV_QP_PATH_MTU) &&
 	    (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096))

@@ -59,6 +59,41 @@
 /* Every error completion reports this vendor_err, plus the status. */
 #define SOFT_VENDOR_ERR_BASE	0x5f00
 
+/* ---- profile.c: the provider softrdma0 plays (SOFTRDMA_PROFILE) ------------- */
+
+struct soft_profile {
+	const char *name;
+	uint32_t vendor_id;
+	uint32_t vendor_part_id;
+	int max_qp_wr;
+	int max_sge;			/* send and receive SGEs (<= SOFT_MAX_SGE) */
+	int max_sge_rd;
+	int max_cqe;
+	int max_rd_atom;		/* max_qp_rd_atom and max_qp_init_rd_atom */
+	int max_srq_wr;
+	int max_srq_sge;
+	uint32_t max_inline;		/* the most inline data a QP may have */
+	bool inline_from_sges;		/* rxe: a QP gets max(16 x send SGEs, what it asked) */
+	uint64_t max_mr_size;
+	uint64_t page_size_cap;
+	uint32_t max_msg_sz;
+	enum ibv_mtu active_mtu;
+	unsigned int cap_flags;		/* device_cap_flags */
+	enum ibv_node_type node_type;
+	enum ibv_transport_type transport;
+	bool mw;			/* type 2B memory windows */
+	/*
+	 * iWARP (RFC 5040): no immediate data; LOCAL_INV and BIND_MW are not
+	 * posted from user space (libsiw); a Read's sink is written remotely,
+	 * so it needs IBV_ACCESS_REMOTE_WRITE.
+	 */
+	bool iwarp;
+	int inline_post_err;		/* a post with too much inline data: ENOMEM (mlx5) or EINVAL */
+	bool negative_post_err;		/* libsiw returns -errno from ibv_post_send() */
+};
+
+const struct soft_profile *soft_profile(void);
+
 /* ---- fabric.c: eventfd writes, deferred to the unlock --------------------- */
 
 /*

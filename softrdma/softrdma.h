@@ -198,6 +198,14 @@ unsigned int softrdma_qp_max_inflight(struct ibv_qp *qp);
 unsigned long softrdma_qp_resends(struct ibv_qp *qp);
 
 /*
+ * The provider softrdma0 plays, from SOFTRDMA_PROFILE: "softrdma" (its own,
+ * the default), "mlx5" (a ConnectX-5/6 in RoCE mode), "rxe" (Soft-RoCE) or
+ * "siw" (Soft-iWARP). It reports that provider's attributes and refuses
+ * what that provider refuses (README.md, "Device profiles").
+ */
+const char *softrdma_profile(void);
+
+/*
  * How @qp's requests reach its responder: "local" (this process), "shm"
  * (another process, through rings in shared memory), "socket" (another
  * process, through the connection's socket: SOFTRDMA_SHM=0, or the other

@@ -9,8 +9,9 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init
 {
 	struct soft_srq *ssrq;
 
-	if (init->attr.max_wr < 1 || init->attr.max_wr > SOFT_MAX_QP_WR ||
-	    init->attr.max_sge > SOFT_MAX_SGE || init->attr.srq_limit > init->attr.max_wr) {
+	if (init->attr.max_wr < 1 || init->attr.max_wr > (uint32_t)soft_profile()->max_srq_wr ||
+	    init->attr.max_sge > (uint32_t)soft_profile()->max_srq_sge ||
+	    init->attr.srq_limit > init->attr.max_wr) {
 		errno = EINVAL;
 		return NULL;
 	}
