@@ -485,14 +485,16 @@ static bool poll_add(struct poll_set *p, int fd, short events, void *what, enum 
 
 /*
  * The links in the set hold the thread's reference: they outlive the poll.
- * *@busy: a link's ring holds records already (poll without sleeping).
+ * *@busy: a link's ring holds records already (poll without sleeping);
+ * *@lazy: a link's writers do not ring (sleep SHM_LAZY_MS at most).
  */
-static bool poll_build_locked(struct poll_set *p, bool *busy)
+static bool poll_build_locked(struct poll_set *p, bool *busy, bool *lazy)
 {
 	struct list_node *pos, *tmp;
 
 	p->n = 0;
 	*busy = false;
+	*lazy = false;
 	if (!poll_add(p, net.wake_fd, POLLIN, NULL, POLL_WAKE))
 		return false;
 	list_for_each_safe(pos, tmp, &net.listeners) {
@@ -511,7 +513,7 @@ static bool poll_build_locked(struct poll_set *p, bool *busy)
 			continue;
 		if (!poll_add(p, shm_link_bell_fd(link), POLLIN, link, POLL_BELL))
 			return false;
-		if (shm_link_sleep_locked(link))
+		if (shm_link_sleep_locked(link, lazy))
 			*busy = true;
 	}
 	return true;
@@ -566,10 +568,10 @@ static void *net_main(void *arg)
 	fab_lock();
 	while (keep_running_locked()) {
 		int timeout = net.stop ? 10 : -1;
-		bool busy;
+		bool busy, lazy;
 
 		reap_locked();
-		if (!poll_build_locked(&p, &busy)) {
+		if (!poll_build_locked(&p, &busy, &lazy)) {
 			fprintf(stderr, "softrdma: out of memory in the net thread\n");
 			abort();
 		}
@@ -577,8 +579,8 @@ static void *net_main(void *arg)
 		net_pool_fill();
 		if (busy)
 			timeout = 0;
-		else if (timeout < 0 && shm_pending())
-			timeout = shm_sleep_ms();
+		else if (lazy && (timeout < 0 || timeout > SHM_LAZY_MS))
+			timeout = SHM_LAZY_MS;
 		if (poll(p.fds, p.n, timeout) < 0 && errno != EINTR) {
 			perror("softrdma: poll");
 			abort();

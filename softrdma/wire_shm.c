@@ -651,21 +651,21 @@ static void take_resp(struct net_link *link, const struct shm_resp *a, uint32_t 
 /* A thread of this process polls its CQs, which runs the rings: no doorbell needed. */
 #define SHM_POLLER_NS	200000ULL
 
-int shm_sleep_ms(void)
-{
-	return soft_now_ns() - shm.polled_ns < SHM_POLLER_NS ? 1 : -1;
-}
-
-bool shm_link_sleep_locked(struct net_link *link)
+bool shm_link_sleep_locked(struct net_link *link, bool *lazy)
 {
 	struct shm_ring *r = link->shm ? link->shm->rx : NULL;
 
 	if (!r)
 		return false;
-	/* While a poller runs the rings the net thread only looks now and then. */
-	if (shm_sleep_ms() > 0)
+	/*
+	 * While a poller runs the rings the net thread only looks now and
+	 * then (*lazy: it must not sleep longer than SHM_LAZY_MS).
+	 */
+	if (soft_now_ns() - shm.polled_ns < SHM_POLLER_NS) {
+		*lazy = true;
 		return atomic_load_explicit(&r->tail, memory_order_acquire) !=
 		       atomic_load_explicit(&r->head, memory_order_relaxed);
+	}
 	atomic_store_explicit(&r->sleeping, 1, memory_order_seq_cst);
 	return atomic_load_explicit(&r->tail, memory_order_seq_cst) !=
 	       atomic_load_explicit(&r->head, memory_order_relaxed);

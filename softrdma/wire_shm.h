@@ -55,9 +55,12 @@ bool shm_link_ready(const struct net_link *link);
 int shm_link_bell_fd(const struct net_link *link);
 /*
  * The net thread is about to sleep: from now on a sender rings the
- * doorbell. True if the ring holds records already (do not sleep).
+ * doorbell. True if the ring holds records already (do not sleep). While
+ * a busy poller of this process runs the rings nobody rings: *@lazy is
+ * set, and the net thread sleeps at most SHM_LAZY_MS.
  */
-bool shm_link_sleep_locked(struct net_link *link);
+#define SHM_LAZY_MS 1
+bool shm_link_sleep_locked(struct net_link *link, bool *lazy);
 /* The net thread is awake again: senders need not ring. */
 void shm_link_awake_locked(struct net_link *link);
 /* Run what the ring holds (a bounded batch); true if it held anything. */
@@ -74,8 +77,6 @@ bool shm_pending(void);
 void shm_drain_all_locked(void);
 /* The same for a busy poller, which then spares writers the doorbell for a while. */
 void shm_poll_locked(void);
-/* How long the net thread may sleep: -1, or 1 ms while a busy poller runs the rings. */
-int shm_sleep_ms(void);
 
 /*
  * Copy @len bytes at @addr in process @pid to @dst (a WIRE_OWNER_REMOTE
