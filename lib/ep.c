@@ -274,15 +274,10 @@ bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep)
 {
 	if (ep->ready & RPCRDMA_READY_CM) {
 		ep->ready &= ~RPCRDMA_READY_CM;
-		ep->cm_polls = 0;
 		return true;
 	}
-	if (ep->ready & RPCRDMA_READY_KNOWN)
-		return false;
-	if (++ep->cm_polls < RPCRDMA_CM_PACE)
-		return false;
-	ep->cm_polls = 0;
-	return true;
+	/* Without a wait's word, a disconnect must not wait for a pace. */
+	return !(ep->ready & RPCRDMA_READY_KNOWN);
 }
 
 /* Every this many idle polls, a busy poller looks at the async events. */

@@ -68,7 +68,6 @@ enum rpcrdma_ep_state {
  *	the QP takes no more receives from the SRQ
  * @ready: what the owner's last wait found ready (&enum rpcrdma_ready), so
  *	that the next poll and arm read only those descriptors
- * @cm_polls: polls since the CM channel was last read, to pace that read
  * @async_arms: arms that skipped the async events, to pace that read
  */
 struct rpcrdma_ep {
@@ -94,7 +93,6 @@ struct rpcrdma_ep {
 	bool sq_drained;
 	atomic_bool last_wqe;
 	unsigned int ready;
-	unsigned int cm_polls;
 	unsigned int async_arms;
 };
 
@@ -103,8 +101,8 @@ struct rpcrdma_ep {
  * Reading a channel that holds nothing is a system call on every provider,
  * so a wait that learns what is ready (rpcrdma_ep_collect()) lets the next
  * poll and arm skip the rest. Without that knowledge (a caller's own event
- * loop) an arm reads everything, and a poll reads the CM channel every
- * RPCRDMA_CM_PACE polls.
+ * loop, or a second pass after the wait's word was used) a poll reads the
+ * CM channel and an arm reads everything.
  */
 enum rpcrdma_ready {
 	RPCRDMA_READY_KNOWN = 1 << 0,	/* the bits below are all a wait found */
@@ -113,8 +111,6 @@ enum rpcrdma_ready {
 	RPCRDMA_READY_CM = 1 << 3,	/* the rdma_cm event channel */
 	RPCRDMA_READY_USER = 1 << 4,	/* a descriptor of the adapter's */
 };
-
-#define RPCRDMA_CM_PACE 64
 
 /*
  * epoll_wait() on @epfd, whose members carry &enum rpcrdma_ready tags, for

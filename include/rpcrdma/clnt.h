@@ -240,10 +240,9 @@ int rpcrdma_mem_deregister(struct rpcrdma_mem *mem);
  * @budget: most completions to process (> 0)
  *
  * Processes completions, sends queued calls, expires timed-out calls, and
- * runs the @done callbacks of finished calls. Costs no system call when
- * there is nothing to do: it reads the connection's events (a disconnect)
- * only every 64th call, as reading them costs a system call on every
- * device; rpcrdma_clnt_arm() and rpcrdma_clnt_wait() read them each time.
+ * runs the @done callbacks of finished calls, and reads the connection's
+ * events (a disconnect): a system call on every device, which it skips
+ * when rpcrdma_clnt_wait() has just found that none are ready.
  *
  * Returns the number of completions processed (== @budget means there may
  * be more), or a -errno.

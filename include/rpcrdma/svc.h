@@ -320,9 +320,9 @@ int rpcrdma_svc_conn_fd(const struct rpcrdma_svc_conn *conn);
  * @budget: most completions to process (> 0)
  *
  * May run on_call and on_conn. After on_conn reports CLOSED, @conn must not
- * be used again. Once connected it reads the connection's events only every
- * 64th call (a system call on every device); rpcrdma_svc_conn_arm() reads
- * them each time. Returns the number of completions processed or a -errno.
+ * be used again. It reads the connection's events unless the libtirpc
+ * adapter's wait has just found none ready. Returns the number of
+ * completions processed or a -errno.
  */
 int rpcrdma_svc_conn_poll(struct rpcrdma_svc_conn *conn, int budget);
 
