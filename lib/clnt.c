@@ -577,6 +577,9 @@ int rpcrdma_clnt_info_0_2(const struct rpcrdma_clnt *clnt, struct rpcrdma_clnt_i
 	now.connects = x->rx_connects;
 	now.vers_low = x->rx_vers_low;
 	now.vers_high = x->rx_vers_high;
+	now.registration = x->rx_reg;
+	now.responder_resources = x->rx_ird;
+	now.send_queue = x->rx_sq_depth;
 	return rpcrdma_sized_out(info, &now, sizeof(now), RPCRDMA_CLNT_INFO_SIZE_0_2);
 }
 

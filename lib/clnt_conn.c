@@ -12,8 +12,11 @@
 
 #include "xprt_rdma.h"
 
-/* Responder resources we offer the server for RDMA Reads of our memory. */
-#define RPCRDMA_CLNT_MAX_IRD 16
+/*
+ * Responder resources offered to the server for RDMA Reads of our memory:
+ * all the device has, as the kernel's client offers (the CM carries 8 bits).
+ */
+#define RPCRDMA_CLNT_MAX_IRD 255
 
 static int xprt_rdma_buffers(struct rpcrdma_xprt *x, struct ibv_context *verbs)
 {
@@ -27,6 +30,7 @@ static int xprt_rdma_buffers(struct rpcrdma_xprt *x, struct ibv_context *verbs)
 	x->rx_pd = ibv_alloc_pd(verbs);
 	if (!x->rx_pd)
 		return rpcrdma_errno(-ENOMEM);
+	frwr_choose_mode(x, verbs);
 	/* Only the local device touches these buffers: no remote access. */
 	rc = rpcrdma_slab_create(&x->rx_send_slab, x->rx_pd, x->rx_nreqs, size, 0);
 	if (rc)
@@ -69,6 +73,7 @@ void xprt_rdma_free_buffers(struct rpcrdma_xprt *x)
 {
 	if (!x->rx_pd)
 		return;
+	x->rx_reg = RPCRDMA_REG_NONE;
 	frwr_destroy_all(x);
 	rpcrdma_mem_destroy_all(&x->rx_mems);
 	x->rx_stats.registered_bytes -= rpcrdma_slab_bytes(&x->rx_send_slab) +
@@ -137,6 +142,17 @@ static int xprt_rdma_resolve(struct rpcrdma_xprt *x, struct rdma_cm_id *id, int6
 	return 0;
 }
 
+/* What the CM settled for the Reads the server may have in flight: for rpcrdma_clnt_info(). */
+static void xprt_rdma_query_ird(struct rpcrdma_xprt *x, struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr qa;
+
+	x->rx_ird = 0;
+	if (ibv_query_qp(id->qp, &qa, IBV_QP_MAX_DEST_RD_ATOMIC, &init) == 0)
+		x->rx_ird = qa.max_dest_rd_atomic;
+}
+
 static int xprt_rdma_establish(struct rpcrdma_xprt *x, struct rdma_cm_id *id, int64_t deadline)
 {
 	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
@@ -148,12 +164,11 @@ static int xprt_rdma_establish(struct rpcrdma_xprt *x, struct rdma_cm_id *id, in
 	if (ibv_query_device(id->verbs, &dev))
 		memset(&dev, 0, sizeof(dev));
 	/*
-	 * Remote invalidation retires memory windows; with persistent
-	 * registration the rkeys are MRs, which a peer must not invalidate.
+	 * Remote invalidation retires memory windows; in the other modes the
+	 * rkeys are MRs, which a peer must not invalidate.
 	 */
 	rpcrdma_cm_private_build(pdata, x->rx_attr.inline_size,
-				 x->rx_attr.flags & RPCRDMA_CLNT_PERSISTENT_REG ?
-				 0 : RPCRDMA_CM_REMOTE_INVALIDATE);
+				 x->rx_reg == RPCRDMA_REG_MW ? RPCRDMA_CM_REMOTE_INVALIDATE : 0);
 	memset(&param, 0, sizeof(param));
 	param.private_data = pdata;
 	param.private_data_len = sizeof(pdata);
@@ -172,6 +187,7 @@ static int xprt_rdma_establish(struct rpcrdma_xprt *x, struct rdma_cm_id *id, in
 	rpcrdma_cm_negotiate(ev->param.conn.private_data, ev->param.conn.private_data_len,
 			     x->rx_attr.inline_size, &x->rx_inline);
 	rdma_ack_cm_event(ev);
+	xprt_rdma_query_ird(x, id);
 	return 0;
 }
 

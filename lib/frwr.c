@@ -13,6 +13,13 @@
  * Windows that saw a flush or an error are never reused: they are
  * deallocated, and new ones are allocated on the next connection.
  *
+ * A device without memory windows (iWARP's siw, for one) gets per-call
+ * registration instead, as the kernel's long-removed RPCRDMA_REGISTER mode
+ * did: each segment is an MR of its exact bytes, made for the call and
+ * deregistered when the reply arrives. Exposure is as narrow as with
+ * windows; the cost is two verbs calls per segment, system calls on
+ * hardware.
+ *
  * With RPCRDMA_CLNT_PERSISTENT_REG there are no windows: the registrations
  * themselves carry remote access and their rkeys are advertised.
  *
@@ -25,19 +32,46 @@
 
 #include "xprt_rdma.h"
 
-static bool frwr_persistent(const struct rpcrdma_xprt *x)
+/*
+ * Decide how this client exposes chunks, once, when its protection domain
+ * is made on @verbs: every registration from then on depends on it.
+ */
+void frwr_choose_mode(struct rpcrdma_xprt *x, struct ibv_context *verbs)
 {
-	return x->rx_attr.flags & RPCRDMA_CLNT_PERSISTENT_REG;
+	struct ibv_device_attr dev;
+
+	if (x->rx_attr.flags & RPCRDMA_CLNT_PERSISTENT_REG) {
+		x->rx_reg = RPCRDMA_REG_PERSISTENT;
+		rpcrdma_warn("client: persistent registration: registered regions and bounce "
+			     "buffers are open to the server for reading and writing until "
+			     "deregistered, not only during the call that names them");
+		return;
+	}
+	if (ibv_query_device(verbs, &dev) == 0 &&
+	    (dev.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B))) {
+		x->rx_reg = RPCRDMA_REG_MW;
+		return;
+	}
+	x->rx_reg = RPCRDMA_REG_PER_CALL;
+	rpcrdma_info("client: %s has no type-2 memory windows: each call's chunks are "
+		     "registered for that call alone and deregistered at its reply "
+		     "(two verbs calls per segment)", ibv_get_device_name(verbs->device));
 }
 
 /* Access a registration or bounce buffer needs for the exposure mode. */
 int frwr_mr_access(const struct rpcrdma_xprt *x)
 {
-	if (frwr_persistent(x))
+	switch (x->rx_reg) {
+	case RPCRDMA_REG_PERSISTENT:
 		return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
-	return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND;
+	case RPCRDMA_REG_PER_CALL:
+		return IBV_ACCESS_LOCAL_WRITE;
+	default:
+		return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND;
+	}
 }
 
+/* A free segment holder; in window mode with its window allocated. */
 static struct rpcrdma_mw *frwr_mw_get(struct rpcrdma_xprt *x)
 {
 	struct rpcrdma_mw *mw = list_pop_entry(&x->rx_mws_free, struct rpcrdma_mw, mw_list);
@@ -47,13 +81,15 @@ static struct rpcrdma_mw *frwr_mw_get(struct rpcrdma_xprt *x)
 	mw = rpcrdma_zalloc(&x->rx_stats, sizeof(*mw));
 	if (!mw)
 		return NULL;
-	mw->mw_mw = ibv_alloc_mw(x->rx_pd, IBV_MW_TYPE_2);
-	if (!mw->mw_mw) {
-		rpcrdma_free(&x->rx_stats, mw, sizeof(*mw));
-		return NULL;
-	}
-	mw->mw_rkey = mw->mw_mw->rkey;
 	list_init(&mw->mw_list);
+	if (x->rx_reg == RPCRDMA_REG_MW) {
+		mw->mw_mw = ibv_alloc_mw(x->rx_pd, IBV_MW_TYPE_2);
+		if (!mw->mw_mw) {
+			rpcrdma_free(&x->rx_stats, mw, sizeof(*mw));
+			return NULL;
+		}
+		mw->mw_rkey = mw->mw_mw->rkey;
+	}
 	x->rx_nmws++;
 	return mw;
 }
@@ -61,24 +97,55 @@ static struct rpcrdma_mw *frwr_mw_get(struct rpcrdma_xprt *x)
 static void frwr_mw_destroy(struct rpcrdma_xprt *x, struct rpcrdma_mw *mw)
 {
 	list_del(&mw->mw_list);
-	ibv_dealloc_mw(mw->mw_mw);
+	if (mw->mw_mw)
+		ibv_dealloc_mw(mw->mw_mw);
 	rpcrdma_free(&x->rx_stats, mw, sizeof(*mw));
 	x->rx_nmws--;
 }
 
-/* A window is done with this call: back to the free list, or gone if its state is unknown. */
+/*
+ * A segment is done with this call: a per-call MR is deregistered (the
+ * server can no longer reach it once that returns), and the holder goes back
+ * to the free list, or is gone if its window's state is unknown.
+ */
 static void frwr_mw_put(struct rpcrdma_xprt *x, struct rpcrdma_mw *mw)
 {
-	if (mw->mw_req) {
+	if (mw->mw_mr) {
+		if (ibv_dereg_mr(mw->mw_mr))
+			rpcrdma_err("client: cannot deregister a call's MR: %s", strerror(errno));
+		mw->mw_mr = NULL;
+	} else if (mw->mw_req) {
 		mw->mw_req->rl_nmws--;
-		mw->mw_req = NULL;
 	}
+	mw->mw_req = NULL;
 	if (mw->mw_bad) {
 		frwr_mw_destroy(x, mw);
 		return;
 	}
 	list_del(&mw->mw_list);
 	list_add_tail(&mw->mw_list, &x->rx_mws_free);
+}
+
+/*
+ * Per-call mode: register @seg's bytes alone with @access. The server
+ * writes only where the call asked it to, so local write comes with remote
+ * write, as the verbs require, and never with remote read alone: a call's
+ * message may lie in memory the application cannot write.
+ */
+static int frwr_reg_segment(struct rpcrdma_xprt *x, struct rpcrdma_req *req,
+			    struct rpcrdma_mw *mw, struct rpcrdma_segment *seg, int access)
+{
+	if (access & IBV_ACCESS_REMOTE_WRITE)
+		access |= IBV_ACCESS_LOCAL_WRITE;
+	mw->mw_mr = ibv_reg_mr(x->rx_pd, (void *)(uintptr_t)seg->offset, seg->length, access);
+	if (!mw->mw_mr) {
+		mw->mw_req = NULL;
+		list_add_tail(&mw->mw_list, &x->rx_mws_free);
+		return -ENOMEM;
+	}
+	list_add_tail(&mw->mw_list, &req->rl_registered);
+	seg->handle = mw->mw_mr->rkey;
+	return 0;
 }
 
 /*
@@ -102,7 +169,7 @@ static int frwr_bind(struct rpcrdma_xprt *x, struct rpcrdma_req *req, struct ibv
 		seg->length = n;
 		seg->offset = (uintptr_t)(addr + off);
 		off += n;
-		if (frwr_persistent(x)) {
+		if (x->rx_reg == RPCRDMA_REG_PERSISTENT) {
 			seg->handle = mr->rkey;
 			continue;
 		}
@@ -110,6 +177,11 @@ static int frwr_bind(struct rpcrdma_xprt *x, struct rpcrdma_req *req, struct ibv
 		if (!mw)
 			return -ENOMEM;
 		mw->mw_req = req;
+		if (x->rx_reg == RPCRDMA_REG_PER_CALL) {
+			if (frwr_reg_segment(x, req, mw, seg, access))
+				return -ENOMEM;
+			continue;
+		}
 		mw->mw_cqe.done = frwr_wc_fastreg;
 		mw->mw_rkey = ibv_inc_rkey(mw->mw_rkey);
 		wr = &mw->mw_wr;
@@ -283,9 +355,18 @@ static void frwr_linv_abort(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w)
 	(void)w;
 }
 
+/* Let go of every segment the call lists; per-call MRs are fenced once this returns. */
+static void frwr_put_all(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	while (!list_empty(&req->rl_registered))
+		frwr_mw_put(x, list_first_entry(&req->rl_registered, struct rpcrdma_mw, mw_list));
+}
+
 /* After the reply: invalidate what the server did not, without waiting here. */
 void frwr_unmap_async(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
+	if (x->rx_reg == RPCRDMA_REG_PER_CALL)
+		frwr_put_all(x, req);
 	if (!req->rl_nmws)
 		return;
 	req->rl_flags |= RPCRDMA_REQ_LINV_PENDING;
@@ -308,6 +389,8 @@ int frwr_unmap_sync(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	int64_t deadline = rpcrdma_now_ms() + x->rx_attr.connect_timeout_ms;
 	int rc;
 
+	if (x->rx_reg == RPCRDMA_REG_PER_CALL)
+		frwr_put_all(x, req);
 	if (!n)
 		return 0;
 	/* Waiters queued for the send queue go first, as they would anyway. */
@@ -371,8 +454,7 @@ void frwr_release(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 			req->rl_mems[k]->rm_users--;
 		req->rl_mems[k] = NULL;
 	}
-	while (!list_empty(&req->rl_registered))
-		frwr_mw_put(x, list_first_entry(&req->rl_registered, struct rpcrdma_mw, mw_list));
+	frwr_put_all(x, req);
 	req->rl_nmws = 0;
 	req->rl_regions = false;
 }

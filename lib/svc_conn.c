@@ -442,6 +442,7 @@ static int svc_rdma_conn_verbs(struct svc_rdma_poller *p, struct svcxprt_rdma *r
 	rdma->sc_pd = svc_rdma_get_pd(svc, id->verbs);
 	if (!rdma->sc_pd)
 		return -ENOMEM;
+	rdma->sc_iwarp = id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
 	if (svc->sv_attr.flags & RPCRDMA_SVC_SRQ) {
 		sh = svc_rdma_srq_get(p, id->verbs);
 		if (!sh)

@@ -52,6 +52,9 @@ struct svc_rdma_read_ctxt {
 	struct svc_rdma_recv_ctxt *rd_recv;
 	struct ibv_send_wr *rd_wrs;		/* one per Read segment */
 	struct ibv_sge *rd_sges;
+	struct ibv_mr **rd_mrs;			/* iWARP: the sinks' MRs for this pull */
+	uint32_t rd_nmrs;
+	uint32_t rd_max_mrs;
 	uint32_t rd_nwrs;			/* WRs built */
 	uint32_t rd_max;			/* WRs and SGEs allocated */
 	uint32_t rd_next;			/* first WR of the next wave */
@@ -172,6 +175,7 @@ struct svcxprt_rdma {
 	struct rpcrdma_inline sc_inline;
 	uint32_t sc_max_requests;		/* grant ceiling = receives kept posted */
 	uint32_t sc_ord;			/* RDMA Reads in flight at most (initiator depth) */
+	bool sc_iwarp;				/* Read sinks need remote write (svc_rw.c) */
 	uint32_t sc_sq_depth;			/* data WRs the send queue holds */
 	uint32_t sc_buf_size;			/* bytes of each send and receive buffer */
 	struct rpcrdma_stats *sc_stats;		/* the server's, or sc_own_stats */

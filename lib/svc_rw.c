@@ -16,6 +16,10 @@
 
 static void svc_rdma_read_free(struct svcxprt_rdma *rdma, struct svc_rdma_read_ctxt *rd)
 {
+	while (rd->rd_nmrs)
+		if (ibv_dereg_mr(rd->rd_mrs[--rd->rd_nmrs]))
+			rpcrdma_err("server: cannot deregister a Read sink: %s", strerror(errno));
+	svc_rdma_free_mem(rdma, rd->rd_mrs, rd->rd_max_mrs * sizeof(*rd->rd_mrs));
 	svc_rdma_free_mem(rdma, rd->rd_wrs, rd->rd_max * sizeof(*rd->rd_wrs));
 	svc_rdma_free_mem(rdma, rd->rd_sges, rd->rd_max * sizeof(*rd->rd_sges));
 	svc_rdma_free_mem(rdma, rd, sizeof(*rd));
@@ -57,14 +61,45 @@ static void svc_rdma_read_wave(struct svcxprt_rdma *rdma, struct svc_rdma_read_c
 		svc_rdma_read_release(rdma, &rd->rd_chain);
 }
 
+/*
+ * The lkey the Reads of @ch place data with. On iWARP the responder writes
+ * the data into the sink by its STag, so the sink needs remote write, and
+ * that STag travels to the client in each Read request. So each pull gets
+ * an MR of its own over just the chunk's bytes, deregistered when the pull
+ * is over (svc_rdma_read_free): no client can write a sink outside its own
+ * Reads, nor any other client's.
+ */
+static int svc_rdma_read_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_read_ctxt *rd,
+			      const struct svc_rdma_chunk *ch, uint32_t *lkey)
+{
+	uint64_t len = xdr_round4(ch->ch_len);
+	struct ibv_mr *mr;
+
+	if (!rdma->sc_iwarp) {
+		*lkey = ch->ch_buf.mr->lkey;
+		return 0;
+	}
+	mr = ibv_reg_mr(rdma->sc_pd, ch->ch_buf.data, len ? len : 4,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!mr)
+		return rpcrdma_errno(-ENOMEM);
+	rd->rd_mrs[rd->rd_nmrs++] = mr;
+	*lkey = mr->lkey;
+	return 0;
+}
+
 /* Build one RDMA Read per segment into the chunk's sink, at its offset. */
-static void svc_rdma_read_build(struct svc_rdma_read_ctxt *rd, struct svc_rdma_chunk *ch,
-				const struct rpcrdma_hdr *hdr)
+static int svc_rdma_read_build(struct svcxprt_rdma *rdma, struct svc_rdma_read_ctxt *rd,
+			       struct svc_rdma_chunk *ch, const struct rpcrdma_hdr *hdr)
 {
 	struct rpcrdma_read_segment rs;
 	uint64_t off = 0;
-	uint32_t i;
+	uint32_t i, lkey;
+	int rc;
 
+	rc = svc_rdma_read_lkey(rdma, rd, ch, &lkey);
+	if (rc)
+		return rc;
 	for (i = 0; i < ch->ch_nsegs; i++) {
 		struct ibv_send_wr *wr;
 		struct ibv_sge *sge;
@@ -77,7 +112,7 @@ static void svc_rdma_read_build(struct svc_rdma_read_ctxt *rd, struct svc_rdma_c
 		rd->rd_nwrs++;
 		sge->addr = (uintptr_t)(ch->ch_buf.data + off);
 		sge->length = rs.seg.length;
-		sge->lkey = ch->ch_buf.mr->lkey;
+		sge->lkey = lkey;
 		memset(wr, 0, sizeof(*wr));
 		wr->opcode = IBV_WR_RDMA_READ;
 		wr->sg_list = sge;
@@ -86,6 +121,7 @@ static void svc_rdma_read_build(struct svc_rdma_read_ctxt *rd, struct svc_rdma_c
 		wr->wr.rdma.rkey = rs.seg.handle;
 		off += rs.seg.length;
 	}
+	return 0;
 }
 
 /* A registered sink of at least @len bytes: a cached one not much larger, or a new one. */
@@ -152,18 +188,25 @@ int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_c
 	rd->rd_max = hdr->read_segs;
 	rd->rd_wrs = svc_rdma_alloc(rdma, hdr->read_segs * sizeof(*rd->rd_wrs));
 	rd->rd_sges = svc_rdma_alloc(rdma, hdr->read_segs * sizeof(*rd->rd_sges));
-	if (!rd->rd_wrs || !rd->rd_sges) {
+	if (rdma->sc_iwarp) {
+		rd->rd_max_mrs = call->nchunks + 1;
+		rd->rd_mrs = svc_rdma_alloc(rdma, rd->rd_max_mrs * sizeof(*rd->rd_mrs));
+	}
+	if (!rd->rd_wrs || !rd->rd_sges || (rdma->sc_iwarp && !rd->rd_mrs)) {
 		svc_rdma_read_free(rdma, rd);
 		return -ENOMEM;
 	}
 	rd->rd_recv = ctxt;
 	rd->rd_done_cqe.done = svc_rdma_wc_read_done;
 	rd->rd_cqe.done = svc_rdma_wc_read;
+	rc = call->has_pzrc ? svc_rdma_read_build(rdma, rd, &call->pzrc, hdr) : 0;
+	for (i = 0; rc == 0 && i < call->nchunks; i++)
+		rc = svc_rdma_read_build(rdma, rd, &call->chunks[i], hdr);
+	if (rc) {
+		svc_rdma_read_free(rdma, rd);
+		return rc;
+	}
 	call->read = rd;
-	if (call->has_pzrc)
-		svc_rdma_read_build(rd, &call->pzrc, hdr);
-	for (i = 0; i < call->nchunks; i++)
-		svc_rdma_read_build(rd, &call->chunks[i], hdr);
 	if (rd->rd_nwrs == 0) {
 		/* Only zero-length segments: nothing to pull. */
 		list_add_tail(&ctxt->rc_list, &rdma->sc_read_complete_q);

@@ -18,14 +18,29 @@
 #define RPCRDMA_CLNT_MAX_SEGS 16
 
 /*
- * A type-2 memory window. One rpcrdma_cqe serves its BIND_MW (done =
- * frwr_wc_fastreg, seen only on error: binds are unsignaled) and its
- * LOCAL_INV (frwr_wc_localinv, _done or _wake).
+ * How a call's chunks are exposed (frwr.c), chosen once per client when its
+ * protection domain is made: by the device's capabilities and the
+ * application's flags.
+ */
+enum rpcrdma_reg_mode {
+	RPCRDMA_REG_NONE,	/* no protection domain yet */
+	RPCRDMA_REG_MW = RPCRDMA_CLNT_REG_WINDOWS,		/* bound per call */
+	RPCRDMA_REG_PER_CALL = RPCRDMA_CLNT_REG_PER_CALL,	/* MRs per call */
+	RPCRDMA_REG_PERSISTENT = RPCRDMA_CLNT_REG_PERSISTENT,	/* the regions' own rkeys */
+};
+
+/*
+ * One exposed segment of a call. In RPCRDMA_REG_MW mode, a type-2 memory
+ * window: one rpcrdma_cqe serves its BIND_MW (done = frwr_wc_fastreg, seen
+ * only on error: binds are unsignaled) and its LOCAL_INV (frwr_wc_localinv,
+ * _done or _wake). In RPCRDMA_REG_PER_CALL mode, an MR of the segment's
+ * bytes alone (@mw_mr), with no work requests at all.
  */
 struct rpcrdma_mw {
 	struct rpcrdma_cqe mw_cqe;
 	struct list_node mw_list;		/* rx_mws_free, or its req's rl_registered */
 	struct ibv_mw *mw_mw;
+	struct ibv_mr *mw_mr;			/* per-call mode: registered for this call */
 	uint32_t mw_rkey;			/* the rkey of the last bind */
 	struct rpcrdma_req *mw_req;
 	bool mw_bad;				/* saw a flush or an error: never reused */
@@ -87,8 +102,8 @@ struct rpcrdma_req {
 	int rl_status;
 
 	/* Direct data placement (frwr.c). */
-	struct list_node rl_registered;		/* memory windows bound for this call */
-	uint32_t rl_nmws;
+	struct list_node rl_registered;		/* windows bound, or MRs made, for this call */
+	uint32_t rl_nmws;			/* windows among them: each needs a LOCAL_INV */
 	uint32_t rl_sqecount;			/* WRs of the send chain: binds + Send */
 	uint32_t rl_linv_pending;		/* LOCAL_INVs not yet completed */
 	struct rpcrdma_buf rl_bounce[RPCRDMA_BOUNCE_MAX];
@@ -120,6 +135,7 @@ struct rpcrdma_xprt {
 	struct list_node rx_mems;		/* rpcrdma_clnt_mem_register() */
 	struct list_node rx_mws_free;
 	uint32_t rx_nmws;			/* windows allocated */
+	enum rpcrdma_reg_mode rx_reg;		/* set with rx_pd */
 	uint32_t rx_sq_depth;
 	struct rpcrdma_slab rx_recv_slab;	/* one inline buffer per rep */
 
@@ -142,6 +158,7 @@ struct rpcrdma_xprt {
 	bool rx_have_ep;
 	bool rx_connected;
 	struct rpcrdma_inline rx_inline;
+	uint32_t rx_ird;			/* the QP's max_dest_rd_atomic */
 	uint32_t rx_credits;			/* current grant */
 	uint32_t rx_outstanding;		/* sent and unanswered: bounded by rx_credits */
 	unsigned int rx_connects;
@@ -178,6 +195,7 @@ int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool re
 void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep);
 
 /* frwr.c: memory windows for a call's chunks, and their invalidation. */
+void frwr_choose_mode(struct rpcrdma_xprt *x, struct ibv_context *verbs);
 int frwr_mr_access(const struct rpcrdma_xprt *x);
 int frwr_map(struct rpcrdma_xprt *x, struct rpcrdma_req *req, enum rpcrdma_bounce kind,
 	     const void *buf, size_t len, bool to_server, struct rpcrdma_segment *segs,

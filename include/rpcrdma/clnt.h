@@ -326,6 +326,16 @@ int rpcrdma_clnt_call(struct rpcrdma_clnt *clnt, const void *msg, size_t msg_len
  * @vers_low: lowest RPC-over-RDMA version the server named in its last
  *	RDMA_ERROR / ERR_VERS (0: none received)
  * @vers_high: highest version it named there (0: none received)
+ * @registration: how chunks are exposed to the server, chosen on the first
+ *	connection from the device's capabilities and @flags (0 before it):
+ *	%RPCRDMA_CLNT_REG_WINDOWS, %RPCRDMA_CLNT_REG_PER_CALL or
+ *	%RPCRDMA_CLNT_REG_PERSISTENT
+ * @responder_resources: RDMA Reads of the server's the connection takes at
+ *	once, as the connection manager settled it: the server's initiator
+ *	depth, which is at most what the client offered (the device's limit,
+ *	at most 255)
+ * @send_queue: work requests the connection's send queue holds, fitted to
+ *	the device
  */
 struct rpcrdma_clnt_info {
 	uint32_t struct_size;
@@ -337,7 +347,25 @@ struct rpcrdma_clnt_info {
 	unsigned int connects;
 	uint32_t vers_low;
 	uint32_t vers_high;
+	uint32_t registration;
+	uint32_t responder_resources;
+	uint32_t send_queue;
 };
+
+/*
+ * The values of &struct rpcrdma_clnt_info's @registration.
+ * RPCRDMA_CLNT_REG_WINDOWS: type-2 memory windows bound over each chunk's
+ *	exact bytes for one call and invalidated at its reply.
+ * RPCRDMA_CLNT_REG_PER_CALL: for devices without type-2 windows (iWARP's
+ *	siw, for one): each chunk segment is an MR of its own, registered for
+ *	the call and deregistered at its reply. As narrow as windows; two
+ *	verbs calls (system calls, on hardware) per segment instead of two
+ *	work requests. The server is not offered remote invalidation.
+ * RPCRDMA_CLNT_REG_PERSISTENT: %RPCRDMA_CLNT_PERSISTENT_REG was asked for.
+ */
+#define RPCRDMA_CLNT_REG_WINDOWS 1u
+#define RPCRDMA_CLNT_REG_PER_CALL 2u
+#define RPCRDMA_CLNT_REG_PERSISTENT 3u
 
 /**
  * rpcrdma_clnt_info - what the connection negotiated

@@ -152,6 +152,25 @@ bool harness_srq(void)
 	return getenv("E2E_SRQ") && atoi(getenv("E2E_SRQ"));
 }
 
+bool harness_device_windows(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_device_attr dev;
+	struct ibv_context *ctx;
+	bool windows = false;
+
+	ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
+	if (ctx) {
+		windows = ibv_query_device(ctx, &dev) == 0 &&
+			  (dev.device_cap_flags &
+			   (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B));
+		ibv_close_device(ctx);
+	}
+	if (list)
+		ibv_free_device_list(list);
+	return windows;
+}
+
 int harness_server_listen(struct harness_server *hs, struct harness_shared *sh,
 			  uint32_t max_requests, uint32_t inline_size)
 {

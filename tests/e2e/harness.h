@@ -88,6 +88,22 @@ bool harness_srq(void);
 		}                                                                      \
 	} while (0)
 
+/*
+ * Does the device offer type-2 memory windows? Without them (the siw
+ * profile) the client registers each call's chunks per call instead.
+ */
+bool harness_device_windows(void);
+
+/* For a test of windows themselves: binds, invalidation, key bytes. */
+#define harness_require_windows(why)                                                   \
+	do {                                                                           \
+		if (!harness_device_windows()) {                                       \
+			fprintf(stderr, "skipped on profile %s, which has no memory "    \
+				"windows: %s\n", softrdma_profile(), why);             \
+			skip();                                                        \
+		}                                                                      \
+	} while (0)
+
 /* What the test and the server share, across processes with E2E_FABRIC=proc. */
 struct harness_shared {
 	atomic_bool stop;

@@ -186,20 +186,30 @@ __attribute__((constructor)) static void harness_fabric_init(void)
 	}
 }
 
-/* environ plus @var, for the child. */
+/*
+ * environ plus @var, for the child; with E2E_SERVER_PROFILE set, the child's
+ * device takes that profile instead of SOFTRDMA_PROFILE's.
+ */
 static char **child_env(char *var)
 {
-	size_t n = 0, i;
+	static char profile[64];
+	const char *sp = getenv("E2E_SERVER_PROFILE");
+	size_t n = 0, i, k = 0;
 	char **env;
 
 	while (environ[n])
 		n++;
-	env = calloc(n + 2, sizeof(*env));
+	env = calloc(n + 3, sizeof(*env));
 	if (!env)
 		return NULL;
 	for (i = 0; i < n; i++)
-		env[i] = environ[i];
-	env[n] = var;
+		if (!sp || strncmp(environ[i], "SOFTRDMA_PROFILE=", 17) != 0)
+			env[k++] = environ[i];
+	if (sp) {
+		snprintf(profile, sizeof(profile), "SOFTRDMA_PROFILE=%s", sp);
+		env[k++] = profile;
+	}
+	env[k] = var;
 	return env;
 }
 

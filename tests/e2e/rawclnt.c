@@ -40,7 +40,7 @@ void cfix_up(struct cfix *f, bool bounce)
 	assert_non_null(f->local);
 	assert_non_null(f->arena);
 	memset(f->arena, 0x3c, CFIX_MEM);
-	assert_non_null(rawpeer_reg(&f->srv, f->local, CFIX_MEM, IBV_ACCESS_LOCAL_WRITE));
+	assert_non_null(rawpeer_reg_sink(&f->srv, f->local, CFIX_MEM));
 	if (!bounce)
 		assert_int_equal(rpcrdma_clnt_mem_register(f->clnt, f->arena, CFIX_MEM, &f->mem),
 				 0);

@@ -270,6 +270,16 @@ struct ibv_mr *rawpeer_reg(struct rawpeer *rp, void *addr, size_t len, int acces
 	return mr;
 }
 
+struct ibv_mr *rawpeer_reg_sink(struct rawpeer *rp, void *addr, size_t len)
+{
+	int access = IBV_ACCESS_LOCAL_WRITE;
+
+	/* As any iWARP server must: Read responses land in the sink by its STag. */
+	if (rp->pd && rp->pd->context->device->transport_type == IBV_TRANSPORT_IWARP)
+		access |= IBV_ACCESS_REMOTE_WRITE;
+	return rawpeer_reg(rp, addr, len, access);
+}
+
 /* Poll for one completion, up to @timeout_ms. Returns 1, 0 on timeout, -EIO. */
 static int poll_one(struct rawpeer *rp, struct ibv_wc *wc, int timeout_ms)
 {

@@ -106,6 +106,8 @@ void rawpeer_close(struct rawpeer *rp);
  * MR or NULL.
  */
 struct ibv_mr *rawpeer_reg(struct rawpeer *rp, void *addr, size_t len, int access);
+/* Memory a raw server pulls into by RDMA Read: with remote write on iWARP. */
+struct ibv_mr *rawpeer_reg_sink(struct rawpeer *rp, void *addr, size_t len);
 
 /* Send @len bytes and wait for the Send to complete. Returns 0 or -EIO. */
 int rawpeer_send(struct rawpeer *rp, const void *buf, size_t len);

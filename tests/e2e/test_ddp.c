@@ -404,7 +404,9 @@ static void t_cancel_in_flight(void **state)
 	assert_int_equal(rpcrdma_clnt_cancel(fx.clnt, &call), 0);
 	assert_int_equal(w.finished, 1);
 	assert_int_equal(w.status, -ECANCELED);
-	assert_int_equal(softrdma_executed(IBV_WR_LOCAL_INV) - linv, nkeys);
+	/* Fenced by LOCAL_INVs, or by deregistering per-call MRs without a window. */
+	assert_int_equal(softrdma_executed(IBV_WR_LOCAL_INV) - linv,
+			 harness_device_windows() ? nkeys : 0);
 	for (i = 0; i < nkeys; i++)
 		assert_int_equal(softrdma_rkey_reach(rkeys[i], NULL, NULL, NULL), -ENOENT);
 	assert_int_equal(rpcrdma_clnt_cancel(fx.clnt, &call), -ENOENT);

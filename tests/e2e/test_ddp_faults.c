@@ -161,6 +161,13 @@ static void run_case(const struct position *pos, enum softrdma_fault_kind kind,
 	struct fixture fx;
 	int id, rc;
 
+	if (pos->match.opcode_mask & (OP(IBV_WR_BIND_MW) | OP(IBV_WR_LOCAL_INV)) &&
+	    !harness_device_windows()) {
+		/* Per-call registration posts neither. */
+		fprintf(stderr, "profile %s has no memory windows: %s (kind %d) not run\n",
+			softrdma_profile(), pos->name, kind);
+		return;
+	}
 	if (harness_fabric() == HARNESS_FABRIC_PROC) {
 		/* Faults are per process: the server's WRs are out of reach ... */
 		if (strncmp(pos->name, "server", 6) == 0) {
