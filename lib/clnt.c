@@ -23,7 +23,6 @@
 #define RPCRDMA_CLNT_DEF_CONNECT_MS 5000
 #define RPCRDMA_CLNT_DEF_CALL_MS 30000
 #define RPCRDMA_CLNT_DEF_SEGMENT (1u << 20)
-#define RPCRDMA_CLNT_MIN_SEGMENT 4096u
 /*
  * Send-queue slots: a call's Send with the binds of up to four chunks of
  * 16 segments ahead of it, or a reply's LOCAL_INVs; calls wait when full.

@@ -18,8 +18,22 @@
  */
 #define RPCRDMA_CLNT_MAX_IRD 255
 
-static int xprt_rdma_buffers(struct rpcrdma_xprt *x, struct ibv_context *verbs)
+/*
+ * Segments no longer than one RDMA operation may carry on the port: the
+ * server would have to split them, and not every server does.
+ */
+static void xprt_rdma_fit_segment(struct rpcrdma_xprt *x, struct rdma_cm_id *id)
 {
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(id->verbs, id->port_num ? id->port_num : 1, &pa) == 0 &&
+	    pa.max_msg_sz >= RPCRDMA_CLNT_MIN_SEGMENT && pa.max_msg_sz < x->rx_attr.max_segment)
+		x->rx_attr.max_segment = pa.max_msg_sz;
+}
+
+static int xprt_rdma_buffers(struct rpcrdma_xprt *x, struct rdma_cm_id *id)
+{
+	struct ibv_context *verbs = id->verbs;
 	uint32_t size = x->rx_attr.inline_size;
 	uint32_t i;
 	int rc;
@@ -31,6 +45,7 @@ static int xprt_rdma_buffers(struct rpcrdma_xprt *x, struct ibv_context *verbs)
 	if (!x->rx_pd)
 		return rpcrdma_errno(-ENOMEM);
 	frwr_choose_mode(x, verbs);
+	xprt_rdma_fit_segment(x, id);
 	/* Only the local device touches these buffers: no remote access. */
 	rc = rpcrdma_slab_create(&x->rx_send_slab, x->rx_pd, x->rx_nreqs, size, 0);
 	if (rc)
@@ -213,7 +228,7 @@ int xprt_rdma_connect(struct rpcrdma_xprt *x)
 	rc = xprt_rdma_resolve(x, id, deadline);
 	if (rc)
 		goto out_id;
-	rc = xprt_rdma_buffers(x, id->verbs);
+	rc = xprt_rdma_buffers(x, id);
 	if (rc)
 		goto out_id;
 

@@ -364,6 +364,16 @@ void svc_rdma_conn_destroy_sync(struct svcxprt_rdma *rdma)
 	svc_rdma_finalize(rdma);
 }
 
+/* The largest message one RDMA operation may carry on @id's port. */
+static uint32_t svc_rdma_port_max_msg(struct rdma_cm_id *id)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(id->verbs, id->port_num ? id->port_num : 1, &pa) || pa.max_msg_sz < 4096)
+		return 1u << 31;
+	return pa.max_msg_sz;
+}
+
 static void svc_rdma_accept_params(const struct svcxprt_rdma *rdma, struct ibv_context *verbs,
 				   uint8_t initiator_depth, unsigned char *pdata,
 				   struct rdma_conn_param *param)
@@ -443,6 +453,7 @@ static int svc_rdma_conn_verbs(struct svc_rdma_poller *p, struct svcxprt_rdma *r
 	if (!rdma->sc_pd)
 		return -ENOMEM;
 	rdma->sc_iwarp = id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+	rdma->sc_max_msg = svc_rdma_port_max_msg(id);
 	if (svc->sv_attr.flags & RPCRDMA_SVC_SRQ) {
 		sh = svc_rdma_srq_get(p, id->verbs);
 		if (!sh)

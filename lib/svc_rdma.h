@@ -176,6 +176,7 @@ struct svcxprt_rdma {
 	uint32_t sc_max_requests;		/* grant ceiling = receives kept posted */
 	uint32_t sc_ord;			/* RDMA Reads in flight at most (initiator depth) */
 	bool sc_iwarp;				/* Read sinks need remote write (svc_rw.c) */
+	uint32_t sc_max_msg;			/* the port's max_msg_sz: longer RDMA ops split */
 	uint32_t sc_sq_depth;			/* data WRs the send queue holds */
 	uint32_t sc_buf_size;			/* bytes of each send and receive buffer */
 	struct rpcrdma_stats *sc_stats;		/* the server's, or sc_own_stats */
@@ -396,6 +397,12 @@ static inline bool svc_rdma_payload_ddp(const struct rpcrdma_hdr *hdr, unsigned 
  * sc_heap (what it keeps when the server goes first).
  */
 void *svc_rdma_alloc(struct svcxprt_rdma *rdma, size_t size);
+
+/* RDMA operations it takes to move @len bytes of one segment. */
+static inline uint32_t svc_rdma_pieces(const struct svcxprt_rdma *rdma, uint64_t len)
+{
+	return (uint32_t)((len + rdma->sc_max_msg - 1) / rdma->sc_max_msg);
+}
 void *svc_rdma_realloc(struct svcxprt_rdma *rdma, void *p, size_t old, size_t size);
 
 /* svc_conn.c: accepting, polling and closing one connection. */

@@ -104,24 +104,44 @@ static int svc_rdma_read_build(struct svcxprt_rdma *rdma, struct svc_rdma_read_c
 		struct ibv_send_wr *wr;
 		struct ibv_sge *sge;
 
+		uint32_t done = 0;
+
 		rpcrdma_hdr_read_segment(hdr, ch->ch_first_seg + i, &rs);
-		if (rs.seg.length == 0)
-			continue;
-		wr = &rd->rd_wrs[rd->rd_nwrs];
-		sge = &rd->rd_sges[rd->rd_nwrs];
-		rd->rd_nwrs++;
-		sge->addr = (uintptr_t)(ch->ch_buf.data + off);
-		sge->length = rs.seg.length;
-		sge->lkey = lkey;
-		memset(wr, 0, sizeof(*wr));
-		wr->opcode = IBV_WR_RDMA_READ;
-		wr->sg_list = sge;
-		wr->num_sge = 1;
-		wr->wr.rdma.remote_addr = rs.seg.offset;
-		wr->wr.rdma.rkey = rs.seg.handle;
-		off += rs.seg.length;
+		/* A segment longer than the port's largest message takes several Reads. */
+		while (done < rs.seg.length) {
+			uint32_t n = rs.seg.length - done < rdma->sc_max_msg ?
+				     rs.seg.length - done : rdma->sc_max_msg;
+
+			wr = &rd->rd_wrs[rd->rd_nwrs];
+			sge = &rd->rd_sges[rd->rd_nwrs];
+			rd->rd_nwrs++;
+			sge->addr = (uintptr_t)(ch->ch_buf.data + off);
+			sge->length = n;
+			sge->lkey = lkey;
+			memset(wr, 0, sizeof(*wr));
+			wr->opcode = IBV_WR_RDMA_READ;
+			wr->sg_list = sge;
+			wr->num_sge = 1;
+			wr->wr.rdma.remote_addr = rs.seg.offset + done;
+			wr->wr.rdma.rkey = rs.seg.handle;
+			off += n;
+			done += n;
+		}
 	}
 	return 0;
+}
+
+/* The Reads of the whole Read list, segments split at the port's largest message. */
+static uint32_t svc_rdma_read_wrs(const struct svcxprt_rdma *rdma, const struct rpcrdma_hdr *hdr)
+{
+	struct rpcrdma_read_segment rs;
+	uint32_t i, n = 0;
+
+	for (i = 0; i < hdr->read_segs; i++) {
+		rpcrdma_hdr_read_segment(hdr, i, &rs);
+		n += svc_rdma_pieces(rdma, rs.seg.length);
+	}
+	return n;
 }
 
 /* A registered sink of at least @len bytes: a cached one not much larger, or a new one. */
@@ -185,9 +205,12 @@ int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_c
 	rd = svc_rdma_alloc(rdma, sizeof(*rd));
 	if (!rd)
 		return -ENOMEM;
-	rd->rd_max = hdr->read_segs;
-	rd->rd_wrs = svc_rdma_alloc(rdma, hdr->read_segs * sizeof(*rd->rd_wrs));
-	rd->rd_sges = svc_rdma_alloc(rdma, hdr->read_segs * sizeof(*rd->rd_sges));
+	/* Bounded: the sinks of every chunk, thus its segments' lengths, are allocated by now. */
+	rd->rd_max = svc_rdma_read_wrs(rdma, hdr);
+	if (!rd->rd_max)
+		rd->rd_max = 1;
+	rd->rd_wrs = svc_rdma_alloc(rdma, rd->rd_max * sizeof(*rd->rd_wrs));
+	rd->rd_sges = svc_rdma_alloc(rdma, rd->rd_max * sizeof(*rd->rd_sges));
 	if (rdma->sc_iwarp) {
 		rd->rd_max_mrs = call->nchunks + 1;
 		rd->rd_mrs = svc_rdma_alloc(rdma, rd->rd_max_mrs * sizeof(*rd->rd_mrs));
@@ -353,6 +376,27 @@ static int svc_rdma_grow_wrs(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctx
 	return 0;
 }
 
+/* Append one RDMA Write of @len bytes at @src to @remote_addr under @rkey; room is made. */
+static void svc_rdma_add_write(struct svc_rdma_send_ctxt *ctxt, const unsigned char *src,
+			       uint32_t len, uint32_t lkey, struct rpcrdma_cqe *cqe,
+			       uint64_t remote_addr, uint32_t rkey)
+{
+	struct ibv_send_wr *wr = &ctxt->sc_wrs[ctxt->sc_nwrs];
+	struct ibv_sge *sge = &ctxt->sc_wr_sges[ctxt->sc_nwrs];
+
+	sge->addr = (uintptr_t)src;
+	sge->length = len;
+	sge->lkey = lkey;
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = rpcrdma_cqe_id(cqe);
+	wr->opcode = IBV_WR_RDMA_WRITE;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->wr.rdma.remote_addr = remote_addr;
+	wr->wr.rdma.rkey = rkey;
+	ctxt->sc_nwrs++;
+}
+
 /*
  * Append RDMA Writes that place @len bytes from @src (under @lkey) into the
  * client's @chunk, segment by segment, recording the bytes each segment
@@ -369,30 +413,23 @@ static int svc_rdma_add_writes(struct svcxprt_rdma *rdma, struct svc_rdma_send_c
 
 	if (len > chunk->total)
 		return -EMSGSIZE;
-	if (svc_rdma_grow_wrs(rdma, ctxt, chunk->nsegs))
-		return -ENOMEM;
 	for (i = 0; i < chunk->nsegs; i++) {
-		struct ibv_send_wr *wr = &ctxt->sc_wrs[ctxt->sc_nwrs];
-		struct ibv_sge *sge = &ctxt->sc_wr_sges[ctxt->sc_nwrs];
-		uint64_t n;
+		uint32_t n, done;
 
 		rpcrdma_chunk_segment(chunk, i, &seg);
-		n = len - off < seg.length ? len - off : seg.length;
-		written[i] = (uint32_t)n;
-		if (n == 0)
-			continue;
-		sge->addr = (uintptr_t)(src + off);
-		sge->length = (uint32_t)n;
-		sge->lkey = lkey;
-		memset(wr, 0, sizeof(*wr));
-		wr->wr_id = rpcrdma_cqe_id(cqe);
-		wr->opcode = IBV_WR_RDMA_WRITE;
-		wr->sg_list = sge;
-		wr->num_sge = 1;
-		wr->wr.rdma.remote_addr = seg.offset;
-		wr->wr.rdma.rkey = seg.handle;
-		ctxt->sc_nwrs++;
-		off += n;
+		n = len - off < seg.length ? (uint32_t)(len - off) : seg.length;
+		written[i] = n;
+		/* A segment longer than the port's largest message takes several Writes. */
+		if (svc_rdma_grow_wrs(rdma, ctxt, svc_rdma_pieces(rdma, n)))
+			return -ENOMEM;
+		for (done = 0; done < n;) {
+			uint32_t piece = n - done < rdma->sc_max_msg ? n - done : rdma->sc_max_msg;
+
+			svc_rdma_add_write(ctxt, src + off, piece, lkey, cqe,
+					   seg.offset + done, seg.handle);
+			off += piece;
+			done += piece;
+		}
 	}
 	return 0;
 }

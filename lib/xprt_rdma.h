@@ -16,6 +16,8 @@
 
 /* Segments per chunk the client offers (the server's default cap). */
 #define RPCRDMA_CLNT_MAX_SEGS 16
+/* The smallest max_segment an application may ask for. */
+#define RPCRDMA_CLNT_MIN_SEGMENT 4096u
 
 /*
  * How a call's chunks are exposed (frwr.c), chosen once per client when its

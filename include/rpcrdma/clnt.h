@@ -58,8 +58,9 @@ struct rpcrdma_mem;
  *	credit protocol guarantees a posted receive, so RNR means a bug)
  * @flags: 0 or %RPCRDMA_CLNT_PERSISTENT_REG
  * @max_segment: largest RDMA segment of a chunk, in bytes; longer buffers
- *	are split into several segments (default 1 MiB, at least 4096); a
- *	chunk holds at most 16 segments
+ *	are split into several segments (default 1 MiB, at least 4096; less
+ *	if the port's max_msg_sz is smaller); a chunk holds at most 16
+ *	segments
  */
 struct rpcrdma_clnt_attr {
 	uint32_t struct_size;

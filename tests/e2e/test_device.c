@@ -22,6 +22,7 @@
 #include "ddp.h"
 #include "harness.h"
 #include "svc_rdma.h"
+#include "xprt_rdma.h"
 
 #define ARENA (1u << 20)
 #define SEG 4096u
@@ -193,6 +194,98 @@ static void fit(uint32_t flags)
 	harness_assert_fabric_idle();
 }
 
+static void set_max_msg_4k(struct harness_server *hs, void *arg)
+{
+	svc_conn_rdma(hs->conns[hs->nconns - 1])->sc_max_msg = 4096;
+}
+
+/*
+ * A client's segment longer than the server's port carries in one message
+ * is moved by several RDMA operations: here (the server's limit forced to
+ * 4 KiB) a 64 KiB payload and result of one segment each take 16 Reads and
+ * 16 Writes, and arrive intact.
+ */
+static void t_split_at_max_msg(void **state)
+{
+	harness_require_inproc("sets the server connection's max_msg_sz on its thread");
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	struct rpcrdma_mem *mem;
+	unsigned char *arena = aligned_alloc(4096, ARENA);
+	unsigned char *msg = arena, *payload = arena + 4096, *result = arena + 4096 + 65536;
+	unsigned char *reply = result + 65536;
+	unsigned long reads, writes;
+	struct rpcrdma_call call = {
+		RPCRDMA_SIZED(call),
+		.msg = msg, .msg_len = 64,
+		.payload = payload, .payload_len = 65536, .payload_pos = 8,
+		.reply = reply, .reply_max = 64,
+		.result = result, .result_max = 65536,
+	};
+
+	assert_non_null(arena);
+	memset(&ddp_counters, 0, sizeof(ddp_counters));
+	assert_int_equal(harness_server_start(&hs, 8, 0, HARNESS_DDP), 0);
+	harness_clnt_attr(&hs, &attr);
+	attr.max_segment = 65536;
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
+	assert_int_equal(rpcrdma_clnt_mem_register(clnt, arena, ARENA, &mem), 0);
+	wide_call(clnt, arena, 0x200);	/* the server has the connection now */
+	harness_server_run(&hs, set_max_msg_4k, NULL);
+
+	ddp_fill(msg, 64, 7);
+	put32(msg, 0, 0x300);
+	put32(msg, 1, DDP_OP_ECHO);
+	ddp_fill(payload, 65536, 8);
+	reads = softrdma_executed(IBV_WR_RDMA_READ);
+	writes = softrdma_executed(IBV_WR_RDMA_WRITE);
+	assert_int_equal(call_sync(clnt, &call), 0);
+	assert_int_equal(softrdma_executed(IBV_WR_RDMA_READ) - reads, 16);
+	assert_int_equal(softrdma_executed(IBV_WR_RDMA_WRITE) - writes, 16);
+	assert_int_equal(call.result_len, 65536);
+	assert_int_equal(ddp_check(result, 65536, 8), 65536);
+	assert_memory_equal(reply, msg, 64);
+
+	assert_int_equal(rpcrdma_mem_deregister(mem), 0);
+	rpcrdma_clnt_destroy(clnt);
+	free(arena);
+	harness_server_stop(&hs);
+	assert_int_equal(atomic_load(&ddp_counters.released), atomic_load(&ddp_counters.named));
+	harness_assert_fabric_idle();
+}
+
+/* The client's segments are no longer than its port's max_msg_sz (8 MiB on rxe). */
+static void t_segment_fits_port(void **state)
+{
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_port_attr pa;
+	struct ibv_context *ctx;
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	uint32_t want = 64u << 20;
+
+	assert_non_null(list);
+	ctx = ibv_open_device(list[0]);
+	assert_non_null(ctx);
+	assert_int_equal(ibv_query_port(ctx, 1, &pa), 0);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+
+	assert_int_equal(harness_server_start(&hs, 8, 0, HARNESS_DDP), 0);
+	harness_clnt_attr(&hs, &attr);
+	attr.max_segment = want;
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
+	assert_int_equal(rpcrdma_clnt_xprt(clnt)->rx_attr.max_segment,
+			 pa.max_msg_sz < want ? pa.max_msg_sz : want);
+	fprintf(stderr, "profile %s: max_msg_sz %u, a 64 MiB max_segment became %u\n",
+		softrdma_profile(), pa.max_msg_sz, rpcrdma_clnt_xprt(clnt)->rx_attr.max_segment);
+	rpcrdma_clnt_destroy(clnt);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+}
+
 static void t_fit(void **state)
 {
 	fit(0);
@@ -208,6 +301,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_fit),
 		cmocka_unit_test(t_fit_persistent),
+		cmocka_unit_test(t_split_at_max_msg),
+		cmocka_unit_test(t_segment_fits_port),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
