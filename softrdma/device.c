@@ -67,7 +67,7 @@ static int soft_query_port(struct ibv_context *ctx, uint8_t port_num,
 		.state = IBV_PORT_ACTIVE,
 		.max_mtu = IBV_MTU_4096,
 		.active_mtu = p->active_mtu,
-		.gid_tbl_len = 2,
+		.gid_tbl_len = p->gid_tbl_len,
 		.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS,
 		.max_msg_sz = p->max_msg_sz,
 		.pkey_tbl_len = 1,
@@ -146,14 +146,20 @@ void soft_fill_gid(union ibv_gid *gid, int index)
 	}
 }
 
+/* Two GIDs are populated; the rest of the profile's table reads as zeros, as an empty entry does. */
+#define SOFT_GIDS 2
+
 int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
 {
 	(void)context;
-	if (port_num != 1 || index < 0 || index > 1) {
+	if (port_num != 1 || index < 0 || index >= soft_profile()->gid_tbl_len) {
 		errno = EINVAL;
 		return -1;
 	}
-	soft_fill_gid(gid, index);
+	if (index < SOFT_GIDS)
+		soft_fill_gid(gid, index);
+	else
+		memset(gid, 0, sizeof(*gid));
 	return 0;
 }
 
@@ -172,8 +178,11 @@ int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t g
 		      struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
 {
 	(void)context;
-	if (port_num != 1 || gid_index > 1 || flags || entry_size < sizeof(*entry))
+	if (port_num != 1 || gid_index >= (uint32_t)soft_profile()->gid_tbl_len || flags ||
+	    entry_size < sizeof(*entry))
 		return EINVAL;
+	if (gid_index >= SOFT_GIDS)
+		return ENODATA;		/* an empty entry, as rdma-core reports it */
 	fill_gid_entry(entry, gid_index);
 	return 0;
 }
@@ -186,11 +195,11 @@ ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *
 	(void)context;
 	if (flags || entry_size < sizeof(*entries))
 		return -EINVAL;
-	if (max_entries < 2)
+	if (max_entries < SOFT_GIDS)
 		return -ENOMEM;
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < SOFT_GIDS; i++)
 		fill_gid_entry(&entries[i], i);
-	return 2;
+	return SOFT_GIDS;
 }
 
 int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)

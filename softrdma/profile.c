@@ -32,6 +32,7 @@ static const struct soft_profile profiles[] = {
 		.max_mr_size = SOFT_MAX_MR_SIZE,
 		.page_size_cap = 0xfffff000,
 		.max_msg_sz = SOFT_MAX_MSG,
+		.gid_tbl_len = 2,
 		.active_mtu = IBV_MTU_4096,
 		.cap_flags = COMMON_CAPS | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
 			     IBV_DEVICE_MEM_MGT_EXTENSIONS,
@@ -56,6 +57,7 @@ static const struct soft_profile profiles[] = {
 		.max_mr_size = ~0ULL,
 		.page_size_cap = 0xfffffffffffff000ULL,
 		.max_msg_sz = 1U << 30,
+		.gid_tbl_len = 255,
 		.active_mtu = IBV_MTU_1024,
 		.cap_flags = COMMON_CAPS | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
 			     IBV_DEVICE_MEM_MGT_EXTENSIONS,
@@ -81,6 +83,7 @@ static const struct soft_profile profiles[] = {
 		.max_mr_size = ~0ULL,
 		.page_size_cap = 0xfffff000,
 		.max_msg_sz = 1U << 23,
+		.gid_tbl_len = 1024,
 		.active_mtu = IBV_MTU_1024,
 		.cap_flags = COMMON_CAPS | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
 			     IBV_DEVICE_MEM_MGT_EXTENSIONS,
@@ -105,6 +108,7 @@ static const struct soft_profile profiles[] = {
 		.max_mr_size = ~0ULL,
 		.page_size_cap = 0x1000,
 		.max_msg_sz = 0xffffffffU,
+		.gid_tbl_len = 2,
 		.active_mtu = IBV_MTU_1024,
 		.cap_flags = IBV_DEVICE_MEM_MGT_EXTENSIONS,
 		.node_type = IBV_NODE_RNIC,

@@ -78,6 +78,7 @@ struct soft_profile {
 	uint64_t page_size_cap;
 	uint32_t max_msg_sz;
 	enum ibv_mtu active_mtu;
+	int gid_tbl_len;		/* reported; entries past the first two are empty */
 	unsigned int cap_flags;		/* device_cap_flags */
 	enum ibv_node_type node_type;
 	enum ibv_transport_type transport;

@@ -18,13 +18,15 @@ struct expect {
 	uint32_t max_inline;
 	int inline_post_err;		/* what a post with too much inline data returns */
 	bool mw, iwarp;
+	uint32_t max_msg_sz;
+	int gid_tbl_len;
 };
 
 static const struct expect expects[] = {
-	{ "softrdma", 0x1, 32, 16, 16, 512, EINVAL, true, false },
-	{ "mlx5", 0x02c9, 30, 30, 16, 828, ENOMEM, true, false },
-	{ "rxe", 0xffffff, 32, 32, 128, 512, EINVAL, true, false },
-	{ "siw", 0x626d74, 6, 1, 128, 80, -EINVAL, false, true },
+	{ "softrdma", 0x1, 32, 16, 16, 512, EINVAL, true, false, 1u << 31, 2 },
+	{ "mlx5", 0x02c9, 30, 30, 16, 828, ENOMEM, true, false, 1u << 30, 255 },
+	{ "rxe", 0xffffff, 32, 32, 128, 512, EINVAL, true, false, 1u << 23, 1024 },
+	{ "siw", 0x626d74, 6, 1, 128, 80, -EINVAL, false, true, 0xffffffffu, 2 },
 };
 
 static const struct expect *want;
@@ -50,6 +52,31 @@ static void test_device_reports_profile(void **state)
 	assert_int_equal(!!(attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B), want->mw);
 	assert_int_equal(attr.max_mw != 0, want->mw);
 	assert_true(attr.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS);
+}
+
+/* The port's limits; GIDs past the two populated ones read as empty entries. */
+static void test_port_reports_profile(void **state)
+{
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry entry;
+	union ibv_gid gid, zero;
+
+	(void)state;
+	memset(&zero, 0, sizeof(zero));
+	assert_int_equal(ibv_query_port(p.ctx, 1, &pa), 0);
+	assert_int_equal(pa.max_msg_sz, want->max_msg_sz);
+	assert_int_equal(pa.gid_tbl_len, want->gid_tbl_len);
+	assert_int_equal(ibv_query_gid(p.ctx, 1, 0, &gid), 0);
+	assert_memory_not_equal(&gid, &zero, sizeof(gid));
+	assert_int_equal(ibv_query_gid(p.ctx, 1, want->gid_tbl_len - 1, &gid), 0);
+	if (want->gid_tbl_len > 2) {
+		assert_memory_equal(&gid, &zero, sizeof(gid));
+		assert_int_equal(ibv_query_gid_ex(p.ctx, 1, 2, &entry, 0), ENODATA);
+	}
+	assert_int_equal(ibv_query_gid(p.ctx, 1, want->gid_tbl_len, &gid), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(ibv_query_gid_ex(p.ctx, 1, (uint32_t)want->gid_tbl_len, &entry, 0),
+			 EINVAL);
 }
 
 static void test_qp_caps_are_the_profiles(void **state)
@@ -209,6 +236,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_device_reports_profile),
+		T(test_port_reports_profile),
 		T(test_qp_caps_are_the_profiles),
 		T(test_inline_too_long),
 		T(test_windows),
