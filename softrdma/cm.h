@@ -139,7 +139,14 @@ struct cm_addressing {
 	__be16 pkey;
 	uint32_t ps;		/* enum rdma_port_space */
 	struct ibv_sa_path_rec path;
+	uint8_t iwarp;		/* the active side's device is iWARP (its profile) */
 };
+
+/* Is @sid's device iWARP (the siw profile)? */
+static inline bool cm_id_iwarp(const struct soft_cm_id *sid)
+{
+	return sid->id.verbs && sid->id.verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+}
 
 /* A CM message to the peer (cm_send_locked). */
 struct cm_msg {

@@ -248,6 +248,12 @@ void cm_req_arrived_locked(struct soft_cm_work *w)
 		a = &local;
 	}
 	l = cm_find_listener_locked((const struct sockaddr *)&a->dst, a->ps);
+	/*
+	 * iWARP runs over TCP, RoCE over UDP: a request from a process whose
+	 * profile is of the other transport finds nobody listening.
+	 */
+	if (l && w->conn && a->iwarp != cm_id_iwarp(l))
+		l = NULL;
 	if (!l && !w->conn) {
 		struct cm_msg req = { .kind = CMW_REQ, .params = w->params, .pdata = w->pdata,
 				      .pdata_len = w->pdata_len };

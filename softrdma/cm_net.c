@@ -59,6 +59,7 @@ static void send_msg_locked(struct net_link *link, const struct cm_msg *m,
 		nm->addr.pkey = client->id.route.addr.addr.ibaddr.pkey;
 		nm->addr.ps = client->id.ps;
 		nm->addr.path = client->path;
+		nm->addr.iwarp = cm_id_iwarp(client);
 	}
 	net_send_locked(link, buf);
 }

@@ -286,6 +286,39 @@ static void t_segment_fits_port(void **state)
 	harness_assert_fabric_idle();
 }
 
+/*
+ * iWARP runs over TCP and RoCE over UDP: a client whose device is of the
+ * other transport than the server's is refused, and says so.
+ */
+static void t_transport_mismatch(void **state)
+{
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	const char *saved = getenv("E2E_SERVER_PROFILE");
+	char *keep = saved ? strdup(saved) : NULL;
+	bool iwarp = strcmp(softrdma_profile(), "siw") == 0;
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt = NULL;
+
+	if (harness_fabric() != HARNESS_FABRIC_PROC) {
+		fprintf(stderr, "skipped with E2E_FABRIC=%s: needs a server process of its own "
+			"profile\n", harness_fabric_name());
+		skip();
+	}
+	assert_int_equal(setenv("E2E_SERVER_PROFILE", iwarp ? "mlx5" : "siw", 1), 0);
+	assert_int_equal(harness_server_start(&hs, 8, 0, HARNESS_DDP), 0);
+	if (keep)
+		assert_int_equal(setenv("E2E_SERVER_PROFILE", keep, 1), 0);
+	else
+		assert_int_equal(unsetenv("E2E_SERVER_PROFILE"), 0);
+	free(keep);
+	harness_clnt_attr(&hs, &attr);
+	attr.connect_timeout_ms = 3000;
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), -ECONNREFUSED);
+	assert_null(clnt);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+}
+
 static void t_fit(void **state)
 {
 	fit(0);
@@ -303,6 +336,7 @@ int main(void)
 		cmocka_unit_test(t_fit_persistent),
 		cmocka_unit_test(t_split_at_max_msg),
 		cmocka_unit_test(t_segment_fits_port),
+		cmocka_unit_test(t_transport_mismatch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
