@@ -75,6 +75,18 @@ static int call_sync(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
 	return call->status;
 }
 
+/* Everything down: each payload the server named released once, nothing left. */
+static void teardown(struct harness_server *hs, struct rpcrdma_clnt *clnt,
+		     struct rpcrdma_mem *mem, unsigned char *arena)
+{
+	assert_int_equal(rpcrdma_mem_deregister(mem), 0);
+	rpcrdma_clnt_destroy(clnt);
+	free(arena);
+	harness_server_stop(hs);
+	assert_int_equal(atomic_load(&ddp_counters.released), atomic_load(&ddp_counters.named));
+	harness_assert_fabric_idle();
+}
+
 static void server_ord(struct harness_server *hs, void *arg)
 {
 	*(uint32_t *)arg = svc_conn_rdma(hs->conns[hs->nconns - 1])->sc_ord;
@@ -186,12 +198,7 @@ static void fit(uint32_t flags)
 		softrdma_profile(), server_profile ? server_profile : softrdma_profile(),
 		reg_name(info.registration), info.responder_resources, want, info.send_queue,
 		dev.max_sge, dev.max_sge_rd);
-	assert_int_equal(rpcrdma_mem_deregister(mem), 0);
-	rpcrdma_clnt_destroy(clnt);
-	free(arena);
-	harness_server_stop(&hs);
-	assert_int_equal(atomic_load(&ddp_counters.released), atomic_load(&ddp_counters.named));
-	harness_assert_fabric_idle();
+	teardown(&hs, clnt, mem, arena);
 }
 
 static void set_max_msg_4k(struct harness_server *hs, void *arg)
@@ -247,12 +254,7 @@ static void t_split_at_max_msg(void **state)
 	assert_int_equal(ddp_check(result, 65536, 8), 65536);
 	assert_memory_equal(reply, msg, 64);
 
-	assert_int_equal(rpcrdma_mem_deregister(mem), 0);
-	rpcrdma_clnt_destroy(clnt);
-	free(arena);
-	harness_server_stop(&hs);
-	assert_int_equal(atomic_load(&ddp_counters.released), atomic_load(&ddp_counters.named));
-	harness_assert_fabric_idle();
+	teardown(&hs, clnt, mem, arena);
 }
 
 /* The client's segments are no longer than its port's max_msg_sz (8 MiB on rxe). */
