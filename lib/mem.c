@@ -118,6 +118,16 @@ int rpcrdma_mem_create(struct list_node *list, struct rpcrdma_stats *stats, void
 	return 0;
 }
 
+struct ibv_mr *rpcrdma_mem_mr(const struct rpcrdma_mem *mem, const struct ibv_pd *pd)
+{
+	unsigned int i;
+
+	for (i = 0; i < mem->rm_nmrs; i++)
+		if (mem->rm_mrs[i]->pd == pd)
+			return mem->rm_mrs[i];
+	return NULL;
+}
+
 struct rpcrdma_mem *rpcrdma_mem_find(struct list_node *list, const void *addr, size_t len,
 				     struct ibv_pd *pd, struct ibv_mr **mr)
 {
@@ -126,17 +136,13 @@ struct rpcrdma_mem *rpcrdma_mem_find(struct list_node *list, const void *addr, s
 
 	list_for_each(pos, list) {
 		struct rpcrdma_mem *mem = list_entry(pos, struct rpcrdma_mem, rm_node);
-		unsigned int i;
 
 		if (p < mem->rm_addr || len > mem->rm_len ||
 		    (size_t)(p - mem->rm_addr) > mem->rm_len - len)
 			continue;
-		for (i = 0; i < mem->rm_nmrs; i++) {
-			if (mem->rm_mrs[i]->pd == pd) {
-				*mr = mem->rm_mrs[i];
-				return mem;
-			}
-		}
+		*mr = rpcrdma_mem_mr(mem, pd);
+		if (*mr)
+			return mem;
 	}
 	return NULL;
 }

@@ -64,6 +64,9 @@ struct rpcrdma_mem {
 	struct rpcrdma_stats *rm_stats;
 };
 
+/* @mem's MR under @pd, or NULL. */
+struct ibv_mr *rpcrdma_mem_mr(const struct rpcrdma_mem *mem, const struct ibv_pd *pd);
+
 /*
  * Register [@addr, @addr + @len) under each of @npds PDs with @access and
  * add it to @list. Returns 0 or -errno.

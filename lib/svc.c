@@ -89,10 +89,18 @@ static int svc_rdma_alloc_pds(struct rpcrdma_svc *svc)
 	return svc->sv_npds ? 0 : -ENODEV;
 }
 
+void svc_rdma_set_on_free(struct rpcrdma_svc *svc, void (*fn)(void *arg), void *arg)
+{
+	svc->sv_on_free = fn;
+	svc->sv_on_free_arg = arg;
+}
+
 static void svc_rdma_svc_free(struct rpcrdma_svc *svc)
 {
 	unsigned int i;
 
+	if (svc->sv_on_free)
+		svc->sv_on_free(svc->sv_on_free_arg);
 	if (svc->sv_listen_id)
 		rdma_destroy_id(svc->sv_listen_id);
 	rpcrdma_mem_destroy_all(&svc->sv_mems);

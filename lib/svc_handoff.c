@@ -68,8 +68,8 @@ static int svc_rdma_handoff_run(struct svc_rdma_handoff *h)
 	case SVC_HANDOFF_COMMIT:
 		return rpcrdma_svc_reply_commit(h->call, h->len);
 	case SVC_HANDOFF_PAYLOAD:
-		return rpcrdma_svc_reply_payload(h->call, h->pos, h->ptr, h->len, h->release,
-						 h->arg);
+		return svc_rdma_reply_payload_src(h->call, h->pos, h->ptr, h->len, h->release,
+						  h->arg, h->mem, h->copy);
 	case SVC_HANDOFF_ERR_CHUNK:
 		return rpcrdma_svc_reply_err_chunk(h->call);
 	case SVC_HANDOFF_DROP:

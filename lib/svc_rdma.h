@@ -68,6 +68,8 @@ struct svc_rdma_payload {
 	size_t len;
 	void (*release)(void *arg);
 	void *arg;
+	const struct rpcrdma_mem *mem;	/* its registration, known already (a pool's) */
+	bool copy;			/* through a bounce buffer, registered or not */
 };
 
 /* What the application sees: struct rpcrdma_svc_call. */
@@ -263,6 +265,8 @@ struct rpcrdma_svc {
 	struct rdma_cm_id *sv_listen_id;
 	struct ibv_context **sv_devs;		/* rdma_get_devices(), held for the PDs */
 	struct svc_rdma_pd sv_pds[SVC_RDMA_MAX_DEVICES];
+	void (*sv_on_free)(void *arg);		/* before the PDs go (svc_rdma_set_on_free) */
+	void *sv_on_free_arg;
 	unsigned int sv_npds;
 	struct list_node sv_mems;		/* rpcrdma_svc_mem_register() */
 	atomic_uint sv_nconns;			/* counted against max_connections */
@@ -294,12 +298,21 @@ struct svc_rdma_handoff {
 	size_t *max;
 	void (*release)(void *arg);
 	void *arg;
+	const struct rpcrdma_mem *mem;		/* SVC_HANDOFF_PAYLOAD's */
+	bool copy;
 	int rc;
 	/* The worker waits on these, its own, until the poller sets done. */
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
 	bool done;
 };
+
+/*
+ * Run @fn(@arg) when @svc is freed, every connection gone, just before its
+ * registrations and PDs are released: for registrations of the caller's own
+ * (the libtirpc adapter's buffer pool).
+ */
+void svc_rdma_set_on_free(struct rpcrdma_svc *svc, void (*fn)(void *arg), void *arg);
 
 /* The calling thread polls @p from now on. */
 void svc_rdma_note_poller(struct svc_rdma_poller *p);
@@ -520,6 +533,13 @@ int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
 void svc_rdma_wake_send_waiters(struct svcxprt_rdma *rdma);
 uint32_t svc_rdma_grant(struct svcxprt_rdma *rdma);
 void svc_rdma_release_payloads(struct rpcrdma_svc_call *call);
+/*
+ * rpcrdma_svc_reply_payload() whose bytes are sent from @mem, a registration
+ * the caller knows (NULL: looked up as usual), or always copied (@copy).
+ */
+int svc_rdma_reply_payload_src(struct rpcrdma_svc_call *call, uint32_t pos, const void *buf,
+			       size_t len, void (*release)(void *arg), void *arg,
+			       const struct rpcrdma_mem *mem, bool copy);
 int svc_rdma_add_release(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
 			 const struct svc_rdma_release *rel);
 int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,

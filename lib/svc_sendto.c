@@ -244,7 +244,15 @@ int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *
 		*lkey = 0;
 		return 0;
 	}
-	if (rdma->sc_svc) {
+	if (p->mem && !p->copy) {
+		/* The owner holds it registered; no user count to keep. */
+		mr = rpcrdma_mem_mr(p->mem, rdma->sc_pd);
+		if (mr) {
+			*src = p->buf;
+			*lkey = mr->lkey;
+			return 0;
+		}
+	} else if (rdma->sc_svc && !p->copy) {
 		rel.mem = rpcrdma_mem_find(&rdma->sc_svc->sv_mems, p->buf, p->len, rdma->sc_pd, &mr);
 		if (rel.mem) {
 			rel.mem->rm_users++;
@@ -597,13 +605,20 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_payload(struct rpcrdma_svc_call *call, uint
 					     const void *buf, size_t len,
 					     void (*release)(void *arg), void *arg)
 {
+	return svc_rdma_reply_payload_src(call, pos, buf, len, release, arg, NULL, false);
+}
+
+int svc_rdma_reply_payload_src(struct rpcrdma_svc_call *call, uint32_t pos, const void *buf,
+			       size_t len, void (*release)(void *arg), void *arg,
+			       const struct rpcrdma_mem *mem, bool copy)
+{
 	struct svc_rdma_payload *p;
 	int rc = -EINVAL;
 
 	if (call && svc_rdma_foreign(call)) {
 		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_PAYLOAD, .call = call, .pos = pos,
 					      .ptr = buf, .len = len, .release = release,
-					      .arg = arg };
+					      .arg = arg, .mem = mem, .copy = copy };
 
 		return svc_rdma_handoff(&h);
 	}
@@ -627,6 +642,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_payload(struct rpcrdma_svc_call *call, uint
 	p->len = len;
 	p->release = release;
 	p->arg = arg;
+	p->mem = mem;
+	p->copy = copy;
 	return 0;
 fail:
 	if (release)

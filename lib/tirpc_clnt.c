@@ -35,6 +35,7 @@
 #include "compat_0_1.h"
 #include "ep.h"
 #include "tirpc_engine.h"
+#include "tirpc_ulb.h"
 #include "util.h"
 #include "tirpc_xdr.h"
 
@@ -51,6 +52,8 @@
 #define TCLNT_HDR_VERS 16
 /* Segments of a chunk are at most this long: set on the native client. */
 #define TCLNT_SEGMENT (1u << 20)
+/* The longest call a chunk of 16 such segments carries. */
+#define TCLNT_LONG_MAX (16u * TCLNT_SEGMENT)
 
 /* A call's message and reply buffers, reused from call to call. */
 struct tcall_buf {
@@ -58,6 +61,9 @@ struct tcall_buf {
 	struct tcall_buf *all_next;		/* tclnt.all_bufs */
 	char *msg;
 	char *reply;
+	char *result;				/* a binding's result item, when the caller has none */
+	size_t result_cap;
+	char *big;				/* a call longer than sendsize, this time */
 };
 
 struct tclnt {
@@ -288,36 +294,82 @@ static void tclnt_map_submit(int rc, struct rpc_err *err)
  * inline after the transport header, whose Write list grows with a DDP
  * result: one byte more and the native client would offer a Reply chunk.
  */
-static size_t tclnt_reply_max(const struct tclnt *tc, const struct rpcrdma_ddp_buf *dres)
+static size_t tclnt_reply_max(const struct tclnt *tc, const struct rpcrdma_ddp_buf *dres,
+			      const struct tirpc_ulb_call *ulb)
 {
 	uint32_t hdr = RPCRDMA_HDR_MIN_LEN;
+	size_t room;
 
-	if (!tc->recv_inline)
-		return tc->recvsize;
 	if (dres->buf)
 		hdr += 8 + RPCRDMA_SEGMENT_LEN *
 			   (uint32_t)((dres->len + TCLNT_SEGMENT - 1) / TCLNT_SEGMENT);
-	return tc->inline_recv > hdr ? tc->inline_recv - hdr : 0;
+	room = tc->inline_recv > hdr ? tc->inline_recv - hdr : 0;
+	if (!tc->recv_inline && ulb->proc && ulb->proc->reply_max && ulb->proc->reply_max <= room)
+		return room;	/* the binding's bound fits inline: no Reply chunk */
+	return tc->recv_inline ? room : tc->recvsize;
 }
 
-/* Encode the call into @b; the header's xid is @xid (host order). */
-static bool tclnt_encode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b, uint32_t xid,
-			 rpcproc_t proc, xdrproc_t xargs, void *argsp, struct tirpc_ddp *ddp,
-			 unsigned int nddp, u_int *len)
+/*
+ * Encode the call into @msg (@size bytes); the header's xid is @xid (host
+ * order). Returns 0, -EMSGSIZE when it does not fit, or -EINVAL.
+ */
+static int tclnt_encode_into(struct tclnt *tc, CLIENT *cl, char *msg, u_int size, uint32_t xid,
+			     rpcproc_t proc, xdrproc_t xargs, void *argsp, struct tirpc_ddp *ddp,
+			     unsigned int nddp, u_int *len)
 {
 	struct tirpc_xdr_enc enc;
 	int32_t proc32 = (int32_t)proc;
 	uint32_t nxid = htonl(xid);
 	XDR xdrs;
 
-	memcpy(b->msg, tc->hdr, tc->hdr_len);
-	memcpy(b->msg, &nxid, sizeof(nxid));
-	tirpc_xdr_enc_create(&xdrs, &enc, b->msg, tc->sendsize, ddp, nddp);
+	memcpy(msg, tc->hdr, tc->hdr_len);
+	memcpy(msg, &nxid, sizeof(nxid));
+	tirpc_xdr_enc_create(&xdrs, &enc, msg, size, ddp, nddp);
 	if (!XDR_SETPOS(&xdrs, tc->hdr_len) || !XDR_PUTINT32(&xdrs, &proc32) ||
-	    !AUTH_MARSHALL(cl->cl_auth, &xdrs) || !AUTH_WRAP(cl->cl_auth, &xdrs, xargs, argsp))
-		return false;
+	    !AUTH_MARSHALL(cl->cl_auth, &xdrs))
+		return enc.overflow ? -EMSGSIZE : -EINVAL;
+	/* Binding items count from the arguments on. */
+	enc.items.on = true;
+	if (!AUTH_WRAP(cl->cl_auth, &xdrs, xargs, argsp))
+		return enc.overflow ? -EMSGSIZE : -EINVAL;
 	*len = enc.pos;
-	return true;
+	return 0;
+}
+
+/*
+ * Encode into @b's buffer; a call larger than sendsize goes as a long call
+ * from a buffer of its own, as TCP would carry it (up to what one Read
+ * chunk holds). Sets *@msg to where it is.
+ */
+static bool tclnt_encode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b, uint32_t xid,
+			 rpcproc_t proc, xdrproc_t xargs, void *argsp, struct tirpc_ddp *ddp,
+			 unsigned int nddp, char **msg, u_int *len)
+{
+	u_int size = tc->sendsize;
+	int rc;
+
+	*msg = b->msg;
+	rc = tclnt_encode_into(tc, cl, b->msg, size, xid, proc, xargs, argsp, ddp, nddp, len);
+	while (rc == -EMSGSIZE && size < TCLNT_LONG_MAX) {
+		size = size > TCLNT_LONG_MAX / 2 ? TCLNT_LONG_MAX : size * 2;
+		free(b->big);
+		b->big = malloc(size);
+		if (!b->big)
+			return false;
+		*msg = b->big;
+		rc = tclnt_encode_into(tc, cl, b->big, size, xid, proc, xargs, argsp, ddp, nddp,
+				       len);
+	}
+	return rc == 0;
+}
+
+/* The results, the binding's items counted from here on. */
+static bool tclnt_unwrap(CLIENT *cl, XDR *xdrs, struct tirpc_xdr_result *rs, xdrproc_t xres,
+			 void *resp)
+{
+	if (rs)
+		rs->items.on = true;
+	return AUTH_UNWRAP(cl->cl_auth, xdrs, xres, resp);
 }
 
 /*
@@ -326,7 +378,7 @@ static bool tclnt_encode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b, uint
  */
 static bool tclnt_decode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b,
 			 const struct rpcrdma_call *nc, uint32_t xid, xdrproc_t xres, void *resp,
-			 bool may_refresh, struct rpc_err *err)
+			 unsigned int item, bool may_refresh, struct rpc_err *err)
 {
 	struct tirpc_xdr_result rs;
 	struct rpc_msg reply;
@@ -337,7 +389,7 @@ static bool tclnt_decode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b,
 	memset(err, 0, sizeof(*err));
 	if (nc->result)
 		tirpc_xdr_result_create(&xdrs, &rs, b->reply, nc->reply_len, nc->result,
-					nc->result_len);
+					nc->result_len, item);
 	else
 		xdrmem_create(&xdrs, b->reply, (u_int)nc->reply_len, XDR_DECODE);
 	memset(&reply, 0, sizeof(reply));
@@ -363,7 +415,7 @@ static bool tclnt_decode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b,
 	if (!ok) {
 		err->re_status = RPC_AUTHERROR;
 		err->re_why = AUTH_INVALIDRESP;
-	} else if (!AUTH_UNWRAP(cl->cl_auth, &xdrs, xres, resp)) {
+	} else if (!tclnt_unwrap(cl, &xdrs, nc->result ? &rs : NULL, xres, resp)) {
 		err->re_status = RPC_CANTDECODERES;
 	}
 	if (reply.acpted_rply.ar_verf.oa_base) {
@@ -373,12 +425,62 @@ static bool tclnt_decode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b,
 	return false;
 }
 
+/* The call's binding: prog and vers as the header says now (CLSET_PROG, CLSET_VERS). */
+static void tclnt_ulb(const struct tclnt *tc, rpcproc_t proc, struct tirpc_ulb_call *ulb)
+{
+	uint32_t prog, vers;
+
+	memcpy(&prog, tc->hdr + TCLNT_HDR_PROG, sizeof(prog));
+	memcpy(&vers, tc->hdr + TCLNT_HDR_VERS, sizeof(vers));
+	tirpc_ulb_lookup(ntohl(prog), ntohl(vers), (uint32_t)proc, ulb);
+}
+
+/*
+ * A Write chunk for the binding's result item: the caller's own buffer when
+ * its results point to one already, else one of @b's, registered once. The
+ * caller holds the lock. Returns the item number to decode it as, or 0.
+ */
+static unsigned int tclnt_result_item(struct tclnt *tc, struct tcall_buf *b,
+				      const struct tirpc_ulb_call *ulb, xdrproc_t xres,
+				      void *resp, struct rpcrdma_ddp_buf *dres)
+{
+	const struct rpcrdma_ulb_proc *p = ulb->proc;
+	struct rpcrdma_mem *mem;
+	void *buf;
+	size_t len;
+
+	if (!p || !p->res_item || !xres || !resp)
+		return 0;
+	if (tirpc_xdr_probe_item(xres, resp, p->res_item, &buf, &len)) {
+		dres->buf = buf;
+		dres->len = len;
+		return p->res_item;
+	}
+	if (b->result_cap < p->res_max) {
+		char *r = aligned_alloc(64, ((size_t)p->res_max + 63) & ~(size_t)63);
+
+		if (!r)
+			return 0;
+		/* The old one stays registered until the CLIENT goes; it is small. */
+		if (rpcrdma_clnt_mem_register(tc->native, r, p->res_max, &mem))
+			rpcrdma_info("tirpc: result buffer not registered: it will be copied");
+		free(b->result);
+		b->result = r;
+		b->result_cap = p->res_max;
+	}
+	dres->buf = b->result;
+	dres->len = p->res_max;
+	return p->res_item;
+}
+
 static enum clnt_stat tclnt_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *argsp,
 				 xdrproc_t xres, void *resp, struct timeval timeout)
 {
 	struct tclnt *tc = tclnt_of(cl);
 	struct rpcrdma_ddp_buf dres, darg;
 	struct tirpc_ddp ddp_arg;
+	struct tirpc_ulb_call ulb;
+	unsigned int res_item = 0;
 	struct tcall_buf *b;
 	struct rpc_err err;
 	bool no_results = !xres;
@@ -387,6 +489,7 @@ static enum clnt_stat tclnt_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, vo
 	int64_t ms;
 	struct tcall c;
 	uint32_t xid;
+	char *msg;
 	u_int len;
 	int rc;
 
@@ -402,7 +505,10 @@ static enum clnt_stat tclnt_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, vo
 	darg = tc->ddp_arg;
 	memset(&tc->ddp_result, 0, sizeof(tc->ddp_result));
 	memset(&tc->ddp_arg, 0, sizeof(tc->ddp_arg));
+	tclnt_ulb(tc, proc, &ulb);
 	b = tclnt_get_buf(tc);
+	if (b && !dres.buf && !no_results)
+		res_item = tclnt_result_item(tc, b, &ulb, xres, resp, &dres);
 	pthread_mutex_unlock(&tc->lock);
 	memset(&err, 0, sizeof(err));
 	if (!b) {
@@ -424,14 +530,19 @@ again:
 	memset(&ddp_arg, 0, sizeof(ddp_arg));
 	ddp_arg.buf = darg.buf;
 	ddp_arg.len = darg.len;
-	if (!tclnt_encode(tc, cl, b, xid, proc, xargs, argsp, &ddp_arg, darg.buf ? 1 : 0, &len)) {
+	if (!darg.buf && ulb.proc && ulb.proc->arg_item) {
+		ddp_arg.item = ulb.proc->arg_item;
+		ddp_arg.min_len = ulb.ddp_min;
+	}
+	if (!tclnt_encode(tc, cl, b, xid, proc, xargs, argsp, &ddp_arg,
+			  darg.buf || ddp_arg.item ? 1 : 0, &msg, &len)) {
 		err.re_status = RPC_CANTENCODEARGS;
 		goto out_buf;
 	}
 	memset(&c, 0, sizeof(c));
 	c.nc.struct_size = sizeof(c.nc);
 	c.tc = tc;
-	c.nc.msg = b->msg;
+	c.nc.msg = msg;
 	c.nc.msg_len = len;
 	if (ddp_arg.found) {
 		c.nc.payload = ddp_arg.buf;
@@ -439,7 +550,7 @@ again:
 		c.nc.payload_pos = ddp_arg.pos;
 	}
 	c.nc.reply = b->reply;
-	c.nc.reply_max = tclnt_reply_max(tc, &dres);
+	c.nc.reply_max = tclnt_reply_max(tc, &dres, &ulb);
 	c.nc.result = dres.buf;
 	c.nc.result_max = dres.buf ? dres.len : 0;
 	c.nc.timeout_ms = (int)(ms + TCLNT_BACKSTOP_MS);
@@ -459,10 +570,12 @@ again:
 	}
 	tclnt_map_status(c.nc.status, &err);
 	if (c.nc.status == 0 &&
-	    tclnt_decode(tc, cl, b, &c.nc, xid, xres, resp, refreshes-- > 0, &err))
+	    tclnt_decode(tc, cl, b, &c.nc, xid, xres, resp, res_item, refreshes-- > 0, &err))
 		goto again;
 
 out_buf:
+	free(b->big);
+	b->big = NULL;
 	pthread_mutex_lock(&tc->lock);
 	b->next = tc->free_bufs;
 	tc->free_bufs = b;
@@ -513,6 +626,7 @@ static void tclnt_destroy(CLIENT *cl)
 		tc->all_bufs = b->all_next;
 		free(b->msg);
 		free(b->reply);
+		free(b->result);
 		free(b);
 	}
 	close(tc->wake_fd);

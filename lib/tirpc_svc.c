@@ -46,6 +46,7 @@
 
 #include "util.h"
 #include "list.h"
+#include "svc_rdma.h"
 #include "tirpc_rpcb.h"
 #include "tirpc_engine.h"
 #include "tirpc_svc.h"
@@ -344,6 +345,8 @@ static bool tconn_decode(struct tconn *tc, struct rpcrdma_svc_call *call, struct
 		return false;
 	tc->cur = call;
 	tc->xid = msg->rm_xid;
+	tirpc_ulb_lookup((uint32_t)msg->rm_call.cb_prog, (uint32_t)msg->rm_call.cb_vers,
+			 (uint32_t)msg->rm_call.cb_proc, &tc->ulb);
 	return true;
 }
 
@@ -409,21 +412,48 @@ static enum xprt_stat tconn_stat(SVCXPRT *xprt)
 	return XPRT_IDLE;
 }
 
-static bool_t tconn_getargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args_ptr)
-{
-	struct tconn *tc = tconn_of(xprt);
-
-	if (!tc->cur)
-		return FALSE;
-	return SVCAUTH_UNWRAP(&SVC_XP_AUTH(xprt), &tc->xdrs, xdr_args, args_ptr);
-}
-
 static bool_t tconn_freeargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args_ptr)
 {
 	struct tconn *tc = tconn_of(xprt);
 
 	tc->xdrs.x_op = XDR_FREE;
 	return xdr_args(&tc->xdrs, args_ptr);
+}
+
+/*
+ * Under a binding, a call's Read chunks may carry its DDP-eligible argument
+ * item only (RFC 8166 section 3.4.5: other items must be inline).
+ */
+static bool tconn_reduced_ok(const struct tconn *tc)
+{
+	unsigned int n = rpcrdma_svc_call_payloads(tc->cur), i;
+	unsigned int item = tc->ulb.proc ? tc->ulb.proc->arg_item : 0;
+
+	if (!n || !tc->ulb.bound)
+		return true;
+	for (i = 0; i < n; i++)
+		if (!item || tc->parts[i].item != item)
+			return false;
+	return true;
+}
+
+static bool_t tconn_getargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args_ptr)
+{
+	struct tconn *tc = tconn_of(xprt);
+
+	if (!tc->cur)
+		return FALSE;
+	tc->splice.items.on = true;
+	if (!SVCAUTH_UNWRAP(&SVC_XP_AUTH(xprt), &tc->xdrs, xdr_args, args_ptr))
+		return FALSE;
+	if (tconn_reduced_ok(tc))
+		return TRUE;
+	/* Answered ERR_CHUNK: the procedure is not run, svcerr_decode() finds no call. */
+	rpcrdma_info("tirpc: xid 0x%08x: a Read chunk carries an item its binding does not "
+		     "allow: ERR_CHUNK", tc->xid);
+	tconn_freeargs(xprt, xdr_args, args_ptr);
+	rpcrdma_svcerr_chunk(xprt);
+	return FALSE;
 }
 
 /*
@@ -448,11 +478,41 @@ static unsigned int tconn_pick_ddp(struct tconn *tc, struct tirpc_ddp *watch,
 	return n;
 }
 
+/*
+ * Under a binding, with no payload named by hand: the results' DDP-eligible
+ * item goes to the client's first Write chunk, if it offered one.
+ */
+static bool tconn_watch_item(struct tconn *tc, struct tirpc_ddp *watch)
+{
+	const struct rpcrdma_ulb_proc *p = tc->ulb.proc;
+
+	if (tc->nddp || !p || !p->res_item || !rpcrdma_svc_call_write_segs(tc->cur, 0))
+		return false;
+	memset(watch, 0, sizeof(*watch));
+	watch->item = p->res_item;
+	return true;
+}
+
+/*
+ * The item was found at @w: sent from a pool buffer with no copy (the reply
+ * holds it until its Send completes), else copied now, so that the service
+ * may free its results as soon as svc_sendreply() returns.
+ */
+static int tconn_send_item(struct tconn *tc, const struct tirpc_ddp *w)
+{
+	const struct rpcrdma_mem *mem = NULL;
+	struct tpool_buf *b = tpool_take(tc->svc->pool, w->buf, w->len, &mem);
+
+	return svc_rdma_reply_payload_src(tc->cur, w->pos, w->buf, w->len,
+					  b ? tpool_buf_put : NULL, b, mem, !b);
+}
+
 static bool_t tconn_reply(SVCXPRT *xprt, struct rpc_msg *msg)
 {
 	struct tconn *tc = tconn_of(xprt);
 	struct tirpc_ddp watch[TIRPC_XDR_MAX_DDP];
 	unsigned int idx[TIRPC_XDR_MAX_DDP], nwatch, i;
+	bool item = false;
 	struct tirpc_xdr_enc enc;
 	xdrproc_t xdr_results = NULL;
 	void *xdr_location = NULL;
@@ -478,9 +538,16 @@ static bool_t tconn_reply(SVCXPRT *xprt, struct rpc_msg *msg)
 	}
 	msg->rm_xid = tc->xid;
 	nwatch = tconn_pick_ddp(tc, watch, idx);
+	if (has_args && tconn_watch_item(tc, &watch[0])) {
+		item = true;
+		nwatch = 1;
+	}
 	tirpc_xdr_enc_create(&xdrs, &enc, buf, (u_int)max, watch, nwatch);
-	ok = xdr_replymsg(&xdrs, msg) &&
-	     (!has_args || SVCAUTH_WRAP(&SVC_XP_AUTH(xprt), &xdrs, xdr_results, xdr_location));
+	ok = xdr_replymsg(&xdrs, msg);
+	/* Binding items count from the results on. */
+	enc.items.on = true;
+	ok = ok && (!has_args ||
+		    SVCAUTH_WRAP(&SVC_XP_AUTH(xprt), &xdrs, xdr_results, xdr_location));
 	if (!ok) {
 		/* Too large, most likely: the call stays open for svcerr_systemerr(). */
 		tconn_release_ddp(tc);
@@ -488,7 +555,9 @@ static bool_t tconn_reply(SVCXPRT *xprt, struct rpc_msg *msg)
 	}
 	/* Found payloads now belong to the engine, which releases them after the Send. */
 	rc = 0;
-	for (i = 0; i < nwatch; i++) {
+	if (item && watch[0].found)
+		rc = tconn_send_item(tc, &watch[0]);
+	for (i = 0; i < nwatch && !item; i++) {
 		if (!watch[i].found)
 			continue;
 		tc->ddp[idx[i]].release = NULL;
@@ -800,6 +869,11 @@ static SVCXPRT *tsvc_create(const struct sockaddr *addr, u_int sendsize, u_int r
 	ts->xprt.xp_netid = strdup(tsvc_netid(ts->family));
 	if (!ts->xprt.xp_netid || !tsvc_set_netbuf(&ts->xprt.xp_ltaddr, (struct sockaddr *)&bound))
 		goto fail;
+	ts->pool = tpool_create(ts->native);
+	if (!ts->pool)
+		goto fail;
+	/* The pool's registrations go when the server's PDs do. */
+	svc_rdma_set_on_free(ts->native, tpool_retire, ts->pool);
 	xprt_register(&ts->xprt);
 	return &ts->xprt;
 fail:
@@ -855,6 +929,19 @@ RPCRDMA_EXPORT struct rpcrdma_svc *rpcrdma_svc_native(SVCXPRT *xprt)
 	struct tsvc *ts = tc ? tc->svc : tsvc_of(xprt);
 
 	return ts ? ts->native : NULL;
+}
+
+RPCRDMA_EXPORT void *rpcrdma_svc_buf_alloc(SVCXPRT *xprt, size_t len)
+{
+	struct tconn *tc = xprt ? tconn_of(xprt) : NULL;
+	struct tsvc *ts = tc ? tc->svc : (xprt ? tsvc_of(xprt) : NULL);
+
+	return tpool_alloc(ts && !ts->listener_gone ? ts->pool : NULL, len);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_buf_free(void *buf)
+{
+	return tpool_free(buf);
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_getpayload(SVCXPRT *xprt, unsigned int i, void **data, size_t *len)

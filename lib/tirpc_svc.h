@@ -17,6 +17,8 @@
 #include <rpcrdma/svc.h>
 
 #include "list.h"
+#include "tirpc_pool.h"
+#include "tirpc_ulb.h"
 #include "tirpc_xdr.h"
 
 #define TSVC_BUDGET 64
@@ -46,6 +48,7 @@ struct tconn {
 
 	struct rpcrdma_svc_call *cur;		/* being dispatched */
 	uint32_t xid;
+	struct tirpc_ulb_call ulb;		/* cur's binding */
 	XDR xdrs;				/* decoding cur */
 	struct tirpc_xdr_splice splice;
 	struct tirpc_splice *parts;		/* cur's payloads, for the splice */
@@ -74,6 +77,7 @@ struct tsvc {
 	SVCXPRT_EXT ext;
 	char verf_body[MAX_AUTH_BYTES];
 	struct rpcrdma_svc *native;		/* NULL once the listener is destroyed */
+	struct tpool *pool;			/* rpcrdma_svc_buf_alloc(); the native server's */
 	struct list_node conns;			/* lock */
 	bool listener_gone;
 	int family;

@@ -44,8 +44,10 @@ static bool_t enc_getbytes(XDR *xdrs, char *addr, u_int len)
 
 static bool_t enc_put(struct tirpc_xdr_enc *enc, const void *src, u_int len)
 {
-	if (enc->size - enc->pos < len)
+	if (enc->size - enc->pos < len) {
+		enc->overflow = true;
 		return FALSE;
+	}
 	memcpy(enc->base + enc->pos, src, len);
 	enc->pos += len;
 	return TRUE;
@@ -57,13 +59,30 @@ static bool_t enc_putlong(XDR *xdrs, const long *lp)
 	uint32_t v = htonl((uint32_t)*lp);
 
 	enc->skip_pad = 0;
+	enc->items.pad_next = 0;
 	return enc_put(enc, &v, sizeof(v));
+}
+
+/* Is this put the payload @ddp watches for? With an item number, it takes its bytes. */
+static bool enc_watched(struct tirpc_ddp *ddp, unsigned int item, const char *addr, u_int len)
+{
+	if (!ddp || !len)
+		return false;
+	if (ddp->item) {
+		if (item != ddp->item || len < ddp->min_len)
+			return false;
+		ddp->buf = addr;
+		ddp->len = len;
+		return true;
+	}
+	return (const void *)addr == ddp->buf && len == ddp->len;
 }
 
 static bool_t enc_putbytes(XDR *xdrs, const char *addr, u_int len)
 {
 	struct tirpc_xdr_enc *enc = enc_of(xdrs);
 	struct tirpc_ddp *ddp = enc->next < enc->nddp ? &enc->ddp[enc->next] : NULL;
+	unsigned int item = tirpc_xdr_item(&enc->items, len);
 
 	/* xdr_opaque() pads right after the data: that padding is not sent either. */
 	if (enc->skip_pad) {
@@ -73,7 +92,7 @@ static bool_t enc_putbytes(XDR *xdrs, const char *addr, u_int len)
 		if (len == pad)
 			return TRUE;
 	}
-	if (ddp && len && (const void *)addr == ddp->buf && len == ddp->len) {
+	if (enc_watched(ddp, item, addr, len)) {
 		ddp->found = true;
 		ddp->pos = enc->pos;
 		enc->next++;
@@ -96,6 +115,7 @@ static bool_t enc_setpostn(XDR *xdrs, u_int pos)
 		return FALSE;
 	enc->pos = pos;
 	enc->skip_pad = 0;
+	enc->items.pad_next = 0;
 	return TRUE;
 }
 
@@ -107,6 +127,7 @@ static int32_t *enc_inline(XDR *xdrs, u_int len)
 	if (enc->size - enc->pos < len || ((uintptr_t)p & 3))
 		return NULL;
 	enc->skip_pad = 0;
+	enc->items.pad_next = 0;
 	enc->pos += len;
 	return (int32_t *)(void *)p;
 }
@@ -192,10 +213,8 @@ static const struct tirpc_splice *splice_locate(const struct tirpc_xdr_splice *s
 	return NULL;
 }
 
-static bool_t splice_getbytes(XDR *xdrs, char *addr, u_int len)
+static bool_t splice_take(struct tirpc_xdr_splice *sp, char *addr, u_int len)
 {
-	struct tirpc_xdr_splice *sp = splice_of(xdrs);
-
 	if (sp->total - sp->pos < len)
 		return FALSE;
 	while (len) {
@@ -222,11 +241,30 @@ static bool_t splice_getbytes(XDR *xdrs, char *addr, u_int len)
 	return TRUE;
 }
 
+/* A payload that begins where binding item @item does is that item's. */
+static bool_t splice_getbytes(XDR *xdrs, char *addr, u_int len)
+{
+	struct tirpc_xdr_splice *sp = splice_of(xdrs);
+	unsigned int item = tirpc_xdr_item(&sp->items, len);
+
+	if (item) {
+		struct tirpc_splice *part;
+		size_t off, run;
+
+		part = (struct tirpc_splice *)splice_locate(sp, sp->pos, &off, &run);
+		if (part && off == 0 && !part->item)
+			part->item = item;
+	}
+	return splice_take(sp, addr, len);
+}
+
 static bool_t splice_getlong(XDR *xdrs, long *lp)
 {
+	struct tirpc_xdr_splice *sp = splice_of(xdrs);
 	uint32_t v;
 
-	if (!splice_getbytes(xdrs, (char *)&v, sizeof(v)))
+	sp->items.pad_next = 0;
+	if (!splice_take(sp, (char *)&v, sizeof(v)))
 		return FALSE;
 	*lp = (long)ntohl(v);
 	return TRUE;
@@ -254,6 +292,7 @@ static bool_t splice_setpostn(XDR *xdrs, u_int pos)
 	if (pos > sp->total)
 		return FALSE;
 	sp->pos = pos;
+	sp->items.pad_next = 0;
 	return TRUE;
 }
 
@@ -269,6 +308,7 @@ static int32_t *splice_inline(XDR *xdrs, u_int len)
 	p = sp->msg + off;
 	if ((uintptr_t)p & 3)
 		return NULL;
+	sp->items.pad_next = 0;
 	sp->pos += len;
 	return (int32_t *)(uintptr_t)p;
 }
@@ -286,7 +326,7 @@ static const struct xdr_ops tirpc_xdr_splice_ops = {
 };
 
 void tirpc_xdr_splice_create(XDR *xdrs, struct tirpc_xdr_splice *sp, const void *msg,
-			     size_t msg_len, const struct tirpc_splice *parts, unsigned int nparts)
+			     size_t msg_len, struct tirpc_splice *parts, unsigned int nparts)
 {
 	unsigned int i;
 
@@ -296,8 +336,10 @@ void tirpc_xdr_splice_create(XDR *xdrs, struct tirpc_xdr_splice *sp, const void 
 	sp->parts = parts;
 	sp->nparts = nparts;
 	sp->total = msg_len;
-	for (i = 0; i < nparts; i++)
+	for (i = 0; i < nparts; i++) {
 		sp->total += parts[i].len + tirpc_xdr_pad(parts[i].len);
+		parts[i].item = 0;
+	}
 	memset(xdrs, 0, sizeof(*xdrs));
 	xdrs->x_op = XDR_DECODE;
 	xdrs->x_ops = &tirpc_xdr_splice_ops;
@@ -327,15 +369,27 @@ static bool_t result_getlong(XDR *xdrs, long *lp)
 	uint32_t v;
 
 	rs->pad_next = 0;
+	rs->items.pad_next = 0;
 	if (!result_take(rs, &v, sizeof(v)))
 		return FALSE;
 	*lp = (long)ntohl(v);
 	return TRUE;
 }
 
+/* Is this get the result the server placed? */
+static bool result_is_placed(const struct tirpc_xdr_result *rs, unsigned int item, u_int len)
+{
+	if (rs->served || !rs->result_len)
+		return false;
+	if (rs->item)
+		return item == rs->item && len == rs->result_len;
+	return len == rs->result_len;
+}
+
 static bool_t result_getbytes(XDR *xdrs, char *addr, u_int len)
 {
 	struct tirpc_xdr_result *rs = result_of(xdrs);
+	unsigned int item = tirpc_xdr_item(&rs->items, len);
 
 	/* The padding xdr_opaque() reads after the result is not in the message. */
 	if (rs->pad_next) {
@@ -347,7 +401,7 @@ static bool_t result_getbytes(XDR *xdrs, char *addr, u_int len)
 			return TRUE;
 		}
 	}
-	if (!rs->served && rs->result_len && len == rs->result_len) {
+	if (result_is_placed(rs, item, len)) {
 		if ((const unsigned char *)addr != rs->result)
 			memcpy(addr, rs->result, len);
 		rs->served = true;
@@ -370,6 +424,7 @@ static bool_t result_setpostn(XDR *xdrs, u_int pos)
 		return FALSE;
 	rs->pos = pos;
 	rs->pad_next = 0;
+	rs->items.pad_next = 0;
 	return TRUE;
 }
 
@@ -381,6 +436,7 @@ static int32_t *result_inline(XDR *xdrs, u_int len)
 	if (rs->msg_len - rs->pos < len || ((uintptr_t)p & 3))
 		return NULL;
 	rs->pad_next = 0;
+	rs->items.pad_next = 0;
 	rs->pos += len;
 	return (int32_t *)(uintptr_t)p;
 }
@@ -398,16 +454,90 @@ static const struct xdr_ops tirpc_xdr_result_ops = {
 };
 
 void tirpc_xdr_result_create(XDR *xdrs, struct tirpc_xdr_result *rs, const void *msg,
-			     size_t msg_len, const void *result, size_t result_len)
+			     size_t msg_len, const void *result, size_t result_len,
+			     unsigned int item)
 {
 	memset(rs, 0, sizeof(*rs));
 	rs->msg = msg;
 	rs->msg_len = msg_len;
 	rs->result = result;
 	rs->result_len = result_len;
+	rs->item = item;
 	memset(xdrs, 0, sizeof(*xdrs));
 	xdrs->x_op = XDR_DECODE;
 	xdrs->x_ops = &tirpc_xdr_result_ops;
 	xdrs->x_private = rs;
 	xdrs->x_base = (char *)(uintptr_t)msg;
+}
+
+/*
+ * Probe: encode @obj with @proc into nothing, to find where binding item
+ * @item of it points (the buffer a caller preset in the results it passes to
+ * clnt_call()). Longs and inline runs are accepted and dropped.
+ */
+struct tirpc_xdr_probe {
+	struct tirpc_xdr_items items;
+	unsigned int item;
+	const void *buf;
+	size_t len;
+};
+
+static bool_t probe_putlong(XDR *xdrs, const long *lp)
+{
+	((struct tirpc_xdr_probe *)xdrs->x_private)->items.pad_next = 0;
+	return TRUE;
+}
+
+static bool_t probe_putbytes(XDR *xdrs, const char *addr, u_int len)
+{
+	struct tirpc_xdr_probe *pr = xdrs->x_private;
+
+	if (tirpc_xdr_item(&pr->items, len) == pr->item && !pr->buf) {
+		pr->buf = addr;
+		pr->len = len;
+	}
+	return TRUE;
+}
+
+static u_int probe_getpostn(XDR *xdrs)
+{
+	return 0;
+}
+
+static bool_t probe_setpostn(XDR *xdrs, u_int pos)
+{
+	return FALSE;
+}
+
+static int32_t *probe_inline(XDR *xdrs, u_int len)
+{
+	return NULL;
+}
+
+static const struct xdr_ops tirpc_xdr_probe_ops = {
+	.x_getlong = enc_getlong,
+	.x_putlong = probe_putlong,
+	.x_getbytes = enc_getbytes,
+	.x_putbytes = probe_putbytes,
+	.x_getpostn = probe_getpostn,
+	.x_setpostn = probe_setpostn,
+	.x_inline = probe_inline,
+	.x_destroy = xdr_nop_destroy,
+	.x_control = xdr_no_control,
+};
+
+bool tirpc_xdr_probe_item(xdrproc_t proc, void *obj, unsigned int item, void **buf, size_t *len)
+{
+	struct tirpc_xdr_probe pr = { .items = { .on = true }, .item = item };
+	XDR xdrs;
+
+	memset(&xdrs, 0, sizeof(xdrs));
+	xdrs.x_op = XDR_ENCODE;
+	xdrs.x_ops = &tirpc_xdr_probe_ops;
+	xdrs.x_private = &pr;
+	if (!item || !proc(&xdrs, obj) || !pr.buf)
+		return false;
+	*buf = (void *)(uintptr_t)pr.buf;
+	*len = pr.len;
+	return true;
 }

@@ -17,11 +17,13 @@
  * several threads may call clnt_call() on it at once.
  *
  * Differences from TCP that a program may notice:
- * - Sizes are bounded: a call larger than the client's sendsize, or a reply
- *   larger than its recvsize (0: the inline size, 4 KiB by default), fails
- *   (RPC_CANTENCODEARGS, RPC_CANTDECODERES); the server answers a reply
- *   that does not fit with SYSTEM_ERR. A recvsize above the inline size
- *   makes every call offer a Reply chunk (one memory window per call).
+ * - Replies are bounded: a reply larger than the client's recvsize (0: the
+ *   inline size, 4 KiB by default) fails (RPC_CANTDECODERES); the server
+ *   answers a reply that does not fit with SYSTEM_ERR. A recvsize above the
+ *   inline size makes every call offer a Reply chunk (one memory window per
+ *   call), except the procedures a binding bounds below the inline size
+ *   (see "Upper-layer bindings"). A call larger than sendsize goes as a
+ *   long call from a buffer of its own (copied once), up to 16 MiB.
  * - Destroying the listener ends its connections too (see
  *   rpcrdma_svc_create()).
  *
@@ -327,14 +329,150 @@ int rpcrdma_svc_reply_ddp(SVCXPRT *xprt, const void *buf, size_t len, void (*rel
  */
 int rpcrdma_svcerr_chunk(SVCXPRT *xprt);
 
+/*
+ * Upper-layer bindings (RFC 8166 section 6). A binding says, for each
+ * procedure of one program version, which item of its arguments and which
+ * item of its results may travel by direct data placement, and how large
+ * its reply can be. Registered once per process, it is used by every
+ * CLIENT and SVCXPRT of this library for that program and version, with
+ * nothing else changed in rpcgen's code:
+ * - a client sends a DDP-eligible argument item as a Read chunk, offers a
+ *   Write chunk for a DDP-eligible result item (into the caller's buffer
+ *   when the results passed to clnt_call() already point to one, e.g. a
+ *   preset data_val and data_len), and offers a Reply chunk only to a
+ *   procedure whose largest reply exceeds its inline room;
+ * - a server writes a DDP-eligible result item into the client's Write
+ *   chunk: with no copy when the bytes are a buffer of
+ *   rpcrdma_svc_buf_alloc(), copied once otherwise; and it answers
+ *   RDMA_ERROR / ERR_CHUNK to a call that sends any other item as a Read
+ *   chunk, without running it (RFC 8166 section 3.4.5).
+ *
+ * Items are numbered the way the XDR routine moves them: the opaques and
+ * strings it encodes (fixed or variable length), from 1, in order, leaving
+ * out the empty ones. For NFSv3 WRITE3args (file handle, offset, count,
+ * stable, data) the file data is item 2.
+ */
+
+/**
+ * struct rpcrdma_ulb_proc - one procedure of an upper-layer binding
+ * @proc: the procedure number
+ * @arg_item: the DDP-eligible item of its arguments, or 0 for none
+ * @res_item: the DDP-eligible item of its results, or 0 for none
+ * @res_max: the Write chunk a client offers for @res_item when the caller
+ *	supplies no buffer, in bytes (the item's largest size)
+ * @reply_max: the largest reply, in bytes: the RPC reply header with an
+ *	empty verifier and the results without @res_item (RFC 8267 section
+ *	2.2's reply size estimate); 0 if it has no bound. A client offers a
+ *	Reply chunk only when this exceeds what fits inline (with 0, when its
+ *	recvsize does)
+ */
+struct rpcrdma_ulb_proc {
+	uint32_t proc;
+	uint16_t arg_item;
+	uint16_t res_item;
+	uint32_t res_max;
+	uint32_t reply_max;
+};
+
+/**
+ * struct rpcrdma_ulb - an upper-layer binding for one program version
+ * @struct_size: set by the caller: RPCRDMA_SIZED() (rpcrdma.h)
+ * @prog: the program
+ * @vers: the version
+ * @procs: the procedures; those not listed have no DDP-eligible item and
+ *	no bound on their reply
+ * @nprocs: how many (at most 256, procedure numbers below 65536)
+ * @ddp_min: a DDP-eligible argument item shorter than this goes inline
+ *	(0: 1024 bytes, the smallest inline size)
+ */
+struct rpcrdma_ulb {
+	uint32_t struct_size;
+	uint32_t prog;
+	uint32_t vers;
+	const struct rpcrdma_ulb_proc *procs;
+	unsigned int nprocs;
+	uint32_t ddp_min;
+};
+
+/**
+ * rpcrdma_ulb_register - use a binding for a program version
+ * @ulb: the binding; copied
+ *
+ * Takes effect for the calls that start afterwards, on CLIENTs and
+ * SVCXPRTs that exist already too. Thread-safe.
+ *
+ * Returns 0, -EEXIST (that program version has one), -EINVAL (a malformed
+ * binding: a procedure listed twice, a @res_item without @res_max, ...),
+ * -ENOSPC (64 bindings already) or -ENOMEM.
+ */
+int rpcrdma_ulb_register(const struct rpcrdma_ulb *ulb);
+
+/**
+ * rpcrdma_ulb_unregister - stop using a program version's binding
+ * @prog: the program
+ * @vers: the version
+ *
+ * Calls that start afterwards go without it. Returns 0 or -ENOENT.
+ */
+int rpcrdma_ulb_unregister(uint32_t prog, uint32_t vers);
+
+/**
+ * rpcrdma_ulb_nfs3 - the NFS version 3 binding of RFC 8267 section 4
+ *
+ * Program 100003 version 3: the file data of READ results (item 1, Write
+ * chunks up to 1 MiB) and of WRITE arguments (item 2), the path of
+ * READLINK results (item 1, up to 4096 bytes) and of SYMLINK arguments
+ * (item 3); a reply bound for every procedure but READDIR and
+ * READDIRPLUS, whose replies grow with their arguments. Register it with
+ * rpcrdma_ulb_register().
+ *
+ * NFS version 4 (RFC 8267 section 5) cannot be described this way: its
+ * procedure is COMPOUND, whose eligible items (the data of READ and WRITE
+ * operations, the link text of READLINK and CREATE) depend on the
+ * operations inside each call.
+ */
+const struct rpcrdma_ulb *rpcrdma_ulb_nfs3(void);
+
+/**
+ * rpcrdma_svc_buf_alloc - a buffer a service's results can be sent from
+ * without a copy
+ * @xprt: the connection SVCXPRT being dispatched (or any SVCXPRT: over
+ *	another transport the buffer is plain memory)
+ * @len: its size in bytes
+ *
+ * Memory from the listener's pool, registered with its device. Put in the
+ * results as a DDP-eligible item (NFS READ data), it is written into the
+ * client's Write chunk with no copy, and the library keeps it until the
+ * reply's Send has completed. Give it back with rpcrdma_svc_buf_free()
+ * when the results are freed (an rpcgen program's freeresult function,
+ * before xdr_free(), with the pointer then set to NULL), not with free().
+ * Thread-safe.
+ *
+ * Returns the buffer, or NULL with errno set (ENOMEM).
+ */
+void *rpcrdma_svc_buf_alloc(SVCXPRT *xprt, size_t len);
+
+/**
+ * rpcrdma_svc_buf_free - give back a buffer of rpcrdma_svc_buf_alloc()
+ * @buf: the buffer (its start), or NULL
+ *
+ * It returns to its pool, or is freed, once no reply still sends from it.
+ * Thread-safe. A freeresult function that cannot tell which results came
+ * from the pool calls it on each and frees the others itself.
+ *
+ * Returns 0, or -ENOENT when @buf is not such a buffer (nothing is done).
+ */
+int rpcrdma_svc_buf_free(void *buf);
+
 /**
  * rpcrdma_clnt_create - a CLIENT over RDMA
  * @addr: the server (IPv4 or IPv6, with its port)
  * @prog: program number
  * @vers: version number
- * @sendsize: largest call, in bytes, XDR-encoded with its header (0: the
- *	inline size); calls above the inline size go as long calls (the server
- *	pulls them by RDMA Read)
+ * @sendsize: the call buffer, in bytes, XDR-encoded with its header (0:
+ *	the inline size); calls above the inline size go as long calls (the
+ *	server pulls them by RDMA Read), and a call above @sendsize too, from
+ *	a buffer of its own (copied once, up to 16 MiB)
  * @recvsize: largest reply, in bytes (0: the inline size); above the inline
  *	size every call offers a Reply chunk of this size
  *

@@ -164,7 +164,7 @@ static void test_result_served(void **state)
 	XDR x;
 
 	fill(result, sizeof(result), 9);
-	tirpc_xdr_result_create(&x, &rs, words, sizeof(words), result, sizeof(result));
+	tirpc_xdr_result_create(&x, &rs, words, sizeof(words), result, sizeof(result), 0);
 	assert_true(xdr_int(&x, &a));
 	assert_true(xdr_bytes(&x, &dst, &len, 100));
 	assert_true(xdr_int(&x, &b));
@@ -175,7 +175,7 @@ static void test_result_served(void **state)
 	free(dst);
 
 	/* In place: the destination is the result buffer. */
-	tirpc_xdr_result_create(&x, &rs, words, sizeof(words), result, sizeof(result));
+	tirpc_xdr_result_create(&x, &rs, words, sizeof(words), result, sizeof(result), 0);
 	assert_true(xdr_int(&x, &a));
 	assert_true(xdr_bytes(&x, &in_place, &len, 100));
 	assert_ptr_equal(in_place, result);
@@ -183,7 +183,7 @@ static void test_result_served(void **state)
 	assert_int_equal(b, 42);
 
 	/* Nothing written (result_len 0): everything comes from the message. */
-	tirpc_xdr_result_create(&x, &rs, words, sizeof(words), result, 0);
+	tirpc_xdr_result_create(&x, &rs, words, sizeof(words), result, 0, 0);
 	assert_true(xdr_int(&x, &a));
 	assert_true(xdr_int(&x, &a));
 	assert_int_equal(a, 10);
