@@ -11,6 +11,7 @@
 
 #include "abi.h"
 #include "svc_rdma.h"
+#include "tirpc_engine.h"
 
 #define RPCRDMA_SVC_DEF_REQUESTS 32
 #define RPCRDMA_SVC_MAX_REQUESTS 1024
@@ -310,19 +311,24 @@ RPCRDMA_EXPORT int rpcrdma_svc_poller_wait(struct rpcrdma_svc *svc, unsigned int
 	return svc_rdma_poller_wait(&svc->sv_pollers[i], timeout_ms);
 }
 
-RPCRDMA_EXPORT int rpcrdma_svc_mem_register(struct rpcrdma_svc *svc, void *addr, size_t len,
-					    struct rpcrdma_mem **out)
+int svc_rdma_mem_register_on(struct rpcrdma_svc *svc, struct list_node *list, void *addr,
+			     size_t len, struct rpcrdma_mem **out)
 {
 	struct ibv_pd *pds[SVC_RDMA_MAX_DEVICES];
 	unsigned int i;
 
-	if (!svc || !out)
-		return -EINVAL;
 	for (i = 0; i < svc->sv_npds; i++)
 		pds[i] = svc->sv_pds[i].pd;
 	/* Local access only: the server reads from it to send, never exposes it. */
-	return rpcrdma_mem_create(&svc->sv_mems, &svc->sv_stats, addr, len, pds, svc->sv_npds, 0,
-				  out);
+	return rpcrdma_mem_create(list, &svc->sv_stats, addr, len, pds, svc->sv_npds, 0, out);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_mem_register(struct rpcrdma_svc *svc, void *addr, size_t len,
+					    struct rpcrdma_mem **out)
+{
+	if (!svc || !out)
+		return -EINVAL;
+	return svc_rdma_mem_register_on(svc, &svc->sv_mems, addr, len, out);
 }
 
 RPCRDMA_SYMVER_DEFAULT(rpcrdma_svc_stats, 0_2);

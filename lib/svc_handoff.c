@@ -14,6 +14,7 @@
 #include <rpcrdma/svc.h>
 
 #include "svc_rdma.h"
+#include "tirpc_engine.h"
 
 /* One byte per thread: its address names the thread. */
 static __thread char svc_rdma_thread_token;

@@ -307,13 +307,6 @@ struct svc_rdma_handoff {
 	bool done;
 };
 
-/*
- * Run @fn(@arg) when @svc is freed, every connection gone, just before its
- * registrations and PDs are released: for registrations of the caller's own
- * (the libtirpc adapter's buffer pool).
- */
-void svc_rdma_set_on_free(struct rpcrdma_svc *svc, void (*fn)(void *arg), void *arg);
-
 /* The calling thread polls @p from now on. */
 void svc_rdma_note_poller(struct svc_rdma_poller *p);
 /* Is the caller a worker (not its connection's poller) of a server with RPCRDMA_SVC_WORKERS? */
@@ -533,13 +526,6 @@ int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
 void svc_rdma_wake_send_waiters(struct svcxprt_rdma *rdma);
 uint32_t svc_rdma_grant(struct svcxprt_rdma *rdma);
 void svc_rdma_release_payloads(struct rpcrdma_svc_call *call);
-/*
- * rpcrdma_svc_reply_payload() whose bytes are sent from @mem, a registration
- * the caller knows (NULL: looked up as usual), or always copied (@copy).
- */
-int svc_rdma_reply_payload_src(struct rpcrdma_svc_call *call, uint32_t pos, const void *buf,
-			       size_t len, void (*release)(void *arg), void *arg,
-			       const struct rpcrdma_mem *mem, bool copy);
 int svc_rdma_add_release(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
 			 const struct svc_rdma_release *rel);
 int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,

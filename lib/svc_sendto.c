@@ -13,6 +13,7 @@
 
 #include "svc_pcl.h"
 #include "svc_rdma.h"
+#include "tirpc_engine.h"
 
 #define SVC_RDMA_DEF_MAX_REPLY (64ull << 20)
 

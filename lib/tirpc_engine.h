@@ -3,13 +3,21 @@
  * What the libtirpc adapters use of the engine beyond the public API: waits
  * that learn which descriptors are ready, so that the engine reads only
  * those (enum rpcrdma_ready, ep.h), where a caller's own event loop would
- * make it read every channel on every pass.
+ * make it read every channel on every pass; and, for upper-layer bindings,
+ * payloads sent from a registration the adapter owns (its buffer pool) or
+ * always copied, with the pool's registrations made on the server's PDs
+ * and released before them.
  */
 #ifndef TIRPC_ENGINE_H
 #define TIRPC_ENGINE_H
 
+#include <stdbool.h>
+
 #include <rpcrdma/clnt.h>
 #include <rpcrdma/svc.h>
+
+#include "list.h"
+#include "mem.h"
 
 /* Add @fd (the adapter's wake-up eventfd) to the client's wait set. 0 or -errno. */
 int xprt_rdma_watch(struct rpcrdma_clnt *clnt, int fd);
@@ -24,5 +32,24 @@ int xprt_rdma_sleep(struct rpcrdma_clnt *clnt, int timeout_ms);
  * which of its channels are, without sleeping, before polling it.
  */
 void svc_rdma_conn_collect(struct rpcrdma_svc_conn *conn);
+
+/*
+ * rpcrdma_svc_reply_payload() whose bytes are sent from @mem, a registration
+ * the caller owns (NULL: looked up as usual), or always copied (@copy).
+ */
+int svc_rdma_reply_payload_src(struct rpcrdma_svc_call *call, uint32_t pos, const void *buf,
+			       size_t len, void (*release)(void *arg), void *arg,
+			       const struct rpcrdma_mem *mem, bool copy);
+/*
+ * rpcrdma_svc_mem_register() onto the caller's own @list: the engine never
+ * looks there, the caller names the registration (above) and releases it.
+ */
+int svc_rdma_mem_register_on(struct rpcrdma_svc *svc, struct list_node *list, void *addr,
+			     size_t len, struct rpcrdma_mem **out);
+/*
+ * Run @fn(@arg) when @svc is freed, every connection gone, just before its
+ * registrations and PDs are released.
+ */
+void svc_rdma_set_on_free(struct rpcrdma_svc *svc, void (*fn)(void *arg), void *arg);
 
 #endif /* TIRPC_ENGINE_H */

@@ -26,7 +26,7 @@
 
 #include "list.h"
 #include "mem.h"
-#include "svc_rdma.h"
+#include "tirpc_engine.h"
 #include "tirpc_pool.h"
 #include "util.h"
 
@@ -116,12 +116,7 @@ struct tpool *tpool_create(struct rpcrdma_svc *native)
 /* Register @b with every PD of the server; plain memory if that fails. */
 static void tpool_register_locked(struct tpool *p, struct tpool_buf *b)
 {
-	struct ibv_pd *pds[SVC_RDMA_MAX_DEVICES];
-	unsigned int i, n = p->native->sv_npds;
-
-	for (i = 0; i < n; i++)
-		pds[i] = p->native->sv_pds[i].pd;
-	if (rpcrdma_mem_create(&p->mems, NULL, b->data, b->cap, pds, n, 0, &b->mem))
+	if (svc_rdma_mem_register_on(p->native, &p->mems, b->data, b->cap, &b->mem))
 		b->mem = NULL;
 }
 

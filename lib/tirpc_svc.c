@@ -46,7 +46,6 @@
 
 #include "util.h"
 #include "list.h"
-#include "svc_rdma.h"
 #include "tirpc_rpcb.h"
 #include "tirpc_engine.h"
 #include "tirpc_svc.h"
