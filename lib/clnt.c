@@ -114,6 +114,7 @@ static int xprt_rdma_alloc(struct rpcrdma_xprt *x)
 
 static void xprt_rdma_free(struct rpcrdma_xprt *x)
 {
+	rpcrdma_stat_del(&x->rx_stat);
 	xprt_rdma_free_buffers(x);
 	rpcrdma_free(&x->rx_stats, x->rx_hash, sizeof(*x->rx_hash) * (x->rx_hash_mask + 1));
 	rpcrdma_free(&x->rx_stats, x->rx_reps, sizeof(*x->rx_reps) * x->rx_nreps);
@@ -167,6 +168,8 @@ int rpcrdma_clnt_connect_0_2(const struct rpcrdma_clnt_attr *attr,
 	rc = xprt_rdma_connect(x);
 	if (rc)
 		goto out;
+	rpcrdma_stat_add_addr(&x->rx_stat, "client", (const struct sockaddr *)&x->rx_addr, -1,
+			      &x->rx_stats, NULL);
 	*out = (struct rpcrdma_clnt *)x;
 	return 0;
 out:
@@ -270,6 +273,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_poll(struct rpcrdma_clnt *clnt, int budget)
 		}
 	}
 	xprt_rdma_after_batch(x);
+	rpcrdma_stat_tick(&x->rx_stat, false);
 	return n;
 }
 
@@ -434,6 +438,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_arm(struct rpcrdma_clnt *clnt)
 	if (!x->rx_have_ep)
 		return 0;
 	/* About to sleep: what the paced polls skipped must not be left unread. */
+	rpcrdma_stat_tick(&x->rx_stat, true);
 	if (rpcrdma_ep_cm_due_arm(&x->rx_ep))
 		xprt_rdma_process_cm(x);
 	n = rpcrdma_ep_arm(&x->rx_ep, 64);

@@ -372,4 +372,5 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 	x->rx_outstanding = 0;
 	x->rx_credits = 0;
 	x->rx_stats.disconnects++;
+	rpcrdma_stat_tick(&x->rx_stat, true);
 }

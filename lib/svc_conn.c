@@ -197,6 +197,9 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 	svc_rdma_dereg_held(rdma);
 	rdma->sc_state = SVCXPRT_CLOSED;
 	rdma->sc_stats->disconnects++;
+	/* A connection's end is news: no later pass may come to publish it. */
+	if (rdma->sc_poller)
+		rpcrdma_stat_tick(&rdma->sc_poller->stat, true);
 	svc_rdma_unready(rdma);
 	list_del(&rdma->sc_node);
 	if (svc)
@@ -326,6 +329,7 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 	}
 	if (svc_rdma_after_batch(rdma) && svc_rdma_work_left(rdma))
 		svc_rdma_mark_ready(rdma);
+	rpcrdma_stat_tick(&rdma->sc_poller->stat, false);
 	return n + m;
 }
 
@@ -336,6 +340,7 @@ int svc_rdma_conn_arm(struct svcxprt_rdma *rdma)
 	if (rdma->sc_state == SVCXPRT_CLOSED)
 		return 0;
 	/* About to sleep: what the paced polls skipped must not be left unread. */
+	rpcrdma_stat_tick(&rdma->sc_poller->stat, true);
 	if (rpcrdma_ep_cm_due_arm(&rdma->sc_ep))
 		svc_rdma_process_cm(rdma);
 	n = rpcrdma_ep_arm(&rdma->sc_ep, 64);

@@ -118,6 +118,10 @@ int svc_rdma_pollers_init(struct rpcrdma_svc *svc, unsigned int n)
 		if (rc)
 			return rc;
 	}
+	for (i = 0; i < n; i++)
+		rpcrdma_stat_add_addr(&svc->sv_pollers[i].stat, "server",
+				      (const struct sockaddr *)&svc->sv_addr, (int)i,
+				      &svc->sv_pollers[i].stats, i ? NULL : &svc->sv_stats);
 	p0 = &svc->sv_pollers[0];
 	if (epoll_ctl(p0->epfd, EPOLL_CTL_ADD, svc->sv_cm_channel->fd, &ev))
 		return -errno;
@@ -143,6 +147,7 @@ void svc_rdma_pollers_fini(struct rpcrdma_svc *svc)
 	for (i = 0; svc->sv_pollers && i < svc->sv_npollers; i++) {
 		struct svc_rdma_poller *p = &svc->sv_pollers[i];
 
+		rpcrdma_stat_del(&p->stat);
 		if (p->epfd >= 0)
 			close(p->epfd);
 		if (p->wake_fd >= 0)
@@ -353,6 +358,7 @@ int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 		if (rc > 0)
 			n += rc;
 	}
+	rpcrdma_stat_tick(&p->stat, false);
 	return n;
 }
 
@@ -367,6 +373,7 @@ int svc_rdma_poller_wait(struct svc_rdma_poller *p, int timeout_ms)
 		n = 1;
 	if (n != 0)
 		return n;
+	rpcrdma_stat_tick(&p->stat, true);
 	if (epoll_wait(p->epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	return svc_rdma_poller_poll(p, 64);

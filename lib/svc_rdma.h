@@ -15,6 +15,7 @@
 #include "ep.h"
 #include "list.h"
 #include "mem.h"
+#include "stat.h"
 
 struct svcxprt_rdma;
 struct svc_rdma_recv_ctxt;
@@ -256,6 +257,7 @@ struct svc_rdma_poller {
 	pthread_mutex_t lock;			/* the queues, and the wake-up's write */
 	struct list_node handoffs;		/* lock: workers' replies */
 	struct list_node adopt;			/* lock: connection requests for it */
+	struct rpcrdma_stat_src stat;		/* stats (and poller 0: the server's) for rpcrdma-stat */
 };
 
 struct rpcrdma_svc {

@@ -13,6 +13,7 @@
 #include "ep.h"
 #include "list.h"
 #include "mem.h"
+#include "stat.h"
 
 /* Segments per chunk the client offers (the server's default cap). */
 #define RPCRDMA_CLNT_MAX_SEGS 16
@@ -170,6 +171,7 @@ struct rpcrdma_xprt {
 	bool rx_destroying;
 	int64_t rx_next_deadline;		/* earliest deadline to check, or INT64_MAX */
 	struct rpcrdma_stats rx_stats;
+	struct rpcrdma_stat_src rx_stat;	/* rx_stats, as rpcrdma-stat sees them */
 };
 
 static inline struct rpcrdma_xprt *rpcrdma_clnt_xprt(struct rpcrdma_clnt *clnt)

@@ -136,6 +136,31 @@ struct rpcrdma_stats {
 	uint64_t conn_rejects;
 };
 
+/**
+ * rpcrdma_stat_serve - serve this process's counters to rpcrdma-stat
+ * @path: a Unix socket to create (a socket file left there is replaced)
+ *
+ * From now on, a thread of the library answers each connection to @path
+ * with the counters (&struct rpcrdma_stats) of every client and of every
+ * server poller of this process, one line each, then closes it: see
+ * rpcrdma-stat(1) for the format. The counters are copies their owners
+ * publish at most every 100 ms while busy and whenever they go idle, so a
+ * snapshot may be that old. Setting RPCRDMA_STAT_SOCKET=@path in the
+ * environment does the same when the first client or server is made, for
+ * programs that do not call this. Thread-safe.
+ *
+ * Returns 0, -EALREADY (serving already), -EINVAL, -ENAMETOOLONG, or
+ * another -errno from socket(), bind() or listen().
+ */
+int rpcrdma_stat_serve(const char *path);
+
+/**
+ * rpcrdma_stat_stop - stop serving counters, removing the socket
+ *
+ * Returns 0, or -ENOENT when not serving.
+ */
+int rpcrdma_stat_stop(void);
+
 #ifdef __cplusplus
 }
 #endif
