@@ -41,15 +41,35 @@ static uint32_t rpcrdma_hdr_len_call(uint32_t nreads, uint32_t nwrite, uint32_t 
 }
 
 /*
+ * Where the call's message is: the caller's, which stays unchanged until
+ * done() only when it went as a long call at first; or the copy the first
+ * send made of an inline one (the caller may have reused theirs), in the
+ * send buffer, or in the bounce buffer it went long from after a
+ * reconnection with a smaller inline size.
+ */
+static const void *rpcrdma_msg_source(const struct rpcrdma_req *req, bool remap)
+{
+	if (!remap || !req->rl_msg_copied)
+		return req->rl_call->msg;
+	if (req->rl_long_call)
+		return req->rl_bounce[RPCRDMA_BOUNCE_MSG].data;
+	return req->rl_buf + req->rl_hdr_len;
+}
+
+/*
  * Prepare a call for the current connection: decide inline or long call and
  * whether to offer a Reply chunk, register what the server must reach
  * (frwr_map()), encode the transport header and, inline, place the message
- * after it. With @remap (a call sent again on a new connection) the inline
- * message already in the send buffer is kept. Returns 0 or -errno.
+ * after it. With @remap (a call sent again on a new connection, whose
+ * inline size may differ) an inline message already in the send buffer is
+ * kept, and goes as a long call from there if it no longer fits. Returns 0
+ * or -errno.
  */
 int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
 {
 	struct rpcrdma_call *call = req->rl_call;
+	const void *msg = rpcrdma_msg_source(req, remap);
+	bool in_buf = msg == req->rl_buf + req->rl_hdr_len;
 	struct rpcrdma_hdr_enc enc = { .xid = req->rl_xid, .credit = x->rx_nreqs };
 	struct rpcrdma_chunk_desc wdesc, rdesc;
 	struct rpcrdma_segment *segs;
@@ -67,8 +87,6 @@ int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool re
 	if (offer_reply)
 		nreply = rpcrdma_nsegs(x, call->reply_max);
 	long_call = rpcrdma_hdr_len_call(npay, nres, nreply) + call->msg_len > send_max;
-	if (long_call && remap)
-		return -EMSGSIZE;	/* the message was copied, and no longer fits */
 	hdr_len = rpcrdma_hdr_len_call(npay + (long_call ? rpcrdma_nsegs(x, call->msg_len) : 0), nres, nreply);
 	if (hdr_len > send_max)
 		return -EMSGSIZE;
@@ -76,8 +94,8 @@ int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool re
 	req->rl_nreads = req->rl_nwrite = req->rl_nreply = 0;
 	if (long_call) {
 		segs = req->rl_write;	/* scratch until the Write chunk is mapped */
-		rc = frwr_map(x, req, RPCRDMA_BOUNCE_MSG, call->msg, call->msg_len, true, segs,
-				  &n);
+		/* From the send buffer, it is copied into a bounce buffer first. */
+		rc = frwr_map(x, req, RPCRDMA_BOUNCE_MSG, msg, call->msg_len, true, segs, &n);
 		if (rc)
 			return rc;
 		for (i = 0; i < n; i++) {
@@ -122,14 +140,16 @@ int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool re
 	enc.proc = long_call ? RPCRDMA_NOMSG : RPCRDMA_MSG;
 	enc.read_segs = req->rl_nreads;
 	enc.read = req->rl_reads;
-	if (!long_call && remap && req->rl_hdr_len != hdr_len)
-		memmove(req->rl_buf + hdr_len, req->rl_buf + req->rl_hdr_len, call->msg_len);
+	if (!long_call && in_buf && req->rl_hdr_len != hdr_len)
+		memmove(req->rl_buf + hdr_len, msg, call->msg_len);
 	if (rpcrdma_hdr_encode(req->rl_buf, hdr_len, &enc) != (long)hdr_len)
 		return -EPROTO;
-	if (!long_call && !remap)
+	if (!long_call && !in_buf)
 		memcpy(req->rl_buf + hdr_len, call->msg, call->msg_len);
 	req->rl_hdr_len = hdr_len;
 	req->rl_long_call = long_call;
+	if (!remap)
+		req->rl_msg_copied = !long_call;
 	req->rl_sge.length = hdr_len + (long_call ? 0 : (uint32_t)call->msg_len);
 
 	/* The binds go first on the send queue (frwr_send()), the Send last. */

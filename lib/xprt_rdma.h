@@ -120,6 +120,7 @@ struct rpcrdma_req {
 	uint32_t rl_hdr_len;			/* transport header bytes at rl_buf */
 	uint32_t rl_reply_chunk_len;		/* bytes the accepted reply wrote by Reply chunk */
 	bool rl_long_call;
+	bool rl_msg_copied;			/* inline at first: ours is the only copy */
 	bool rl_regions;			/* rl_bounce or rl_mems hold something */
 	bool rl_wake;				/* frwr_wc_localinv_wake ran */
 };

@@ -112,8 +112,11 @@ struct rpcrdma_clnt_attr {
  *	-EPROTONOSUPPORT (the server answered RDMA_ERROR / ERR_VERS: it does
  *	not speak RPC-over-RDMA version 1; rpcrdma_clnt_info() tells the
  *	versions it named), -EPROTO (the server invalidated memory the call
- *	never offered; the connection is closed), -ECANCELED
- *	(rpcrdma_clnt_cancel(), or the client is being destroyed). A reply the
+ *	never offered; the connection is closed), -ENOTCONN (the call waited
+ *	for a new connection, to be sent or sent again, and making it failed),
+ *	-ECANCELED (rpcrdma_clnt_cancel(), or the client is being destroyed).
+ *	A call of any shape (inline, long, with chunks) interrupted by a lost
+ *	connection is sent again on the next one while @retries allows. A reply the
  *	client cannot accept (an unknown or deprecated procedure, a Read list,
  *	chunks the call did not offer or echoed longer than offered, an RPC
  *	XID that differs, RDMA_NOMSG without a usable Reply chunk, an unknown

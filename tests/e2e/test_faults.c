@@ -131,6 +131,47 @@ static void run_matrix(const struct softrdma_fault *f, const char *kind, bool se
 	}
 }
 
+/*
+ * A long call (its message pulled by the server's RDMA Read) whose
+ * connection is lost goes again on the next one: the message is still the
+ * caller's, unchanged until done(). It used to fail with -EMSGSIZE.
+ */
+static void t_long_call_resent(void **state)
+{
+	static unsigned char msg[9000], reply[9000];
+	struct softrdma_fault f = {
+		.match = { .opcode_mask = 1u << IBV_WR_SEND, .nth = 1, .count = 1 },
+		.kind = SOFTRDMA_FAULT_STATUS,
+		.status = IBV_WC_RETRY_EXC_ERR,
+	};
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	size_t rlen = sizeof(reply);
+	int id;
+
+	assert_int_equal(harness_server_start(&hs, 8, 0, HARNESS_ECHO), 0);
+	harness_clnt_attr(&hs, &attr);
+	attr.retries = 1;
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
+	assert_int_equal(one_call(clnt, 1, 64), 0);
+	harness_fill_msg(msg, sizeof(msg), 2, 2);
+	id = softrdma_fault_add(&f);
+	assert_true(id > 0);
+	assert_int_equal(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 5000), 0);
+	assert_int_equal(softrdma_fault_fired(id), 1);
+	softrdma_fault_remove(id);
+	assert_int_equal(rlen, sizeof(msg));
+	assert_memory_equal(reply, msg, sizeof(msg));
+	assert_int_equal(rpcrdma_clnt_stats(clnt, &st), 0);
+	assert_int_equal(st.retransmits, 1);
+	assert_int_equal(st.read_chunks, 2);	/* a long call, both times */
+	rpcrdma_clnt_destroy(clnt);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+}
+
 static void t_flush_at_each_wr(void **state)
 {
 	struct softrdma_fault f = { .kind = SOFTRDMA_FAULT_QP_ERROR };
@@ -172,6 +213,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_flush_at_each_wr),
+		cmocka_unit_test(t_long_call_resent),
 		cmocka_unit_test(t_fatal_qp_at_each_wr),
 		cmocka_unit_test(t_access_error_at_each_wr),
 		cmocka_unit_test(t_rnr_at_each_send),
