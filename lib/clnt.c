@@ -165,7 +165,7 @@ int rpcrdma_clnt_connect_0_2(const struct rpcrdma_clnt_attr *attr,
 		rc = -errno;
 		goto out;
 	}
-	rc = xprt_rdma_connect(x);
+	rc = xprt_rdma_connect(x, INT64_MAX);
 	if (rc)
 		goto out;
 	rpcrdma_stat_add_addr(&x->rx_stat, "client", (const struct sockaddr *)&x->rx_addr, -1,
@@ -175,6 +175,26 @@ int rpcrdma_clnt_connect_0_2(const struct rpcrdma_clnt_attr *attr,
 out:
 	xprt_rdma_free(x);
 	return rc;
+}
+
+static int xprt_rdma_call_timeout(const struct rpcrdma_xprt *x, const struct rpcrdma_call *call)
+{
+	return call->timeout_ms ? call->timeout_ms : x->rx_attr.call_timeout_ms;
+}
+
+/* The earliest deadline of the calls waiting to be sent: a reconnection ends by then. */
+static int64_t xprt_rdma_pending_deadline(const struct rpcrdma_xprt *x)
+{
+	const struct list_node *pos;
+	int64_t first = INT64_MAX;
+
+	list_for_each(pos, &x->rb_pending) {
+		const struct rpcrdma_req *req = list_entry(pos, struct rpcrdma_req, rl_list);
+
+		if (req->rl_deadline < first)
+			first = req->rl_deadline;
+	}
+	return first;
 }
 
 /* Mark overdue calls. One in flight closes the connection: RDMA has no keepalive. */
@@ -245,7 +265,7 @@ static void xprt_rdma_after_batch(struct rpcrdma_xprt *x)
 			xprt_rdma_conn_lost(x);
 	}
 	if (!x->rx_have_ep && !x->rx_destroying && !list_empty(&x->rb_pending)) {
-		int rc = xprt_rdma_connect(x);
+		int rc = xprt_rdma_connect(x, xprt_rdma_pending_deadline(x));
 
 		if (rc) {
 			rpcrdma_warn("client: reconnecting failed: %s", strerror(-rc));
@@ -304,7 +324,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 	if (xprt_rdma_lookup(x, xid))
 		return -EEXIST;
 	if (!x->rx_have_ep) {
-		rc = xprt_rdma_connect(x);
+		rc = xprt_rdma_connect(x, rpcrdma_now_ms() + xprt_rdma_call_timeout(x, call));
 		if (rc)
 			return rc == -ETIMEDOUT ? -ETIMEDOUT : -ENOTCONN;
 	}
@@ -328,8 +348,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 		return rc;
 	}
 	req->rl_retries = x->rx_attr.retries;
-	req->rl_deadline = rpcrdma_now_ms() +
-			   (call->timeout_ms ? call->timeout_ms : x->rx_attr.call_timeout_ms);
+	req->rl_deadline = rpcrdma_now_ms() + xprt_rdma_call_timeout(x, call);
 	if (req->rl_deadline < x->rx_next_deadline)
 		x->rx_next_deadline = req->rl_deadline;
 	xprt_rdma_hash_add(x, req);

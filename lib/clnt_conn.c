@@ -215,7 +215,7 @@ static void xprt_rdma_abandon(struct rpcrdma_xprt *x)
 	x->rx_have_ep = false;
 }
 
-int xprt_rdma_connect(struct rpcrdma_xprt *x)
+int xprt_rdma_connect(struct rpcrdma_xprt *x, int64_t by)
 {
 	int64_t deadline = rpcrdma_now_ms() + x->rx_attr.connect_timeout_ms;
 	struct rpcrdma_ep_attr attr = { 0 };
@@ -223,6 +223,9 @@ int xprt_rdma_connect(struct rpcrdma_xprt *x)
 	struct rdma_cm_id *id;
 	int rc;
 
+	/* No longer than the calls waiting for it may wait. */
+	if (by < deadline)
+		deadline = by;
 	if (rdma_create_id(x->rx_cm_channel, &id, x, RDMA_PS_TCP))
 		return rpcrdma_errno(-ENOMEM);
 	rc = xprt_rdma_resolve(x, id, deadline);

@@ -185,7 +185,8 @@ void rpcrdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc);
 void rpcrdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc);
 
 /* clnt_conn.c: establish (blocking, bounded) and lose connections. */
-int xprt_rdma_connect(struct rpcrdma_xprt *x);
+/* Connect within connect_timeout_ms, and by @by (a call's deadline) at the latest. */
+int xprt_rdma_connect(struct rpcrdma_xprt *x, int64_t by);
 void xprt_rdma_process_cm(struct rpcrdma_xprt *x);
 void xprt_rdma_conn_lost(struct rpcrdma_xprt *x);
 void xprt_rdma_free_buffers(struct rpcrdma_xprt *x);

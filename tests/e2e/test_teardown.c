@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,6 +257,65 @@ static void t_peer_disconnects_mid_call(void **state)
 	}
 }
 
+static int64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A call's timeout bounds the reconnection it waits for: with the route
+ * resolution's event lost, a 300 ms call ends with -ETIMEDOUT after about
+ * 300 ms, not after the 5 s connect timeout.
+ */
+static void t_timeout_bounds_reconnect(void **state)
+{
+	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	struct tcall t;
+	int64_t t0, took;
+	int rc;
+
+	harness_require_inproc("drops a CM event in this process's fabric");
+	assert_int_equal(harness_server_start(&hs, 8, 0, HARNESS_ECHO), 0);
+	clnt = connect_warm(&hs, 0);
+	/* A call that times out closes the connection. */
+	atomic_store(&hs.sh->mode, HARNESS_DROP);
+	tcall_init(&t, 0x4444, 100);
+	assert_int_equal(rpcrdma_clnt_submit(clnt, &t.call), 0);
+	pump_until_done(clnt, &t, 1);
+	assert_int_equal(t.call.status, -ETIMEDOUT);
+	atomic_store(&hs.sh->mode, HARNESS_ECHO);
+	for (t0 = ms_now(); ms_now() - t0 < 3000; ) {
+		assert_int_equal(rpcrdma_clnt_info(clnt, &info), 0);
+		if (!info.connected)
+			break;
+		rpcrdma_clnt_wait(clnt, 10);
+	}
+	assert_int_equal(info.connected, 0);
+
+	/* The reconnection stalls: its route is never reported. */
+	assert_int_equal(softrdma_cm_drop_events(RDMA_CM_EVENT_ROUTE_RESOLVED, 1), 0);
+	tcall_init(&t, 0x4545, 300);
+	t0 = ms_now();
+	rc = rpcrdma_clnt_submit(clnt, &t.call);
+	if (rc == 0) {
+		pump_until_done(clnt, &t, 1);
+		rc = t.call.status;
+	}
+	took = ms_now() - t0;
+	assert_int_equal(rc, -ETIMEDOUT);
+	if (took > 1500)
+		fail_msg("a 300 ms call took %lld ms, reconnection included",
+			 (long long)took);
+	rpcrdma_clnt_destroy(clnt);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+}
+
 /* A call the server never answers times out, closes the connection; the next one reconnects. */
 static void t_timeout_disconnects(void **state)
 {
@@ -321,6 +381,7 @@ int main(void)
 		cmocka_unit_test(t_server_destroy_with_calls_held),
 		cmocka_unit_test(t_peer_disconnects_mid_call),
 		cmocka_unit_test(t_timeout_disconnects),
+		cmocka_unit_test(t_timeout_bounds_reconnect),
 		cmocka_unit_test(t_connect_refused),
 	};
 
