@@ -603,6 +603,7 @@ int rpcrdma_clnt_info_0_2(const struct rpcrdma_clnt *clnt, struct rpcrdma_clnt_i
 	now.registration = x->rx_reg;
 	now.responder_resources = x->rx_ird;
 	now.send_queue = x->rx_sq_depth;
+	now.inline_data = x->rx_have_ep ? x->rx_ep.max_inline : 0;
 	return rpcrdma_sized_out(info, &now, sizeof(now), RPCRDMA_CLNT_INFO_SIZE_0_2);
 }
 

@@ -135,6 +135,7 @@ static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	list_del(&req->rl_list);
 	list_add_tail(&req->rl_list, &x->rb_inflight);
 	x->rx_stats.calls++;
+	rpcrdma_send_inline(&x->rx_ep, &req->rl_send_wr);
 	rc = frwr_send(x, req, &posted);
 	if (likely(rc == 0))
 		return;

@@ -94,6 +94,28 @@ static void rpcrdma_ep_fit(struct ibv_context *verbs, uint32_t *send_wrs, uint32
 	}
 }
 
+/*
+ * Inline data asked of a QP, most first: the device does not report its
+ * limit, providers refuse too much at creation (mlx5: EINVAL) or write
+ * back what they grant (rxe gives at least 16 bytes per send SGE).
+ */
+static const uint32_t rpcrdma_inline_tries[] = { 256, 64, 0 };
+
+static int rpcrdma_ep_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
+				struct ibv_qp_init_attr *qpa)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(rpcrdma_inline_tries) / sizeof(rpcrdma_inline_tries[0]); i++) {
+		qpa->cap.max_inline_data = rpcrdma_inline_tries[i];
+		if (rdma_create_qp(id, pd, qpa) == 0)
+			return 0;
+		if (errno != EINVAL && errno != ENOMEM)
+			break;
+	}
+	return rpcrdma_verbs_err(-1);
+}
+
 int rpcrdma_ep_create(struct rpcrdma_ep *ep, struct rdma_cm_id *id,
 		      const struct rpcrdma_ep_attr *attr, struct rpcrdma_stats *stats)
 {
@@ -145,11 +167,11 @@ create_qp:
 	qpa.cap.max_recv_wr = attr->srq ? 0 : recv_wrs + 1;
 	qpa.cap.max_send_sge = attr->send_sges;
 	qpa.cap.max_recv_sge = attr->srq ? 0 : 1;
-	if (rdma_create_qp(id, attr->pd, &qpa)) {
-		rc = rpcrdma_verbs_err(-1);
+	rc = rpcrdma_ep_create_qp(id, attr->pd, &qpa);
+	if (rc)
 		goto out_cq;
-	}
 	ep->qp = id->qp;
+	ep->max_inline = qpa.cap.max_inline_data;
 	ep->sq_avail = send_wrs;
 	ep->rq_depth = recv_wrs;
 	rpcrdma_async_register(ep);

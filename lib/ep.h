@@ -79,6 +79,7 @@ struct rpcrdma_ep {
 	bool close_pending;
 	bool armed;
 	unsigned int cq_events;
+	uint32_t max_inline;			/* bytes a Send may carry inline (the QP's) */
 	uint32_t sq_avail;
 	uint32_t rq_depth;
 	uint32_t recv_posted;
@@ -319,6 +320,19 @@ static inline void rpcrdma_send_wr_init(struct ibv_send_wr *wr, struct rpcrdma_c
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_SEND;
 	wr->send_flags = IBV_SEND_SIGNALED;
+}
+
+/*
+ * A Send that fits the QP's inline room carries its bytes in the work
+ * request itself: the device need not read the buffer by DMA. The buffer
+ * is released at the Send's completion all the same.
+ */
+static inline void rpcrdma_send_inline(const struct rpcrdma_ep *ep, struct ibv_send_wr *wr)
+{
+	if (ep->max_inline && wr->sg_list[0].length <= ep->max_inline)
+		wr->send_flags |= IBV_SEND_INLINE;
+	else
+		wr->send_flags &= ~(unsigned int)IBV_SEND_INLINE;
 }
 
 /* Async events (async.c): register endpoints so events can find them. */

@@ -189,7 +189,10 @@ void svc_rdma_wake_send_waiters(struct svcxprt_rdma *rdma)
 /* Post a send context's chain; on -ENOTCONN release it. */
 static int svc_rdma_post_send(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
 {
-	int rc = svc_rdma_sq_wait(rdma, &ctxt->sc_chain);
+	int rc;
+
+	rpcrdma_send_inline(&rdma->sc_ep, &ctxt->sc_send_wr);
+	rc = svc_rdma_sq_wait(rdma, &ctxt->sc_chain);
 
 	if (rc)
 		svc_rdma_send_ctxt_put(rdma, ctxt);

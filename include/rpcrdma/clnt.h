@@ -340,6 +340,9 @@ int rpcrdma_clnt_call(struct rpcrdma_clnt *clnt, const void *msg, size_t msg_len
  *	at most 255)
  * @send_queue: work requests the connection's send queue holds, fitted to
  *	the device
+ * @inline_data: bytes a Send carries inside its work request
+ *	(IBV_SEND_INLINE) on this connection: the most of 256, 64 and 0 the
+ *	device accepted for the QP
  */
 struct rpcrdma_clnt_info {
 	uint32_t struct_size;
@@ -354,6 +357,7 @@ struct rpcrdma_clnt_info {
 	uint32_t registration;
 	uint32_t responder_resources;
 	uint32_t send_queue;
+	uint32_t inline_data;
 };
 
 /*

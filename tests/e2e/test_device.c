@@ -177,6 +177,8 @@ static void fit(uint32_t flags)
 	want = dev.max_qp_rd_atom < 255 ? (uint32_t)dev.max_qp_rd_atom : 255;
 	assert_in_range(info.responder_resources, 1, want);
 	assert_true(info.send_queue >= 2 && info.send_queue < (uint32_t)dev.max_qp_wr);
+	/* The most of 256, 64, 0 the profile takes (siw: 80 bytes at most). */
+	assert_int_equal(info.inline_data, strcmp(softrdma_profile(), "siw") == 0 ? 64 : 256);
 
 	arena = aligned_alloc(4096, ARENA);
 	assert_non_null(arena);
@@ -194,10 +196,10 @@ static void fit(uint32_t flags)
 				 profile_max_init(server_profile));
 	}
 	fprintf(stderr, "profile %s (server %s): registration %s, IRD = server ORD %u "
-		"(offered %u), send queue %u, device max_sge %d, max_sge_rd %d\n",
+		"(offered %u), send queue %u, inline data %u, device max_sge %d, max_sge_rd %d\n",
 		softrdma_profile(), server_profile ? server_profile : softrdma_profile(),
 		reg_name(info.registration), info.responder_resources, want, info.send_queue,
-		dev.max_sge, dev.max_sge_rd);
+		info.inline_data, dev.max_sge, dev.max_sge_rd);
 	teardown(&hs, clnt, mem, arena);
 }
 
