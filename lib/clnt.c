@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,33 @@ static int xprt_rdma_alloc(struct rpcrdma_xprt *x)
 	}
 	return 0;
 }
+
+#ifndef NDEBUG
+struct rpcrdma_xprt *xprt_rdma_guard_begin(struct rpcrdma_xprt *x, const char *fn)
+{
+	uintptr_t self = (uintptr_t)pthread_self(), none = 0;
+
+	if (atomic_compare_exchange_strong(&x->rx_inside, &none, self)) {
+		x->rx_inside_depth = 1;
+		return x;
+	}
+	if (none == self) {
+		x->rx_inside_depth++;
+		return x;
+	}
+	rpcrdma_err("%s: another thread is inside this client: a client belongs to one "
+		    "thread at a time, or to whoever holds the caller's lock (clnt.h)", fn);
+	return NULL;
+}
+
+void xprt_rdma_guard_end(struct rpcrdma_xprt **guard)
+{
+	struct rpcrdma_xprt *x = *guard;
+
+	if (x && --x->rx_inside_depth == 0)
+		atomic_store(&x->rx_inside, 0);
+}
+#endif
 
 static void xprt_rdma_free(struct rpcrdma_xprt *x)
 {
@@ -283,6 +311,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_poll(struct rpcrdma_clnt *clnt, int budget)
 
 	if (!clnt || budget <= 0)
 		return -EINVAL;
+	XPRT_RDMA_GUARD(x, return -EBUSY);
 	if (x->rx_have_ep) {
 		if (rpcrdma_ep_cm_due(&x->rx_ep))
 			xprt_rdma_process_cm(x);
@@ -307,6 +336,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 
 	if (!clnt || !call)
 		return -EINVAL;
+	XPRT_RDMA_GUARD(x, return -EBUSY);
 	/* The call stays the caller's: the library reads its fields in place. */
 	rc = rpcrdma_sized_check(call->struct_size, RPCRDMA_CALL_SIZE_0_2, sizeof(*call));
 	if (rc)
@@ -378,6 +408,7 @@ int rpcrdma_clnt_cancel_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 
 	if (!clnt || !call)
 		return -EINVAL;
+	XPRT_RDMA_GUARD(x, return -EBUSY);
 	req = xprt_rdma_find_call(x, call);
 	if (!req || (req->rl_flags & RPCRDMA_REQ_CANCELED))
 		return -ENOENT;
@@ -417,6 +448,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_mem_register(struct rpcrdma_clnt *clnt, void *ad
 
 	if (!clnt || !out)
 		return -EINVAL;
+	XPRT_RDMA_GUARD(x, return -EBUSY);
 	if (!x->rx_pd)
 		return -ENOTCONN;
 	return rpcrdma_mem_create(&x->rx_mems, &x->rx_stats, addr, len, &x->rx_pd, 1,
@@ -454,6 +486,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_arm(struct rpcrdma_clnt *clnt)
 
 	if (!clnt)
 		return -EINVAL;
+	XPRT_RDMA_GUARD(x, return -EBUSY);
 	if (!x->rx_have_ep)
 		return 0;
 	/* About to sleep: what the paced polls skipped must not be left unread. */
@@ -472,10 +505,12 @@ RPCRDMA_EXPORT int rpcrdma_clnt_arm(struct rpcrdma_clnt *clnt)
 
 RPCRDMA_EXPORT int rpcrdma_clnt_wait(struct rpcrdma_clnt *clnt, int timeout_ms)
 {
+	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
 	int n, next;
 
 	if (!clnt)
 		return -EINVAL;
+	XPRT_RDMA_GUARD(x, return -EBUSY);
 	n = rpcrdma_clnt_poll(clnt, 64);
 	if (n == 0)
 		n = rpcrdma_clnt_arm(clnt);
@@ -544,6 +579,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_disconnect(struct rpcrdma_clnt *clnt)
 
 	if (!clnt)
 		return -EINVAL;
+	XPRT_RDMA_GUARD(x, return -EBUSY);
 	if (x->rx_have_ep && x->rx_connected) {
 		x->rx_connected = false;
 		rpcrdma_ep_begin_close(&x->rx_ep);
@@ -558,6 +594,11 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt)
 
 	if (!clnt)
 		return;
+#ifndef NDEBUG
+	/* No guard's end: the client is gone by then. */
+	if (!xprt_rdma_guard_begin(x, __func__))
+		return;
+#endif
 	x->rx_destroying = true;
 	if (x->rx_have_ep) {
 		x->rx_connected = false;

@@ -3,6 +3,7 @@
 #ifndef RPCRDMA_XPRT_RDMA_H
 #define RPCRDMA_XPRT_RDMA_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -173,7 +174,29 @@ struct rpcrdma_xprt {
 	int64_t rx_next_deadline;		/* earliest deadline to check, or INT64_MAX */
 	struct rpcrdma_stats rx_stats;
 	struct rpcrdma_stat_src rx_stat;	/* rx_stats, as rpcrdma-stat sees them */
+	_Atomic uintptr_t rx_inside;		/* the thread inside an API call, or 0 */
+	unsigned int rx_inside_depth;		/* its nesting (done() calls in) */
 };
+
+/*
+ * A client belongs to one thread at a time (clnt.h). Debug builds catch a
+ * second thread entering while one is inside (calls from done() are the
+ * same thread, nested) and fail its call with -EBUSY and a message, where
+ * it would corrupt the client or hang; release builds (NDEBUG) check
+ * nothing. Put XPRT_RDMA_GUARD(x, what to do on failure); after the
+ * argument checks: the guard ends wherever the function returns.
+ */
+#ifdef NDEBUG
+#define XPRT_RDMA_GUARD(x, fail) do { } while (0)
+#else
+struct rpcrdma_xprt *xprt_rdma_guard_begin(struct rpcrdma_xprt *x, const char *fn);
+void xprt_rdma_guard_end(struct rpcrdma_xprt **guard);
+#define XPRT_RDMA_GUARD(x, fail)                                                        \
+	struct rpcrdma_xprt *xprt_guard_ __attribute__((cleanup(xprt_rdma_guard_end))) = \
+		xprt_rdma_guard_begin(x, __func__);                                     \
+	if (!xprt_guard_)                                                               \
+		fail
+#endif
 
 static inline struct rpcrdma_xprt *rpcrdma_clnt_xprt(struct rpcrdma_clnt *clnt)
 {

@@ -13,6 +13,9 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <pthread.h>
+#include <poll.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,6 +319,87 @@ static void t_timeout_bounds_reconnect(void **state)
 	harness_assert_fabric_idle();
 }
 
+/* A thread inside the client: its call's done() holds it there until told. */
+struct holder {
+	struct rpcrdma_clnt *clnt;
+	struct rpcrdma_call call;
+	unsigned char msg[16], reply[16];
+	atomic_int inside;	/* 1: in done(); main sets 2 to let it go */
+	int finished;
+};
+
+static void holder_done(struct rpcrdma_call *call)
+{
+	struct holder *h = call->arg;
+
+	atomic_store(&h->inside, 1);
+	while (atomic_load(&h->inside) != 2)
+		poll(NULL, 0, 1);
+	h->finished = 1;
+}
+
+static void *holder_main(void *arg)
+{
+	struct holder *h = arg;
+
+	RPCRDMA_INIT(&h->call);
+	harness_fill_msg(h->msg, sizeof(h->msg), 0x4747, 1);
+	h->call.msg = h->msg;
+	h->call.msg_len = sizeof(h->msg);
+	h->call.reply = h->reply;
+	h->call.reply_max = sizeof(h->reply);
+	h->call.done = holder_done;
+	h->call.arg = h;
+	if (rpcrdma_clnt_submit(h->clnt, &h->call) == 0)
+		while (!h->finished)
+			rpcrdma_clnt_wait(h->clnt, 100);
+	return NULL;
+}
+
+/*
+ * A second thread entering a client while its thread is inside (here in a
+ * call's done(), run from rpcrdma_clnt_wait()) is refused with -EBUSY,
+ * where it used to corrupt the client or hang; once the first is out, the
+ * second may go.
+ */
+static void t_second_thread_refused(void **state)
+{
+	struct rpcrdma_call call = { RPCRDMA_SIZED(call) };
+	static struct holder h;
+	struct harness_server hs;
+	unsigned char msg[16], reply[16];
+	pthread_t thread;
+	int i;
+
+#ifdef NDEBUG
+	fprintf(stderr, "skipped: release builds (NDEBUG) do not check threads\n");
+	skip();
+#endif
+	assert_int_equal(harness_server_start(&hs, 8, 0, HARNESS_ECHO), 0);
+	memset(&h, 0, sizeof(h));
+	h.clnt = connect_warm(&hs, 0);
+	atomic_store(&hs.sh->mode, HARNESS_ECHO);
+	assert_int_equal(pthread_create(&thread, NULL, holder_main, &h), 0);
+	for (i = 0; i < 5000 && atomic_load(&h.inside) != 1; i++)
+		poll(NULL, 0, 1);
+	assert_int_equal(atomic_load(&h.inside), 1);
+	assert_int_equal(rpcrdma_clnt_poll(h.clnt, 16), -EBUSY);
+	harness_fill_msg(msg, sizeof(msg), 0x4646, 1);
+	call.msg = msg;
+	call.msg_len = sizeof(msg);
+	call.reply = reply;
+	call.reply_max = sizeof(reply);
+	call.done = holder_done;
+	assert_int_equal(rpcrdma_clnt_submit(h.clnt, &call), -EBUSY);
+	atomic_store(&h.inside, 2);
+	pthread_join(thread, NULL);
+	assert_int_equal(h.call.status, 0);
+	assert_true(rpcrdma_clnt_poll(h.clnt, 16) >= 0);
+	rpcrdma_clnt_destroy(h.clnt);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+}
+
 /* A call the server never answers times out, closes the connection; the next one reconnects. */
 static void t_timeout_disconnects(void **state)
 {
@@ -382,6 +466,7 @@ int main(void)
 		cmocka_unit_test(t_peer_disconnects_mid_call),
 		cmocka_unit_test(t_timeout_disconnects),
 		cmocka_unit_test(t_timeout_bounds_reconnect),
+		cmocka_unit_test(t_second_thread_refused),
 		cmocka_unit_test(t_connect_refused),
 	};
 
