@@ -114,29 +114,11 @@ static int xprt_rdma_alloc(struct rpcrdma_xprt *x)
 }
 
 #ifndef NDEBUG
-struct rpcrdma_xprt *xprt_rdma_guard_begin(struct rpcrdma_xprt *x, const char *fn)
+struct rpcrdma_xprt *xprt_rdma_guard_refuse(const char *fn)
 {
-	uintptr_t self = (uintptr_t)pthread_self(), none = 0;
-
-	if (atomic_compare_exchange_strong(&x->rx_inside, &none, self)) {
-		x->rx_inside_depth = 1;
-		return x;
-	}
-	if (none == self) {
-		x->rx_inside_depth++;
-		return x;
-	}
 	rpcrdma_err("%s: another thread is inside this client: a client belongs to one "
 		    "thread at a time, or to whoever holds the caller's lock (clnt.h)", fn);
 	return NULL;
-}
-
-void xprt_rdma_guard_end(struct rpcrdma_xprt **guard)
-{
-	struct rpcrdma_xprt *x = *guard;
-
-	if (x && --x->rx_inside_depth == 0)
-		atomic_store(&x->rx_inside, 0);
 }
 #endif
 

@@ -3,6 +3,7 @@
 #ifndef RPCRDMA_XPRT_RDMA_H
 #define RPCRDMA_XPRT_RDMA_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 #include <rpcrdma/clnt.h>
 
 #include "cm.h"
+#include "compiler.h"
 #include "ep.h"
 #include "list.h"
 #include "mem.h"
@@ -189,8 +191,34 @@ struct rpcrdma_xprt {
 #ifdef NDEBUG
 #define XPRT_RDMA_GUARD(x, fail) do { } while (0)
 #else
-struct rpcrdma_xprt *xprt_rdma_guard_begin(struct rpcrdma_xprt *x, const char *fn);
-void xprt_rdma_guard_end(struct rpcrdma_xprt **guard);
+/* Out of line: the refusal's message. */
+struct rpcrdma_xprt *xprt_rdma_guard_refuse(const char *fn);
+
+static inline struct rpcrdma_xprt *xprt_rdma_guard_begin(struct rpcrdma_xprt *x, const char *fn)
+{
+	uintptr_t self = (uintptr_t)pthread_self(), none = 0;
+
+	if (likely(atomic_compare_exchange_strong_explicit(&x->rx_inside, &none, self,
+							    memory_order_acquire,
+							    memory_order_relaxed))) {
+		x->rx_inside_depth = 1;
+		return x;
+	}
+	if (none == self) {
+		x->rx_inside_depth++;
+		return x;
+	}
+	return xprt_rdma_guard_refuse(fn);
+}
+
+static inline void xprt_rdma_guard_end(struct rpcrdma_xprt **guard)
+{
+	struct rpcrdma_xprt *x = *guard;
+
+	if (x && --x->rx_inside_depth == 0)
+		atomic_store_explicit(&x->rx_inside, 0, memory_order_release);
+}
+
 #define XPRT_RDMA_GUARD(x, fail)                                                        \
 	struct rpcrdma_xprt *xprt_guard_ __attribute__((cleanup(xprt_rdma_guard_end))) = \
 		xprt_rdma_guard_begin(x, __func__);                                     \
