@@ -1041,8 +1041,13 @@ RPCRDMA_EXPORT int rpcrdma_svc_deferred_reply(struct rpcrdma_svc_deferred *d,
 	XDR xdrs;
 	int rc;
 
-	if (!d || !xdr_results)
+	if (!d)
 		return -EINVAL;
+	if (!xdr_results) {
+		/* Freed whatever the result, as the header says: the call is dropped. */
+		rpcrdma_svc_deferred_drop(d);
+		return -EINVAL;
+	}
 	rc = rpcrdma_svc_reply_buf(d->call, &buf, &max);
 	if (rc) {
 		rpcrdma_svc_deferred_drop(d);
