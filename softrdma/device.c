@@ -54,11 +54,6 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 	return htobe64(SOFT_NODE_GUID);
 }
 
-int ibv_fork_init(void)
-{
-	return 0;
-}
-
 static int soft_query_port(struct ibv_context *ctx, uint8_t port_num,
 			   struct ibv_port_attr *port_attr, size_t len)
 {
