@@ -12,14 +12,37 @@
 
 #define SOFT_NODE_GUID 0x02000000deadbeefULL
 
-static struct ibv_device soft_device = {
-	.node_type = IBV_NODE_CA,
-	.transport_type = IBV_TRANSPORT_IB,
-	.name = SOFT_DEV_NAME,
-	.dev_name = "uverbs0",
-	.dev_path = "/sys/class/infiniband_verbs/uverbs0",
-	.ibdev_path = "/sys/class/infiniband/" SOFT_DEV_NAME,
+/*
+ * softrdma0, in the shape of rdma-core's struct verbs_device (driver.h): the
+ * ibv_device, then the provider's ops, a reference count, a list entry, its
+ * sysfs record and the core's support flags. Provider libraries loaded next
+ * to the drop-ins (libmlx5 through pyverbs' mlx5 module, libefa) take any
+ * ibv_device for the start of a verbs_device and compare its ops with their
+ * own (mlx5dv_is_supported(), efadv's is_efa_dev()): here they read NULL,
+ * no provider's, rather than whatever memory follows an ibv_device.
+ */
+static struct soft_verbs_device {
+	struct ibv_device device;
+	const void *ops;
+	int refcount;
+	struct {
+		void *next, *prev;
+	} entry;
+	void *sysfs;
+	uint64_t core_support;
+} soft_vdev = {
+	.device = {
+		.node_type = IBV_NODE_CA,
+		.transport_type = IBV_TRANSPORT_IB,
+		.name = SOFT_DEV_NAME,
+		.dev_name = "uverbs0",
+		.dev_path = "/sys/class/infiniband_verbs/uverbs0",
+		.ibdev_path = "/sys/class/infiniband/" SOFT_DEV_NAME,
+	},
 };
+
+_Static_assert(offsetof(struct soft_verbs_device, ops) == sizeof(struct ibv_device),
+	       "the ops pointer follows the ibv_device, as in verbs_device");
 
 struct ibv_device **ibv_get_device_list(int *num_devices)
 {
@@ -30,9 +53,9 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 		return NULL;
 	}
 	/* The profile decides the transport (iWARP for siw) before anyone looks. */
-	soft_device.node_type = soft_profile()->node_type;
-	soft_device.transport_type = soft_profile()->transport;
-	list[0] = &soft_device;
+	soft_vdev.device.node_type = soft_profile()->node_type;
+	soft_vdev.device.transport_type = soft_profile()->transport;
+	list[0] = &soft_vdev.device;
 	if (num_devices)
 		*num_devices = 1;
 	return list;
@@ -213,7 +236,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	struct soft_context *sctx;
 	struct ibv_context *ctx;
 
-	if (device != &soft_device) {
+	if (device != &soft_vdev.device) {
 		errno = ENODEV;
 		return NULL;
 	}
