@@ -63,6 +63,9 @@ struct cm_params {
 	uint8_t srq;
 	uint32_t qp_num;
 	uint32_t start_psn;		/* the sender's first send PSN */
+	/* ECE (cm_ece.c): REQ, the sender's own; REP, the vendor answered and its options. */
+	uint32_t ece_vendor_id;
+	uint32_t ece_options;
 };
 
 struct rdv_claim;
@@ -117,6 +120,8 @@ struct soft_cm_id {
 	uint32_t peer_psn;		/* the peer's first send PSN: our QP's rq_psn */
 	struct cm_params mine;		/* what this side sent in its REQ or REP */
 	struct ibv_sa_path_rec path;
+	struct ibv_ece local_ece;	/* rdma_set_local_ece(), sent in the REQ or REP */
+	struct ibv_ece remote_ece;	/* as the peer's REQ or REP carried it */
 };
 
 enum cm_work_kind {
@@ -244,6 +249,16 @@ void cm_rep_arrived_locked(struct soft_cm_work *w);
 void cm_rtu_arrived_locked(struct soft_cm_work *w);
 void cm_rej_arrived_locked(struct soft_cm_work *w);
 extern const struct soft_cm_ops cm_ops;
+
+/* cm_ece.c: Enhanced Connection Establishment, as librdmacm carries it */
+/* What sid's REQ (or REP) says, into its params. */
+void cm_ece_req_locked(const struct soft_cm_id *sid, struct cm_params *req);
+void cm_ece_rep_locked(const struct soft_cm_id *sid, struct cm_params *rep);
+/* The peer's REQ reached child; its REP reached client. */
+void cm_ece_req_arrived_locked(struct soft_cm_id *child, const struct cm_params *req);
+void cm_ece_rep_arrived_locked(struct soft_cm_id *client, const struct cm_params *rep);
+/* rdma_create_qp made sid's QP, which has no ECE. */
+void cm_ece_qp_created_locked(struct soft_cm_id *sid);
 
 /* cm_disc.c: disconnection, teardown, a peer that died */
 void cm_dreq_arrived_locked(struct soft_cm_work *w);

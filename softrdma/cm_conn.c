@@ -132,6 +132,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	sid->mine.srq = id->srq || (param && !id->qp && param->srq);
 	sid->mine.qp_num = id->qp ? id->qp->qp_num : (param ? param->qp_num : 0);
 	sid->mine.start_psn = start_psn(sid);
+	cm_ece_req_locked(sid, &sid->mine);
 	w = err ? NULL : cm_work_new_locked(CMW_REQ, NULL, sid);
 	if (!w) {
 		fab_unlock();
@@ -202,6 +203,7 @@ static struct soft_cm_id *spawn_child_locked(struct soft_cm_id *l, const struct 
 	child->initiator_depth = params->responder_resources;
 	child->retry_count = params->retry_count;
 	child->rnr_retry_count = params->rnr_retry_count;
+	cm_ece_req_arrived_locked(child, params);
 	child->state = CM_REQ_RCVD;
 	return child;
 }
@@ -311,6 +313,7 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	sid->mine.srq = id->srq || (param && !id->qp && param->srq);
 	sid->mine.qp_num = id->qp ? id->qp->qp_num : (param ? param->qp_num : 0);
 	sid->mine.start_psn = start_psn(sid);
+	cm_ece_rep_locked(sid, &sid->mine);
 	if (err) {
 		fab_unlock();
 		return fail(err);
@@ -359,6 +362,7 @@ void cm_rep_arrived_locked(struct soft_cm_work *w)
 	client->peer_qpn = w->params.qp_num;
 	client->peer_psn = w->params.start_psn;
 	client->peer_comm_id = w->sender.comm_id;
+	cm_ece_rep_arrived_locked(client, &w->params);
 	if (!client->id.qp) {
 		client->state = CM_REP_RCVD;
 		cm_deliver_locked(client, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, &seen, w->pdata,

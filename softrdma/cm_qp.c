@@ -190,6 +190,7 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
 	fab_lock();
 	to_sqp(qp)->cm_id = sid;
 	id->qp = qp;
+	cm_ece_qp_created_locked(sid);
 	ret = modify_locked(to_sqp(qp), sid, fill_init);
 	fab_unlock();
 	if (ret) {

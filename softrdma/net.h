@@ -26,7 +26,7 @@
 struct soft_cm_id;
 
 /* 'SRD' and the protocol version: both ends must be the same softrdma. */
-#define NET_MAGIC	0x53524401u
+#define NET_MAGIC	0x53524402u
 
 enum net_msg_type {
 	NET_MSG_CM = 1,		/* an rdma_cm message (cm_net.c) */
