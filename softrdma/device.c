@@ -150,6 +150,30 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 	return 0;
 }
 
+/*
+ * The extended query: the base attributes, with the port count and the
+ * capability flags again in their wider fields, as the kernel fills them.
+ * The rest (ODP, timestamps, TSO, RSS, tag matching, device memory, PCI
+ * atomics, packet pacing) is not modelled and reads as zero, which is how a
+ * device without those capabilities reports them.
+ */
+static int soft_query_device_ex(struct ibv_context *context,
+				const struct ibv_query_device_ex_input *input,
+				struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex ex;
+
+	if ((input && input->comp_mask) || attr_size < sizeof(ex.orig_attr))
+		return EINVAL;
+	memset(&ex, 0, sizeof(ex));
+	ibv_query_device(context, &ex.orig_attr);
+	ex.device_cap_flags_ex = (unsigned int)ex.orig_attr.device_cap_flags;
+	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
+	memset(attr, 0, attr_size);
+	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
+	return 0;
+}
+
 /* GID 0 is 127.0.0.1 as an IPv4-mapped address (RoCEv2), GID 1 is ::1. */
 void soft_fill_gid(union ibv_gid *gid, int index)
 {
@@ -213,8 +237,9 @@ ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *
 	(void)context;
 	if (flags || entry_size < sizeof(*entries))
 		return -EINVAL;
+	/* A table that cannot hold every valid entry: the kernel's -EINVAL. */
 	if (max_entries < SOFT_GIDS)
-		return -ENOMEM;
+		return -EINVAL;
 	for (i = 0; i < SOFT_GIDS; i++)
 		fill_gid_entry(&entries[i], i);
 	return SOFT_GIDS;
@@ -252,6 +277,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	sctx->vctx.sz = sizeof(struct verbs_context);
 	sctx->vctx.query_port = soft_query_port;
+	sctx->vctx.query_device_ex = soft_query_device_ex;
 	ctx = &sctx->vctx.context;
 	ctx->device = device;
 	ctx->cmd_fd = -1;
