@@ -99,6 +99,10 @@ struct soft_cm_id {
 	bool port_auto;			/* bound to port 0: the port was picked here */
 	bool reuseaddr;
 	bool afonly;
+	bool tos_set;			/* RDMA_OPTION_ID_TOS: the path's traffic class */
+	uint8_t tos;
+	bool ack_timeout_set;		/* RDMA_OPTION_ID_ACK_TIMEOUT: the QP's timeout */
+	uint8_t ack_timeout;
 	bool own_cqs;			/* rdma_create_qp made the CQs and channels */
 	bool disconnect_seen;		/* DISCONNECTED already queued for this id */
 	bool destroying;

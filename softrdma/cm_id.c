@@ -313,6 +313,8 @@ void cm_route_done_locked(struct soft_cm_id *sid)
 	path->mtu_selector = 2;
 	path->rate = 3;
 	path->packet_life_time = 14;
+	/* The kernel's default type of service for RoCE is 0. */
+	path->traffic_class = sid->tos_set ? sid->tos : 0;
 	path->hop_limit = 64;
 	path->reversible = 1;
 	path->numb_path = 1;
@@ -332,34 +334,57 @@ __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 	return htons(cm_addr_port(&id->route.addr.dst_addr));
 }
 
+/*
+ * The options of level RDMA_OPTION_ID, as the kernel's ucma_set_option_id()
+ * takes them; an errno value. The type of service and the ACK timeout are
+ * kept for what rdma_cm does later: the route's traffic class (and so each
+ * QP's GRH, on both sides, since the REQ carries the path) at route
+ * resolution, and the QP's local ACK timeout when it moves it to RTS.
+ */
+static int set_id_option_locked(struct soft_cm_id *sid, int optname, const void *optval,
+				size_t optlen)
+{
+	switch (optname) {
+	case RDMA_OPTION_ID_TOS:
+		if (optlen != sizeof(uint8_t))
+			return EINVAL;
+		sid->tos = *(const uint8_t *)optval;
+		sid->tos_set = true;
+		return 0;
+	case RDMA_OPTION_ID_ACK_TIMEOUT:
+		if (optlen != sizeof(uint8_t))
+			return EINVAL;
+		sid->ack_timeout = *(const uint8_t *)optval;
+		sid->ack_timeout_set = true;
+		return 0;
+	case RDMA_OPTION_ID_REUSEADDR:
+	case RDMA_OPTION_ID_AFONLY:
+		if (optlen != sizeof(int) || sid->state != CM_IDLE)
+			return EINVAL;
+		if (optname == RDMA_OPTION_ID_REUSEADDR)
+			sid->reuseaddr = *(const int *)optval != 0;
+		else
+			sid->afonly = *(const int *)optval != 0;
+		return 0;
+	default:
+		return ENOSYS;
+	}
+}
+
+/* Path records of level RDMA_OPTION_IB are not modelled (one path, resolved here). */
 int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 		    size_t optlen)
 {
-	struct soft_cm_id *sid = to_scm(id);
+	int ret;
 
 	if (!optval)
 		return fail(EINVAL);
-	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_TOS && optlen == sizeof(uint8_t))
-		return 0;
-	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT &&
-	    optlen == sizeof(uint8_t))
-		return 0;
-	if (level == RDMA_OPTION_ID && (optname == RDMA_OPTION_ID_REUSEADDR ||
-					optname == RDMA_OPTION_ID_AFONLY) &&
-	    optlen == sizeof(int)) {
-		fab_lock();
-		if (sid->state != CM_IDLE) {
-			fab_unlock();
-			return fail(EINVAL);
-		}
-		if (optname == RDMA_OPTION_ID_REUSEADDR)
-			sid->reuseaddr = *(int *)optval != 0;
-		else
-			sid->afonly = *(int *)optval != 0;
-		fab_unlock();
-		return 0;
-	}
-	return fail(ENOSYS);
+	if (level != RDMA_OPTION_ID)
+		return fail(ENOSYS);
+	fab_lock();
+	ret = set_id_option_locked(to_scm(id), optname, optval, optlen);
+	fab_unlock();
+	return ret ? fail(ret) : 0;
 }
 
 struct soft_cm_id *cm_id_alloc(struct soft_cm_channel *ch, void *context,

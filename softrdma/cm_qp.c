@@ -37,6 +37,7 @@ static void fill_rtr(const struct soft_cm_id *sid, struct ibv_qp_attr *attr, int
 	/* GID 0 is 127.0.0.1, GID 1 is ::1. */
 	attr->ah_attr.grh.sgid_index = sid->id.route.addr.src_addr.sa_family == AF_INET6 ? 1 : 0;
 	attr->ah_attr.grh.hop_limit = 64;
+	attr->ah_attr.grh.traffic_class = sid->path.traffic_class;
 	attr->ah_attr.port_num = 1;
 	attr->path_mtu = IBV_MTU_1024;
 	attr->dest_qp_num = sid->peer_qpn;
@@ -51,7 +52,8 @@ static void fill_rts(const struct soft_cm_id *sid, struct ibv_qp_attr *attr, int
 {
 	attr->qp_state = IBV_QPS_RTS;
 	attr->sq_psn = sid->mine.start_psn;
-	attr->timeout = 14;
+	/* The CM's timeout unless the application set its own (RDMA_OPTION_ID_ACK_TIMEOUT). */
+	attr->timeout = sid->ack_timeout_set ? sid->ack_timeout : 14;
 	attr->retry_cnt = sid->retry_count;
 	attr->rnr_retry = sid->rnr_retry_count;
 	attr->max_rd_atomic = sid->initiator_depth;

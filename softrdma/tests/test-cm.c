@@ -3,7 +3,8 @@
  * softrdma conformance: rdma_cm. Addresses and ports, resolution errors,
  * connect/accept with IB-sized private data, reject, unlistened ports,
  * disconnect on both sides with QP flush, TIMEWAIT_EXIT, destroy after ack,
- * migration, rdma_init_qp_attr and the negotiated QP attributes, multicast
+ * migration, rdma_init_qp_attr and the negotiated QP attributes, the ACK
+ * timeout and type of service options, multicast
  * refused, ECE carried, and the device context that outlives every id.
  */
 #include <errno.h>
@@ -441,6 +442,90 @@ static void test_ipv6_loopback(void **state)
 }
 
 /*
+ * RDMA_OPTION_ID_ACK_TIMEOUT sets the QP's local ACK timeout when rdma_cm
+ * moves it to RTS, on the side that set it; RDMA_OPTION_ID_TOS, given before
+ * route resolution, is the path's traffic class, which the REQ carries to
+ * the passive side: both QPs' GRHs have it. Unset, the CM's own values.
+ */
+static void test_ack_timeout_and_tos(void **state)
+{
+	struct sockaddr_in sin = loopback(c.port);
+	struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 },
+				       .qp_type = IBV_QPT_RC };
+	uint8_t timeout = 18, server_timeout = 21, tos = 0x28;
+	int wide = 18;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	struct rdma_cm_event *ev;
+
+	(void)state;
+	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
+	/* The kernel's checks: a u8 each, and no other level than the id's (or IB's). */
+	assert_int_equal(rdma_set_option(c.client, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+					 &wide, sizeof(wide)), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_set_option(c.client, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
+					 &wide, sizeof(wide)), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_set_option(c.client, RDMA_OPTION_ID, 99, &tos, 1), -1);
+	assert_int_equal(errno, ENOSYS);
+	assert_int_equal(rdma_set_option(c.client, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
+					 &tos, sizeof(tos)), 0);
+	assert_int_equal(rdma_set_option(c.client, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+					 &timeout, sizeof(timeout)), 0);
+	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(c.client->route.path_rec->traffic_class, tos);
+	assert_int_equal(rdma_create_qp(c.client, NULL, &qa), 0);
+	assert_int_equal(rdma_connect(c.client, NULL), 0);
+	ev = h_cm_get(c.sch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	c.server = ev->id;
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(c.server->route.path_rec->traffic_class, tos);
+	assert_int_equal(rdma_create_qp(c.server, NULL, &qa), 0);
+	assert_int_equal(rdma_set_option(c.server, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+					 &server_timeout, sizeof(server_timeout)), 0);
+	assert_int_equal(rdma_accept(c.server, NULL), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ESTABLISHED);
+	h_cm_expect(c.sch, RDMA_CM_EVENT_ESTABLISHED);
+
+	assert_int_equal(ibv_query_qp(c.client->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_AV, &init), 0);
+	assert_int_equal(attr.timeout, timeout);
+	assert_int_equal(attr.ah_attr.grh.traffic_class, tos);
+	assert_int_equal(ibv_query_qp(c.server->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_AV, &init), 0);
+	assert_int_equal(attr.timeout, server_timeout);
+	assert_int_equal(attr.ah_attr.grh.traffic_class, tos);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	{
+		int mask = 0;
+
+		assert_int_equal(rdma_init_qp_attr(c.client, &attr, &mask), 0);
+		assert_true(mask & IBV_QP_TIMEOUT);
+		assert_int_equal(attr.timeout, timeout);
+	}
+}
+
+/* Without the options: the CM's timeout (14) and traffic class 0. */
+static void test_cm_defaults(void **state)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+
+	(void)state;
+	h_cm_connect(&c, NULL, 0);
+	assert_int_equal(ibv_query_qp(c.client->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_AV, &init), 0);
+	assert_int_equal(attr.timeout, 14);
+	assert_int_equal(attr.ah_attr.grh.traffic_class, 0);
+	assert_int_equal(ibv_query_qp(c.server->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_AV, &init), 0);
+	assert_int_equal(attr.timeout, 14);
+}
+
+/*
  * Multicast needs UD, and no id is UD: librdmacm's argument checks, then the
  * kernel's EINVAL for a join on an RC id; a leave finds no group.
  */
@@ -685,6 +770,8 @@ int main(void)
 		T(test_init_qp_attr_unconnected),
 		T(test_getaddrinfo),
 		T(test_ipv6_loopback),
+		T(test_ack_timeout_and_tos),
+		T(test_cm_defaults),
 		T(test_multicast_refused),
 		T(test_ece_carried),
 		cmocka_unit_test(test_context_outlives_ids),
