@@ -425,8 +425,17 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	struct rdma_event_channel *own = NULL;
 	struct soft_cm_id *sid;
 
-	/* Datagram port spaces are not modelled. */
-	if (!id || (ps != RDMA_PS_TCP && ps != RDMA_PS_IB))
+	if (!id)
+		return fail(EINVAL);
+	/*
+	 * The datagram port spaces need UD QPs, which softrdma0 does not have
+	 * (ibv_create_qp refuses them with EOPNOTSUPP, as siw does): refused
+	 * as not supported from the start. Any other space is unknown to the
+	 * kernel's CM, which refuses it with EINVAL.
+	 */
+	if (ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB)
+		return fail(EOPNOTSUPP);
+	if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB)
 		return fail(EINVAL);
 	if (!channel) {
 		own = rdma_create_event_channel();

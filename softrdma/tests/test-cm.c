@@ -402,6 +402,43 @@ static void test_getaddrinfo(void **state)
 	rdma_freeaddrinfo(res);
 	assert_int_equal(rdma_getaddrinfo("127.0.0.1", "7471", NULL, &res), 0);
 	assert_non_null(res->ai_dst_addr);
+	assert_int_equal(res->ai_qp_type, IBV_QPT_RC);
+	rdma_freeaddrinfo(res);
+	/* The hints' port space and QP type are kept, as librdmacm keeps them. */
+	hints.ai_port_space = RDMA_PS_UDP;
+	hints.ai_qp_type = IBV_QPT_UD;
+	assert_int_equal(rdma_getaddrinfo("127.0.0.1", "7471", &hints, &res), 0);
+	assert_int_equal(res->ai_port_space, RDMA_PS_UDP);
+	assert_int_equal(res->ai_qp_type, IBV_QPT_UD);
+	rdma_freeaddrinfo(res);
+}
+
+/*
+ * The datagram port spaces need UD, which softrdma0 does not have: refused
+ * as not supported, at rdma_create_id and rdma_create_ep; a space the
+ * kernel does not know is EINVAL.
+ */
+static void test_datagram_refused(void **state)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_UDP, .ai_qp_type = IBV_QPT_UD },
+			     *res;
+	struct rdma_cm_id *id = NULL;
+
+	(void)state;
+	errno = 0;
+	assert_int_equal(rdma_create_id(c.cch, &id, NULL, RDMA_PS_UDP), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(rdma_create_id(c.cch, &id, NULL, RDMA_PS_IPOIB), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(rdma_create_id(c.cch, &id, NULL, (enum rdma_port_space)0x999), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_null(id);
+	assert_int_equal(rdma_getaddrinfo("127.0.0.1", "7471", &hints, &res), 0);
+	errno = 0;
+	assert_int_equal(rdma_create_ep(&id, res, NULL, NULL), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
 	rdma_freeaddrinfo(res);
 }
 
@@ -769,6 +806,7 @@ int main(void)
 		T(test_nonblocking_channel),
 		T(test_init_qp_attr_unconnected),
 		T(test_getaddrinfo),
+		T(test_datagram_refused),
 		T(test_ipv6_loopback),
 		T(test_ack_timeout_and_tos),
 		T(test_cm_defaults),
