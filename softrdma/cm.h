@@ -278,6 +278,15 @@ void cm_net_send_locked(struct soft_cm_id *sid, const struct cm_msg *m);
 /* Answer a REQ that came over link with a REJ, and let the link go. */
 void cm_net_refuse_locked(struct net_link *link, int reason);
 void cm_net_link_message(struct net_link *link, const void *body, uint32_t len);
+/*
+ * An application call sent a CM message to sid's peer in another process:
+ * take a reference on the link (NULL if there is none), and once the lock
+ * is dropped write the message out before the call returns, as the kernel
+ * CM has its MAD in hand when the call returns: a process that ends at once
+ * (_exit, a crash) has still said it. cm_net_flush(NULL) does nothing.
+ */
+struct net_link *cm_net_hold_locked(struct soft_cm_id *sid);
+void cm_net_flush(struct net_link *link);
 void cm_net_link_down(struct net_link *link);
 struct net_link *cm_net_qp_link(struct soft_qp *qp);
 

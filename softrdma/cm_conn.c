@@ -295,6 +295,7 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
 	struct soft_cm_id *sid = to_scm(id);
 	struct cm_msg rep = { .kind = CMW_REP };
+	struct net_link *link;
 	int err = 0;
 
 	fab_lock();
@@ -334,10 +335,12 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		rep.pdata_len = param->private_data_len;
 	}
 	cm_send_locked(sid, &rep);
+	link = cm_net_hold_locked(sid);
 	/* The client's process died after its REQ: nobody will answer the REP. */
 	if (sid->conn && sid->conn->dead)
 		cm_peer_lost_locked(sid);
 	fab_unlock();
+	cm_net_flush(link);
 	return cm_complete(sid);
 }
 
@@ -389,6 +392,7 @@ int rdma_establish(struct rdma_cm_id *id)
 {
 	struct soft_cm_id *sid = to_scm(id);
 	struct cm_msg m = { .kind = CMW_RTU };
+	struct net_link *link;
 
 	fab_lock();
 	if (sid->state != CM_REP_RCVD) {
@@ -397,7 +401,9 @@ int rdma_establish(struct rdma_cm_id *id)
 	}
 	sid->state = CM_ESTABLISHED;
 	cm_send_locked(sid, &m);
+	link = cm_net_hold_locked(sid);
 	fab_unlock();
+	cm_net_flush(link);
 	return 0;
 }
 
@@ -416,6 +422,7 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private
 	struct soft_cm_id *sid = to_scm(id);
 	struct cm_msg m = { .kind = CMW_REJ, .status = REJ_CONSUMER_DEFINED,
 			    .pdata = private_data, .pdata_len = private_data_len };
+	struct net_link *link;
 
 	fab_lock();
 	if (sid->state != CM_REQ_RCVD || !pdata_ok(private_data, private_data_len, CM_REJ_PDATA)) {
@@ -423,9 +430,11 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private
 		return fail(EINVAL);
 	}
 	cm_send_locked(sid, &m);
+	link = cm_net_hold_locked(sid);
 	cm_unpeer_locked(sid);
 	sid->state = CM_DISCONNECTED;
 	fab_unlock();
+	cm_net_flush(link);
 	return 0;
 }
 

@@ -467,6 +467,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	struct soft_cm_id *sid = to_scm(id);
 	struct soft_cm_channel *own;
+	struct net_link *link;
 
 	/* A sync id holds the event of its last call. */
 	if (id->event) {
@@ -479,6 +480,8 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	/* As librdmacm: every event handed out for this id must be acked first. */
 	while (sid->events_acked < sid->events_read)
 		fab_wait_ack_locked();
+	/* The DREQ or REJ that teardown sends goes out before we return. */
+	link = cm_net_hold_locked(sid);
 	cm_id_teardown_locked(sid);
 	cm_forget_events_locked(sid);
 	list_del(&sid->link);
@@ -487,6 +490,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	fab_cm_count_locked(FAB_CM_IDS, -1);
 	own = sid->sync ? sid->ch : NULL;
 	fab_unlock();
+	cm_net_flush(link);
 	free(sid->ep_qp_attr);
 	free(sid);
 	if (own)

@@ -317,7 +317,9 @@ static int unsent_iov(struct net_buf *buf, uint32_t off, struct iovec *iov)
 
 /*
  * Write the head buffer, unlocked: link->sending tells a deregistration
- * (net_detach_locked) to wait for this send() rather than copy under it.
+ * (net_detach_locked) to wait for this send() rather than copy under it,
+ * another writer (the net thread, or a thread in net_link_flush) to wait
+ * its turn, and the reaper to leave the socket open.
  */
 static void link_write(struct net_link *link)
 {
@@ -332,6 +334,9 @@ static void link_write(struct net_link *link)
 		ssize_t n;
 
 		fab_lock();
+		/* A non-blocking send() by another writer: short. */
+		while (link->sending)
+			fab_wait_locked(&fab.mem_cv, NULL);
 		if (!link->dead && !list_empty(&link->out)) {
 			buf = list_entry(link->out.next, struct net_buf, link);
 			msg.msg_iovlen = (size_t)unsent_iov(buf, link->out_off, iov);
@@ -371,6 +376,11 @@ static void link_write(struct net_link *link)
 		}
 		fab_unlock();
 	}
+}
+
+void net_link_flush(struct net_link *link)
+{
+	link_write(link);
 }
 
 void net_detach_locked(struct soft_mr *mr, struct soft_mw *mw)
@@ -428,6 +438,9 @@ static void reap_locked(void)
 		struct net_link *link = list_entry(pos, struct net_link, node);
 
 		if (!link->dead && !(link->closing && list_empty(&link->out)))
+			continue;
+		/* A writer outside the net thread is in send() on it (net_link_flush). */
+		if (link->sending)
 			continue;
 		link_dead_locked(link);
 		close(link->fd);
