@@ -107,6 +107,7 @@ struct soft_cm_id {
 	bool disconnect_seen;		/* DISCONNECTED already queued for this id */
 	bool destroying;
 	bool sync;			/* no channel given: calls wait for their event */
+	bool inherited;			/* the parent's, in a forked child (cm_ids_fork_child) */
 	struct ibv_qp_init_attr *ep_qp_attr;	/* rdma_create_ep of a listener */
 	int backlog;
 	/* IB CM identities, for the capture's CM messages (cm_tap.c). */
@@ -234,6 +235,8 @@ void cm_route_done_locked(struct soft_cm_id *sid);
 struct soft_cm_id *cm_id_alloc(struct soft_cm_channel *ch, void *context,
 			       enum rdma_port_space ps);
 void cm_id_link_locked(struct soft_cm_id *sid);
+/* fork(), in the child: forget the parent's ids (cm_device.c's handler). */
+void cm_ids_fork_child(void);
 
 /* cm_qp.c: the QP of an id */
 int cm_qp_init_attr_locked(struct soft_cm_id *sid, struct ibv_qp_attr *attr, int *mask);

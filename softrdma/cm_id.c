@@ -37,13 +37,16 @@ static bool port_taken_locked(struct soft_cm_id *self, const struct sockaddr *ad
 	return false;
 }
 
+/* Per process, from its pid when first needed (and again in a forked child). */
+static uint16_t next_port;
+static uint32_t next_comm_id;
+
 /*
  * A free port for addr. With the socket backend each process starts at its
  * own place in the range, so that processes rarely pick the same one.
  */
 static int pick_port_locked(struct soft_cm_id *sid, const struct sockaddr *addr, uint16_t *out)
 {
-	static uint16_t next_port;
 	unsigned int tries;
 
 	if (!next_port)
@@ -406,8 +409,6 @@ struct soft_cm_id *cm_id_alloc(struct soft_cm_channel *ch, void *context,
 
 void cm_id_link_locked(struct soft_cm_id *sid)
 {
-	static uint32_t next_comm_id;
-
 	/* Communication IDs differ between processes too: they appear in captures. */
 	if (!next_comm_id)
 		next_comm_id = (uint32_t)getpid() << 12;
@@ -463,11 +464,42 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	return 0;
 }
 
+/*
+ * fork(), in the child (fabric.c says why it starts afresh): the ids are the
+ * parent's. Each is forgotten and cut off from what the parent still uses,
+ * its rendezvous claim, listening socket and link, so that even its
+ * destruction here cannot unpublish the parent's listener or speak on the
+ * parent's connection; and ports and Communication IDs start from the
+ * child's own pid.
+ */
+void cm_ids_fork_child(void)
+{
+	struct list_node *node;
+
+	while ((node = list_pop(&cm_state.ids))) {
+		struct soft_cm_id *sid = list_entry(node, struct soft_cm_id, link);
+
+		sid->inherited = true;
+		sid->claim = NULL;
+		sid->listen_sock = NULL;
+		sid->conn = NULL;
+	}
+	next_port = 0;
+	next_comm_id = 0;
+}
+
 int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	struct soft_cm_id *sid = to_scm(id);
 	struct soft_cm_channel *own;
 	struct net_link *link;
+
+	/* The parent's id, in a forked child: only the child's copy goes. */
+	if (sid->inherited) {
+		free(sid->ep_qp_attr);
+		free(sid);
+		return 0;
+	}
 
 	/* A sync id holds the event of its last call. */
 	if (id->event) {

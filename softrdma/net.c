@@ -690,6 +690,39 @@ void net_listener_close_locked(struct net_listener *l)
 	net_kick_locked();
 }
 
+/*
+ * fork(), in the child (fabric.c): the links and listeners carry the
+ * parent's connections. Their sockets are closed here, the parent's copies
+ * stay open, and the links are forgotten and dead, so that nothing the
+ * child does reads or writes them (its ids drop their pointers to them,
+ * cm_id.c). No net thread runs in the child until it makes links of its own.
+ */
+void net_fork_child(void)
+{
+	struct list_node *node;
+
+	while ((node = list_pop(&net.links))) {
+		struct net_link *link = list_entry(node, struct net_link, node);
+
+		if (link->fd >= 0)
+			close(link->fd);
+		link->fd = -1;
+		link->dead = true;
+		link->sending = NULL;
+	}
+	while ((node = list_pop(&net.listeners))) {
+		struct net_listener *l = list_entry(node, struct net_listener, node);
+
+		close(l->fd);
+		free(l);
+	}
+	if (net.wake_fd >= 0)
+		close(net.wake_fd);
+	net.wake_fd = -1;
+	net.started = false;
+	net.stop = false;
+}
+
 void net_stop(void)
 {
 	fab_lock();

@@ -172,5 +172,7 @@ void net_listener_close_locked(struct net_listener *l);
  */
 void net_stop(void);
 void net_free(void);
+/* fork(), in the child: forget the parent's links and listeners (fabric.c). */
+void net_fork_child(void);
 
 #endif /* SOFT_NET_H */
