@@ -43,7 +43,12 @@ static void fill_rtr(const struct soft_cm_id *sid, struct ibv_qp_attr *attr, int
 	attr->dest_qp_num = sid->peer_qpn;
 	attr->rq_psn = sid->peer_psn;
 	attr->max_dest_rd_atomic = sid->responder_resources;
-	attr->min_rnr_timer = 12;
+	/*
+	 * The kernel's CM gives user space QPs 0 (cm_init_qp_rtr_attr()):
+	 * IBA's longest RNR timer, 655.36 ms, which a sender's RNR retries
+	 * wait each time this QP has no receive posted.
+	 */
+	attr->min_rnr_timer = 0;
 	*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 		IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 }

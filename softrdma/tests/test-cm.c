@@ -547,7 +547,10 @@ static void test_ack_timeout_and_tos(void **state)
 	}
 }
 
-/* Without the options: the CM's timeout (14) and traffic class 0. */
+/*
+ * Without the options: the CM's timeout (14) and traffic class 0; and the
+ * kernel CM's min_rnr_timer for user space QPs, 0 (655.36 ms), on both sides.
+ */
 static void test_cm_defaults(void **state)
 {
 	struct ibv_qp_init_attr init;
@@ -555,11 +558,15 @@ static void test_cm_defaults(void **state)
 
 	(void)state;
 	h_cm_connect(&c, NULL, 0);
-	assert_int_equal(ibv_query_qp(c.client->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_AV, &init), 0);
+	assert_int_equal(ibv_query_qp(c.client->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_AV |
+				      IBV_QP_MIN_RNR_TIMER, &init), 0);
 	assert_int_equal(attr.timeout, 14);
 	assert_int_equal(attr.ah_attr.grh.traffic_class, 0);
-	assert_int_equal(ibv_query_qp(c.server->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_AV, &init), 0);
+	assert_int_equal(attr.min_rnr_timer, 0);
+	assert_int_equal(ibv_query_qp(c.server->qp, &attr, IBV_QP_TIMEOUT |
+				      IBV_QP_MIN_RNR_TIMER, &init), 0);
 	assert_int_equal(attr.timeout, 14);
+	assert_int_equal(attr.min_rnr_timer, 0);
 }
 
 /*
