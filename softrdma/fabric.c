@@ -427,16 +427,19 @@ void fab_kick_locked(void)
  * its own. What the parent had open stays in the child's memory and is not
  * to be used there (undefined, as on hardware); closing it frees only the
  * child's copy. The lock is held across fork(), so that no thread of the
- * parent is inside the fabric when the copy is made.
+ * parent is inside the fabric when the copy is made, and the net thread is
+ * held out of its unlocked heap work (net.c's heap_gate).
  */
 static void fork_prepare(void)
 {
+	net_fork_prepare();
 	fab_lock();
 }
 
 static void fork_parent(void)
 {
 	fab_unlock();
+	net_fork_parent();
 }
 
 static void fork_child(void)

@@ -571,6 +571,27 @@ static bool keep_running_locked(void)
 	return output_pending_locked() && soft_now_ns() < net.stop_deadline;
 }
 
+/*
+ * The net thread's heap work outside the fabric lock (its pool, message
+ * bodies read from a socket) is done holding heap_gate, which it lets go
+ * only to sleep in poll(), and which fork() takes (net_fork_prepare):
+ * an allocator that holds no lock of its own across fork(), as the
+ * sanitizers' do not, is then never copied in the middle of an allocation
+ * of ours, which would leave the child's first malloc() waiting for ever.
+ * Taken before the fabric lock.
+ */
+static pthread_mutex_t heap_gate = PTHREAD_MUTEX_INITIALIZER;
+
+void net_fork_prepare(void)
+{
+	pthread_mutex_lock(&heap_gate);
+}
+
+void net_fork_parent(void)
+{
+	pthread_mutex_unlock(&heap_gate);
+}
+
 static void *net_main(void *arg)
 {
 	struct poll_set p = { 0 };
@@ -578,6 +599,7 @@ static void *net_main(void *arg)
 	size_t i;
 
 	(void)arg;
+	pthread_mutex_lock(&heap_gate);
 	fab_lock();
 	while (keep_running_locked()) {
 		int timeout = net.stop ? 10 : -1;
@@ -594,10 +616,12 @@ static void *net_main(void *arg)
 			timeout = 0;
 		else if (lazy && (timeout < 0 || timeout > SHM_LAZY_MS))
 			timeout = SHM_LAZY_MS;
+		pthread_mutex_unlock(&heap_gate);
 		if (poll(p.fds, p.n, timeout) < 0 && errno != EINTR) {
 			perror("softrdma: poll");
 			abort();
 		}
+		pthread_mutex_lock(&heap_gate);
 		if (p.fds[0].revents & POLLIN && read(net.wake_fd, &token, sizeof(token)) < 0 &&
 		    errno != EAGAIN)
 			perror("softrdma: net wake-up");
@@ -626,6 +650,7 @@ static void *net_main(void *arg)
 	free(p.fds);
 	free(p.what);
 	free(p.kind);
+	pthread_mutex_unlock(&heap_gate);
 	return NULL;
 }
 
@@ -701,6 +726,7 @@ void net_fork_child(void)
 {
 	struct list_node *node;
 
+	pthread_mutex_init(&heap_gate, NULL);
 	while ((node = list_pop(&net.links))) {
 		struct net_link *link = list_entry(node, struct net_link, node);
 

@@ -172,7 +172,13 @@ void net_listener_close_locked(struct net_listener *l);
  */
 void net_stop(void);
 void net_free(void);
-/* fork(), in the child: forget the parent's links and listeners (fabric.c). */
+/*
+ * fork() (fabric.c's handlers): prepare waits for the net thread to be out
+ * of its unlocked heap work (before the fabric lock is taken); the child
+ * forgets the parent's links and listeners.
+ */
+void net_fork_prepare(void);
+void net_fork_parent(void);
 void net_fork_child(void);
 
 #endif /* SOFT_NET_H */

@@ -55,6 +55,20 @@ static void child_done(void)
 	_exit(0);
 }
 
+/*
+ * Under ASan (gcc 12's) a thread that a forked child of a threaded process
+ * starts may hang at its start, in the allocator's lock that ASan's own
+ * thread set-up takes, whatever the parent's threads were doing; glibc's
+ * malloc, valgrind and TSan do not. So under ASan, skip.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+
 /* TSan refuses threads started after a multithreaded fork() unless told otherwise. */
 #if defined(__SANITIZE_THREAD__)
 #define TEST_TSAN 1
@@ -211,6 +225,8 @@ static void child_succeeded(pid_t pid, int done_in)
 	char ok = 0;
 
 	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
+		fprintf(stderr, "child %d: signal %d\n", (int)pid, WTERMSIG(status));
 	if (peer_under_valgrind())
 		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	else
@@ -279,6 +295,10 @@ int main(void)
 	};
 	int failed;
 
+#ifdef TEST_ASAN
+	puts("under ASan, whose threads started in a forked child may hang at their start: skipped");
+	return 77;
+#endif
 	peer_setup_dir();
 	failed = cmocka_run_group_tests_name("thread", tests, h_group_thread, NULL);
 	peer_cleanup_dir();
