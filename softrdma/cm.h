@@ -63,6 +63,9 @@ struct cm_params {
 	uint8_t srq;
 	uint32_t qp_num;
 	uint32_t start_psn;		/* the sender's first send PSN */
+	/* ECE (cm_ece.c): REQ, the sender's own; REP, the vendor answered and its options. */
+	uint32_t ece_vendor_id;
+	uint32_t ece_options;
 };
 
 struct rdv_claim;
@@ -96,10 +99,15 @@ struct soft_cm_id {
 	bool port_auto;			/* bound to port 0: the port was picked here */
 	bool reuseaddr;
 	bool afonly;
+	bool tos_set;			/* RDMA_OPTION_ID_TOS: the path's traffic class */
+	uint8_t tos;
+	bool ack_timeout_set;		/* RDMA_OPTION_ID_ACK_TIMEOUT: the QP's timeout */
+	uint8_t ack_timeout;
 	bool own_cqs;			/* rdma_create_qp made the CQs and channels */
 	bool disconnect_seen;		/* DISCONNECTED already queued for this id */
 	bool destroying;
 	bool sync;			/* no channel given: calls wait for their event */
+	bool inherited;			/* the parent's, in a forked child (cm_ids_fork_child) */
 	struct ibv_qp_init_attr *ep_qp_attr;	/* rdma_create_ep of a listener */
 	int backlog;
 	/* IB CM identities, for the capture's CM messages (cm_tap.c). */
@@ -117,6 +125,8 @@ struct soft_cm_id {
 	uint32_t peer_psn;		/* the peer's first send PSN: our QP's rq_psn */
 	struct cm_params mine;		/* what this side sent in its REQ or REP */
 	struct ibv_sa_path_rec path;
+	struct ibv_ece local_ece;	/* rdma_set_local_ece(), sent in the REQ or REP */
+	struct ibv_ece remote_ece;	/* as the peer's REQ or REP carried it */
 };
 
 enum cm_work_kind {
@@ -225,6 +235,8 @@ void cm_route_done_locked(struct soft_cm_id *sid);
 struct soft_cm_id *cm_id_alloc(struct soft_cm_channel *ch, void *context,
 			       enum rdma_port_space ps);
 void cm_id_link_locked(struct soft_cm_id *sid);
+/* fork(), in the child: forget the parent's ids (cm_device.c's handler). */
+void cm_ids_fork_child(void);
 
 /* cm_qp.c: the QP of an id */
 int cm_qp_init_attr_locked(struct soft_cm_id *sid, struct ibv_qp_attr *attr, int *mask);
@@ -245,6 +257,16 @@ void cm_rtu_arrived_locked(struct soft_cm_work *w);
 void cm_rej_arrived_locked(struct soft_cm_work *w);
 extern const struct soft_cm_ops cm_ops;
 
+/* cm_ece.c: Enhanced Connection Establishment, as librdmacm carries it */
+/* What sid's REQ (or REP) says, into its params. */
+void cm_ece_req_locked(const struct soft_cm_id *sid, struct cm_params *req);
+void cm_ece_rep_locked(const struct soft_cm_id *sid, struct cm_params *rep);
+/* The peer's REQ reached child; its REP reached client. */
+void cm_ece_req_arrived_locked(struct soft_cm_id *child, const struct cm_params *req);
+void cm_ece_rep_arrived_locked(struct soft_cm_id *client, const struct cm_params *rep);
+/* rdma_create_qp made sid's QP, which has no ECE. */
+void cm_ece_qp_created_locked(struct soft_cm_id *sid);
+
 /* cm_disc.c: disconnection, teardown, a peer that died */
 void cm_dreq_arrived_locked(struct soft_cm_work *w);
 int cm_fault_disconnect_locked(struct soft_cm_id *sid);
@@ -259,6 +281,15 @@ void cm_net_send_locked(struct soft_cm_id *sid, const struct cm_msg *m);
 /* Answer a REQ that came over link with a REJ, and let the link go. */
 void cm_net_refuse_locked(struct net_link *link, int reason);
 void cm_net_link_message(struct net_link *link, const void *body, uint32_t len);
+/*
+ * An application call sent a CM message to sid's peer in another process:
+ * take a reference on the link (NULL if there is none), and once the lock
+ * is dropped write the message out before the call returns, as the kernel
+ * CM has its MAD in hand when the call returns: a process that ends at once
+ * (_exit, a crash) has still said it. cm_net_flush(NULL) does nothing.
+ */
+struct net_link *cm_net_hold_locked(struct soft_cm_id *sid);
+void cm_net_flush(struct net_link *link);
 void cm_net_link_down(struct net_link *link);
 struct net_link *cm_net_qp_link(struct soft_qp *qp);
 

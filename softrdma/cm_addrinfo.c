@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* rdma_getaddrinfo: name to address through getaddrinfo, for RC over RDMA_PS_TCP. */
+/*
+ * rdma_getaddrinfo: name to address through getaddrinfo, for RC over
+ * RDMA_PS_TCP unless the hints ask for another port space or QP type
+ * (which rdma_create_id or rdma_create_ep then refuse as not modelled).
+ */
 #include <errno.h>
 #include <netdb.h>
 #include <stdlib.h>
@@ -44,8 +48,9 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 		goto nomem;
 	rai->ai_flags = hints ? hints->ai_flags : 0;
 	rai->ai_family = ai->ai_family;
-	rai->ai_qp_type = IBV_QPT_RC;
-	rai->ai_port_space = RDMA_PS_TCP;
+	/* As librdmacm: the QP type and port space the hints ask for, else RC over TCP's. */
+	rai->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
+	rai->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
 	if (rai->ai_flags & RAI_PASSIVE) {
 		rai->ai_src_addr = dup_addr(ai->ai_addr, ai->ai_addrlen);
 		rai->ai_src_len = ai->ai_addrlen;

@@ -152,6 +152,7 @@ void cm_forget_events_locked(struct soft_cm_id *id)
 int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	struct soft_cm_channel *sch = container_of(channel, struct soft_cm_channel, ch);
+	struct net_link *link;
 	struct list_node *node;
 	struct soft_cm_event *e;
 
@@ -173,7 +174,14 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 	e = list_entry(node, struct soft_cm_event, link);
 	e->owner->events_read++;
 	*event = &e->ev;
+	/*
+	 * What the fabric sent for the id on the way to this event (the RTU
+	 * of an ESTABLISHED) is out before the application sees it, as
+	 * librdmacm sends the RTU from rdma_get_cm_event() itself.
+	 */
+	link = cm_net_hold_locked(e->owner);
 	fab_unlock();
+	cm_net_flush(link);
 	return 0;
 }
 

@@ -132,6 +132,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	sid->mine.srq = id->srq || (param && !id->qp && param->srq);
 	sid->mine.qp_num = id->qp ? id->qp->qp_num : (param ? param->qp_num : 0);
 	sid->mine.start_psn = start_psn(sid);
+	cm_ece_req_locked(sid, &sid->mine);
 	w = err ? NULL : cm_work_new_locked(CMW_REQ, NULL, sid);
 	if (!w) {
 		fab_unlock();
@@ -202,6 +203,7 @@ static struct soft_cm_id *spawn_child_locked(struct soft_cm_id *l, const struct 
 	child->initiator_depth = params->responder_resources;
 	child->retry_count = params->retry_count;
 	child->rnr_retry_count = params->rnr_retry_count;
+	cm_ece_req_arrived_locked(child, params);
 	child->state = CM_REQ_RCVD;
 	return child;
 }
@@ -293,6 +295,7 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
 	struct soft_cm_id *sid = to_scm(id);
 	struct cm_msg rep = { .kind = CMW_REP };
+	struct net_link *link;
 	int err = 0;
 
 	fab_lock();
@@ -311,6 +314,7 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	sid->mine.srq = id->srq || (param && !id->qp && param->srq);
 	sid->mine.qp_num = id->qp ? id->qp->qp_num : (param ? param->qp_num : 0);
 	sid->mine.start_psn = start_psn(sid);
+	cm_ece_rep_locked(sid, &sid->mine);
 	if (err) {
 		fab_unlock();
 		return fail(err);
@@ -331,10 +335,12 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		rep.pdata_len = param->private_data_len;
 	}
 	cm_send_locked(sid, &rep);
+	link = cm_net_hold_locked(sid);
 	/* The client's process died after its REQ: nobody will answer the REP. */
 	if (sid->conn && sid->conn->dead)
 		cm_peer_lost_locked(sid);
 	fab_unlock();
+	cm_net_flush(link);
 	return cm_complete(sid);
 }
 
@@ -359,6 +365,7 @@ void cm_rep_arrived_locked(struct soft_cm_work *w)
 	client->peer_qpn = w->params.qp_num;
 	client->peer_psn = w->params.start_psn;
 	client->peer_comm_id = w->sender.comm_id;
+	cm_ece_rep_arrived_locked(client, &w->params);
 	if (!client->id.qp) {
 		client->state = CM_REP_RCVD;
 		cm_deliver_locked(client, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, &seen, w->pdata,
@@ -385,6 +392,7 @@ int rdma_establish(struct rdma_cm_id *id)
 {
 	struct soft_cm_id *sid = to_scm(id);
 	struct cm_msg m = { .kind = CMW_RTU };
+	struct net_link *link;
 
 	fab_lock();
 	if (sid->state != CM_REP_RCVD) {
@@ -393,7 +401,9 @@ int rdma_establish(struct rdma_cm_id *id)
 	}
 	sid->state = CM_ESTABLISHED;
 	cm_send_locked(sid, &m);
+	link = cm_net_hold_locked(sid);
 	fab_unlock();
+	cm_net_flush(link);
 	return 0;
 }
 
@@ -412,6 +422,7 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private
 	struct soft_cm_id *sid = to_scm(id);
 	struct cm_msg m = { .kind = CMW_REJ, .status = REJ_CONSUMER_DEFINED,
 			    .pdata = private_data, .pdata_len = private_data_len };
+	struct net_link *link;
 
 	fab_lock();
 	if (sid->state != CM_REQ_RCVD || !pdata_ok(private_data, private_data_len, CM_REJ_PDATA)) {
@@ -419,9 +430,11 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private
 		return fail(EINVAL);
 	}
 	cm_send_locked(sid, &m);
+	link = cm_net_hold_locked(sid);
 	cm_unpeer_locked(sid);
 	sid->state = CM_DISCONNECTED;
 	fab_unlock();
+	cm_net_flush(link);
 	return 0;
 }
 

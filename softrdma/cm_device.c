@@ -103,6 +103,39 @@ void cm_device_put(void)
 }
 
 /*
+ * fork() (fabric.c): cm_dev_mutex is held across it. Registered after the
+ * fabric's, this prepare handler runs before the fabric's, so the mutex is
+ * taken before the fabric lock, in the order every other path takes them.
+ * In the child the device context, its default PD and the ids are the
+ * parent's; the child's first id opens a context of its own.
+ */
+static void cm_fork_prepare(void)
+{
+	pthread_mutex_lock(&cm_dev_mutex);
+}
+
+static void cm_fork_parent(void)
+{
+	pthread_mutex_unlock(&cm_dev_mutex);
+}
+
+static void cm_fork_child(void)
+{
+	pthread_mutex_init(&cm_dev_mutex, NULL);
+	cm_state.ctx = NULL;
+	cm_state.pd = NULL;
+	cm_state.ctx_refs = 0;
+	orphans = NULL;
+	cm_ids_fork_child();
+}
+
+/* After the fabric's (priority 101), so that this prepare handler runs before its own. */
+__attribute__((constructor(102))) static void cm_fork_init(void)
+{
+	pthread_atfork(cm_fork_prepare, cm_fork_parent, cm_fork_child);
+}
+
+/*
  * Process exit: release the context when nothing is left on it, so that a
  * program that cleaned up after itself is leak-free under valgrind and ASan.
  * Runs before the fabric's own destructor (fab_exit).

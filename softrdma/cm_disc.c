@@ -39,6 +39,7 @@ static void send_dreq_locked(struct soft_cm_id *sid)
 int rdma_disconnect(struct rdma_cm_id *id)
 {
 	struct soft_cm_id *sid = to_scm(id);
+	struct net_link *link = NULL;
 
 	fab_lock();
 	if (!cm_connected(sid) && sid->state != CM_DISCONNECTED) {
@@ -49,9 +50,12 @@ int rdma_disconnect(struct rdma_cm_id *id)
 	/* librdmacm moves the QP to ERR: outstanding work flushes. */
 	if (id->qp)
 		qp_to_error_locked(to_sqp(id->qp));
-	if (cm_connected(sid))
+	if (cm_connected(sid)) {
 		send_dreq_locked(sid);
+		link = cm_net_hold_locked(sid);
+	}
 	fab_unlock();
+	cm_net_flush(link);
 	return cm_complete(sid);
 }
 

@@ -37,13 +37,16 @@ static bool port_taken_locked(struct soft_cm_id *self, const struct sockaddr *ad
 	return false;
 }
 
+/* Per process, from its pid when first needed (and again in a forked child). */
+static uint16_t next_port;
+static uint32_t next_comm_id;
+
 /*
  * A free port for addr. With the socket backend each process starts at its
  * own place in the range, so that processes rarely pick the same one.
  */
 static int pick_port_locked(struct soft_cm_id *sid, const struct sockaddr *addr, uint16_t *out)
 {
-	static uint16_t next_port;
 	unsigned int tries;
 
 	if (!next_port)
@@ -313,6 +316,8 @@ void cm_route_done_locked(struct soft_cm_id *sid)
 	path->mtu_selector = 2;
 	path->rate = 3;
 	path->packet_life_time = 14;
+	/* The kernel's default type of service for RoCE is 0. */
+	path->traffic_class = sid->tos_set ? sid->tos : 0;
 	path->hop_limit = 64;
 	path->reversible = 1;
 	path->numb_path = 1;
@@ -332,34 +337,57 @@ __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 	return htons(cm_addr_port(&id->route.addr.dst_addr));
 }
 
+/*
+ * The options of level RDMA_OPTION_ID, as the kernel's ucma_set_option_id()
+ * takes them; an errno value. The type of service and the ACK timeout are
+ * kept for what rdma_cm does later: the route's traffic class (and so each
+ * QP's GRH, on both sides, since the REQ carries the path) at route
+ * resolution, and the QP's local ACK timeout when it moves it to RTS.
+ */
+static int set_id_option_locked(struct soft_cm_id *sid, int optname, const void *optval,
+				size_t optlen)
+{
+	switch (optname) {
+	case RDMA_OPTION_ID_TOS:
+		if (optlen != sizeof(uint8_t))
+			return EINVAL;
+		sid->tos = *(const uint8_t *)optval;
+		sid->tos_set = true;
+		return 0;
+	case RDMA_OPTION_ID_ACK_TIMEOUT:
+		if (optlen != sizeof(uint8_t))
+			return EINVAL;
+		sid->ack_timeout = *(const uint8_t *)optval;
+		sid->ack_timeout_set = true;
+		return 0;
+	case RDMA_OPTION_ID_REUSEADDR:
+	case RDMA_OPTION_ID_AFONLY:
+		if (optlen != sizeof(int) || sid->state != CM_IDLE)
+			return EINVAL;
+		if (optname == RDMA_OPTION_ID_REUSEADDR)
+			sid->reuseaddr = *(const int *)optval != 0;
+		else
+			sid->afonly = *(const int *)optval != 0;
+		return 0;
+	default:
+		return ENOSYS;
+	}
+}
+
+/* Path records of level RDMA_OPTION_IB are not modelled (one path, resolved here). */
 int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 		    size_t optlen)
 {
-	struct soft_cm_id *sid = to_scm(id);
+	int ret;
 
 	if (!optval)
 		return fail(EINVAL);
-	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_TOS && optlen == sizeof(uint8_t))
-		return 0;
-	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT &&
-	    optlen == sizeof(uint8_t))
-		return 0;
-	if (level == RDMA_OPTION_ID && (optname == RDMA_OPTION_ID_REUSEADDR ||
-					optname == RDMA_OPTION_ID_AFONLY) &&
-	    optlen == sizeof(int)) {
-		fab_lock();
-		if (sid->state != CM_IDLE) {
-			fab_unlock();
-			return fail(EINVAL);
-		}
-		if (optname == RDMA_OPTION_ID_REUSEADDR)
-			sid->reuseaddr = *(int *)optval != 0;
-		else
-			sid->afonly = *(int *)optval != 0;
-		fab_unlock();
-		return 0;
-	}
-	return fail(ENOSYS);
+	if (level != RDMA_OPTION_ID)
+		return fail(ENOSYS);
+	fab_lock();
+	ret = set_id_option_locked(to_scm(id), optname, optval, optlen);
+	fab_unlock();
+	return ret ? fail(ret) : 0;
 }
 
 struct soft_cm_id *cm_id_alloc(struct soft_cm_channel *ch, void *context,
@@ -381,8 +409,6 @@ struct soft_cm_id *cm_id_alloc(struct soft_cm_channel *ch, void *context,
 
 void cm_id_link_locked(struct soft_cm_id *sid)
 {
-	static uint32_t next_comm_id;
-
 	/* Communication IDs differ between processes too: they appear in captures. */
 	if (!next_comm_id)
 		next_comm_id = (uint32_t)getpid() << 12;
@@ -400,8 +426,17 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	struct rdma_event_channel *own = NULL;
 	struct soft_cm_id *sid;
 
-	/* Datagram port spaces are not modelled. */
-	if (!id || (ps != RDMA_PS_TCP && ps != RDMA_PS_IB))
+	if (!id)
+		return fail(EINVAL);
+	/*
+	 * The datagram port spaces need UD QPs, which softrdma0 does not have
+	 * (ibv_create_qp refuses them with EOPNOTSUPP, as siw does): refused
+	 * as not supported from the start. Any other space is unknown to the
+	 * kernel's CM, which refuses it with EINVAL.
+	 */
+	if (ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB)
+		return fail(EOPNOTSUPP);
+	if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB)
 		return fail(EINVAL);
 	if (!channel) {
 		own = rdma_create_event_channel();
@@ -429,10 +464,42 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	return 0;
 }
 
+/*
+ * fork(), in the child (fabric.c says why it starts afresh): the ids are the
+ * parent's. Each is forgotten and cut off from what the parent still uses,
+ * its rendezvous claim, listening socket and link, so that even its
+ * destruction here cannot unpublish the parent's listener or speak on the
+ * parent's connection; and ports and Communication IDs start from the
+ * child's own pid.
+ */
+void cm_ids_fork_child(void)
+{
+	struct list_node *node;
+
+	while ((node = list_pop(&cm_state.ids))) {
+		struct soft_cm_id *sid = list_entry(node, struct soft_cm_id, link);
+
+		sid->inherited = true;
+		sid->claim = NULL;
+		sid->listen_sock = NULL;
+		sid->conn = NULL;
+	}
+	next_port = 0;
+	next_comm_id = 0;
+}
+
 int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	struct soft_cm_id *sid = to_scm(id);
 	struct soft_cm_channel *own;
+	struct net_link *link;
+
+	/* The parent's id, in a forked child: only the child's copy goes. */
+	if (sid->inherited) {
+		free(sid->ep_qp_attr);
+		free(sid);
+		return 0;
+	}
 
 	/* A sync id holds the event of its last call. */
 	if (id->event) {
@@ -445,6 +512,8 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	/* As librdmacm: every event handed out for this id must be acked first. */
 	while (sid->events_acked < sid->events_read)
 		fab_wait_ack_locked();
+	/* The DREQ or REJ that teardown sends goes out before we return. */
+	link = cm_net_hold_locked(sid);
 	cm_id_teardown_locked(sid);
 	cm_forget_events_locked(sid);
 	list_del(&sid->link);
@@ -453,6 +522,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	fab_cm_count_locked(FAB_CM_IDS, -1);
 	own = sid->sync ? sid->ch : NULL;
 	fab_unlock();
+	cm_net_flush(link);
 	free(sid->ep_qp_attr);
 	free(sid);
 	if (own)

@@ -132,6 +132,24 @@ void cm_net_link_message(struct net_link *link, const void *body, uint32_t len)
 	memcpy(w->pdata, nm->pdata, nm->pdata_len);
 }
 
+struct net_link *cm_net_hold_locked(struct soft_cm_id *sid)
+{
+	if (!sid->conn)
+		return NULL;
+	net_link_get_locked(sid->conn);
+	return sid->conn;
+}
+
+void cm_net_flush(struct net_link *link)
+{
+	if (!link)
+		return;
+	net_link_flush(link);
+	fab_lock();
+	net_link_put_locked(link);
+	fab_unlock();
+}
+
 void cm_net_link_down(struct net_link *link)
 {
 	if (link->id)

@@ -37,12 +37,18 @@ static void fill_rtr(const struct soft_cm_id *sid, struct ibv_qp_attr *attr, int
 	/* GID 0 is 127.0.0.1, GID 1 is ::1. */
 	attr->ah_attr.grh.sgid_index = sid->id.route.addr.src_addr.sa_family == AF_INET6 ? 1 : 0;
 	attr->ah_attr.grh.hop_limit = 64;
+	attr->ah_attr.grh.traffic_class = sid->path.traffic_class;
 	attr->ah_attr.port_num = 1;
 	attr->path_mtu = IBV_MTU_1024;
 	attr->dest_qp_num = sid->peer_qpn;
 	attr->rq_psn = sid->peer_psn;
 	attr->max_dest_rd_atomic = sid->responder_resources;
-	attr->min_rnr_timer = 12;
+	/*
+	 * The kernel's CM gives user space QPs 0 (cm_init_qp_rtr_attr()):
+	 * IBA's longest RNR timer, 655.36 ms, which a sender's RNR retries
+	 * wait each time this QP has no receive posted.
+	 */
+	attr->min_rnr_timer = 0;
 	*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 		IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 }
@@ -51,7 +57,8 @@ static void fill_rts(const struct soft_cm_id *sid, struct ibv_qp_attr *attr, int
 {
 	attr->qp_state = IBV_QPS_RTS;
 	attr->sq_psn = sid->mine.start_psn;
-	attr->timeout = 14;
+	/* The CM's timeout unless the application set its own (RDMA_OPTION_ID_ACK_TIMEOUT). */
+	attr->timeout = sid->ack_timeout_set ? sid->ack_timeout : 14;
 	attr->retry_cnt = sid->retry_count;
 	attr->rnr_retry = sid->rnr_retry_count;
 	attr->max_rd_atomic = sid->initiator_depth;
@@ -190,6 +197,7 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
 	fab_lock();
 	to_sqp(qp)->cm_id = sid;
 	id->qp = qp;
+	cm_ece_qp_created_locked(sid);
 	ret = modify_locked(to_sqp(qp), sid, fill_init);
 	fab_unlock();
 	if (ret) {

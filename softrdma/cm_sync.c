@@ -130,9 +130,13 @@ int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv
 	struct rdma_cm_id *cm_id;
 	int ret;
 
-	/* RC over the TCP or IB port space is all softrdma0 carries. */
-	if (!id || !res || res->ai_qp_type != IBV_QPT_RC) {
+	if (!id || !res) {
 		errno = EINVAL;
+		return -1;
+	}
+	/* RC is all softrdma0 carries: its QP would be refused so (ibv_create_qp). */
+	if (res->ai_qp_type != IBV_QPT_RC) {
+		errno = EOPNOTSUPP;
 		return -1;
 	}
 	if (rdma_create_id(NULL, &cm_id, NULL, (enum rdma_port_space)res->ai_port_space))

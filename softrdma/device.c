@@ -12,14 +12,37 @@
 
 #define SOFT_NODE_GUID 0x02000000deadbeefULL
 
-static struct ibv_device soft_device = {
-	.node_type = IBV_NODE_CA,
-	.transport_type = IBV_TRANSPORT_IB,
-	.name = SOFT_DEV_NAME,
-	.dev_name = "uverbs0",
-	.dev_path = "/sys/class/infiniband_verbs/uverbs0",
-	.ibdev_path = "/sys/class/infiniband/" SOFT_DEV_NAME,
+/*
+ * softrdma0, in the shape of rdma-core's struct verbs_device (driver.h): the
+ * ibv_device, then the provider's ops, a reference count, a list entry, its
+ * sysfs record and the core's support flags. Provider libraries loaded next
+ * to the drop-ins (libmlx5 through pyverbs' mlx5 module, libefa) take any
+ * ibv_device for the start of a verbs_device and compare its ops with their
+ * own (mlx5dv_is_supported(), efadv's is_efa_dev()): here they read NULL,
+ * no provider's, rather than whatever memory follows an ibv_device.
+ */
+static struct soft_verbs_device {
+	struct ibv_device device;
+	const void *ops;
+	int refcount;
+	struct {
+		void *next, *prev;
+	} entry;
+	void *sysfs;
+	uint64_t core_support;
+} soft_vdev = {
+	.device = {
+		.node_type = IBV_NODE_CA,
+		.transport_type = IBV_TRANSPORT_IB,
+		.name = SOFT_DEV_NAME,
+		.dev_name = "uverbs0",
+		.dev_path = "/sys/class/infiniband_verbs/uverbs0",
+		.ibdev_path = "/sys/class/infiniband/" SOFT_DEV_NAME,
+	},
 };
+
+_Static_assert(offsetof(struct soft_verbs_device, ops) == sizeof(struct ibv_device),
+	       "the ops pointer follows the ibv_device, as in verbs_device");
 
 struct ibv_device **ibv_get_device_list(int *num_devices)
 {
@@ -30,9 +53,9 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 		return NULL;
 	}
 	/* The profile decides the transport (iWARP for siw) before anyone looks. */
-	soft_device.node_type = soft_profile()->node_type;
-	soft_device.transport_type = soft_profile()->transport;
-	list[0] = &soft_device;
+	soft_vdev.device.node_type = soft_profile()->node_type;
+	soft_vdev.device.transport_type = soft_profile()->transport;
+	list[0] = &soft_vdev.device;
 	if (num_devices)
 		*num_devices = 1;
 	return list;
@@ -52,11 +75,6 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 {
 	(void)device;
 	return htobe64(SOFT_NODE_GUID);
-}
-
-int ibv_fork_init(void)
-{
-	return 0;
 }
 
 static int soft_query_port(struct ibv_context *ctx, uint8_t port_num,
@@ -132,6 +150,30 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 	return 0;
 }
 
+/*
+ * The extended query: the base attributes, with the port count and the
+ * capability flags again in their wider fields, as the kernel fills them.
+ * The rest (ODP, timestamps, TSO, RSS, tag matching, device memory, PCI
+ * atomics, packet pacing) is not modelled and reads as zero, which is how a
+ * device without those capabilities reports them.
+ */
+static int soft_query_device_ex(struct ibv_context *context,
+				const struct ibv_query_device_ex_input *input,
+				struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex ex;
+
+	if ((input && input->comp_mask) || attr_size < sizeof(ex.orig_attr))
+		return EINVAL;
+	memset(&ex, 0, sizeof(ex));
+	ibv_query_device(context, &ex.orig_attr);
+	ex.device_cap_flags_ex = (unsigned int)ex.orig_attr.device_cap_flags;
+	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
+	memset(attr, 0, attr_size);
+	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
+	return 0;
+}
+
 /* GID 0 is 127.0.0.1 as an IPv4-mapped address (RoCEv2), GID 1 is ::1. */
 void soft_fill_gid(union ibv_gid *gid, int index)
 {
@@ -195,8 +237,9 @@ ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *
 	(void)context;
 	if (flags || entry_size < sizeof(*entries))
 		return -EINVAL;
+	/* A table that cannot hold every valid entry: the kernel's -EINVAL. */
 	if (max_entries < SOFT_GIDS)
-		return -ENOMEM;
+		return -EINVAL;
 	for (i = 0; i < SOFT_GIDS; i++)
 		fill_gid_entry(&entries[i], i);
 	return SOFT_GIDS;
@@ -218,7 +261,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	struct soft_context *sctx;
 	struct ibv_context *ctx;
 
-	if (device != &soft_device) {
+	if (device != &soft_vdev.device) {
 		errno = ENODEV;
 		return NULL;
 	}
@@ -234,6 +277,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	sctx->vctx.sz = sizeof(struct verbs_context);
 	sctx->vctx.query_port = soft_query_port;
+	sctx->vctx.query_device_ex = soft_query_device_ex;
 	ctx = &sctx->vctx.context;
 	ctx->device = device;
 	ctx->cmd_fd = -1;

@@ -48,10 +48,10 @@ static uint32_t first_qpn(void)
 	return multi ? SOFT_FIRST_QPN + (((uint32_t)getpid() & 0xfff) << 8) : SOFT_FIRST_QPN;
 }
 
-static void fab_init(void)
+/* The condition variables wait on CLOCK_MONOTONIC deadlines (soft_now_ns()). */
+static void init_conds(void)
 {
 	pthread_condattr_t attr;
-	const char *mode = getenv("SOFTRDMA_MODE");
 
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -61,6 +61,13 @@ static void fab_init(void)
 	pthread_cond_init(&fab.mem_cv, &attr);
 	pthread_cond_init(&fab.step_cv, &attr);
 	pthread_condattr_destroy(&attr);
+}
+
+static void fab_init(void)
+{
+	const char *mode = getenv("SOFTRDMA_MODE");
+
+	init_conds();
 	fab.mode = SOFTRDMA_MODE_THREAD;
 	if (mode && strcmp(mode, "step") == 0)
 		fab.mode = SOFTRDMA_MODE_STEP;
@@ -406,6 +413,70 @@ void fab_kick_locked(void)
 		pthread_cond_signal(&fab.work_cv);
 	if (fab.step_waiters)
 		pthread_cond_broadcast(&fab.step_cv);
+}
+
+/* ---- fork() -------------------------------------------------------------------- */
+
+/*
+ * fork() copies the fabric but not its threads. As with rdma-core, where
+ * what the parent opened stays with the parent's file while a child may
+ * open devices and make ids of its own, the child starts afresh: no
+ * progress or net thread, none of the parent's units, links or listeners
+ * (their sockets are closed in the child, and stay open in the parent), no
+ * wake-up owed to the parent's descriptors, and QP numbers from a base of
+ * its own. What the parent had open stays in the child's memory and is not
+ * to be used there (undefined, as on hardware); closing it frees only the
+ * child's copy. The lock is held across fork(), so that no thread of the
+ * parent is inside the fabric when the copy is made, and the net thread is
+ * held out of its unlocked heap work (net.c's heap_gate).
+ */
+static void fork_prepare(void)
+{
+	net_fork_prepare();
+	fab_lock();
+}
+
+static void fork_parent(void)
+{
+	fab_unlock();
+	net_fork_parent();
+}
+
+static void fork_child(void)
+{
+	struct list_node *node;
+
+	pthread_mutex_init(&fab.lock, NULL);
+	init_conds();
+	fab_held = false;
+	fab.thread_running = false;
+	fab.thread_stop = false;
+	fab.thread_sleeping = false;
+	fab.thread_idle = true;
+	joining = false;
+	fab.users = 0;
+	fab.step_waiters = 0;
+	fab.waiting = 0;
+	while ((node = list_pop(&fab.active_qps)))
+		list_entry(node, struct soft_qp, active_link)->active = false;
+	/* The parent's units: never run here, and their memory is the parent's copy. */
+	while (list_pop(&fab.work))
+		;
+	while ((node = list_pop(&fab.signals))) {
+		struct soft_signal *sig = list_entry(node, struct soft_signal, link);
+
+		sig->queued = false;
+		sig->owed = 0;
+		sig->writers = 0;
+	}
+	fab.next_qpn = first_qpn();
+	net_fork_child();
+}
+
+/* Registered before rdma_cm's (priority 102): its prepare handler runs first. */
+__attribute__((constructor(101))) static void fab_fork_init(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /* Free the units that will never run. */

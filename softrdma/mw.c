@@ -10,8 +10,13 @@
 #include "net.h"
 #include "soft.h"
 
+/*
+ * The rights a bind may give a window. A window is reached only by rkey, so
+ * local write means nothing for it; rxe and mlx5 accept the bit all the
+ * same (applications pass the MR's flags along), and so do we.
+ */
 #define SOFT_MW_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
-			IBV_ACCESS_REMOTE_ATOMIC)
+			IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE)
 
 static struct soft_mw *to_smw(const struct ibv_mw *mw)
 {

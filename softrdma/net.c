@@ -317,7 +317,9 @@ static int unsent_iov(struct net_buf *buf, uint32_t off, struct iovec *iov)
 
 /*
  * Write the head buffer, unlocked: link->sending tells a deregistration
- * (net_detach_locked) to wait for this send() rather than copy under it.
+ * (net_detach_locked) to wait for this send() rather than copy under it,
+ * another writer (the net thread, or a thread in net_link_flush) to wait
+ * its turn, and the reaper to leave the socket open.
  */
 static void link_write(struct net_link *link)
 {
@@ -332,6 +334,9 @@ static void link_write(struct net_link *link)
 		ssize_t n;
 
 		fab_lock();
+		/* A non-blocking send() by another writer: short. */
+		while (link->sending)
+			fab_wait_locked(&fab.mem_cv, NULL);
 		if (!link->dead && !list_empty(&link->out)) {
 			buf = list_entry(link->out.next, struct net_buf, link);
 			msg.msg_iovlen = (size_t)unsent_iov(buf, link->out_off, iov);
@@ -371,6 +376,11 @@ static void link_write(struct net_link *link)
 		}
 		fab_unlock();
 	}
+}
+
+void net_link_flush(struct net_link *link)
+{
+	link_write(link);
 }
 
 void net_detach_locked(struct soft_mr *mr, struct soft_mw *mw)
@@ -428,6 +438,9 @@ static void reap_locked(void)
 		struct net_link *link = list_entry(pos, struct net_link, node);
 
 		if (!link->dead && !(link->closing && list_empty(&link->out)))
+			continue;
+		/* A writer outside the net thread is in send() on it (net_link_flush). */
+		if (link->sending)
 			continue;
 		link_dead_locked(link);
 		close(link->fd);
@@ -558,6 +571,27 @@ static bool keep_running_locked(void)
 	return output_pending_locked() && soft_now_ns() < net.stop_deadline;
 }
 
+/*
+ * The net thread's heap work outside the fabric lock (its pool, message
+ * bodies read from a socket) is done holding heap_gate, which it lets go
+ * only to sleep in poll(), and which fork() takes (net_fork_prepare):
+ * an allocator that holds no lock of its own across fork(), as the
+ * sanitizers' do not, is then never copied in the middle of an allocation
+ * of ours, which would leave the child's first malloc() waiting for ever.
+ * Taken before the fabric lock.
+ */
+static pthread_mutex_t heap_gate = PTHREAD_MUTEX_INITIALIZER;
+
+void net_fork_prepare(void)
+{
+	pthread_mutex_lock(&heap_gate);
+}
+
+void net_fork_parent(void)
+{
+	pthread_mutex_unlock(&heap_gate);
+}
+
 static void *net_main(void *arg)
 {
 	struct poll_set p = { 0 };
@@ -565,6 +599,7 @@ static void *net_main(void *arg)
 	size_t i;
 
 	(void)arg;
+	pthread_mutex_lock(&heap_gate);
 	fab_lock();
 	while (keep_running_locked()) {
 		int timeout = net.stop ? 10 : -1;
@@ -581,10 +616,12 @@ static void *net_main(void *arg)
 			timeout = 0;
 		else if (lazy && (timeout < 0 || timeout > SHM_LAZY_MS))
 			timeout = SHM_LAZY_MS;
+		pthread_mutex_unlock(&heap_gate);
 		if (poll(p.fds, p.n, timeout) < 0 && errno != EINTR) {
 			perror("softrdma: poll");
 			abort();
 		}
+		pthread_mutex_lock(&heap_gate);
 		if (p.fds[0].revents & POLLIN && read(net.wake_fd, &token, sizeof(token)) < 0 &&
 		    errno != EAGAIN)
 			perror("softrdma: net wake-up");
@@ -613,6 +650,7 @@ static void *net_main(void *arg)
 	free(p.fds);
 	free(p.what);
 	free(p.kind);
+	pthread_mutex_unlock(&heap_gate);
 	return NULL;
 }
 
@@ -675,6 +713,40 @@ void net_listener_close_locked(struct net_listener *l)
 {
 	l->closing = true;
 	net_kick_locked();
+}
+
+/*
+ * fork(), in the child (fabric.c): the links and listeners carry the
+ * parent's connections. Their sockets are closed here, the parent's copies
+ * stay open, and the links are forgotten and dead, so that nothing the
+ * child does reads or writes them (its ids drop their pointers to them,
+ * cm_id.c). No net thread runs in the child until it makes links of its own.
+ */
+void net_fork_child(void)
+{
+	struct list_node *node;
+
+	pthread_mutex_init(&heap_gate, NULL);
+	while ((node = list_pop(&net.links))) {
+		struct net_link *link = list_entry(node, struct net_link, node);
+
+		if (link->fd >= 0)
+			close(link->fd);
+		link->fd = -1;
+		link->dead = true;
+		link->sending = NULL;
+	}
+	while ((node = list_pop(&net.listeners))) {
+		struct net_listener *l = list_entry(node, struct net_listener, node);
+
+		close(l->fd);
+		free(l);
+	}
+	if (net.wake_fd >= 0)
+		close(net.wake_fd);
+	net.wake_fd = -1;
+	net.started = false;
+	net.stop = false;
 }
 
 void net_stop(void)

@@ -5,11 +5,13 @@
  * rendezvous directory, cm_rdv.c); it carries the connection's CM messages
  * and then its QPs' wire requests and answers, framed as messages.
  *
- * One thread per process (the net thread) does all socket I/O: it accepts on
+ * One thread per process (the net thread) does the socket I/O: it accepts on
  * listening sockets, reads messages and dispatches them under the fabric
- * lock, and writes what others queued. Nothing else reads or writes a link's
- * socket, so nothing blocks on a socket with the fabric lock held: senders
- * queue a buffer (net_send_locked) and return. Links are reference counted
+ * lock, and writes what others queued. Senders queue a buffer
+ * (net_send_locked) and return, so nothing blocks on a socket with the
+ * fabric lock held; the one other writer is an rdma_cm call that writes its
+ * own message out before it returns (net_link_flush), unlocked and without
+ * blocking, one writer at a time. Links are reference counted
  * under the lock; the net thread holds one while the socket is open.
  */
 #ifndef SOFT_NET_H
@@ -26,7 +28,7 @@
 struct soft_cm_id;
 
 /* 'SRD' and the protocol version: both ends must be the same softrdma. */
-#define NET_MAGIC	0x53524401u
+#define NET_MAGIC	0x53524402u
 
 enum net_msg_type {
 	NET_MSG_CM = 1,		/* an rdma_cm message (cm_net.c) */
@@ -88,14 +90,14 @@ struct net_buf {
 };
 
 struct net_link {
-	int fd;			/* owned by the net thread */
+	int fd;			/* closed by the net thread; written by whoever set sending */
 	unsigned int refs;	/* lock */
 	bool dead;		/* lock: EOF or error seen; nothing more goes out */
 	bool closing;		/* lock: its owners let go; close once the output is written */
 	struct list_node out;	/* lock: net_bufs waiting to be written */
 	struct list_node node;	/* lock: the net thread's links */
 	struct soft_cm_id *id;	/* lock: the rdma_cm id on this side, if any */
-	struct net_buf *sending;	/* lock: the net thread writes it now, unlocked */
+	struct net_buf *sending;	/* lock: a writer sends it now, unlocked (link_write) */
 	uint32_t out_off;	/* lock: bytes of the head buffer written */
 	struct shm_link *shm;	/* lock: its rings (wire_shm.c), or NULL */
 	/* The net thread's own. */
@@ -148,6 +150,12 @@ static inline void *net_body(struct net_buf *buf)
 
 /* Queue buf on link (it takes buf); a dead link drops it. */
 void net_send_locked(struct net_link *link, struct net_buf *buf);
+/*
+ * Unlocked, from an application thread: write what @link has queued now,
+ * without blocking, rather than leave it to the net thread. What does not
+ * fit the socket is left to the net thread. The caller holds a reference.
+ */
+void net_link_flush(struct net_link *link);
 
 /* Is any link open? */
 bool net_any_link_locked(void);
@@ -164,5 +172,13 @@ void net_listener_close_locked(struct net_listener *l);
  */
 void net_stop(void);
 void net_free(void);
+/*
+ * fork() (fabric.c's handlers): prepare waits for the net thread to be out
+ * of its unlocked heap work (before the fabric lock is taken); the child
+ * forgets the parent's links and listeners.
+ */
+void net_fork_prepare(void);
+void net_fork_parent(void);
+void net_fork_child(void);
 
 #endif /* SOFT_NET_H */

@@ -34,7 +34,7 @@ static const struct soft_profile profiles[] = {
 		.max_msg_sz = SOFT_MAX_MSG,
 		.gid_tbl_len = 2,
 		.active_mtu = IBV_MTU_4096,
-		.cap_flags = COMMON_CAPS | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+		.cap_flags = COMMON_CAPS | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
 			     IBV_DEVICE_MEM_MGT_EXTENSIONS,
 		.node_type = IBV_NODE_CA,
 		.transport = IBV_TRANSPORT_IB,

@@ -435,3 +435,23 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 	fab_unlock();
 	return 0;
 }
+
+/*
+ * Extended QPs (ibv_create_qp_ex() and the ibv_wr_*() interface) are not
+ * modelled: no QP carries the ibv_qp_ex that libibverbs hands out for one.
+ */
+struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	return NULL;
+}
+
+/*
+ * The responder places a message with memcpy() (process_vm_writev() from
+ * another process), and a Read's data is scattered the same way: neither
+ * promises any order among the bytes it writes, so a reader must wait for
+ * the completion rather than poll the last byte. Never in order.
+ */
+int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
+{
+	return 0;
+}

@@ -3,8 +3,9 @@
  * softrdma conformance: rdma_cm. Addresses and ports, resolution errors,
  * connect/accept with IB-sized private data, reject, unlistened ports,
  * disconnect on both sides with QP flush, TIMEWAIT_EXIT, destroy after ack,
- * migration, rdma_init_qp_attr and the negotiated QP attributes, and the
- * device context that outlives every id.
+ * migration, rdma_init_qp_attr and the negotiated QP attributes, the ACK
+ * timeout and type of service options, multicast
+ * refused, ECE carried, and the device context that outlives every id.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -401,6 +402,43 @@ static void test_getaddrinfo(void **state)
 	rdma_freeaddrinfo(res);
 	assert_int_equal(rdma_getaddrinfo("127.0.0.1", "7471", NULL, &res), 0);
 	assert_non_null(res->ai_dst_addr);
+	assert_int_equal(res->ai_qp_type, IBV_QPT_RC);
+	rdma_freeaddrinfo(res);
+	/* The hints' port space and QP type are kept, as librdmacm keeps them. */
+	hints.ai_port_space = RDMA_PS_UDP;
+	hints.ai_qp_type = IBV_QPT_UD;
+	assert_int_equal(rdma_getaddrinfo("127.0.0.1", "7471", &hints, &res), 0);
+	assert_int_equal(res->ai_port_space, RDMA_PS_UDP);
+	assert_int_equal(res->ai_qp_type, IBV_QPT_UD);
+	rdma_freeaddrinfo(res);
+}
+
+/*
+ * The datagram port spaces need UD, which softrdma0 does not have: refused
+ * as not supported, at rdma_create_id and rdma_create_ep; a space the
+ * kernel does not know is EINVAL.
+ */
+static void test_datagram_refused(void **state)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_UDP, .ai_qp_type = IBV_QPT_UD },
+			     *res;
+	struct rdma_cm_id *id = NULL;
+
+	(void)state;
+	errno = 0;
+	assert_int_equal(rdma_create_id(c.cch, &id, NULL, RDMA_PS_UDP), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(rdma_create_id(c.cch, &id, NULL, RDMA_PS_IPOIB), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(rdma_create_id(c.cch, &id, NULL, (enum rdma_port_space)0x999), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_null(id);
+	assert_int_equal(rdma_getaddrinfo("127.0.0.1", "7471", &hints, &res), 0);
+	errno = 0;
+	assert_int_equal(rdma_create_ep(&id, res, NULL, NULL), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
 	rdma_freeaddrinfo(res);
 }
 
@@ -438,6 +476,229 @@ static void test_ipv6_loopback(void **state)
 	h_cm_expect(c.sch, RDMA_CM_EVENT_DISCONNECTED);
 	assert_int_equal(rdma_destroy_id(sv), 0);
 	assert_int_equal(rdma_destroy_id(l6), 0);
+}
+
+/*
+ * RDMA_OPTION_ID_ACK_TIMEOUT sets the QP's local ACK timeout when rdma_cm
+ * moves it to RTS, on the side that set it; RDMA_OPTION_ID_TOS, given before
+ * route resolution, is the path's traffic class, which the REQ carries to
+ * the passive side: both QPs' GRHs have it. Unset, the CM's own values.
+ */
+static void test_ack_timeout_and_tos(void **state)
+{
+	struct sockaddr_in sin = loopback(c.port);
+	struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 },
+				       .qp_type = IBV_QPT_RC };
+	uint8_t timeout = 18, server_timeout = 21, tos = 0x28;
+	int wide = 18;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	struct rdma_cm_event *ev;
+
+	(void)state;
+	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
+	/* The kernel's checks: a u8 each, and no other level than the id's (or IB's). */
+	assert_int_equal(rdma_set_option(c.client, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+					 &wide, sizeof(wide)), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_set_option(c.client, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
+					 &wide, sizeof(wide)), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_set_option(c.client, RDMA_OPTION_ID, 99, &tos, 1), -1);
+	assert_int_equal(errno, ENOSYS);
+	assert_int_equal(rdma_set_option(c.client, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
+					 &tos, sizeof(tos)), 0);
+	assert_int_equal(rdma_set_option(c.client, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+					 &timeout, sizeof(timeout)), 0);
+	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(c.client->route.path_rec->traffic_class, tos);
+	assert_int_equal(rdma_create_qp(c.client, NULL, &qa), 0);
+	assert_int_equal(rdma_connect(c.client, NULL), 0);
+	ev = h_cm_get(c.sch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	c.server = ev->id;
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(c.server->route.path_rec->traffic_class, tos);
+	assert_int_equal(rdma_create_qp(c.server, NULL, &qa), 0);
+	assert_int_equal(rdma_set_option(c.server, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+					 &server_timeout, sizeof(server_timeout)), 0);
+	assert_int_equal(rdma_accept(c.server, NULL), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ESTABLISHED);
+	h_cm_expect(c.sch, RDMA_CM_EVENT_ESTABLISHED);
+
+	assert_int_equal(ibv_query_qp(c.client->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_AV, &init), 0);
+	assert_int_equal(attr.timeout, timeout);
+	assert_int_equal(attr.ah_attr.grh.traffic_class, tos);
+	assert_int_equal(ibv_query_qp(c.server->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_AV, &init), 0);
+	assert_int_equal(attr.timeout, server_timeout);
+	assert_int_equal(attr.ah_attr.grh.traffic_class, tos);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	{
+		int mask = 0;
+
+		assert_int_equal(rdma_init_qp_attr(c.client, &attr, &mask), 0);
+		assert_true(mask & IBV_QP_TIMEOUT);
+		assert_int_equal(attr.timeout, timeout);
+	}
+}
+
+/*
+ * Without the options: the CM's timeout (14) and traffic class 0; and the
+ * kernel CM's min_rnr_timer for user space QPs, 0 (655.36 ms), on both sides.
+ */
+static void test_cm_defaults(void **state)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+
+	(void)state;
+	h_cm_connect(&c, NULL, 0);
+	assert_int_equal(ibv_query_qp(c.client->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_AV |
+				      IBV_QP_MIN_RNR_TIMER, &init), 0);
+	assert_int_equal(attr.timeout, 14);
+	assert_int_equal(attr.ah_attr.grh.traffic_class, 0);
+	assert_int_equal(attr.min_rnr_timer, 0);
+	assert_int_equal(ibv_query_qp(c.server->qp, &attr, IBV_QP_TIMEOUT |
+				      IBV_QP_MIN_RNR_TIMER, &init), 0);
+	assert_int_equal(attr.timeout, 14);
+	assert_int_equal(attr.min_rnr_timer, 0);
+}
+
+/*
+ * Multicast needs UD, and no id is UD: librdmacm's argument checks, then the
+ * kernel's EINVAL for a join on an RC id; a leave finds no group.
+ */
+static void test_multicast_refused(void **state)
+{
+	struct sockaddr_in group = loopback(0);
+	struct rdma_cm_join_mc_attr_ex attr = {
+		.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS,
+		.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER,
+		.addr = (struct sockaddr *)&group,
+	};
+	struct sockaddr_in bound = loopback(0);
+	struct rdma_cm_id *id;
+
+	(void)state;
+	group.sin_addr.s_addr = htonl(0xe0000101);	/* 224.0.1.1 */
+	assert_int_equal(rdma_create_id(c.cch, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&bound), 0);
+	errno = 0;
+	assert_int_equal(rdma_join_multicast(id, (struct sockaddr *)&group, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(rdma_join_multicast_ex(id, &attr, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	attr.comp_mask |= RDMA_CM_JOIN_MC_ATTR_RESERVED;
+	errno = 0;
+	assert_int_equal(rdma_join_multicast_ex(id, &attr, NULL), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	attr.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS;
+	errno = 0;
+	assert_int_equal(rdma_join_multicast_ex(id, &attr, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(rdma_leave_multicast(id, (struct sockaddr *)&group), -1);
+	assert_int_equal(errno, EADDRNOTAVAIL);
+	errno = 0;
+	assert_int_equal(rdma_leave_multicast(id, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_destroy_id(id), 0);
+}
+
+/* Resolve an id to the listener of c, without a QP. */
+static struct rdma_cm_id *resolved_id(void)
+{
+	struct sockaddr_in sin = loopback(c.port);
+	struct rdma_cm_id *id;
+
+	assert_int_equal(rdma_create_id(c.cch, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(id, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	return id;
+}
+
+/*
+ * ECE as librdmacm carries it for QPs the application drives itself: the
+ * active side's vendor and options reach the passive side in the REQ, the
+ * REP answers with that vendor and the passive side's options. An id with
+ * a QP from rdma_create_qp takes the QP's ECE, which softrdma0 has not.
+ */
+static void test_ece_carried(void **state)
+{
+	struct ibv_ece mine = { .vendor_id = 0x15b3, .options = 0x1234 };
+	struct ibv_ece theirs = { .vendor_id = 0x15b3, .options = 0x55 };
+	struct ibv_ece got, bad = { .vendor_id = 0 };
+	struct rdma_conn_param param = { .qp_num = 0x123 };
+	struct rdma_cm_id *cl, *sv;
+	struct rdma_cm_event *ev;
+
+	(void)state;
+	cl = resolved_id();
+	assert_int_equal(rdma_set_local_ece(cl, &bad), -1);
+	assert_int_equal(errno, EINVAL);
+	bad.vendor_id = 1;
+	bad.comp_mask = 1;
+	assert_int_equal(rdma_set_local_ece(cl, &bad), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_set_local_ece(cl, &mine), 0);
+	assert_int_equal(rdma_connect(cl, &param), 0);
+	ev = h_cm_get(c.sch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	sv = ev->id;
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	memset(&got, 0xff, sizeof(got));
+	assert_int_equal(rdma_get_remote_ece(sv, &got), 0);
+	assert_int_equal(got.vendor_id, 0x15b3);
+	assert_int_equal(got.options, 0x1234);
+	assert_int_equal(got.comp_mask, 0);
+	assert_int_equal(rdma_set_local_ece(sv, &theirs), 0);
+	param.qp_num = 0x456;
+	assert_int_equal(rdma_accept(sv, &param), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	assert_int_equal(rdma_get_remote_ece(cl, &got), 0);
+	assert_int_equal(got.vendor_id, 0x15b3);
+	assert_int_equal(got.options, 0x55);
+	assert_int_equal(rdma_establish(cl), 0);
+	h_cm_expect(c.sch, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(rdma_destroy_id(cl), 0);
+	h_cm_expect(c.sch, RDMA_CM_EVENT_DISCONNECTED);
+	assert_int_equal(rdma_destroy_id(sv), 0);
+
+	/* rdma_create_qp: the QP's ECE, none; and once there is a QP, the calls refuse. */
+	cl = resolved_id();
+	assert_int_equal(rdma_set_local_ece(cl, &mine), 0);
+	{
+		struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+					       .cap = { .max_send_wr = 1, .max_recv_wr = 1,
+							.max_send_sge = 1, .max_recv_sge = 1 } };
+
+		assert_int_equal(rdma_create_qp(cl, NULL, &qa), 0);
+	}
+	assert_int_equal(rdma_set_local_ece(cl, &mine), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_get_remote_ece(cl, &got), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_connect(cl, NULL), 0);
+	ev = h_cm_get(c.sch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	sv = ev->id;
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(rdma_get_remote_ece(sv, &got), 0);
+	assert_int_equal(got.vendor_id, 0);
+	assert_int_equal(got.options, 0);
+	assert_int_equal(rdma_reject(sv, NULL, 0), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(rdma_destroy_id(sv), 0);
+	rdma_destroy_qp(cl);
+	assert_int_equal(rdma_destroy_id(cl), 0);
 }
 
 /* Bind a new id to 127.0.0.1 (port 0): it gets the device context. */
@@ -552,7 +813,12 @@ int main(void)
 		T(test_nonblocking_channel),
 		T(test_init_qp_attr_unconnected),
 		T(test_getaddrinfo),
+		T(test_datagram_refused),
 		T(test_ipv6_loopback),
+		T(test_ack_timeout_and_tos),
+		T(test_cm_defaults),
+		T(test_multicast_refused),
+		T(test_ece_carried),
 		cmocka_unit_test(test_context_outlives_ids),
 	};
 	int failed = 0;

@@ -42,6 +42,8 @@ static void test_query_device(void **state)
 
 	(void)state;
 	assert_int_equal(ibv_query_device(ctx, &attr), 0);
+	/* Windows, and of which type: as rxe and mlx5 report them. */
+	assert_true(attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
 	assert_true(attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 	assert_true(attr.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS);
 	assert_int_equal(attr.max_qp_rd_atom, 16);
@@ -51,9 +53,24 @@ static void test_query_device(void **state)
 	assert_true(attr.max_cqe >= 4096);
 	assert_true(attr.max_mr_size >= (1ULL << 32));
 	assert_int_equal(attr.phys_port_cnt, 1);
-	/* The extended query falls back to the same data. */
+	/*
+	 * The extended query is the device's own, not the header's fallback
+	 * (which zeroes the wider fields): the port count and the capability
+	 * flags again, and nothing of what is not modelled.
+	 */
+	memset(&ex, 0xa5, sizeof(ex));
 	assert_int_equal(ibv_query_device_ex(ctx, NULL, &ex), 0);
-	assert_int_equal(ex.orig_attr.max_qp_rd_atom, 16);
+	assert_memory_equal(&ex.orig_attr, &attr, sizeof(attr));
+	assert_int_equal(ex.phys_port_cnt_ex, 1);
+	assert_int_equal(ex.device_cap_flags_ex, attr.device_cap_flags);
+	assert_int_equal(ex.odp_caps.general_caps, 0);
+	assert_int_equal(ex.max_dm_size, 0);
+	assert_int_equal(ex.comp_mask, 0);
+	{
+		struct ibv_query_device_ex_input input = { .comp_mask = 1 };
+
+		assert_int_equal(ibv_query_device_ex(ctx, &input, &ex), EINVAL);
+	}
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
@@ -88,6 +105,9 @@ static void test_query_port_and_gid(void **state)
 		assert_int_equal(ibv_query_gid_ex(ctx, 1, 2, &entry, 0), EINVAL);
 		assert_int_equal(ibv_query_gid_table(ctx, table, 4, 0), 2);
 		assert_int_equal(table[1].gid.raw[15], 1);
+		/* Too small a table for the valid entries: the kernel's EINVAL. */
+		assert_int_equal(ibv_query_gid_table(ctx, table, 1, 0), -EINVAL);
+		assert_int_equal(ibv_query_gid_table(ctx, table, 0, 0), -EINVAL);
 	}
 	assert_int_equal(ibv_close_device(ctx), 0);
 }

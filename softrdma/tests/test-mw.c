@@ -128,6 +128,44 @@ static void test_bind_and_use(void **state)
 	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
 }
 
+/*
+ * Local write among a window's rights is accepted, as rxe and mlx5 accept
+ * it, and gives nothing: a window is reached only remotely.
+ */
+static void test_bind_local_write(void **state)
+{
+	uint32_t rkey = ibv_inc_rkey(mw->rkey);
+	struct ibv_wc wc;
+
+	(void)state;
+	assert_int_equal(post_bind(p.qp[0], 1, rkey, mr[0], (uintptr_t)buf[0], 256,
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE), 0);
+	wc = one_wc(p.cq[0]);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	memset(buf[1], 0x3c, 16);
+	assert_int_equal(h_post(p.qp[1], 2, IBV_WR_RDMA_WRITE, buf[1], 16, mr[1]->lkey,
+				IBV_SEND_SIGNALED, (uintptr_t)buf[0], rkey), 0);
+	wc = one_wc(p.cq[1]);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(buf[0][15], 0x3c);
+	assert_int_equal(h_post(p.qp[0], 3, IBV_WR_LOCAL_INV, NULL, 0, 0, IBV_SEND_SIGNALED, 0,
+				rkey), 0);
+	wc = one_wc(p.cq[0]);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+
+	/* With local write alone, the window lets nobody write. */
+	rkey = ibv_inc_rkey(rkey);
+	assert_int_equal(post_bind(p.qp[0], 4, rkey, mr[0], (uintptr_t)buf[0], 256,
+				   IBV_ACCESS_LOCAL_WRITE), 0);
+	wc = one_wc(p.cq[0]);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(h_post(p.qp[1], 5, IBV_WR_RDMA_WRITE, buf[1], 16, mr[1]->lkey,
+				IBV_SEND_SIGNALED, (uintptr_t)buf[0], rkey), 0);
+	wc = one_wc(p.cq[1]);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	h_expect_async(p.ctx, IBV_EVENT_QP_ACCESS_ERR, p.qp[0]);
+}
+
 static void test_bind_errors(void **state)
 {
 	static char nb[128];
@@ -353,6 +391,7 @@ int main(void)
 		T(test_bind_and_use),
 		T(test_bind_errors),
 		T(test_bind_out_of_range),
+		T(test_bind_local_write),
 		T(test_bind_wrong_index),
 		T(test_bind_valid_window),
 		T(test_dereg_busy_then_local_inv),

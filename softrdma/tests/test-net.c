@@ -278,6 +278,24 @@ static int role_die_before_accept(void)
 	return 1;
 }
 
+/*
+ * Reject the request and end the process at once, before the net thread
+ * has had a turn, with no exit handlers to write what is queued: as a
+ * crash would (SIGKILL, which valgrind cannot hold up either), and as
+ * _exit() does in Python's multiprocessing children.
+ */
+static int role_reject_exit(void)
+{
+	struct side s;
+	struct rdma_cm_event *ev;
+
+	p_listen(&s);
+	ev = p_event(s.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	PEER_CHECK(rdma_reject(ev->id, "go away", 8) == 0);
+	raise(SIGKILL);
+	return 1;
+}
+
 /* Listen and hold the port until told to quit (or killed). */
 static int role_hold_port(void)
 {
@@ -423,6 +441,7 @@ static int run_role(const char *role)
 		{ "die-connected", role_die_connected },
 		{ "die-before-accept", role_die_before_accept },
 		{ "hold-port", role_hold_port },
+		{ "reject-exit", role_reject_exit },
 		{ "sync-client", role_sync_client },
 		{ "window", role_window },
 		{ "bulk", role_bulk },
@@ -873,6 +892,34 @@ static void test_peer_killed_before_accept(void **state)
 	free(c.buf);
 }
 
+/*
+ * A REJ that rdma_reject() returned from has left the process, as the
+ * kernel CM has its MAD when the call returns: a peer that exits right
+ * after still rejects us (REJECTED, with its private data), it does not
+ * vanish (UNREACHABLE). A few rounds, since without that rule the loss is
+ * a race with the peer's net thread.
+ */
+static void test_reject_then_exit(void **state)
+{
+	struct client c;
+	int round;
+
+	(void)state;
+	for (round = 0; round < 5; round++) {
+		struct rdma_cm_event *ev;
+
+		start(&c, "reject-exit");
+		peer_port(&c);
+		ev = connect_to(&c, NULL);
+		assert_string_equal(rdma_event_str(ev->event),
+				    rdma_event_str(RDMA_CM_EVENT_REJECTED));
+		assert_int_equal(ev->status, SOFTRDMA_REJ_CONSUMER_DEFINED);
+		assert_string_equal(ev->param.conn.private_data, "go away");
+		assert_int_equal(rdma_ack_cm_event(ev), 0);
+		finish(&c, 128 + SIGKILL);
+	}
+}
+
 /* Ports are claimed across processes; a dead process's port is free again. */
 static void test_ports_across_processes(void **state)
 {
@@ -1001,6 +1048,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_remote_errors),
 		cmocka_unit_test(test_peer_killed),
 		cmocka_unit_test(test_peer_killed_before_accept),
+		cmocka_unit_test(test_reject_then_exit),
 		cmocka_unit_test(test_ports_across_processes),
 		cmocka_unit_test(test_unlistened_port),
 		cmocka_unit_test(test_sync_client_in_peer),
@@ -1012,6 +1060,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_cm_and_data),
 		cmocka_unit_test(test_remote_errors),
 		cmocka_unit_test(test_peer_killed),
+		cmocka_unit_test(test_reject_then_exit),
 		cmocka_unit_test(test_sync_client_in_peer),
 		cmocka_unit_test(test_window_go_back_n),
 		cmocka_unit_test(test_dereg_while_sending),

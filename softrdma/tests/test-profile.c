@@ -49,8 +49,16 @@ static void test_device_reports_profile(void **state)
 	assert_int_equal(attr.max_sge, want->max_sge);
 	assert_int_equal(attr.max_sge_rd, want->max_sge_rd);
 	assert_int_equal(attr.max_qp_rd_atom, want->max_rd_atom);
+	assert_int_equal(!!(attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW), want->mw);
 	assert_int_equal(!!(attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B), want->mw);
 	assert_int_equal(attr.max_mw != 0, want->mw);
+	{
+		struct ibv_device_attr_ex ex;
+
+		assert_int_equal(ibv_query_device_ex(p.ctx, NULL, &ex), 0);
+		assert_int_equal(ex.device_cap_flags_ex, attr.device_cap_flags);
+		assert_int_equal(ex.phys_port_cnt_ex, 1);
+	}
 	assert_true(attr.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS);
 }
 
