@@ -131,17 +131,48 @@ void rpcrdma_stat_del(struct rpcrdma_stat_src *s)
 	pthread_mutex_destroy(&s->lock);
 }
 
-/* One snapshot of every source, as text, into a buffer of ours. */
+/* Room for @need more bytes after @n in *@buf (*@cap bytes): false if memory ran out. */
+static bool stat_reserve(char **buf, size_t *cap, size_t n, size_t need)
+{
+	char *grown;
+
+	if (*cap - n >= need)
+		return true;
+	grown = realloc(*buf, *cap * 2);
+	if (!grown)
+		return false;
+	*buf = grown;
+	*cap *= 2;
+	return true;
+}
+
+/* One source's line: its name, then its counters by name. */
+static size_t stat_line(char *out, size_t room, const struct rpcrdma_stat_src *s,
+			const struct rpcrdma_stats *st)
+{
+	int w = snprintf(out, room, "%s", s->name);
+
+#define STAT_PUT(f) w += snprintf(out + w, room - (size_t)w, " " #f "=%llu", \
+				  (unsigned long long)st->f);
+	STAT_FIELDS(STAT_PUT)
+#undef STAT_PUT
+	w += snprintf(out + w, room - (size_t)w, "\n");
+	return (size_t)w;
+}
+
+/* One snapshot of every source, as text, into a buffer of ours; NULL if memory ran out. */
 static char *stat_render(size_t *len)
 {
-	size_t cap = 4096, n = 0;
+	/* A line is under 1 KiB: 96 bytes of name, 20 counters of at most 40. */
+	const size_t line_max = 1024;
+	size_t cap = 4096, n;
 	struct list_node *pos;
-	char *buf = malloc(cap), *grown;
-	int w;
+	char *buf = malloc(cap);
+	bool ok = true;
 
 	if (!buf)
 		return NULL;
-	n += (size_t)snprintf(buf, cap, "rpcrdma-stat 1\n");
+	n = (size_t)snprintf(buf, cap, "rpcrdma-stat 1\n");
 	pthread_mutex_lock(&stat_lock);
 	list_for_each(pos, &stat_sources) {
 		struct rpcrdma_stat_src *s = list_entry(pos, struct rpcrdma_stat_src, node);
@@ -150,31 +181,17 @@ static char *stat_render(size_t *len)
 		pthread_mutex_lock(&s->lock);
 		st = s->snap;
 		pthread_mutex_unlock(&s->lock);
-		if (cap - n < 1024) {
-			grown = realloc(buf, cap * 2);
-			if (!grown)
-				break;
-			buf = grown;
-			cap *= 2;
-		}
-		w = snprintf(buf + n, cap - n, "%s", s->name);
-#define STAT_PUT(f) w += snprintf(buf + n + w, cap - n - w, " " #f "=%llu", \
-				  (unsigned long long)st.f);
-		STAT_FIELDS(STAT_PUT)
-#undef STAT_PUT
-		w += snprintf(buf + n + w, cap - n - w, "\n");
-		n += (size_t)w;
+		ok = stat_reserve(&buf, &cap, n, line_max);
+		if (!ok)
+			break;
+		n += stat_line(buf + n, cap - n, s, &st);
 	}
 	pthread_mutex_unlock(&stat_lock);
-	if (cap - n < 8) {
-		grown = realloc(buf, cap + 8);
-		if (!grown) {
-			free(buf);
-			return NULL;
-		}
-		buf = grown;
+	if (!ok || !stat_reserve(&buf, &cap, n, 8)) {
+		free(buf);
+		return NULL;
 	}
-	n += (size_t)sprintf(buf + n, "end\n");
+	n += (size_t)snprintf(buf + n, cap - n, "end\n");
 	*len = n;
 	return buf;
 }
