@@ -189,7 +189,7 @@ struct rpcrdma_xprt {
  * argument checks: the guard ends wherever the function returns.
  */
 #ifdef NDEBUG
-#define XPRT_RDMA_GUARD(x, fail) do { } while (0)
+#define XPRT_RDMA_GUARD(x, fail) (void)(x)
 #else
 /* Out of line: the refusal's message. */
 struct rpcrdma_xprt *xprt_rdma_guard_refuse(const char *fn);
