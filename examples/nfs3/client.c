@@ -491,8 +491,12 @@ static ssize_t read_some(int fd, char *buf, size_t len)
 	return (ssize_t)done;
 }
 
-/* One pass of WRITEs from @fd's current offset; the first verifier seen in @verf. */
-static int put_pass(struct nfs3c *c, const nfs_fh3 *fh, int fd, uint64_t *bytes, char *verf)
+/*
+ * One pass of WRITEs from @fd's current offset; the first verifier seen in
+ * @verf, *@wrote false if there was nothing to write.
+ */
+static int put_pass(struct nfs3c *c, const nfs_fh3 *fh, int fd, uint64_t *bytes, char *verf,
+		    bool *wrote)
 {
 	uint64_t offset = 0;
 	bool first = true;
@@ -519,6 +523,7 @@ static int put_pass(struct nfs3c *c, const nfs_fh3 *fh, int fd, uint64_t *bytes,
 		}
 	}
 	*bytes = offset;
+	*wrote = !first;
 	return n < 0 ? (int)n : 0;
 }
 
@@ -526,6 +531,7 @@ int nfs3c_put(struct nfs3c *c, const nfs_fh3 *dir, const char *name, int fd, uin
 {
 	char verf[NFS3_WRITEVERFSIZE] = { 0 }, cverf[NFS3_WRITEVERFSIZE];
 	off_t start = lseek(fd, 0, SEEK_CUR);
+	bool wrote = false;
 	nfs_fh3 fh;
 	int rc, pass;
 
@@ -538,10 +544,11 @@ int nfs3c_put(struct nfs3c *c, const nfs_fh3 *dir, const char *name, int fd, uin
 			rc = -ESPIPE;
 			break;
 		}
-		rc = put_pass(c, &fh, fd, bytes, verf);
+		rc = put_pass(c, &fh, fd, bytes, verf, &wrote);
 		if (!rc)
 			rc = nfs3c_commit(c, &fh, cverf);
-		if (!rc && memcmp(verf, cverf, sizeof(verf)))
+		/* A verifier that changed since the WRITEs: the server lost what they wrote. */
+		if (!rc && wrote && memcmp(verf, cverf, sizeof(verf)))
 			rc = -EAGAIN;
 		if (rc != -EAGAIN)
 			break;
