@@ -95,8 +95,17 @@ static const struct dirent *reader_next(struct dir_reader *r, int *err)
 	return d;
 }
 
+/* An entry's fileid: the inode's, but the root's ".." is the root, as LOOKUP says. */
+static fileid3 entry_fileid(const struct nfs3_obj *dir, const struct dirent *d)
+{
+	if (nfs3_obj_is_root(dir) && strcmp(d->d_name, "..") == 0)
+		return dir->st.stx_ino;
+	return d->d_ino;
+}
+
 /* READDIR: names, ids and cookies while @budget lasts. */
-static nfsstat3 list_names(struct dir_reader *r, size_t budget, entry3 **head)
+static nfsstat3 list_names(const struct nfs3_obj *dir, struct dir_reader *r, size_t budget,
+			   entry3 **head)
 {
 	entry3 **tail = head;
 	const struct dirent *d;
@@ -114,7 +123,7 @@ static nfsstat3 list_names(struct dir_reader *r, size_t budget, entry3 **head)
 			free(e);
 			return NFS3ERR_SERVERFAULT;
 		}
-		e->fileid = d->d_ino;
+		e->fileid = entry_fileid(dir, d);
 		e->cookie = (cookie3)d->d_off;
 		*tail = e;
 		tail = &e->nextentry;
@@ -146,7 +155,7 @@ bool_t nfsproc3_readdir_3_svc(READDIR3args *a, READDIR3res *r, struct svc_req *r
 	else {
 		r->status = reader_open(&dir, a->cookie, &reader);
 		if (r->status == NFS3_OK) {
-			r->status = list_names(&reader, count - XDR_RESOK_FIXED,
+			r->status = list_names(&dir, &reader, count - XDR_RESOK_FIXED,
 					       &ok->reply.entries);
 			ok->reply.eof = reader.eof;
 			reader_close(&reader);
@@ -224,7 +233,7 @@ static entryplus3 *plus_entry(struct nfs3_obj *dir, int fd, const struct dirent 
 		free(e);
 		return NULL;
 	}
-	e->fileid = d->d_ino;
+	e->fileid = entry_fileid(dir, d);
 	e->cookie = (cookie3)d->d_off;
 	plus_fill(dir, fd, d->d_name, e);
 	return e;
