@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -116,6 +117,13 @@ bool_t ulb_sum_1_svc(ulb_data *argp, u_int *result, struct svc_req *rqstp)
 {
 	atomic_fetch_add(&served.sums, 1);
 	*result = sum((unsigned char *)argp->ulb_data_val, argp->ulb_data_len);
+	return TRUE;
+}
+
+bool_t ulb_pair_1_svc(ulb_pair *argp, u_int *result, struct svc_req *rqstp)
+{
+	*result = sum((unsigned char *)argp->first.ulb_data_val, argp->first.ulb_data_len) +
+		  sum((unsigned char *)argp->second.ulb_data_val, argp->second.ulb_data_len);
 	return TRUE;
 }
 
@@ -441,6 +449,58 @@ static void t_threads_share_client(void **state)
 	clnt_destroy(cl);
 }
 
+/*
+ * ULB_PAIR's arguments with the first opaque whole and the second only
+ * announced (its length, no bytes): what a peer may send.
+ */
+static bool_t xdr_pair_cut_short(XDR *xdrs, void *arg)
+{
+	ulb_pair *p = arg;
+
+	return xdr_ulb_data(xdrs, &p->first) && xdr_u_int(xdrs, &p->second.ulb_data_len);
+}
+
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+}
+
+/*
+ * Arguments that fail to decode halfway: rpcgen's dispatcher returns
+ * without svc_freeargs() when svc_getargs() fails, so the transport frees
+ * what the decoder made before it failed (here 1 MiB a call), or 64 such
+ * calls would leave 64 MiB behind on the server. The call is refused
+ * (GARBAGE_ARGS) and never runs.
+ */
+static void t_partial_args_freed(void **state)
+{
+	static unsigned char first[MiB];
+	ulb_pair p = { .first = { sizeof(first), (char *)first }, .second = { 100, NULL } };
+	struct timeval tv = { 10, 0 };
+	CLIENT *cl = client(0, 0);
+	u_int s = 0;
+	size_t before;
+	int i;
+
+	(void)state;
+	fill(first, sizeof(first), 11);
+	assert_int_equal(clnt_call(cl, ULB_PAIR, (xdrproc_t)xdr_pair_cut_short, (caddr_t)&p,
+				   (xdrproc_t)xdr_u_int, (caddr_t)&s, tv), RPC_CANTDECODEARGS);
+	before = heap_in_use();
+	for (i = 0; i < 64; i++)
+		assert_int_equal(clnt_call(cl, ULB_PAIR, (xdrproc_t)xdr_pair_cut_short,
+					   (caddr_t)&p, (xdrproc_t)xdr_u_int, (caddr_t)&s, tv),
+				 RPC_CANTDECODEARGS);
+	assert_true(heap_in_use() < before + 16 * MiB);
+	/* Whole, the same arguments are served. */
+	p.second.ulb_data_len = 0;
+	assert_int_equal(ulb_pair_1(&p, &s, cl), RPC_SUCCESS);
+	assert_int_equal(s, sum(first, sizeof(first)));
+	clnt_destroy(cl);
+}
+
 /* Bindings are checked when registered. */
 static void t_register_checks(void **state)
 {
@@ -472,6 +532,7 @@ int main(void)
 		cmocka_unit_test(t_err_chunk),
 		cmocka_unit_test(t_long_call),
 		cmocka_unit_test(t_threads_share_client),
+		cmocka_unit_test(t_partial_args_freed),
 		cmocka_unit_test(t_register_checks),
 	};
 
