@@ -127,6 +127,16 @@ bool_t ulb_pair_1_svc(ulb_pair *argp, u_int *result, struct svc_req *rqstp)
 	return TRUE;
 }
 
+bool_t ulb_name_1_svc(u_int *argp, char **result, struct svc_req *rqstp)
+{
+	*result = malloc(*argp + 1);
+	if (!*result)
+		return FALSE;
+	memset(*result, 'n', *argp);
+	(*result)[*argp] = '\0';
+	return TRUE;
+}
+
 int ulb_prog_1_freeresult(SVCXPRT *transp, xdrproc_t xdr_result, caddr_t result)
 {
 	/* READ_POOL's buffer goes back to the pool, not to free(). */
@@ -143,6 +153,8 @@ static const struct rpcrdma_ulb_proc ulb_procs[] = {
 	{ .proc = ULB_READ, .res_item = 1, .res_max = 4 * MiB, .reply_max = 28 },
 	{ .proc = ULB_READ_POOL, .res_item = 1, .res_max = 4 * MiB, .reply_max = 28 },
 	{ .proc = ULB_WRITE, .arg_item = 2, .reply_max = 28 },
+	{ .proc = ULB_NAME, .res_item = 1, .res_max = 8192, .reply_max = 28,
+	  .flags = RPCRDMA_ULB_RES_NO_PRESET },
 };
 
 static const struct rpcrdma_ulb ulb = {
@@ -501,11 +513,44 @@ static void t_partial_args_freed(void **state)
 	clnt_destroy(cl);
 }
 
+/*
+ * A string result: placed in a Write chunk of the library's when long, the
+ * caller's NULL pointer left alone until decoding allocates. With
+ * RPCRDMA_ULB_RES_NO_PRESET the client does not encode the results to look
+ * for a preset buffer (under AddressSanitizer that encode crashed in its
+ * xdr_string() interceptor, on the NULL string).
+ */
+static void t_string_result(void **state)
+{
+	static const u_int lens[] = { 10, 5000 };
+	struct rpcrdma_stats c0, c1;
+	CLIENT *cl = client(0, 0);
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		u_int n = lens[i];
+		char *name = NULL;
+
+		clnt_stats(cl, &c0);
+		assert_int_equal(ulb_name_1(&n, &name, cl), RPC_SUCCESS);
+		clnt_stats(cl, &c1);
+		assert_non_null(name);
+		assert_int_equal(strlen(name), n);
+		assert_int_equal(strspn(name, "n"), n);
+		assert_int_equal(c1.write_chunks - c0.write_chunks, 1);
+		clnt_freeres(cl, (xdrproc_t)xdr_wrapstring, (caddr_t)&name);
+	}
+	clnt_destroy(cl);
+}
+
 /* Bindings are checked when registered. */
 static void t_register_checks(void **state)
 {
 	struct rpcrdma_ulb_proc twice[] = { { .proc = 1 }, { .proc = 1 } };
 	struct rpcrdma_ulb_proc no_max[] = { { .proc = 1, .res_item = 1 } };
+	struct rpcrdma_ulb_proc bad_flag[] = { { .proc = 1, .res_item = 1, .res_max = 8,
+						 .flags = 0x80 } };
 	struct rpcrdma_ulb bad = ulb;
 
 	(void)state;
@@ -515,6 +560,8 @@ static void t_register_checks(void **state)
 	assert_int_equal(rpcrdma_ulb_register(&bad), -EINVAL);
 	bad.procs = no_max;
 	bad.nprocs = 1;
+	assert_int_equal(rpcrdma_ulb_register(&bad), -EINVAL);
+	bad.procs = bad_flag;
 	assert_int_equal(rpcrdma_ulb_register(&bad), -EINVAL);
 	assert_int_equal(rpcrdma_ulb_register(NULL), -EINVAL);
 	assert_int_equal(rpcrdma_ulb_unregister(ULB_PROG + 1, 1), -ENOENT);
@@ -533,6 +580,7 @@ int main(void)
 		cmocka_unit_test(t_long_call),
 		cmocka_unit_test(t_threads_share_client),
 		cmocka_unit_test(t_partial_args_freed),
+		cmocka_unit_test(t_string_result),
 		cmocka_unit_test(t_register_checks),
 	};
 
