@@ -7,7 +7,8 @@
  * telling nobody. The connection's thread must know, or it would poll a
  * descriptor that may already be someone else's: every connection's
  * SVCXPRT gets a copy of svc_vc's operations whose xp_destroy marks the
- * connection dead first (tcp_destroy()).
+ * connection dead first (tcp_destroy()). Its xp_getargs frees what a
+ * failed decode left (tcp_getargs()): rpcgen's dispatchers do not.
  */
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -50,8 +51,9 @@ struct nfs3_tcp {
 };
 
 static pthread_mutex_t tcp_ops_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct xp_ops tcp_ops;			/* svc_vc's, with tcp_destroy() */
+static struct xp_ops tcp_ops;			/* svc_vc's, with ours below */
 static void (*svc_vc_destroy)(SVCXPRT *);	/* svc_vc's own xp_destroy */
+static bool_t (*svc_vc_getargs)(SVCXPRT *, xdrproc_t, void *);
 static __thread struct tcp_conn *tcp_self;	/* the connection this thread serves */
 
 static void tcp_destroy(SVCXPRT *xprt)
@@ -66,14 +68,30 @@ static void tcp_destroy(SVCXPRT *xprt)
 	svc_vc_destroy(xprt);
 }
 
-/* Route @xprt's destruction through tcp_destroy(). */
+/*
+ * Arguments cut short (a client that died in the middle of a WRITE): what
+ * the decoder made before it failed is freed, as rpcgen's dispatcher
+ * returns without svc_freeargs(). XDR_FREE leaves NULL behind: freeing
+ * again frees nothing.
+ */
+static bool_t tcp_getargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args)
+{
+	if (svc_vc_getargs(xprt, xdr_args, args))
+		return TRUE;
+	svc_freeargs(xprt, xdr_args, args);
+	return FALSE;
+}
+
+/* Route @xprt's destruction through tcp_destroy(), its decoding through tcp_getargs(). */
 static void tcp_hook(SVCXPRT *xprt)
 {
 	pthread_mutex_lock(&tcp_ops_lock);
 	if (!svc_vc_destroy) {
 		tcp_ops = *xprt->xp_ops;
 		svc_vc_destroy = tcp_ops.xp_destroy;
+		svc_vc_getargs = tcp_ops.xp_getargs;
 		tcp_ops.xp_destroy = tcp_destroy;
+		tcp_ops.xp_getargs = tcp_getargs;
 	}
 	pthread_mutex_unlock(&tcp_ops_lock);
 	xprt->xp_ops = &tcp_ops;
