@@ -451,7 +451,8 @@ static unsigned int tclnt_result_item(struct tclnt *tc, struct tcall_buf *b,
 
 	if (!p || !p->res_item || !xres || !resp)
 		return 0;
-	if (tirpc_xdr_probe_item(xres, resp, p->res_item, &buf, &len)) {
+	if (!(p->flags & RPCRDMA_ULB_RES_NO_PRESET) &&
+	    tirpc_xdr_probe_item(xres, resp, p->res_item, &buf, &len)) {
 		dres->buf = buf;
 		dres->len = len;
 		return p->res_item;

@@ -443,8 +443,16 @@ static bool_t tconn_getargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args_ptr)
 	if (!tc->cur)
 		return FALSE;
 	tc->splice.items.on = true;
-	if (!SVCAUTH_UNWRAP(&SVC_XP_AUTH(xprt), &tc->xdrs, xdr_args, args_ptr))
+	if (!SVCAUTH_UNWRAP(&SVC_XP_AUTH(xprt), &tc->xdrs, xdr_args, args_ptr)) {
+		/*
+		 * What the decoder made before it failed (a peer's arguments cut
+		 * short) is freed here: rpcgen's dispatchers return without
+		 * svc_freeargs() when svc_getargs() fails. XDR_FREE leaves NULL
+		 * behind, so a dispatcher that does free them frees nothing twice.
+		 */
+		tconn_freeargs(xprt, xdr_args, args_ptr);
 		return FALSE;
+	}
 	if (tconn_reduced_ok(tc))
 		return TRUE;
 	/* Answered ERR_CHUNK: the procedure is not run, svcerr_decode() finds no call. */

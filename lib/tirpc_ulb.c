@@ -72,7 +72,7 @@ static struct ulb_entry *ulb_copy(const struct rpcrdma_ulb *u, int *rc)
 		const struct rpcrdma_ulb_proc *p = &e->procs[i];
 
 		if (p->proc > UINT16_MAX || (i && p->proc == e->procs[i - 1].proc) ||
-		    (p->res_item && !p->res_max))
+		    (p->res_item && !p->res_max) || (p->flags & ~RPCRDMA_ULB_RES_NO_PRESET))
 			goto bad;
 	}
 	*rc = 0;
@@ -179,7 +179,7 @@ static const struct rpcrdma_ulb_proc nfs3_procs[] = {
 	{ .proc = 3, .reply_max = NFS3_HDR + 4 + 68 + 88 + 88 },	/* LOOKUP */
 	{ .proc = 4, .reply_max = NFS3_HDR + 4 + 88 + 4 },		/* ACCESS */
 	{ .proc = 5, .res_item = 1, .res_max = 4096,			/* READLINK */
-	  .reply_max = NFS3_HDR + 4 + 88 + 4 },
+	  .reply_max = NFS3_HDR + 4 + 88 + 4, .flags = RPCRDMA_ULB_RES_NO_PRESET },
 	{ .proc = 6, .res_item = 1, .res_max = 1u << 20,		/* READ */
 	  .reply_max = NFS3_HDR + 4 + 88 + 4 + 4 + 4 },
 	{ .proc = 7, .arg_item = 2, .reply_max = NFS3_HDR + 4 + 116 + 4 + 4 + 8 },	/* WRITE */

@@ -365,6 +365,7 @@ int rpcrdma_svcerr_chunk(SVCXPRT *xprt);
  *	2.2's reply size estimate); 0 if it has no bound. A client offers a
  *	Reply chunk only when this exceeds what fits inline (with 0, when its
  *	recvsize does)
+ * @flags: RPCRDMA_ULB_* below, or 0
  */
 struct rpcrdma_ulb_proc {
 	uint32_t proc;
@@ -372,7 +373,19 @@ struct rpcrdma_ulb_proc {
 	uint16_t res_item;
 	uint32_t res_max;
 	uint32_t reply_max;
+	uint32_t flags;
 };
+
+/*
+ * RPCRDMA_ULB_RES_NO_PRESET - @res_item is never in a buffer of the
+ * caller's: the client does not look into the results passed to
+ * clnt_call() for one, and offers a Write chunk of its own. For strings
+ * (NFSv3 READLINK's path): XDR decodes a string into a preset pointer with
+ * no bound, so callers leave it NULL, and looking for a preset buffer means
+ * encoding their results, a NULL string included, which some XDR
+ * implementations (AddressSanitizer's xdr_string() interceptor) cannot do.
+ */
+#define RPCRDMA_ULB_RES_NO_PRESET 0x1u
 
 /**
  * struct rpcrdma_ulb - an upper-layer binding for one program version
@@ -421,7 +434,8 @@ int rpcrdma_ulb_unregister(uint32_t prog, uint32_t vers);
  *
  * Program 100003 version 3: the file data of READ results (item 1, Write
  * chunks up to 1 MiB) and of WRITE arguments (item 2), the path of
- * READLINK results (item 1, up to 4096 bytes) and of SYMLINK arguments
+ * READLINK results (item 1, up to 4096 bytes, never preset:
+ * RPCRDMA_ULB_RES_NO_PRESET) and of SYMLINK arguments
  * (item 3); a reply bound for every procedure but READDIR and
  * READDIRPLUS, whose replies grow with their arguments. Register it with
  * rpcrdma_ulb_register().

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -119,6 +120,23 @@ bool_t ulb_sum_1_svc(ulb_data *argp, u_int *result, struct svc_req *rqstp)
 	return TRUE;
 }
 
+bool_t ulb_pair_1_svc(ulb_pair *argp, u_int *result, struct svc_req *rqstp)
+{
+	*result = sum((unsigned char *)argp->first.ulb_data_val, argp->first.ulb_data_len) +
+		  sum((unsigned char *)argp->second.ulb_data_val, argp->second.ulb_data_len);
+	return TRUE;
+}
+
+bool_t ulb_name_1_svc(u_int *argp, char **result, struct svc_req *rqstp)
+{
+	*result = malloc(*argp + 1);
+	if (!*result)
+		return FALSE;
+	memset(*result, 'n', *argp);
+	(*result)[*argp] = '\0';
+	return TRUE;
+}
+
 int ulb_prog_1_freeresult(SVCXPRT *transp, xdrproc_t xdr_result, caddr_t result)
 {
 	/* READ_POOL's buffer goes back to the pool, not to free(). */
@@ -135,6 +153,8 @@ static const struct rpcrdma_ulb_proc ulb_procs[] = {
 	{ .proc = ULB_READ, .res_item = 1, .res_max = 4 * MiB, .reply_max = 28 },
 	{ .proc = ULB_READ_POOL, .res_item = 1, .res_max = 4 * MiB, .reply_max = 28 },
 	{ .proc = ULB_WRITE, .arg_item = 2, .reply_max = 28 },
+	{ .proc = ULB_NAME, .res_item = 1, .res_max = 8192, .reply_max = 28,
+	  .flags = RPCRDMA_ULB_RES_NO_PRESET },
 };
 
 static const struct rpcrdma_ulb ulb = {
@@ -441,11 +461,96 @@ static void t_threads_share_client(void **state)
 	clnt_destroy(cl);
 }
 
+/*
+ * ULB_PAIR's arguments with the first opaque whole and the second only
+ * announced (its length, no bytes): what a peer may send.
+ */
+static bool_t xdr_pair_cut_short(XDR *xdrs, void *arg)
+{
+	ulb_pair *p = arg;
+
+	return xdr_ulb_data(xdrs, &p->first) && xdr_u_int(xdrs, &p->second.ulb_data_len);
+}
+
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+}
+
+/*
+ * Arguments that fail to decode halfway: rpcgen's dispatcher returns
+ * without svc_freeargs() when svc_getargs() fails, so the transport frees
+ * what the decoder made before it failed (here 1 MiB a call), or 64 such
+ * calls would leave 64 MiB behind on the server. The call is refused
+ * (GARBAGE_ARGS) and never runs.
+ */
+static void t_partial_args_freed(void **state)
+{
+	static unsigned char first[MiB];
+	ulb_pair p = { .first = { sizeof(first), (char *)first }, .second = { 100, NULL } };
+	struct timeval tv = { 10, 0 };
+	CLIENT *cl = client(0, 0);
+	u_int s = 0;
+	size_t before;
+	int i;
+
+	(void)state;
+	fill(first, sizeof(first), 11);
+	assert_int_equal(clnt_call(cl, ULB_PAIR, (xdrproc_t)xdr_pair_cut_short, (caddr_t)&p,
+				   (xdrproc_t)xdr_u_int, (caddr_t)&s, tv), RPC_CANTDECODEARGS);
+	before = heap_in_use();
+	for (i = 0; i < 64; i++)
+		assert_int_equal(clnt_call(cl, ULB_PAIR, (xdrproc_t)xdr_pair_cut_short,
+					   (caddr_t)&p, (xdrproc_t)xdr_u_int, (caddr_t)&s, tv),
+				 RPC_CANTDECODEARGS);
+	assert_true(heap_in_use() < before + 16 * MiB);
+	/* Whole, the same arguments are served. */
+	p.second.ulb_data_len = 0;
+	assert_int_equal(ulb_pair_1(&p, &s, cl), RPC_SUCCESS);
+	assert_int_equal(s, sum(first, sizeof(first)));
+	clnt_destroy(cl);
+}
+
+/*
+ * A string result: placed in a Write chunk of the library's when long, the
+ * caller's NULL pointer left alone until decoding allocates. With
+ * RPCRDMA_ULB_RES_NO_PRESET the client does not encode the results to look
+ * for a preset buffer (under AddressSanitizer that encode crashed in its
+ * xdr_string() interceptor, on the NULL string).
+ */
+static void t_string_result(void **state)
+{
+	static const u_int lens[] = { 10, 5000 };
+	struct rpcrdma_stats c0, c1;
+	CLIENT *cl = client(0, 0);
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		u_int n = lens[i];
+		char *name = NULL;
+
+		clnt_stats(cl, &c0);
+		assert_int_equal(ulb_name_1(&n, &name, cl), RPC_SUCCESS);
+		clnt_stats(cl, &c1);
+		assert_non_null(name);
+		assert_int_equal(strlen(name), n);
+		assert_int_equal(strspn(name, "n"), n);
+		assert_int_equal(c1.write_chunks - c0.write_chunks, 1);
+		clnt_freeres(cl, (xdrproc_t)xdr_wrapstring, (caddr_t)&name);
+	}
+	clnt_destroy(cl);
+}
+
 /* Bindings are checked when registered. */
 static void t_register_checks(void **state)
 {
 	struct rpcrdma_ulb_proc twice[] = { { .proc = 1 }, { .proc = 1 } };
 	struct rpcrdma_ulb_proc no_max[] = { { .proc = 1, .res_item = 1 } };
+	struct rpcrdma_ulb_proc bad_flag[] = { { .proc = 1, .res_item = 1, .res_max = 8,
+						 .flags = 0x80 } };
 	struct rpcrdma_ulb bad = ulb;
 
 	(void)state;
@@ -455,6 +560,8 @@ static void t_register_checks(void **state)
 	assert_int_equal(rpcrdma_ulb_register(&bad), -EINVAL);
 	bad.procs = no_max;
 	bad.nprocs = 1;
+	assert_int_equal(rpcrdma_ulb_register(&bad), -EINVAL);
+	bad.procs = bad_flag;
 	assert_int_equal(rpcrdma_ulb_register(&bad), -EINVAL);
 	assert_int_equal(rpcrdma_ulb_register(NULL), -EINVAL);
 	assert_int_equal(rpcrdma_ulb_unregister(ULB_PROG + 1, 1), -ENOENT);
@@ -472,6 +579,8 @@ int main(void)
 		cmocka_unit_test(t_err_chunk),
 		cmocka_unit_test(t_long_call),
 		cmocka_unit_test(t_threads_share_client),
+		cmocka_unit_test(t_partial_args_freed),
+		cmocka_unit_test(t_string_result),
 		cmocka_unit_test(t_register_checks),
 	};
 
