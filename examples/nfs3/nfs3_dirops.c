@@ -118,8 +118,9 @@ static nfsstat3 verf_set(const struct nfs3_obj *child, const char *verf)
 }
 
 /* CREATE's work, as the caller: make the file, or decide about the one there. */
-static nfsstat3 create_file(struct dirop *d, const CREATE3args *a, struct nfs3_obj *child)
+static nfsstat3 create_file(struct dirop *d, const void *args, struct nfs3_obj *child)
 {
+	const CREATE3args *a = args;
 	const createhow3 *how = &a->how;
 	const sattr3 *sa = &how->createhow3_u.obj_attributes;
 	const char *verf = how->createhow3_u.verf;
@@ -150,29 +151,52 @@ static nfsstat3 create_file(struct dirop *d, const CREATE3args *a, struct nfs3_o
 	return nfs3_sattr_apply(child, sa);
 }
 
-bool_t nfsproc3_create_3_svc(CREATE3args *a, CREATE3res *r, struct svc_req *rq)
+/* How CREATE, MKDIR and SYMLINK make their child, from their arguments. */
+typedef nfsstat3 (*make_fn)(struct dirop *d, const void *args, struct nfs3_obj *child);
+
+/* What the three have in common: the checks, the caller's identity, the results. */
+struct make_res {
+	post_op_fh3 *obj;
+	post_op_attr *obj_attributes;
+	wcc_data *wcc_ok;
+	wcc_data *wcc_fail;
+};
+
+static nfsstat3 dirop_make(const diropargs3 *where, struct svc_req *rq, make_fn make,
+			   const void *args, nfsstat3 precheck, const struct make_res *res)
 {
-	CREATE3resok *ok = &r->CREATE3res_u.resok;
 	struct nfs3_obj child;
 	struct dirop d;
+	nfsstat3 status = dirop_begin(where, &d);
 
-	memset(r, 0, sizeof(*r));
-	r->status = dirop_begin(&a->where, &d);
-	if (r->status == NFS3_OK && nfs3_name_is_dot(a->where.name))
-		r->status = NFS3ERR_EXIST;
-	if (r->status == NFS3_OK && a->how.mode > EXCLUSIVE)
-		r->status = NFS3ERR_INVAL;
-	if (r->status == NFS3_OK) {
+	if (status == NFS3_OK && nfs3_name_is_dot(where->name))
+		status = NFS3ERR_EXIST;
+	if (status == NFS3_OK)
+		status = precheck;
+	if (status == NFS3_OK) {
 		if (nfs3_caller_enter(rq)) {
-			r->status = create_file(&d, a, &child);
+			status = make(&d, args, &child);
 			nfs3_caller_leave();
 		} else {
-			r->status = NFS3ERR_ACCES;
+			status = NFS3ERR_ACCES;
 		}
 	}
-	if (r->status == NFS3_OK)
-		child_made(&d, &child, &ok->obj, &ok->obj_attributes);
-	dirop_end(&d, r->status == NFS3_OK ? &ok->dir_wcc : &r->CREATE3res_u.resfail.dir_wcc);
+	if (status == NFS3_OK)
+		child_made(&d, &child, res->obj, res->obj_attributes);
+	dirop_end(&d, status == NFS3_OK ? res->wcc_ok : res->wcc_fail);
+	return status;
+}
+
+bool_t nfsproc3_create_3_svc(CREATE3args *a, CREATE3res *r, struct svc_req *rq)
+{
+	const struct make_res res = {
+		&r->CREATE3res_u.resok.obj, &r->CREATE3res_u.resok.obj_attributes,
+		&r->CREATE3res_u.resok.dir_wcc, &r->CREATE3res_u.resfail.dir_wcc,
+	};
+
+	memset(r, 0, sizeof(*r));
+	r->status = dirop_make(&a->where, rq, create_file, a,
+			       a->how.mode > EXCLUSIVE ? NFS3ERR_INVAL : NFS3_OK, &res);
 	return TRUE;
 }
 
@@ -185,8 +209,9 @@ static nfsstat3 apply_after_make(struct nfs3_obj *child, const sattr3 *sa)
 	return nfs3_sattr_apply(child, &rest);
 }
 
-static nfsstat3 make_dir(struct dirop *d, const MKDIR3args *a, struct nfs3_obj *child)
+static nfsstat3 make_dir(struct dirop *d, const void *args, struct nfs3_obj *child)
 {
+	const MKDIR3args *a = args;
 	const sattr3 *sa = &a->attributes;
 	mode_t mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0755;
 	nfsstat3 status;
@@ -200,31 +225,20 @@ static nfsstat3 make_dir(struct dirop *d, const MKDIR3args *a, struct nfs3_obj *
 
 bool_t nfsproc3_mkdir_3_svc(MKDIR3args *a, MKDIR3res *r, struct svc_req *rq)
 {
-	MKDIR3resok *ok = &r->MKDIR3res_u.resok;
-	struct nfs3_obj child;
-	struct dirop d;
+	const struct make_res res = {
+		&r->MKDIR3res_u.resok.obj, &r->MKDIR3res_u.resok.obj_attributes,
+		&r->MKDIR3res_u.resok.dir_wcc, &r->MKDIR3res_u.resfail.dir_wcc,
+	};
 
 	memset(r, 0, sizeof(*r));
-	r->status = dirop_begin(&a->where, &d);
-	if (r->status == NFS3_OK && nfs3_name_is_dot(a->where.name))
-		r->status = NFS3ERR_EXIST;
-	if (r->status == NFS3_OK) {
-		if (nfs3_caller_enter(rq)) {
-			r->status = make_dir(&d, a, &child);
-			nfs3_caller_leave();
-		} else {
-			r->status = NFS3ERR_ACCES;
-		}
-	}
-	if (r->status == NFS3_OK)
-		child_made(&d, &child, &ok->obj, &ok->obj_attributes);
-	dirop_end(&d, r->status == NFS3_OK ? &ok->dir_wcc : &r->MKDIR3res_u.resfail.dir_wcc);
+	r->status = dirop_make(&a->where, rq, make_dir, a, NFS3_OK, &res);
 	return TRUE;
 }
 
 /* The link's text is stored as given: the server never follows it, a client may. */
-static nfsstat3 make_symlink(struct dirop *d, const SYMLINK3args *a, struct nfs3_obj *child)
+static nfsstat3 make_symlink(struct dirop *d, const void *args, struct nfs3_obj *child)
 {
+	const SYMLINK3args *a = args;
 	const char *target = a->symlink.symlink_data;
 	nfsstat3 status;
 
@@ -241,25 +255,13 @@ static nfsstat3 make_symlink(struct dirop *d, const SYMLINK3args *a, struct nfs3
 
 bool_t nfsproc3_symlink_3_svc(SYMLINK3args *a, SYMLINK3res *r, struct svc_req *rq)
 {
-	SYMLINK3resok *ok = &r->SYMLINK3res_u.resok;
-	struct nfs3_obj child;
-	struct dirop d;
+	const struct make_res res = {
+		&r->SYMLINK3res_u.resok.obj, &r->SYMLINK3res_u.resok.obj_attributes,
+		&r->SYMLINK3res_u.resok.dir_wcc, &r->SYMLINK3res_u.resfail.dir_wcc,
+	};
 
 	memset(r, 0, sizeof(*r));
-	r->status = dirop_begin(&a->where, &d);
-	if (r->status == NFS3_OK && nfs3_name_is_dot(a->where.name))
-		r->status = NFS3ERR_EXIST;
-	if (r->status == NFS3_OK) {
-		if (nfs3_caller_enter(rq)) {
-			r->status = make_symlink(&d, a, &child);
-			nfs3_caller_leave();
-		} else {
-			r->status = NFS3ERR_ACCES;
-		}
-	}
-	if (r->status == NFS3_OK)
-		child_made(&d, &child, &ok->obj, &ok->obj_attributes);
-	dirop_end(&d, r->status == NFS3_OK ? &ok->dir_wcc : &r->SYMLINK3res_u.resfail.dir_wcc);
+	r->status = dirop_make(&a->where, rq, make_symlink, a, NFS3_OK, &res);
 	return TRUE;
 }
 
