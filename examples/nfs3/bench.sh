@@ -46,7 +46,8 @@ echo "== one process: server and clients on the drop-ins"
 echo
 echo "== two processes: nfs3-server, and nfs3-bench as its client"
 export_dir=$(cd "$work/export" && pwd -P)
-"$server" -a 127.0.0.1 -p 0 -t 0 -r "$work/ready" -s "$work/stats" "$export_dir" >/dev/null &
+"$server" -a 127.0.0.1 -p 0 -t 0 --no-rpcbind -r "$work/ready" -s "$work/stats" "$export_dir" \
+	>/dev/null &
 server_pid=$!
 tries=0
 until [ -s "$work/ready" ]; do

@@ -41,7 +41,8 @@ struct nfs3_server;
  * @max_tcp: TCP connections at once (more are closed when accepted)
  * @max_nodes: the node table's size (0: the default, export.h)
  * @rpcbind: register NFS (rdma and tcp) and MOUNT (tcp) with the local
- *	rpcbind; a refusal or no rpcbind is reported, not fatal
+ *	rpcbind; a refusal or no rpcbind is reported, not fatal. Off by default:
+ *	a server in a test must not take the host's NFS entries
  */
 struct nfs3_server_opts {
 	const char *export_path;

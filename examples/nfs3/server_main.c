@@ -3,10 +3,11 @@
  * nfs3-server: export a directory over NFSv3, on RPC-over-RDMA and TCP.
  *
  *	nfs3-server [-a address] [-p rdma-port] [-t tcp-port] [--no-rdma] [--no-tcp]
- *		    [-n threads] [-R] [-r ready-file] [-s stats-file] directory
+ *		    [-n threads] [--no-rpcbind] [-r ready-file] [-s stats-file] directory
  *
  * RDMA listens at port 20049 (-p 0: any free port), TCP at 2049 (-t 0: any);
- * -R registers with the local rpcbind. -r writes "rdma PORT" and "tcp PORT"
+ * It registers with the local rpcbind when one answers (--no-rpcbind: it
+ * does not); a refusal is reported, not fatal. -r writes "rdma PORT" and "tcp PORT"
  * lines to a file once both listen (for scripts that asked for port 0).
  * SIGINT and SIGTERM stop the server; SIGUSR1 writes the RDMA server's
  * counters to the -s file (replaced whole, with a sequence number, so a
@@ -27,7 +28,8 @@ static void usage(const char *prog)
 {
 	fprintf(stderr,
 		"usage: %s [-a address] [-p rdma-port] [-t tcp-port] [--no-rdma] [--no-tcp]\n"
-		"       [-n threads] [-R] [-r ready-file] [-s stats-file] directory\n", prog);
+		"       [-n threads] [--no-rpcbind] [-r ready-file] [-s stats-file] directory\n",
+		prog);
 	exit(2);
 }
 
@@ -99,13 +101,16 @@ static void parse(int argc, char **argv, struct main_opts *m)
 	static const struct option longs[] = {
 		{ "no-rdma", no_argument, NULL, 'D' },
 		{ "no-tcp", no_argument, NULL, 'T' },
+		{ "no-rpcbind", no_argument, NULL, 'B' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nfs3_server_opts *o = &m->server;
 	int c;
 
 	nfs3_server_opts_init(o);
-	while ((c = getopt_long(argc, argv, "a:p:t:n:Rr:s:", longs, NULL)) != -1) {
+	/* The program, unlike the library's default, tells rpcbind where it is. */
+	o->rpcbind = true;
+	while ((c = getopt_long(argc, argv, "a:p:t:n:r:s:", longs, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			if (inet_pton(AF_INET, optarg, &o->rdma_addr.sin_addr) != 1)
@@ -129,8 +134,8 @@ static void parse(int argc, char **argv, struct main_opts *m)
 		case 'T':
 			o->tcp = false;
 			break;
-		case 'R':
-			o->rpcbind = true;
+		case 'B':
+			o->rpcbind = false;
 			break;
 		case 'r':
 			m->ready_file = optarg;
