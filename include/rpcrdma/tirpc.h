@@ -339,7 +339,9 @@ int rpcrdma_svcerr_chunk(SVCXPRT *xprt);
  * - a client sends a DDP-eligible argument item as a Read chunk, offers a
  *   Write chunk for a DDP-eligible result item (into the caller's buffer
  *   when the results passed to clnt_call() already point to one, e.g. a
- *   preset data_val and data_len), and offers a Reply chunk only to a
+ *   preset data_val and data_len; to find it the client encodes the
+ *   results as they stand, so they must be zeroed or filled in, as XDR
+ *   decoding into them requires anyway), and offers a Reply chunk only to a
  *   procedure whose largest reply exceeds its inline room;
  * - a server writes a DDP-eligible result item into the client's Write
  *   chunk: with no copy when the bytes are a buffer of
