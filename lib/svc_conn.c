@@ -294,6 +294,8 @@ int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget)
 
 int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 {
+	/* The visit may free the connection: its poller outlives it. */
+	struct svc_rdma_poller *p = rdma->sc_poller;
 	int n, m = 0;
 
 	if (rdma->sc_state == SVCXPRT_CLOSED)
@@ -329,7 +331,8 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 	}
 	if (svc_rdma_after_batch(rdma) && svc_rdma_work_left(rdma))
 		svc_rdma_mark_ready(rdma);
-	rpcrdma_stat_tick(&rdma->sc_poller->stat, false);
+	if (p)
+		rpcrdma_stat_tick(&p->stat, false);
 	return n + m;
 }
 
@@ -340,7 +343,8 @@ int svc_rdma_conn_arm(struct svcxprt_rdma *rdma)
 	if (rdma->sc_state == SVCXPRT_CLOSED)
 		return 0;
 	/* About to sleep: what the paced polls skipped must not be left unread. */
-	rpcrdma_stat_tick(&rdma->sc_poller->stat, true);
+	if (rdma->sc_poller)
+		rpcrdma_stat_tick(&rdma->sc_poller->stat, true);
 	if (rpcrdma_ep_cm_due_arm(&rdma->sc_ep))
 		svc_rdma_process_cm(rdma);
 	n = rpcrdma_ep_arm(&rdma->sc_ep, 64);
