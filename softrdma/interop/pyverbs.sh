@@ -70,6 +70,13 @@ case "$preload" in
 	echo "not under TSan: Python's multiprocessing children fork a threaded process: skipped"
 	exit 77 ;;
 esac
+# A clang-sanitized drop-in needs clang's runtimes, which are linked into
+# executables, not preloadable into an uninstrumented python3, which loads
+# its modules with RTLD_NOW (the gcc build's libasan is preloaded instead).
+if [ -n "${SOFTRDMA_INTEROP_CLANG_SANITIZED:-}" ]; then
+	echo "not with clang's sanitizers: their runtimes cannot be preloaded into python3: skipped"
+	exit 77
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
