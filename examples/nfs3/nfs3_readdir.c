@@ -139,7 +139,7 @@ bool_t nfsproc3_readdir_3_svc(READDIR3args *a, READDIR3res *r, struct svc_req *r
 {
 	READDIR3resok *ok = &r->READDIR3res_u.resok;
 	u_int count = a->count < NFS3_MAXDIR ? a->count : NFS3_MAXDIR;
-	struct dir_reader reader;
+	struct dir_reader reader = { .fd = -1 };
 	struct nfs3_obj dir;
 
 	memset(r, 0, sizeof(*r));
@@ -274,7 +274,7 @@ static nfsstat3 readdirplus(struct nfs3_obj *dir, const READDIRPLUS3args *a,
 {
 	u_int maxcount = a->maxcount < NFS3_MAXDIR ? a->maxcount : NFS3_MAXDIR;
 	struct plus_budget b = { .dir = a->dircount };
-	struct dir_reader reader;
+	struct dir_reader reader = { .fd = -1 };
 	nfsstat3 status;
 
 	if (maxcount <= XDR_RESOK_FIXED || !a->dircount)
