@@ -67,6 +67,7 @@ static int xprt_rdma_attr_fill(struct rpcrdma_xprt *x, const struct rpcrdma_clnt
 	if (a->max_requests > RPCRDMA_CLNT_MAX_REQUESTS || a->inline_size < RPCRDMA_MIN_INLINE ||
 	    a->inline_size > RPCRDMA_MAX_INLINE || a->connect_timeout_ms < 0 ||
 	    a->call_timeout_ms < 0 || a->rnr_retry > 7 || a->max_segment < RPCRDMA_CLNT_MIN_SEGMENT ||
+	    a->keepalive_ms < 0 || (a->keepalive_ms && a->keepalive_ms < RPCRDMA_KA_MIN_MS) ||
 	    (a->flags & ~RPCRDMA_CLNT_PERSISTENT_REG))
 		return -EINVAL;
 	/* RFC 8797 expresses sizes in whole KiB. */
@@ -133,6 +134,8 @@ static void xprt_rdma_free(struct rpcrdma_xprt *x)
 		rdma_destroy_event_channel(x->rx_cm_channel);
 	if (x->rx_epfd >= 0)
 		close(x->rx_epfd);
+	if (x->rx_ka_fd >= 0)
+		close(x->rx_ka_fd);
 	free(x);
 }
 
@@ -151,6 +154,7 @@ int rpcrdma_clnt_connect_0_2(const struct rpcrdma_clnt_attr *attr,
 		return -ENOMEM;
 	x->rx_stats.heap_bytes = sizeof(*x);
 	x->rx_epfd = -1;
+	x->rx_ka_fd = -1;
 	x->rx_next_deadline = INT64_MAX;
 	list_init(&x->rb_reqs_free);
 	list_init(&x->rb_pending);
@@ -175,6 +179,9 @@ int rpcrdma_clnt_connect_0_2(const struct rpcrdma_clnt_attr *attr,
 		rc = -errno;
 		goto out;
 	}
+	rc = xprt_rdma_keepalive_init(x);
+	if (rc)
+		goto out;
 	rc = xprt_rdma_connect(x, INT64_MAX);
 	if (rc)
 		goto out;
@@ -469,6 +476,10 @@ RPCRDMA_EXPORT int rpcrdma_clnt_arm(struct rpcrdma_clnt *clnt)
 	if (!clnt)
 		return -EINVAL;
 	XPRT_RDMA_GUARD(x, return -EBUSY);
+	if (xprt_rdma_keepalive(x)) {
+		xprt_rdma_after_batch(x);
+		return 1;
+	}
 	if (!x->rx_have_ep)
 		return 0;
 	/* About to sleep: what the paced polls skipped must not be left unread. */

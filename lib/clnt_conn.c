@@ -377,3 +377,52 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 	x->rx_stats.disconnects++;
 	rpcrdma_stat_tick(&x->rx_stat, true);
 }
+
+static void xprt_rdma_wc_keepalive(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	rpcrdma_ka_probe_done(container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_ep, ka.cqe), wc);
+}
+
+int xprt_rdma_keepalive_init(struct rpcrdma_xprt *x)
+{
+	struct rpcrdma_ka_conf conf = { .keepalive_ms = x->rx_attr.keepalive_ms };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = RPCRDMA_READY_TIMER };
+	int fd;
+
+	if (!conf.keepalive_ms)
+		return 0;
+	fd = rpcrdma_ka_timer_open(x->rx_epfd, &ev, rpcrdma_ka_period_ms(&conf));
+	if (fd < 0)
+		return fd;
+	x->rx_ka_fd = fd;
+	return 0;
+}
+
+/*
+ * Before an arm: a keepalive tick if the timer expired. True when it closed
+ * the connection, which the caller then processes.
+ */
+bool xprt_rdma_keepalive(struct rpcrdma_xprt *x)
+{
+	struct rpcrdma_ka_conf conf = { .keepalive_ms = x->rx_attr.keepalive_ms };
+	const struct rpcrdma_stats *st = &x->rx_stats;
+
+	if (x->rx_ka_fd < 0)
+		return false;
+	/* A wait that found the timer not ready spares the read. */
+	if (x->rx_have_ep && (x->rx_ep.ready & RPCRDMA_READY_KNOWN) &&
+	    !(x->rx_ep.ready & RPCRDMA_READY_TIMER))
+		return false;
+	/* Read even when not connected: an unread timer keeps the set readable. */
+	if (!rpcrdma_ka_timer_expired(x->rx_ka_fd) || !x->rx_have_ep || !x->rx_connected ||
+	    x->rx_ep.close_pending)
+		return false;
+	if (rpcrdma_ka_tick(&x->rx_ep, &conf, st->replies + st->rdma_errors + st->dropped, false,
+			    rpcrdma_now_ms(), xprt_rdma_wc_keepalive) != RPCRDMA_KA_SILENT)
+		return false;
+	rpcrdma_warn("client: the server left a keepalive probe unanswered for %d ms; closing",
+		     conf.keepalive_ms);
+	x->rx_stats.keepalive_closes++;
+	rpcrdma_ep_close_deferred(&x->rx_ep);
+	return true;
+}

@@ -26,6 +26,7 @@
 
 #include "compiler.h"
 #include "cq.h"
+#include "keepalive.h"
 #include "list.h"
 #include "util.h"
 
@@ -69,6 +70,7 @@ enum rpcrdma_ep_state {
  * @ready: what the owner's last wait found ready (&enum rpcrdma_ready), so
  *	that the next poll and arm read only those descriptors
  * @async_arms: arms that skipped the async events, to pace that read
+ * @ka: keepalive and idle state (keepalive.c), zeroed with the endpoint
  */
 struct rpcrdma_ep {
 	struct rdma_cm_id *id;
@@ -95,6 +97,7 @@ struct rpcrdma_ep {
 	atomic_bool last_wqe;
 	unsigned int ready;
 	unsigned int async_arms;
+	struct rpcrdma_keepalive ka;
 };
 
 /*
@@ -111,6 +114,7 @@ enum rpcrdma_ready {
 	RPCRDMA_READY_ASYNC = 1 << 2,	/* the device's async fd */
 	RPCRDMA_READY_CM = 1 << 3,	/* the rdma_cm event channel */
 	RPCRDMA_READY_USER = 1 << 4,	/* a descriptor of the adapter's */
+	RPCRDMA_READY_TIMER = 1 << 5,	/* the keepalive timer (keepalive.h) */
 };
 
 /*

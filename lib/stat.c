@@ -6,7 +6,7 @@
  * closes it:
  *
  *   rpcrdma-stat 1
- *   <source> calls=<n> replies=<n> ... conn_rejects=<n>
+ *   <source> calls=<n> replies=<n> ... idle_closes=<n>
  *   ...
  *   end
  *
@@ -48,9 +48,10 @@ static pthread_once_t stat_env_once = PTHREAD_ONCE_INIT;
 	X(calls) X(replies) X(rdma_errors) X(dropped) X(read_chunks) X(write_chunks)    \
 	X(reply_chunks) X(bounce_bytes) X(flushes) X(wc_errors) X(credit_stalls)         \
 	X(sq_waits) X(retransmits) X(timeouts) X(connects) X(disconnects)               \
-	X(registered_bytes) X(heap_bytes) X(conn_visits) X(conn_rejects)
+	X(registered_bytes) X(heap_bytes) X(conn_visits) X(conn_rejects)              \
+	X(keepalives) X(keepalive_closes) X(idle_closes)
 
-static void stat_sum(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src)
+void rpcrdma_stats_sum(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src)
 {
 #define STAT_ADD(f) dst->f += src->f;
 	STAT_FIELDS(STAT_ADD)
@@ -67,7 +68,7 @@ void rpcrdma_stat_publish(struct rpcrdma_stat_src *s, bool force)
 	pthread_mutex_lock(&s->lock);
 	s->snap = *s->live;
 	if (s->extra)
-		stat_sum(&s->snap, s->extra);
+		rpcrdma_stats_sum(&s->snap, s->extra);
 	pthread_mutex_unlock(&s->lock);
 }
 

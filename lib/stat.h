@@ -34,6 +34,9 @@ struct rpcrdma_stat_src {
 
 extern atomic_bool rpcrdma_stat_on;
 
+/* Add every counter of @src to @dst's (gauges too: a sum over sources). */
+void rpcrdma_stats_sum(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src);
+
 /* Make @s a source named @name (a client, or a server's poller); serve if asked by RPCRDMA_STAT_SOCKET. */
 void rpcrdma_stat_add(struct rpcrdma_stat_src *s, const char *name,
 		      const struct rpcrdma_stats *live, const struct rpcrdma_stats *extra);

@@ -59,6 +59,9 @@ static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_
 	if (a->max_requests > RPCRDMA_SVC_MAX_REQUESTS || a->inline_size < RPCRDMA_MIN_INLINE ||
 	    a->inline_size > RPCRDMA_MAX_INLINE)
 		return -EINVAL;
+	if (a->keepalive_ms < 0 || (a->keepalive_ms && a->keepalive_ms < RPCRDMA_KA_MIN_MS) ||
+	    a->idle_timeout_ms < 0 || (a->idle_timeout_ms && a->idle_timeout_ms < RPCRDMA_KA_MIN_MS))
+		return -EINVAL;
 	/* RFC 8797 expresses sizes in whole KiB. */
 	a->inline_size &= ~(uint32_t)1023;
 	return 0;
@@ -232,6 +235,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 		return -EINVAL;
 	svc_rdma_note_poller(&svc->sv_pollers[0]);
 	n += svc_rdma_poller_take_work(&svc->sv_pollers[0], false);
+	n += svc_rdma_poller_keepalive(&svc->sv_pollers[0]);
 	while (rpcrdma_cm_next_event(svc->sv_cm_channel, &ev) == 0) {
 		struct svc_rdma_conn_req req;
 
@@ -341,7 +345,7 @@ int rpcrdma_svc_stats_0_2(const struct rpcrdma_svc *svc, struct rpcrdma_stats *s
 		return -EINVAL;
 	sum = svc->sv_stats;
 	for (i = 0; i < svc->sv_npollers; i++)
-		svc_rdma_stats_add(&sum, &svc->sv_pollers[i].stats);
+		rpcrdma_stats_sum(&sum, &svc->sv_pollers[i].stats);
 	return rpcrdma_sized_out(stats, &sum, sizeof(sum),
 				 RPCRDMA_STATS_SIZE_0_2);
 }

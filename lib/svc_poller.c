@@ -35,28 +35,82 @@ void svc_rdma_unready(struct svcxprt_rdma *rdma)
 	rdma->sc_ready = false;
 }
 
-void svc_rdma_stats_add(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src)
+static struct rpcrdma_ka_conf svc_rdma_ka_conf(const struct rpcrdma_svc *svc)
 {
-	dst->calls += src->calls;
-	dst->replies += src->replies;
-	dst->rdma_errors += src->rdma_errors;
-	dst->dropped += src->dropped;
-	dst->read_chunks += src->read_chunks;
-	dst->write_chunks += src->write_chunks;
-	dst->reply_chunks += src->reply_chunks;
-	dst->bounce_bytes += src->bounce_bytes;
-	dst->flushes += src->flushes;
-	dst->wc_errors += src->wc_errors;
-	dst->credit_stalls += src->credit_stalls;
-	dst->sq_waits += src->sq_waits;
-	dst->retransmits += src->retransmits;
-	dst->timeouts += src->timeouts;
-	dst->connects += src->connects;
-	dst->disconnects += src->disconnects;
-	dst->registered_bytes += src->registered_bytes;
-	dst->heap_bytes += src->heap_bytes;
-	dst->conn_visits += src->conn_visits;
-	dst->conn_rejects += src->conn_rejects;
+	return (struct rpcrdma_ka_conf){
+		.keepalive_ms = svc->sv_attr.keepalive_ms,
+		.idle_ms = svc->sv_attr.idle_timeout_ms,
+	};
+}
+
+/* The keepalive and idle timer in the poller's set (data: &p->ka_fd), if either is on. */
+static int svc_rdma_poller_timer(struct svc_rdma_poller *p)
+{
+	struct rpcrdma_ka_conf conf = svc_rdma_ka_conf(p->svc);
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &p->ka_fd };
+	int fd;
+
+	if (!conf.keepalive_ms && !conf.idle_ms)
+		return 0;
+	fd = rpcrdma_ka_timer_open(p->epfd, &ev, rpcrdma_ka_period_ms(&conf));
+	if (fd < 0)
+		return fd;
+	p->ka_fd = fd;
+	return 0;
+}
+
+static void svc_rdma_wc_keepalive(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct svcxprt_rdma *rdma =
+		container_of(rpcrdma_wc_cqe(wc), struct svcxprt_rdma, sc_ep.ka.cqe);
+
+	if (!rdma->sc_ep.own_cq)
+		svc_rdma_mark_ready(rdma);	/* no visit polls a shared CQ */
+	rpcrdma_ka_probe_done(&rdma->sc_ep, wc);
+}
+
+/* Close @rdma for keepalive or idleness, as rpcrdma_svc_conn_close() would. */
+static void svc_rdma_ka_close(struct svcxprt_rdma *rdma, enum rpcrdma_ka_verdict verdict,
+			      const struct rpcrdma_ka_conf *conf)
+{
+	if (verdict == RPCRDMA_KA_IDLE) {
+		rdma->sc_ep.stats->idle_closes++;
+		rpcrdma_info("server: closing a connection that made no call for %d ms",
+			     conf->idle_ms);
+	} else {
+		rdma->sc_ep.stats->keepalive_closes++;
+		rpcrdma_warn("server: a client left a keepalive probe unanswered for %d ms; closing",
+			     conf->keepalive_ms);
+	}
+	rpcrdma_ep_close_deferred(&rdma->sc_ep);
+	svc_rdma_mark_ready(rdma);
+}
+
+/* The timer expired: a tick for each of the poller's connections. Returns the closes. */
+int svc_rdma_poller_keepalive(struct svc_rdma_poller *p)
+{
+	struct rpcrdma_ka_conf conf = svc_rdma_ka_conf(p->svc);
+	int64_t now = rpcrdma_now_ms();
+	struct list_node *pos;
+	int closed = 0;
+
+	if (p->ka_fd < 0 || !rpcrdma_ka_timer_expired(p->ka_fd))
+		return 0;
+	list_for_each(pos, &p->conns) {
+		struct svcxprt_rdma *rdma = list_entry(pos, struct svcxprt_rdma, sc_node);
+		enum rpcrdma_ka_verdict verdict;
+		uint64_t recvd = rdma->sc_srq ? rdma->sc_srq_recvd : rdma->sc_recvd;
+
+		if (rdma->sc_state != SVCXPRT_CONNECTED || rdma->sc_ep.close_pending)
+			continue;
+		verdict = rpcrdma_ka_tick(&rdma->sc_ep, &conf, recvd, rdma->sc_calls_held > 0, now,
+					  svc_rdma_wc_keepalive);
+		if (verdict != RPCRDMA_KA_ALIVE) {
+			svc_rdma_ka_close(rdma, verdict, &conf);
+			closed++;
+		}
+	}
+	return closed;
 }
 
 static int svc_rdma_poller_init(struct rpcrdma_svc *svc, struct svc_rdma_poller *p)
@@ -66,6 +120,7 @@ static int svc_rdma_poller_init(struct rpcrdma_svc *svc, struct svc_rdma_poller 
 	p->svc = svc;
 	p->epfd = -1;
 	p->wake_fd = -1;
+	p->ka_fd = -1;
 	list_init(&p->conns);
 	list_init(&p->ready);
 	list_init(&p->zombies);
@@ -77,7 +132,7 @@ static int svc_rdma_poller_init(struct rpcrdma_svc *svc, struct svc_rdma_poller 
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (p->epfd < 0 || p->wake_fd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->wake_fd, &ev))
 		return -errno;
-	return 0;
+	return svc_rdma_poller_timer(p);
 }
 
 /*
@@ -126,14 +181,18 @@ int svc_rdma_pollers_init(struct rpcrdma_svc *svc, unsigned int n)
 	if (epoll_ctl(p0->epfd, EPOLL_CTL_ADD, svc->sv_cm_channel->fd, &ev))
 		return -errno;
 	rc = svc_rdma_watch_async(svc, p0->epfd);
-	if (rc || !(svc->sv_attr.flags & RPCRDMA_SVC_WORKERS))
+	if (rc || (!(svc->sv_attr.flags & RPCRDMA_SVC_WORKERS) && p0->ka_fd < 0))
 		return rc;
-	/* For adapters that poll the listener by itself (rpcrdma_svc_listen_fd()). */
+	/*
+	 * For adapters that poll the listener by itself (rpcrdma_svc_listen_fd()),
+	 * and its connections each by itself: poller 0's queue and timer too.
+	 */
 	ev.data.ptr = p0;
 	svc->sv_listen_epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (svc->sv_listen_epfd < 0 ||
 	    epoll_ctl(svc->sv_listen_epfd, EPOLL_CTL_ADD, svc->sv_cm_channel->fd, &ev) ||
-	    epoll_ctl(svc->sv_listen_epfd, EPOLL_CTL_ADD, p0->wake_fd, &ev))
+	    epoll_ctl(svc->sv_listen_epfd, EPOLL_CTL_ADD, p0->wake_fd, &ev) ||
+	    (p0->ka_fd >= 0 && epoll_ctl(svc->sv_listen_epfd, EPOLL_CTL_ADD, p0->ka_fd, &ev)))
 		return -errno;
 	return 0;
 }
@@ -152,6 +211,8 @@ void svc_rdma_pollers_fini(struct rpcrdma_svc *svc)
 			close(p->epfd);
 		if (p->wake_fd >= 0)
 			close(p->wake_fd);
+		if (p->ka_fd >= 0)
+			close(p->ka_fd);
 		pthread_mutex_destroy(&p->lock);
 	}
 	free(svc->sv_pollers);
@@ -326,6 +387,8 @@ static int svc_rdma_take_wakeups(struct svc_rdma_poller *p)
 			done += rpcrdma_svc_listen_poll(svc);
 		} else if (ptr == p) {
 			done += svc_rdma_poller_take_work(p, true);
+		} else if (ptr == &p->ka_fd) {
+			done += svc_rdma_poller_keepalive(p);
 		} else if ((pd = svc_rdma_wakeup_pd(svc, ptr))) {
 			rpcrdma_async_poll(pd->verbs);
 			svc_rdma_pollers_async(svc);

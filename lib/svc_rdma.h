@@ -219,6 +219,7 @@ struct svcxprt_rdma {
 	struct rpcrdma_buf sc_sinks[SVC_RDMA_SINK_CACHE];	/* registered Read sinks for reuse */
 	unsigned int sc_nsinks;
 	uint32_t sc_calls_held;			/* calls lent to the application or pulling */
+	uint64_t sc_recvd;			/* messages received (with the SRQ: sc_srq_recvd) */
 	void *sc_app_ctx;
 	struct sockaddr_storage sc_local;
 	struct sockaddr_storage sc_peer;
@@ -258,6 +259,7 @@ struct svc_rdma_poller {
 	struct list_node handoffs;		/* lock: workers' replies */
 	struct list_node adopt;			/* lock: connection requests for it */
 	struct rpcrdma_stat_src stat;		/* stats (and poller 0: the server's) for rpcrdma-stat */
+	int ka_fd;				/* keepalive and idle timer, or -1 */
 };
 
 struct rpcrdma_svc {
@@ -322,6 +324,7 @@ void svc_rdma_handoff_done(struct svc_rdma_handoff *h);
 int svc_rdma_pollers_init(struct rpcrdma_svc *svc, unsigned int n);
 void svc_rdma_pollers_fini(struct rpcrdma_svc *svc);
 /* Queue @h on @p and wake it; false if the wake-up could not be written. */
+int svc_rdma_poller_keepalive(struct svc_rdma_poller *p);
 bool svc_rdma_poller_queue(struct svc_rdma_poller *p, struct svc_rdma_handoff *h);
 /* Poller 0, listening: give the request to the next poller, which accepts it. */
 void svc_rdma_poller_assign(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req);
@@ -340,7 +343,6 @@ void svc_rdma_pollers_async(struct rpcrdma_svc *svc);
 /* The listener's descriptor: with workers, it wakes for their handoffs too. */
 int svc_rdma_listen_fd(const struct rpcrdma_svc *svc);
 /* @dst += @src, counter by counter. */
-void svc_rdma_stats_add(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src);
 
 static inline struct svcxprt_rdma *svc_conn_rdma(struct rpcrdma_svc_conn *conn)
 {

@@ -42,6 +42,7 @@ void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 		return;
 	}
 	ctxt->rc_byte_len = wc->byte_len;
+	rdma->sc_recvd++;
 	list_add_tail(&ctxt->rc_list, &rdma->sc_rq_dto_q);
 }
 

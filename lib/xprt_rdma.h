@@ -137,6 +137,7 @@ struct rpcrdma_xprt {
 
 	struct rdma_event_channel *rx_cm_channel;
 	int rx_epfd;
+	int rx_ka_fd;				/* the keepalive timer, or -1 */
 	struct ibv_pd *rx_pd;
 	struct rpcrdma_slab rx_send_slab;	/* one inline buffer per req */
 	struct list_node rx_mems;		/* rpcrdma_clnt_mem_register() */
@@ -240,6 +241,8 @@ void rpcrdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc);
 int xprt_rdma_connect(struct rpcrdma_xprt *x, int64_t by);
 void xprt_rdma_process_cm(struct rpcrdma_xprt *x);
 void xprt_rdma_conn_lost(struct rpcrdma_xprt *x);
+int xprt_rdma_keepalive_init(struct rpcrdma_xprt *x);
+bool xprt_rdma_keepalive(struct rpcrdma_xprt *x);
 void xprt_rdma_free_buffers(struct rpcrdma_xprt *x);
 
 /* clnt_reply.c: receive completions, keeping receives posted. */

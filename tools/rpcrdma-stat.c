@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #define STAT_MAX_SOURCES 256
-#define STAT_NFIELDS 20
+#define STAT_NFIELDS 23
 
 /* The counters as the library names them, with the columns they print as. */
 static const struct {
@@ -49,6 +49,9 @@ static const struct {
 	{ "heap_bytes", "heapK", true, 10 },
 	{ "conn_visits", "visits", false, 0 },
 	{ "conn_rejects", "reject", false, 0 },
+	{ "keepalives", "kalive", false, 0 },
+	{ "keepalive_closes", "kaclose", false, 0 },
+	{ "idle_closes", "idlecls", false, 0 },
 };
 
 struct source {

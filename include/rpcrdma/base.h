@@ -111,6 +111,11 @@ void rpcrdma_set_log(void (*fn)(int level, const char *msg, void *arg), void *ar
  *	only those with work (an idle connection costs no visit); client: 0
  * @conn_rejects: server: connection requests refused (max_connections
  *	reached, or no resources for one more); client: 0
+ * @keepalives: keepalive probes sent (zero-length RDMA Writes)
+ * @keepalive_closes: connections closed because a probe failed or went
+ *	unanswered for keepalive_ms
+ * @idle_closes: server: connections closed after idle_timeout_ms without
+ *	a call; client: 0
  */
 struct rpcrdma_stats {
 	uint32_t struct_size;
@@ -134,6 +139,9 @@ struct rpcrdma_stats {
 	uint64_t heap_bytes;
 	uint64_t conn_visits;
 	uint64_t conn_rejects;
+	uint64_t keepalives;
+	uint64_t keepalive_closes;
+	uint64_t idle_closes;
 };
 
 /**

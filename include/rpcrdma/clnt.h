@@ -65,6 +65,14 @@ struct rpcrdma_mem;
  *	are split into several segments (default 1 MiB, at least 4096; less
  *	if the port's max_msg_sz is smaller); a chunk holds at most 16
  *	segments
+ * @keepalive_ms: after this long without hearing from the server (no reply,
+ *	no answered probe), probe it with a zero-length RDMA Write; a probe
+ *	that fails or stays unanswered for another @keepalive_ms closes the
+ *	connection (counted in stats.keepalive_closes), and the next call
+ *	makes a new one. Default 0: off. The probes are timed by a timer in
+ *	rpcrdma_clnt_fd()'s set and sent by rpcrdma_clnt_arm() (so also by
+ *	rpcrdma_clnt_wait()): an application that polls without ever arming
+ *	sends none. At least 10 ms and at most INT_MAX
  */
 struct rpcrdma_clnt_attr {
 	uint32_t struct_size;
@@ -78,6 +86,7 @@ struct rpcrdma_clnt_attr {
 	uint8_t rnr_retry;
 	uint32_t flags;
 	uint32_t max_segment;
+	int keepalive_ms;
 };
 
 /**

@@ -126,6 +126,21 @@ enum rpcrdma_conn_event {
  *	the device's max_srq_wr), and so the most connections it holds; the
  *	pool grows with the credits granted, each receive taking
  *	@inline_size bytes of registered memory
+ * @keepalive_ms: after this long without hearing from a client (no call,
+ *	no answered probe), probe it with a zero-length RDMA Write; a probe
+ *	that fails or stays unanswered for another @keepalive_ms closes the
+ *	connection (stats.keepalive_closes). Finds clients that vanished
+ *	without a word (a crashed node sends no disconnect on RoCE) and lost
+ *	DISCONNECTED events. Default 0: off. At least 10 ms
+ * @idle_timeout_ms: close a connection that sent no call for this long
+ *	while the application held none of its calls (stats.idle_closes), as
+ *	NFS servers do with idle clients; the client reconnects when it next
+ *	calls. Default 0: off. At least 10 ms
+ *
+ * Both are timed by a timer in each poller's descriptor (rpcrdma_svc_fd(),
+ * rpcrdma_svc_poller_fd(), and rpcrdma_svc_listen_fd() for poller 0), and
+ * checked by the poll that finds it expired; a tick costs the poller one
+ * pass over its connections, at most every second, at least every 10 ms.
  *
  * What one connection can make the server hold is bounded by these:
  * @max_requests receives and calls at once, each call at most
@@ -151,6 +166,8 @@ struct rpcrdma_svc_attr {
 	uint32_t max_connections;
 	uint32_t pollers;
 	uint32_t srq_size;
+	int keepalive_ms;
+	int idle_timeout_ms;
 };
 
 /**

@@ -197,6 +197,11 @@ int harness_server_listen(struct harness_server *hs, struct harness_shared *sh,
 		hs->attr.flags |= RPCRDMA_SVC_SRQ;
 	if (getenv("E2E_SRQ_SIZE"))
 		hs->attr.srq_size = (uint32_t)atoi(getenv("E2E_SRQ_SIZE"));
+	/* Set by a test before it starts the server (a server process inherits them). */
+	if (getenv("E2E_SVC_KEEPALIVE_MS"))
+		hs->attr.keepalive_ms = atoi(getenv("E2E_SVC_KEEPALIVE_MS"));
+	if (getenv("E2E_SVC_IDLE_MS"))
+		hs->attr.idle_timeout_ms = atoi(getenv("E2E_SVC_IDLE_MS"));
 	rc = rpcrdma_svc_listen(&hs->attr, &hs->svc);
 	if (rc)
 		return rc;
