@@ -100,7 +100,7 @@ static void tsvc_forget_threads(struct tsvc *ts, struct tsvc_thread *threads)
 		rpcrdma_svc_poller_poll(ts->native, i, TSVC_BUDGET);
 	}
 	free(threads);
-	ts->running = false;
+	atomic_store(&ts->running, false);
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_run(SVCXPRT *listener)
@@ -112,9 +112,14 @@ RPCRDMA_EXPORT int rpcrdma_svc_run(SVCXPRT *listener)
 
 	if (!ts || !ts->nthreads || !ts->native || tsvc_self)
 		return -EINVAL;
+	/* One run at a time: a second would poll the same pollers from two threads. */
+	if (atomic_exchange(&ts->running, true))
+		return -EBUSY;
 	threads = calloc(ts->nthreads, sizeof(*threads));
-	if (!threads)
+	if (!threads) {
+		atomic_store(&ts->running, false);
 		return -ENOMEM;
+	}
 	atomic_store(&ts->stop, false);
 	for (i = 0; i < ts->nthreads; i++) {
 		threads[i].ts = ts;
@@ -123,7 +128,6 @@ RPCRDMA_EXPORT int rpcrdma_svc_run(SVCXPRT *listener)
 		list_init(&threads[i].kill);
 		pthread_mutex_init(&threads[i].lock, NULL);
 	}
-	ts->running = true;
 	for (started = 1; started < ts->nthreads; started++) {
 		rc = -pthread_create(&threads[started].thread, NULL, tsvc_thread_main,
 				     &threads[started]);

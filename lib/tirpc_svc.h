@@ -84,7 +84,7 @@ struct tsvc {
 	unsigned int nthreads;			/* rpcrdma_svc_create_mt(); 0: svc_run() */
 	pthread_mutex_t lock;
 	atomic_bool stop;			/* rpcrdma_svc_run() ends */
-	bool running;				/* rpcrdma_svc_run() is serving */
+	atomic_bool running;			/* rpcrdma_svc_run() is serving */
 	bool destroy_pending;			/* destroyed from one of its threads */
 };
 

@@ -142,7 +142,7 @@ SVCXPRT *rpcrdma_svc_create_mt(const struct sockaddr *addr, u_int sendsize, u_in
  * Starts nthreads - 1 threads and serves on the calling one too, until
  * svc_exit() is called; returns once every thread has stopped. Returns 0,
  * or -EINVAL (not such a listener, or called from one of its threads),
- * -ENOMEM, or another -errno when a thread could not start (then none
+ * -EBUSY (another thread is running it already), -ENOMEM, or another -errno when a thread could not start (then none
  * serves).
  */
 int rpcrdma_svc_run(SVCXPRT *listener);

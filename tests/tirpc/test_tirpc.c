@@ -840,6 +840,26 @@ static void test_blocked_thread_spares_others(void **state)
 	clnt_destroy(b.cl);
 }
 
+/* A second rpcrdma_svc_run() of a listener being run is refused, and the first serves on. */
+static void test_second_run_refused(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	CLIENT *cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+
+	if (!srv->rdma || !tt_threads()) {
+		fprintf(stderr, "skipped: needs rpcrdma_svc_run() (suite tirpc-mt)\n");
+		if (cl)
+			clnt_destroy(cl);
+		skip();
+	}
+	assert_non_null(cl);
+	/* Served: the run is under way. */
+	assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	assert_int_equal(rpcrdma_svc_run(srv->listener), -EBUSY);
+	assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	clnt_destroy(cl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -863,6 +883,7 @@ int main(void)
 	const struct CMUnitTest rdma_only[] = {
 		cmocka_unit_test(test_deferred_reply),
 		cmocka_unit_test(test_blocked_thread_spares_others),
+		cmocka_unit_test(test_second_run_refused),
 		cmocka_unit_test(test_listener_destroyed_in_flight),
 	};
 	int failed;

@@ -29,6 +29,7 @@ struct tt_server {
 	struct sockaddr_storage addr;	/* where clients connect */
 	atomic_bool ready;
 	atomic_bool failed;
+	SVCXPRT *listener;		/* the server thread's, once ready */
 };
 
 /* What the service saw; the test thread reads these. */

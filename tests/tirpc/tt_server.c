@@ -360,6 +360,7 @@ static void *tt_server_thread(void *arg)
 		atomic_store(&srv->failed, true);
 		return NULL;
 	}
+	srv->listener = tt_listener;
 	atomic_store(&srv->ready, true);
 	if (srv->rdma && tt_threads())
 		rpcrdma_svc_run(tt_listener);
