@@ -389,6 +389,24 @@ static struct rpcrdma_req *xprt_rdma_find_call(struct rpcrdma_xprt *x,
 	return NULL;
 }
 
+/*
+ * Invalidate @req's windows, or, when that fails (timed out, or the
+ * connection is closing with its QP still able to take the server's
+ * Writes), move the QP to ERR now: either way the server reaches none of
+ * the call's memory once this returns.
+ */
+static void xprt_rdma_fence(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	int rc = frwr_unmap_sync(x, req);
+
+	if (!rc || !x->rx_have_ep)
+		return;
+	rpcrdma_warn("client: cancel: invalidating the call's memory failed (%s); closing the "
+		     "connection", strerror(-rc));
+	x->rx_connected = false;
+	rpcrdma_ep_begin_close(&x->rx_ep);
+}
+
 RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_cancel, 0_2);
 int rpcrdma_clnt_cancel_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
 {
@@ -418,7 +436,7 @@ int rpcrdma_clnt_cancel_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 	 * caller have it back. The slot stays taken, and counts against the
 	 * grant, until the server's reply or the connection's end.
 	 */
-	frwr_unmap_sync(x, req);
+	xprt_rdma_fence(x, req);
 	req->rl_status = -ECANCELED;
 	call->reply_len = 0;
 	call->result_len = 0;

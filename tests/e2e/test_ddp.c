@@ -419,6 +419,79 @@ static void t_cancel_in_flight(void **state)
 	fixture_down(&fx);
 }
 
+/*
+ * A cancel whose invalidation does not finish in time (the LOCAL_INVs are
+ * held back past the bound) fences the memory all the same: the QP goes to
+ * ERR before the call is handed back, so no window of the call is usable
+ * by the server. The client recovers on a new connection.
+ */
+static void t_cancel_fence_times_out(void **state)
+{
+	struct softrdma_fault hold = {
+		.match = { .opcode_mask = 1u << IBV_WR_LOCAL_INV, .count = 1 },
+		.kind = SOFTRDMA_FAULT_DELAY, .delay_us = 1500000,
+	};
+	struct rpcrdma_call call = { RPCRDMA_SIZED(call) };
+	struct cancel_wait w = { 0 };
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr qa;
+	struct rpcrdma_req *req = NULL;
+	struct rpcrdma_xprt *x;
+	struct fixture fx;
+	unsigned char *msg, *reply;
+	uint32_t rkey, i;
+	int id, reach;
+
+	harness_require_inproc("reaches into the client and its fabric");
+	harness_require_windows("a cancel fenced by invalidating windows");
+	harness_skip_on(HARNESS_FABRIC_STEP, "a stepped fabric does not wait out delays");
+	fixture_up(&fx, REG_WINDOWS);
+	atomic_store(&fx.hs.sh->mode, HARNESS_HOLD);
+	msg = arena_get(&fx, 64);
+	reply = arena_get(&fx, 9000);
+	ddp_fill(msg, 64, 2);
+	put32(msg, 0, ++fx.xid);
+	call.msg = msg;
+	call.msg_len = 64;
+	call.reply = reply;
+	call.reply_max = 9000;		/* a Reply chunk: a window the server may write */
+	call.done = cancel_done;
+	call.arg = &w;
+	assert_int_equal(rpcrdma_clnt_submit(fx.clnt, &call), 0);
+	assert_true(harness_wait_for(harness_holds_one, &fx.hs, 5000));
+	x = rpcrdma_clnt_xprt(fx.clnt);
+	for (i = 0; i < x->rx_nreqs; i++)
+		if (x->rx_reqs[i].rl_call == &call)
+			req = &x->rx_reqs[i];
+	assert_non_null(req);
+	assert_true(req->rl_nreply >= 1);
+	rkey = req->rl_reply[0].handle;
+	assert_int_equal(softrdma_rkey_reach(rkey, NULL, NULL, NULL), 0);
+
+	hold.match.qp_num = x->rx_ep.qp->qp_num;
+	id = softrdma_fault_add(&hold);
+	assert_true(id > 0);
+	x->rx_attr.connect_timeout_ms = 200;	/* frwr_unmap_sync()'s bound */
+	assert_int_equal(rpcrdma_clnt_cancel(fx.clnt, &call), 0);
+	assert_int_equal(softrdma_fault_fired(id), 1);
+	assert_int_equal(w.finished, 1);
+	assert_int_equal(w.status, -ECANCELED);
+	/* The window may still be bound, but only to a QP that takes nothing. */
+	reach = softrdma_rkey_reach(rkey, NULL, NULL, NULL);
+	if (reach == 0) {
+		assert_int_equal(ibv_query_qp(x->rx_ep.qp, &qa, IBV_QP_STATE, &init), 0);
+		assert_int_equal(qa.qp_state, IBV_QPS_ERR);
+	}
+	softrdma_fault_remove(id);
+	x->rx_attr.connect_timeout_ms = 5000;
+
+	harness_server_release(&fx.hs);
+	atomic_store(&fx.hs.sh->mode, HARNESS_DDP);
+	echo_case(&fx, 100, 10, 8, true);
+	assert_int_equal(w.finished, 1);
+	fixture_down(&fx);
+}
+
 /* On the server thread: force the last connection's initiator depth to 2. */
 static void set_ord_2(struct harness_server *hs, void *arg)
 {
@@ -465,6 +538,7 @@ int main(void)
 		cmocka_unit_test(t_bounce),
 		cmocka_unit_test(t_persistent),
 		cmocka_unit_test(t_cancel_in_flight),
+		cmocka_unit_test(t_cancel_fence_times_out),
 		cmocka_unit_test(t_read_waves),
 	};
 
