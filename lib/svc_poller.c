@@ -229,7 +229,12 @@ static bool svc_rdma_poller_wake_locked(struct svc_rdma_poller *p)
 	uint64_t one = 1;
 
 	atomic_fetch_add(&p->nwork, 1);
-	if (write(p->wake_fd, &one, sizeof(one)) == sizeof(one))
+	/*
+	 * EAGAIN: the counter is saturated, so the descriptor is readable and
+	 * the poller wakes for this work too; refusing it would leave the
+	 * worker's call unanswered.
+	 */
+	if (write(p->wake_fd, &one, sizeof(one)) == sizeof(one) || errno == EAGAIN)
 		return true;
 	atomic_fetch_sub(&p->nwork, 1);
 	return false;

@@ -323,8 +323,9 @@ void svc_rdma_handoff_done(struct svc_rdma_handoff *h);
 /* svc_poller.c */
 int svc_rdma_pollers_init(struct rpcrdma_svc *svc, unsigned int n);
 void svc_rdma_pollers_fini(struct rpcrdma_svc *svc);
-/* Queue @h on @p and wake it; false if the wake-up could not be written. */
+/* The keepalive and idle timer expired: tick the poller's connections; returns the closes. */
 int svc_rdma_poller_keepalive(struct svc_rdma_poller *p);
+/* Queue @h on @p and wake it; false if the wake-up could not be written. */
 bool svc_rdma_poller_queue(struct svc_rdma_poller *p, struct svc_rdma_handoff *h);
 /* Poller 0, listening: give the request to the next poller, which accepts it. */
 void svc_rdma_poller_assign(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req);

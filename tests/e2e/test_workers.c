@@ -15,11 +15,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
+#include "svc_rdma.h"
 
 #define WORKERS 4
 #define QUEUE 256
@@ -31,6 +34,7 @@ struct pool {
 	pthread_t poller;
 	pthread_t workers[WORKERS];
 	atomic_bool stop;
+	atomic_bool pause;		/* the poller thread sleeps without polling */
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
 	struct rpcrdma_svc_call *queue[QUEUE];
@@ -116,7 +120,10 @@ static void *poller_main(void *arg)
 	struct pool *p = arg;
 
 	while (!atomic_load(&p->stop))
-		rpcrdma_svc_wait(p->svc, 20);
+		if (atomic_load(&p->pause))
+			poll(NULL, 0, 5);
+		else
+			rpcrdma_svc_wait(p->svc, 20);
 	return NULL;
 }
 
@@ -244,11 +251,50 @@ static void t_many_workers(void **state)
 	harness_assert_fabric_idle();
 }
 
+/*
+ * The poller's wake-up counter saturated (as after 2^64 - 2 wake-ups nobody
+ * read): a worker's reply is still queued, not refused, and goes out when
+ * the poller next runs.
+ */
+static void t_saturated_wakeup(void **state)
+{
+	struct harness_caller slow = { .seed = SLOW_SEED, .calls = 1 };
+	uint64_t most = UINT64_MAX - 1;
+	pthread_t slow_thread;
+	struct pool p;
+
+	(void)state;
+	harness_require_inproc("the server's workers are threads of the test");
+	pool_start(&p);
+	slow.clnt = harness_connect_to(p.svc);
+	assert_int_equal(pthread_create(&slow_thread, NULL, harness_caller_run, &slow), 0);
+	assert_true(harness_wait_for(slow_held, &p, 5000));
+	atomic_store(&p.pause, true);
+	poll(NULL, 0, 50);	/* out of its wait */
+	assert_int_equal(write(p.svc->sv_pollers[0].wake_fd, &most, sizeof(most)), sizeof(most));
+	pthread_mutex_lock(&p.lock);
+	p.release_slow = true;
+	pthread_cond_broadcast(&p.cv);
+	pthread_mutex_unlock(&p.lock);
+	/* The worker is queued on the paused poller: its reply waits for it. */
+	poll(NULL, 0, 50);
+	assert_int_equal(atomic_load(&p.answered), 0);
+	atomic_store(&p.pause, false);
+	pthread_join(slow_thread, NULL);
+	assert_int_equal(slow.failures, 0);
+	wait_answered(&p, 1);
+	assert_int_equal(atomic_load(&p.errors), 0);
+	rpcrdma_clnt_destroy(slow.clnt);
+	pool_stop(&p);
+	harness_assert_fabric_idle();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_slow_call_holds_no_other),
 		cmocka_unit_test(t_many_workers),
+		cmocka_unit_test(t_saturated_wakeup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
