@@ -86,9 +86,10 @@ void rpcrdma_free(struct rpcrdma_stats *stats, void *p, size_t size)
 
 #define RPCRDMA_PAGE 4096
 
-int rpcrdma_mem_create(struct list_node *list, struct rpcrdma_stats *stats, void *addr,
-		       size_t len, struct ibv_pd **pds, unsigned int npds, int access,
-		       struct rpcrdma_mem **out)
+/* Register @mem's MRs, @mem allocated and accounted in @stats. */
+static int rpcrdma_mem_new(struct rpcrdma_stats *stats, void *addr, size_t len,
+			   struct ibv_pd **pds, unsigned int npds, int access,
+			   struct rpcrdma_mem **out)
 {
 	struct rpcrdma_mem *mem;
 	unsigned int i;
@@ -113,8 +114,34 @@ int rpcrdma_mem_create(struct list_node *list, struct rpcrdma_stats *stats, void
 		}
 	}
 	mem->rm_nmrs = npds;
-	list_add_tail(&mem->rm_node, list);
 	*out = mem;
+	return 0;
+}
+
+int rpcrdma_mem_create(struct list_node *list, struct rpcrdma_stats *stats, void *addr,
+		       size_t len, struct ibv_pd **pds, unsigned int npds, int access,
+		       struct rpcrdma_mem **out)
+{
+	int rc = rpcrdma_mem_new(stats, addr, len, pds, npds, access, out);
+
+	if (!rc)
+		list_add_tail(&(*out)->rm_node, list);
+	return rc;
+}
+
+int rpcrdma_mem_create_shared(struct list_node *list, pthread_rwlock_t *lock, void *addr,
+			      size_t len, struct ibv_pd **pds, unsigned int npds, int access,
+			      struct rpcrdma_mem **out)
+{
+	/* Registered outside the lock: ibv_reg_mr() may take long, lookups go on. */
+	int rc = rpcrdma_mem_new(NULL, addr, len, pds, npds, access, out);
+
+	if (rc)
+		return rc;
+	(*out)->rm_lock = lock;
+	pthread_rwlock_wrlock(lock);
+	list_add_tail(&(*out)->rm_node, list);
+	pthread_rwlock_unlock(lock);
 	return 0;
 }
 
@@ -147,30 +174,44 @@ struct rpcrdma_mem *rpcrdma_mem_find(struct list_node *list, const void *addr, s
 	return NULL;
 }
 
-static void rpcrdma_mem_release(struct rpcrdma_mem *mem)
+/* Off its list already: deregister and free. */
+static void rpcrdma_mem_free(struct rpcrdma_mem *mem)
 {
 	unsigned int i;
 
 	for (i = 0; i < mem->rm_nmrs; i++)
 		ibv_dereg_mr(mem->rm_mrs[i]);
-	list_del(&mem->rm_node);
 	rpcrdma_free(mem->rm_stats, mem, sizeof(*mem));
 }
 
 RPCRDMA_EXPORT int rpcrdma_mem_deregister(struct rpcrdma_mem *mem)
 {
+	pthread_rwlock_t *lock;
+	bool busy;
+
 	if (!mem)
 		return 0;
-	if (mem->rm_users)
+	lock = mem->rm_lock;
+	/* Under the lock a poller cannot find it and take a use meanwhile. */
+	if (lock)
+		pthread_rwlock_wrlock(lock);
+	busy = atomic_load(&mem->rm_users) != 0;
+	if (!busy)
+		list_del(&mem->rm_node);
+	if (lock)
+		pthread_rwlock_unlock(lock);
+	if (busy)
 		return -EBUSY;
-	rpcrdma_mem_release(mem);
+	rpcrdma_mem_free(mem);
 	return 0;
 }
 
 void rpcrdma_mem_destroy_all(struct list_node *list)
 {
-	while (!list_empty(list))
-		rpcrdma_mem_release(list_first_entry(list, struct rpcrdma_mem, rm_node));
+	struct rpcrdma_mem *mem;
+
+	while ((mem = list_pop_entry(list, struct rpcrdma_mem, rm_node)))
+		rpcrdma_mem_free(mem);
 }
 
 int rpcrdma_buf_alloc(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t len, int access,

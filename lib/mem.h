@@ -10,6 +10,8 @@
 #ifndef RPCRDMA_MEM_H
 #define RPCRDMA_MEM_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,8 +62,9 @@ struct rpcrdma_mem {
 	size_t rm_len;
 	unsigned int rm_nmrs;
 	struct ibv_mr *rm_mrs[RPCRDMA_MEM_MAX_MRS];
-	unsigned int rm_users;		/* calls or replies in flight inside it */
+	atomic_uint rm_users;		/* calls or replies in flight inside it */
 	struct rpcrdma_stats *rm_stats;
+	pthread_rwlock_t *rm_lock;	/* the list's, when several threads share it */
 };
 
 /* @mem's MR under @pd, or NULL. */
@@ -74,6 +77,14 @@ struct ibv_mr *rpcrdma_mem_mr(const struct rpcrdma_mem *mem, const struct ibv_pd
 int rpcrdma_mem_create(struct list_node *list, struct rpcrdma_stats *stats, void *addr,
 		       size_t len, struct ibv_pd **pds, unsigned int npds, int access,
 		       struct rpcrdma_mem **out);
+/*
+ * The same for a list that @lock guards, read by other threads (a server's
+ * pollers): the region joins the list under the write lock, and
+ * rpcrdma_mem_deregister() takes it too. Not accounted in any stats.
+ */
+int rpcrdma_mem_create_shared(struct list_node *list, pthread_rwlock_t *lock, void *addr,
+			      size_t len, struct ibv_pd **pds, unsigned int npds, int access,
+			      struct rpcrdma_mem **out);
 
 /*
  * The registration in @list that covers [@addr, @addr + @len) entirely,

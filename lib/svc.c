@@ -108,6 +108,7 @@ static void svc_rdma_svc_free(struct rpcrdma_svc *svc)
 	if (svc->sv_listen_id)
 		rdma_destroy_id(svc->sv_listen_id);
 	rpcrdma_mem_destroy_all(&svc->sv_mems);
+	pthread_rwlock_destroy(&svc->sv_mems_lock);
 	for (i = 0; i < svc->sv_npds; i++)
 		ibv_dealloc_pd(svc->sv_pds[i].pd);
 	if (svc->sv_devs)
@@ -134,6 +135,7 @@ int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
 	svc->sv_stats.heap_bytes = sizeof(*svc);
 	svc->sv_listen_epfd = -1;
 	list_init(&svc->sv_mems);
+	pthread_rwlock_init(&svc->sv_mems_lock, NULL);
 	rc = svc_rdma_attr_fill(svc, attr);
 	if (rc)
 		goto out;
@@ -315,24 +317,48 @@ RPCRDMA_EXPORT int rpcrdma_svc_poller_wait(struct rpcrdma_svc *svc, unsigned int
 	return svc_rdma_poller_wait(&svc->sv_pollers[i], timeout_ms);
 }
 
-int svc_rdma_mem_register_on(struct rpcrdma_svc *svc, struct list_node *list, void *addr,
-			     size_t len, struct rpcrdma_mem **out)
+/* Every device's PD: a region is registered with all of them. */
+static void svc_rdma_all_pds(const struct rpcrdma_svc *svc, struct ibv_pd **pds)
 {
-	struct ibv_pd *pds[SVC_RDMA_MAX_DEVICES];
 	unsigned int i;
 
 	for (i = 0; i < svc->sv_npds; i++)
 		pds[i] = svc->sv_pds[i].pd;
-	/* Local access only: the server reads from it to send, never exposes it. */
+}
+
+/* Local access only, here and below: the server reads from it to send, never exposes it. */
+int svc_rdma_mem_register_on(struct rpcrdma_svc *svc, struct list_node *list, void *addr,
+			     size_t len, struct rpcrdma_mem **out)
+{
+	struct ibv_pd *pds[SVC_RDMA_MAX_DEVICES];
+
+	svc_rdma_all_pds(svc, pds);
 	return rpcrdma_mem_create(list, &svc->sv_stats, addr, len, pds, svc->sv_npds, 0, out);
+}
+
+struct rpcrdma_mem *svc_rdma_mem_use(struct rpcrdma_svc *svc, const void *buf, size_t len,
+				     struct ibv_pd *pd, struct ibv_mr **mr)
+{
+	struct rpcrdma_mem *mem;
+
+	pthread_rwlock_rdlock(&svc->sv_mems_lock);
+	mem = rpcrdma_mem_find(&svc->sv_mems, buf, len, pd, mr);
+	if (mem)
+		atomic_fetch_add_explicit(&mem->rm_users, 1, memory_order_relaxed);
+	pthread_rwlock_unlock(&svc->sv_mems_lock);
+	return mem;
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_mem_register(struct rpcrdma_svc *svc, void *addr, size_t len,
 					    struct rpcrdma_mem **out)
 {
+	struct ibv_pd *pds[SVC_RDMA_MAX_DEVICES];
+
 	if (!svc || !out)
 		return -EINVAL;
-	return svc_rdma_mem_register_on(svc, &svc->sv_mems, addr, len, out);
+	svc_rdma_all_pds(svc, pds);
+	return rpcrdma_mem_create_shared(&svc->sv_mems, &svc->sv_mems_lock, addr, len, pds,
+					 svc->sv_npds, 0, out);
 }
 
 RPCRDMA_SYMVER_DEFAULT(rpcrdma_svc_stats, 0_2);

@@ -272,7 +272,8 @@ struct rpcrdma_svc {
 	void (*sv_on_free)(void *arg);		/* before the PDs go (svc_rdma_set_on_free) */
 	void *sv_on_free_arg;
 	unsigned int sv_npds;
-	struct list_node sv_mems;		/* rpcrdma_svc_mem_register() */
+	struct list_node sv_mems;		/* sv_mems_lock: rpcrdma_svc_mem_register() */
+	pthread_rwlock_t sv_mems_lock;		/* pollers read the list, the application changes it */
 	atomic_uint sv_nconns;			/* counted against max_connections */
 	struct rpcrdma_stats sv_stats;		/* the listener's: the server, rejects, regions */
 	struct svc_rdma_poller *sv_pollers;
@@ -319,6 +320,14 @@ bool svc_rdma_foreign(const struct rpcrdma_svc_call *call);
 int svc_rdma_handoff(struct svc_rdma_handoff *h);
 /* On the poller: run one handoff (svc_poller.c takes them off its queue). */
 void svc_rdma_handoff_done(struct svc_rdma_handoff *h);
+
+/*
+ * svc.c: the application's region (rpcrdma_svc_mem_register()) holding
+ * [@buf, @buf + @len) with its MR under @pd, its use counted until the
+ * reply's Send completes; NULL if none. Any poller may call it.
+ */
+struct rpcrdma_mem *svc_rdma_mem_use(struct rpcrdma_svc *svc, const void *buf, size_t len,
+				     struct ibv_pd *pd, struct ibv_mr **mr);
 
 /* svc_poller.c */
 int svc_rdma_pollers_init(struct rpcrdma_svc *svc, unsigned int n);

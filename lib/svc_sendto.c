@@ -257,9 +257,8 @@ int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *
 			return 0;
 		}
 	} else if (rdma->sc_svc && !p->copy) {
-		rel.mem = rpcrdma_mem_find(&rdma->sc_svc->sv_mems, p->buf, p->len, rdma->sc_pd, &mr);
+		rel.mem = svc_rdma_mem_use(rdma->sc_svc, p->buf, p->len, rdma->sc_pd, &mr);
 		if (rel.mem) {
-			rel.mem->rm_users++;
 			*src = p->buf;
 			*lkey = mr->lkey;
 			return svc_rdma_add_release(rdma, ctxt, &rel);

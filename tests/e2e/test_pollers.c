@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -37,7 +38,13 @@ struct multi {
 	atomic_bool hold;			/* a HOLD_SEED call waits while set */
 	atomic_bool holding;
 	bool workers;				/* answer from a worker thread */
+	unsigned char *region;			/* with it: replies name payloads there */
+	atomic_uint next_slot;
 };
+
+/* Payload slots in the shared region: more than the calls in flight at once. */
+#define SLOTS 512
+#define SLOT_BYTES 256
 
 struct poller_arg {
 	struct multi *m;
@@ -80,6 +87,16 @@ static void multi_on_call(struct rpcrdma_svc_call *call, void *arg)
 		atomic_store(&m->holding, true);
 		while (atomic_load(&m->hold))
 			poll(NULL, 0, 1);
+	}
+	if (m->region) {
+		/* Bytes 8.. of the echo from the shared region, named, not copied. */
+		unsigned char *slot = m->region + (atomic_fetch_add(&m->next_slot, 1) % SLOTS) *
+							  SLOT_BYTES;
+
+		memcpy(slot, msg + 8, len - 8);
+		if (rpcrdma_svc_reply_payload(call, 8, slot, len - 8, NULL, NULL) == 0)
+			rpcrdma_svc_reply(call, msg, 8);
+		return;
 	}
 	if (m->workers) {
 		pthread_t t;
@@ -167,6 +184,100 @@ static void run_clients(struct multi *m)
 	}
 }
 
+struct churn {
+	struct rpcrdma_svc *svc;
+	atomic_bool stop;
+	unsigned int rounds;
+	int errors;
+};
+
+/* Register and deregister a region of its own, again and again. */
+static void *churn_run(void *arg)
+{
+	static unsigned char other[4096];
+	struct churn *c = arg;
+	struct rpcrdma_mem *mem;
+
+	while (!atomic_load(&c->stop)) {
+		if (rpcrdma_svc_mem_register(c->svc, other, sizeof(other), &mem) ||
+		    rpcrdma_mem_deregister(mem))
+			c->errors++;
+		c->rounds++;
+	}
+	return NULL;
+}
+
+/* Calls of 8 + 4k bytes (a named payload goes with its XDR padding), echoed. */
+static void *aligned_caller(void *arg)
+{
+	struct harness_caller *c = arg;
+	unsigned char msg[SLOT_BYTES], reply[SLOT_BYTES];
+	unsigned int i;
+
+	for (i = 0; i < c->calls; i++) {
+		size_t len = 12 + 4 * ((i * 7) % ((SLOT_BYTES - 12) / 4)), rlen = sizeof(reply);
+
+		harness_fill_msg(msg, len, c->seed * 1000 + i + 1, c->seed);
+		if (rpcrdma_clnt_call(c->clnt, msg, len, reply, &rlen, 0) || rlen != len ||
+		    memcmp(reply, msg, len))
+			c->failures++;
+	}
+	return NULL;
+}
+
+/*
+ * Two pollers send replies whose payloads they find in a region the
+ * application registered, while another thread registers and deregisters
+ * regions: the server's list of regions and their user counts are shared
+ * by the pollers and the application (TSan checks the locking in CI).
+ */
+static void t_regions_shared_by_pollers(void **state)
+{
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+	struct harness_caller c[4];
+	struct churn churn = { 0 };
+	struct rpcrdma_mem *mem;
+	pthread_t t[4], ct;
+	struct multi m;
+	unsigned int i;
+
+	(void)state;
+	harness_require_inproc("the pollers are threads of the test");
+	multi_start(&m, false);
+	m.region = aligned_alloc(4096, SLOTS * SLOT_BYTES);
+	assert_non_null(m.region);
+	assert_int_equal(rpcrdma_svc_mem_register(m.svc, m.region, SLOTS * SLOT_BYTES, &mem), 0);
+	churn.svc = m.svc;
+	assert_int_equal(pthread_create(&ct, NULL, churn_run, &churn), 0);
+	for (i = 0; i < 4; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i].clnt = harness_connect_to(m.svc);
+		c[i].seed = i + 1;
+		c[i].calls = CALLS;
+		assert_int_equal(pthread_create(&t[i], NULL, aligned_caller, &c[i]), 0);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(c[i].failures, 0);
+		rpcrdma_clnt_destroy(c[i].clnt);
+	}
+	atomic_store(&churn.stop, true);
+	pthread_join(ct, NULL);
+	assert_int_equal(churn.errors, 0);
+	assert_true(churn.rounds > 0);
+	assert_int_equal(m.nthreads, POLLERS);
+	multi_stop_pollers(&m);
+	/* Found there every time: no payload byte was copied. */
+	assert_int_equal(rpcrdma_svc_stats(m.svc, &st), 0);
+	assert_int_equal(st.replies, 4 * CALLS);
+	assert_int_equal(st.bounce_bytes, 0);
+	/* Every reply's Send completed: nobody uses the region any more. */
+	assert_int_equal(rpcrdma_mem_deregister(mem), 0);
+	multi_destroy(&m);
+	free(m.region);
+	harness_assert_fabric_idle();
+}
+
 /* Six clients over two pollers: every call answered, on both poller threads. */
 static void t_spread(void **state)
 {
@@ -245,6 +356,7 @@ int main(void)
 		cmocka_unit_test(t_spread),
 		cmocka_unit_test(t_spread_workers),
 		cmocka_unit_test(t_held_poller_holds_no_other),
+		cmocka_unit_test(t_regions_shared_by_pollers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
