@@ -299,7 +299,9 @@ int rpcrdma_svc_stats(const struct rpcrdma_svc *svc, struct rpcrdma_stats *stats
  * Reply payloads (rpcrdma_svc_reply_payload()) that lie within a registered
  * region go to the client by RDMA Write without a copy; others are copied
  * into a bounce buffer first. The region is registered for local access
- * only: the server never exposes memory to a peer.
+ * only: the server never exposes memory to a peer. Thread-safe: it, and
+ * rpcrdma_mem_deregister() of its regions, may run on any thread while the
+ * pollers serve.
  *
  * Returns 0, -EINVAL, -ENOMEM, or a -errno from the device.
  */
