@@ -507,6 +507,7 @@ struct soft_send_wqe {
 	bool force_rnr;
 	unsigned int rnr_left;
 	unsigned int retry_left;
+	bool last_try;			/* no retry left: the ACK timer's expiry is RETRY_EXC */
 	uint32_t psn;			/* of its first packet (the capture), set when started */
 	/* Completion, in posting order (engine.c): set when it is done. */
 	bool done;
