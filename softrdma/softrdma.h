@@ -169,7 +169,9 @@ enum softrdma_cm_fault_kind {
 	 * kernel's has when its event waits to be read); only delivery is
 	 * late. A channel keeps its order: events behind a held one on the
 	 * same channel wait for it, whatever their type. In STEP mode the
-	 * event arrives one unit later, in posting order, without waiting.
+	 * event arrives one unit later, in posting order, without waiting;
+	 * in THREAD mode softrdma_progress() waits for it, as for any timed
+	 * work. Destroying the id (or its channel) discards what is held.
 	 */
 	SOFTRDMA_CM_FAULT_DELAY,
 	/*
@@ -199,7 +201,7 @@ struct softrdma_cm_fault {
 
 /*
  * Arm a CM event fault: the next @fault->count events of type
- * @fault->event, from now on, in any process-local channel. Setting a
+ * @fault->event, from now on, on any channel of this process. Setting a
  * kind again for the same type replaces its count (and delay). Kinds of
  * one type combine in this order: a dropped event is only dropped (and
  * consumes only the DROP count); an event may be both delayed and
