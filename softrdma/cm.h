@@ -41,6 +41,7 @@ enum cm_state {
 struct soft_cm_channel {
 	struct rdma_event_channel ch;
 	struct soft_evq q;
+	struct list_node held;			/* events held back (cm_fault.c), in order */
 	unsigned int ids;
 	bool closed;				/* destroyed: kept until exit, see cm_channel.c */
 	struct soft_cm_channel *next_closed;
@@ -48,8 +49,10 @@ struct soft_cm_channel {
 
 struct soft_cm_event {
 	struct rdma_cm_event ev;
-	struct list_node link;
+	struct list_node link;			/* on its channel's q, or held */
 	struct soft_cm_id *owner;
+	struct soft_cm_channel *held_on;	/* held back on this channel's held list */
+	struct soft_work release;		/* ... until this unit runs (cm_fault.c) */
 	uint8_t pdata[CM_REP_PDATA];
 };
 
@@ -206,6 +209,20 @@ struct soft_cm_work *cm_work_new_locked(enum cm_work_kind kind, struct soft_cm_i
 /* Is this unit a CM message (cm_work_run)? */
 struct soft_cm_work *cm_work_of(struct soft_work *w);
 void cm_work_free_locked(struct soft_cm_work *w);
+
+/* cm_fault.c: CM event faults at delivery (DELAY, DUPLICATE) */
+/*
+ * Queue @e on @ch: at once, or held back for @delay_ns (and behind every
+ * event the channel holds already, whatever @delay_ns).
+ */
+void cm_event_queue_locked(struct soft_cm_channel *ch, struct soft_cm_event *e,
+			   uint64_t delay_ns);
+/* A second event with @e's contents and its own copy of the private data, or NULL. */
+struct soft_cm_event *cm_event_copy(const struct soft_cm_event *e);
+/* Free the events @ch holds back for @id (NULL: all of them; the channel goes). */
+void cm_held_forget_locked(struct soft_cm_channel *ch, const struct soft_cm_id *id);
+/* Deliver now what @ch holds back for @id (it migrates to another channel). */
+void cm_held_release_id_locked(struct soft_cm_channel *ch, const struct soft_cm_id *id);
 
 /* cm_addr.c: socket addresses of loopback (the only ones softrdma0 has) */
 bool cm_addr_is_loopback(const struct sockaddr *sa);

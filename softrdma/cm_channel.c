@@ -43,6 +43,7 @@ struct soft_cm_channel *cm_channel_new_locked(void)
 		return NULL;
 	}
 	sch->ch.fd = sch->q.fd;
+	list_init(&sch->held);
 	fab_set_cm_ops_locked(&cm_ops);
 	fab_cm_count_locked(FAB_CM_CHANNELS, 1);
 	fab_get_user_locked();
@@ -78,6 +79,7 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		free(list_entry(node, struct soft_cm_event, link));
 		fab_cm_count_locked(FAB_CM_UNACKED, -1);
 	}
+	cm_held_forget_locked(sch, NULL);
 	fab_cm_count_locked(FAB_CM_CHANNELS, -1);
 	fab_put_user_locked();
 	if (!evq_retire_locked(&sch->q)) {
@@ -95,9 +97,13 @@ void cm_deliver_locked(struct soft_cm_id *id, enum rdma_cm_event_type type, int 
 		       const struct cm_params *params, const void *pdata, uint8_t pdata_len,
 		       uint8_t padded_len, struct soft_cm_id *listen)
 {
-	struct soft_cm_event *e;
+	struct fault_cm_verdict v;
+	struct soft_cm_event *e, *copy = NULL;
 
-	if (!id->ch || id->destroying || fault_cm_drop_locked(type))
+	if (!id->ch || id->destroying)
+		return;
+	fault_cm_event_locked(type, &v);
+	if (v.drop)
 		return;
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -122,8 +128,14 @@ void cm_deliver_locked(struct soft_cm_id *id, enum rdma_cm_event_type type, int 
 		e->ev.param.conn.private_data = e->pdata;
 		e->ev.param.conn.private_data_len = padded_len;
 	}
-	evq_push_locked(&id->ch->q, &e->link);
+	if (v.duplicate)
+		copy = cm_event_copy(e);
+	cm_event_queue_locked(id->ch, e, v.delay_ns);
 	fab_cm_count_locked(FAB_CM_UNACKED, 1);
+	if (copy) {
+		cm_event_queue_locked(id->ch, copy, v.delay_ns);
+		fab_cm_count_locked(FAB_CM_UNACKED, 1);
+	}
 }
 
 static void forget_on_locked(struct soft_cm_channel *ch, struct soft_cm_id *id)
@@ -143,10 +155,14 @@ static void forget_on_locked(struct soft_cm_channel *ch, struct soft_cm_id *id)
 
 void cm_forget_events_locked(struct soft_cm_id *id)
 {
-	if (id->ch)
+	if (id->ch) {
 		forget_on_locked(id->ch, id);
-	if (id->req_ch && id->req_ch != id->ch)
+		cm_held_forget_locked(id->ch, id);
+	}
+	if (id->req_ch && id->req_ch != id->ch) {
 		forget_on_locked(id->req_ch, id);
+		cm_held_forget_locked(id->req_ch, id);
+	}
 }
 
 int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
@@ -228,7 +244,11 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 	while (sid->events_acked < sid->events_read)
 		fab_wait_ack_locked();
 	if (sid->ch) {
-		/* Events not yet read follow the id, as the kernel moves them. */
+		/*
+		 * Events not yet read follow the id, as the kernel moves them;
+		 * those held back (a DELAY fault) go out first, to move too.
+		 */
+		cm_held_release_id_locked(sid->ch, sid);
 		list_for_each_safe(pos, tmp, &sid->ch->q.items) {
 			struct soft_cm_event *e = list_entry(pos, struct soft_cm_event, link);
 

@@ -342,6 +342,21 @@ static uint64_t ack_retry_time(const struct soft_qp *qp)
 	return soft_now_ns() + (4096ULL << (qp->attr.timeout & 31));
 }
 
+/*
+ * A try went unanswered: its ACK timer runs until the time returned. IBA 9.7.6.1.3:
+ * each expiry sends the request again while retries are left, and the
+ * expiry that finds none left is the error, so retry_cnt retries cost
+ * retry_cnt + 1 timeouts.
+ */
+static uint64_t ack_timer_start(const struct soft_qp *qp, struct soft_send_wqe *wqe)
+{
+	if (wqe->retry_left)
+		wqe->retry_left--;
+	else
+		wqe->last_try = true;
+	return ack_retry_time(qp);
+}
+
 static void req_header(const struct soft_qp *qp, const struct soft_send_wqe *wqe,
 		       struct wire_req *req)
 {
@@ -516,15 +531,17 @@ static void read_response_run(struct soft_work *w)
 	enum ibv_wc_status st;
 	uint32_t byte_len = 0;
 
-	memset(&req, 0, sizeof(req));
-	req_header(qp, wqe, &req);
-	req.length = wqe->rd_len;
-	req.rd_depth = qp->rd_outstanding;
-	wire_transmit(qp, &req, &resp);
-	if (resp.status == WIRE_NO_ANSWER && wqe->retry_left) {
+	/* The last try's timer expired: resp stays WIRE_NO_ANSWER, RETRY_EXC_ERR. */
+	if (!wqe->last_try) {
+		memset(&req, 0, sizeof(req));
+		req_header(qp, wqe, &req);
+		req.length = wqe->rd_len;
+		req.rd_depth = qp->rd_outstanding;
+		wire_transmit(qp, &req, &resp);
+	}
+	if (resp.status == WIRE_NO_ANSWER && !wqe->last_try) {
 		/* The responder went away meanwhile: retry on the ACK timeout. */
-		wqe->retry_left--;
-		wqe->rd_work.not_before = ack_retry_time(qp);
+		wqe->rd_work.not_before = ack_timer_start(qp, wqe);
 		work_queue_locked(&wqe->rd_work);
 		return;
 	}
@@ -631,12 +648,7 @@ static void answer_now_locked(struct soft_qp *qp, const struct wire_resp *resp)
 			rewind_locked(qp, engine_oldest_awaiting_locked(qp));
 			wqe = &qp->sq[qp->sq_exec % qp->sq_size];
 		}
-		if (wqe->retry_left) {
-			wqe->retry_left--;
-			qp->wake_at = ack_retry_time(qp);
-		} else {
-			finish_wqe_locked(qp, wqe, IBV_WC_RETRY_EXC_ERR, 0);
-		}
+		qp->wake_at = ack_timer_start(qp, wqe);
 		break;
 	}
 }
@@ -727,6 +739,7 @@ void engine_run_locked(struct soft_qp *qp)
 		wqe->started = true;
 		wqe->rnr_left = qp->attr.rnr_retry;
 		wqe->retry_left = qp->attr.retry_cnt;
+		wqe->last_try = false;
 		wqe->psn = qp->next_psn;
 		qp->next_psn = (qp->next_psn + wqe_packets(qp, wqe)) & 0xffffff;
 		f = fault_check_send_locked(qp, wqe);
@@ -734,6 +747,10 @@ void engine_run_locked(struct soft_qp *qp)
 			return;
 	}
 	qp->wake_at = 0;
+	if (wqe->last_try) {
+		finish_wqe_locked(qp, wqe, IBV_WC_RETRY_EXC_ERR, 0);
+		return;
+	}
 	switch (wqe->opcode) {
 	case IBV_WR_LOCAL_INV:
 		finish_wqe_locked(qp, wqe, mem_invalidate_locked(qp, wqe->imm_or_inv) ?

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Fault injection: rules matched against work requests and CM events as they execute. */
+/*
+ * Fault injection: rules matched against work requests and CM events as they
+ * execute, and silent responders.
+ */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "soft.h"
 
@@ -49,10 +53,7 @@ int softrdma_fault_remove(int id)
 		}
 	}
 	if (id == 0) {
-		unsigned int i;
-
-		for (i = 0; i <= RDMA_CM_EVENT_TIMEWAIT_EXIT; i++)
-			fab.cm_drop[i] = 0;
+		memset(fab.cm_faults, 0, sizeof(fab.cm_faults));
 		fab.cm_reject = 0;
 	}
 	fab_unlock();
@@ -117,14 +118,77 @@ const struct softrdma_fault *fault_check_recv_locked(struct soft_qp *qp)
 	return check_locked(qp, true, IBV_WR_SEND);
 }
 
-int softrdma_cm_drop_events(enum rdma_cm_event_type type, unsigned int count)
+int softrdma_cm_fault_set(const struct softrdma_cm_fault *fault)
 {
+	struct fab_cm_fault *cf;
+
+	if (!fault || (unsigned int)fault->event > RDMA_CM_EVENT_TIMEWAIT_EXIT)
+		return -EINVAL;
+	switch (fault->kind) {
+	case SOFTRDMA_CM_FAULT_DELAY:
+		if (fault->count && (fault->delay_ms == 0 ||
+				     fault->delay_ms > SOFTRDMA_CM_DELAY_MAX_MS))
+			return -EINVAL;
+		break;
+	case SOFTRDMA_CM_FAULT_DROP:
+	case SOFTRDMA_CM_FAULT_DUPLICATE:
+		if (fault->delay_ms)
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	fab_lock();
+	cf = &fab.cm_faults[fault->event];
+	switch (fault->kind) {
+	case SOFTRDMA_CM_FAULT_DROP:
+		cf->drop = fault->count;
+		break;
+	case SOFTRDMA_CM_FAULT_DELAY:
+		cf->delay = fault->count;
+		cf->delay_ms = fault->delay_ms;
+		break;
+	case SOFTRDMA_CM_FAULT_DUPLICATE:
+		cf->duplicate = fault->count;
+		break;
+	}
+	fab_unlock();
+	return 0;
+}
+
+int softrdma_cm_fault_left(enum rdma_cm_event_type type, enum softrdma_cm_fault_kind kind)
+{
+	const struct fab_cm_fault *cf;
+	int left;
+
 	if ((unsigned int)type > RDMA_CM_EVENT_TIMEWAIT_EXIT)
 		return -EINVAL;
 	fab_lock();
-	fab.cm_drop[type] = count;
+	cf = &fab.cm_faults[type];
+	switch (kind) {
+	case SOFTRDMA_CM_FAULT_DROP:
+		left = (int)cf->drop;
+		break;
+	case SOFTRDMA_CM_FAULT_DELAY:
+		left = (int)cf->delay;
+		break;
+	case SOFTRDMA_CM_FAULT_DUPLICATE:
+		left = (int)cf->duplicate;
+		break;
+	default:
+		left = -EINVAL;
+		break;
+	}
 	fab_unlock();
-	return 0;
+	return left;
+}
+
+int softrdma_cm_drop_events(enum rdma_cm_event_type type, unsigned int count)
+{
+	struct softrdma_cm_fault f = { .event = type, .kind = SOFTRDMA_CM_FAULT_DROP,
+				       .count = count };
+
+	return softrdma_cm_fault_set(&f);
 }
 
 int softrdma_cm_reject_connects(unsigned int count)
@@ -135,12 +199,28 @@ int softrdma_cm_reject_connects(unsigned int count)
 	return 0;
 }
 
-bool fault_cm_drop_locked(enum rdma_cm_event_type type)
+void fault_cm_event_locked(enum rdma_cm_event_type type, struct fault_cm_verdict *v)
 {
-	if ((unsigned int)type > RDMA_CM_EVENT_TIMEWAIT_EXIT || !fab.cm_drop[type])
-		return false;
-	fab.cm_drop[type]--;
-	return true;
+	struct fab_cm_fault *cf;
+
+	memset(v, 0, sizeof(*v));
+	if ((unsigned int)type > RDMA_CM_EVENT_TIMEWAIT_EXIT)
+		return;
+	cf = &fab.cm_faults[type];
+	/* A dropped event is gone: the other kinds wait for the next one. */
+	if (cf->drop) {
+		cf->drop--;
+		v->drop = true;
+		return;
+	}
+	if (cf->delay) {
+		cf->delay--;
+		v->delay_ns = (uint64_t)cf->delay_ms * 1000000ULL;
+	}
+	if (cf->duplicate) {
+		cf->duplicate--;
+		v->duplicate = true;
+	}
 }
 
 bool fault_cm_reject_locked(void)
@@ -161,4 +241,38 @@ int softrdma_qp_set_error(struct ibv_qp *qp, int fatal)
 		async_event_locked(qp->context, IBV_EVENT_QP_FATAL, qp);
 	fab_unlock();
 	return 0;
+}
+
+/* A QP of this process, alive: what the caller passed is ours to use. */
+static struct soft_qp *live_qp_locked(struct ibv_qp *qp)
+{
+	struct soft_qp *sqp = qp ? qp_lookup_locked(qp->qp_num) : NULL;
+
+	return sqp && &sqp->qp == qp ? sqp : NULL;
+}
+
+int softrdma_qp_silence(struct ibv_qp *qp, int on)
+{
+	struct soft_qp *sqp;
+
+	if (on != 0 && on != 1)
+		return -EINVAL;
+	fab_lock();
+	sqp = live_qp_locked(qp);
+	if (sqp)
+		sqp->silent = on;
+	fab_unlock();
+	return sqp ? 0 : -EINVAL;
+}
+
+unsigned long softrdma_qp_ignored(struct ibv_qp *qp)
+{
+	struct soft_qp *sqp;
+	unsigned long n;
+
+	fab_lock();
+	sqp = live_qp_locked(qp);
+	n = sqp ? sqp->ignored : 0;
+	fab_unlock();
+	return n;
 }

@@ -243,10 +243,18 @@ static void rdma_read(struct soft_qp *qp, const struct wire_req *req, struct wir
 void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
 {
 	resp->data = wire_seg_local(NULL, 0);
+	resp->silenced = false;
 	resp->rnr_timer = qp->attr.min_rnr_timer;
 	/* RESET, INIT and ERR QPs drop packets: the requester hears nothing. */
 	if (qp->attr.qp_state != IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_RTS) {
 		resp->status = WIRE_NO_ANSWER;
+		return;
+	}
+	/* A silenced QP drops the request before it touches anything, as a hung peer. */
+	if (qp->silent) {
+		qp->ignored++;
+		resp->status = WIRE_NO_ANSWER;
+		resp->silenced = true;
 		return;
 	}
 	/* The first packet an RTR QP receives establishes the connection (IBA 11.6.3). */

@@ -170,6 +170,14 @@ bool evq_retire_locked(struct soft_evq *q);
 
 /* ---- fabric.c: global state, progress thread, scheduler ------------------- */
 
+/* The CM event faults armed for one event type: events each kind has yet to hit. */
+struct fab_cm_fault {
+	unsigned int drop;
+	unsigned int delay;
+	unsigned int duplicate;
+	unsigned int delay_ms;
+};
+
 struct soft_fabric {
 	pthread_mutex_t lock;
 	pthread_cond_t work_cv;		/* the progress thread waits for work */
@@ -202,7 +210,7 @@ struct soft_fabric {
 	/* fault.c */
 	struct list_node faults;
 	int next_fault_id;
-	unsigned int cm_drop[RDMA_CM_EVENT_TIMEWAIT_EXIT + 1];
+	struct fab_cm_fault cm_faults[RDMA_CM_EVENT_TIMEWAIT_EXIT + 1];	/* by event type */
 	unsigned int cm_reject;
 	const struct soft_cm_ops *cm_ops;	/* installed by the rdma_cm half */
 };
@@ -499,6 +507,7 @@ struct soft_send_wqe {
 	bool force_rnr;
 	unsigned int rnr_left;
 	unsigned int retry_left;
+	bool last_try;			/* no retry left: the ACK timer's expiry is RETRY_EXC */
 	uint32_t psn;			/* of its first packet (the capture), set when started */
 	/* Completion, in posting order (engine.c): set when it is done. */
 	bool done;
@@ -552,6 +561,8 @@ struct soft_qp {
 	bool rnr_gate;			/* responder: RNR NAK sent for rnr_gate_psn ... */
 	uint32_t rnr_gate_psn;		/* ... drop what follows until it comes again */
 	bool comm_est;			/* IBV_EVENT_COMM_EST raised (first receipt in RTR) */
+	bool silent;			/* responder: answers nothing (softrdma_qp_silence) */
+	unsigned long ignored;		/* requests left unanswered while silent */
 	struct soft_qp *peer;		/* cached responder, resolved from attr.dest_qp_num */
 	struct net_link *remote;	/* link to a responder in another process (a reference) */
 	struct soft_cm_id *cm_id;
@@ -613,8 +624,15 @@ const struct softrdma_fault *fault_check_send_locked(struct soft_qp *qp,
 						     const struct soft_send_wqe *wqe);
 /* For a receive WQE about to be consumed. */
 const struct softrdma_fault *fault_check_recv_locked(struct soft_qp *qp);
-/* CM: true if an event of this type should be swallowed. */
-bool fault_cm_drop_locked(enum rdma_cm_event_type type);
+/* What the armed CM faults do to an event about to be delivered. */
+struct fault_cm_verdict {
+	bool drop;
+	bool duplicate;
+	uint64_t delay_ns;		/* 0: deliver now */
+};
+
+/* CM: the verdict on the next event of @type; the faults that hit it count it. */
+void fault_cm_event_locked(enum rdma_cm_event_type type, struct fault_cm_verdict *v);
 bool fault_cm_reject_locked(void);
 
 /* ---- units other than send WQEs --------------------------------------------- */

@@ -124,12 +124,95 @@ int softrdma_qp_set_error(struct ibv_qp *qp, int fatal);
 int softrdma_cm_disconnect(struct rdma_cm_id *id);
 
 /*
+ * A silent peer: with @on 1, @qp stops answering. Requests that reach it
+ * (Sends, Writes, Reads) are not executed and get no ACK, NAK or response,
+ * while its connection stays up: no socket closes, no CM event is raised,
+ * and @qp itself stays in its state, with its receives still posted. The
+ * requester sees what a real RC QP sees when its peer hangs: it sends the
+ * request again after each local ACK timeout (4.096 us * 2^timeout of its
+ * QP, no cap; timeout 0 waits for good), retry_cnt times, then completes
+ * it with IBV_WC_RETRY_EXC_ERR and moves to ERR, flushing the rest. In
+ * STEP mode each try is one unit, at once. With @on 0 @qp answers again
+ * from the next request or retry on (a requester that has not given up
+ * then completes normally). Only answering stops: what @qp posts itself
+ * still goes out; a test of a vanished node stops posting on it too.
+ *
+ * Between processes, call it in the process that owns @qp: the fabric
+ * then tells the requester's process that the request went unanswered,
+ * over the link, so that its retries follow its own clock exactly as in
+ * one process (the capture shows no answer). Silence lasts until turned
+ * off or @qp is destroyed; a reset keeps it.
+ *
+ * Returns 0, or -EINVAL if @qp is NULL or not a live QP of this process,
+ * or @on is neither 0 nor 1.
+ */
+int softrdma_qp_silence(struct ibv_qp *qp, int on);
+/* Requests @qp left unanswered while silenced, since it was created. */
+unsigned long softrdma_qp_ignored(struct ibv_qp *qp);
+
+/*
  * CM faults: drop the next `count` events of `type` before delivery (the
  * peer's state machine still advances), or reject the next `count`
  * connection requests at the fabric with a REJECTED event to the client.
+ * softrdma_cm_drop_events(type, count) is softrdma_cm_fault_set() of
+ * SOFTRDMA_CM_FAULT_DROP.
  */
 int softrdma_cm_drop_events(enum rdma_cm_event_type type, unsigned int count);
 int softrdma_cm_reject_connects(unsigned int count);
+
+enum softrdma_cm_fault_kind {
+	/* Swallow the event: the application never sees it. */
+	SOFTRDMA_CM_FAULT_DROP,
+	/*
+	 * Hold the event back delay_ms milliseconds before it reaches its
+	 * channel. The fabric's state machine has already moved on (as the
+	 * kernel's has when its event waits to be read); only delivery is
+	 * late. A channel keeps its order: events behind a held one on the
+	 * same channel wait for it, whatever their type. In STEP mode the
+	 * event arrives one unit later, in posting order, without waiting;
+	 * in THREAD mode softrdma_progress() waits for it, as for any timed
+	 * work. Destroying the id (or its channel) discards what is held.
+	 */
+	SOFTRDMA_CM_FAULT_DELAY,
+	/*
+	 * Deliver the event twice, the copy right behind the original on the
+	 * same channel, as a retransmitting or buggy CM would: the same id,
+	 * listen_id, event, status and param (for a connection event the
+	 * same responder_resources, initiator_depth, retry counts, qp_num and
+	 * private_data_len, with private_data a copy of the bytes in the
+	 * copy's own memory). Each is a separate struct rdma_cm_event that the
+	 * application must ack with rdma_ack_cm_event(); rdma_destroy_id()
+	 * waits for both. No second id is made: a duplicated CONNECT_REQUEST
+	 * names the same new id twice. A synchronous id reads the copy as the
+	 * answer to its next call, as librdmacm would.
+	 */
+	SOFTRDMA_CM_FAULT_DUPLICATE,
+};
+
+/* The longest SOFTRDMA_CM_FAULT_DELAY: a minute. */
+#define SOFTRDMA_CM_DELAY_MAX_MS	60000
+
+struct softrdma_cm_fault {
+	enum rdma_cm_event_type event;	/* the events it applies to */
+	enum softrdma_cm_fault_kind kind;
+	unsigned int count;		/* the next count such events; 0 disarms */
+	unsigned int delay_ms;		/* DELAY: 1 .. SOFTRDMA_CM_DELAY_MAX_MS; others: 0 */
+};
+
+/*
+ * Arm a CM event fault: the next @fault->count events of type
+ * @fault->event, from now on, on any channel of this process. Setting a
+ * kind again for the same type replaces its count (and delay). Kinds of
+ * one type combine in this order: a dropped event is only dropped (and
+ * consumes only the DROP count); an event may be both delayed and
+ * duplicated (the copy is held with it). softrdma_fault_remove(0) disarms
+ * every CM fault. Returns 0, or -EINVAL for a NULL @fault, an unknown
+ * event type or kind, a DELAY of 0 or more than SOFTRDMA_CM_DELAY_MAX_MS
+ * milliseconds (with a non-zero count), or a delay_ms on another kind.
+ */
+int softrdma_cm_fault_set(const struct softrdma_cm_fault *fault);
+/* How many events of @type the armed fault of @kind has yet to hit, or -EINVAL. */
+int softrdma_cm_fault_left(enum rdma_cm_event_type type, enum softrdma_cm_fault_kind kind);
 
 /*
  * REJECTED events carry the IB CM reject reason in `status`, as on IB and

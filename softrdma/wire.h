@@ -120,6 +120,14 @@ struct wire_resp {
 	uint8_t rnr_timer;	/* RNR NAK: the responder's min_rnr_timer (IBA 9.7.5.2.8) */
 	/* READ over shared memory: data.len bytes are already in the requester's buffers. */
 	bool placed;
+	/*
+	 * WIRE_NO_ANSWER from a silenced responder (softrdma_qp_silence): it
+	 * did not execute the request, so a transport between processes tells
+	 * the requester, whose ACK timer then runs as in one process, and a
+	 * retry cannot execute it twice. Other unanswered requests stay
+	 * untold: their requester learns of a dead link or a DISCONNECTED.
+	 */
+	bool silenced;
 };
 
 struct net_link;

@@ -94,8 +94,11 @@ static void send_answer_locked(struct net_link *link, const struct net_wire_req 
 	struct net_wire_resp *a;
 	struct net_buf *buf;
 
-	/* A requester that hears nothing retries: dropping an answer is allowed. */
-	if (resp->status == WIRE_NO_ANSWER)
+	/*
+	 * A requester that hears nothing retries: dropping an answer is
+	 * allowed. A silenced responder's is sent, for the requester's timer.
+	 */
+	if (resp->status == WIRE_NO_ANSWER && !resp->silenced)
 		return;
 	buf = net_buf_new_locked(NET_MSG_WIRE_RESP, (uint32_t)sizeof(*a));
 	if (!buf)

@@ -540,7 +540,8 @@ static void send_answer_locked(struct net_link *link, const struct shm_req *m,
 	struct shm_resp *a;
 	uint32_t body;
 
-	if (resp->status == WIRE_NO_ANSWER || !s->tx)
+	/* As on the socket (wire_net.c): only a silenced responder's no-answer is told. */
+	if ((resp->status == WIRE_NO_ANSWER && !resp->silenced) || !s->tx)
 		return;
 	if (placed && !place_read(s, sink, m->nspans, &resp->data)) {
 		/* The requester's buffers went away under its Read: it fails. */

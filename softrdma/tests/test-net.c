@@ -9,7 +9,8 @@
  * async events; a peer that is SIGKILLed (flush, RETRY_EXC_ERR for the work
  * in flight, DISCONNECTED, in bounded time), before or after accepting; port
  * conflicts across processes and a stale listener's port reclaimed; sync ids
- * and rdma_create_ep in the peer. The client side runs in THREAD and STEP
+ * and rdma_create_ep in the peer; a peer whose QP goes silent (RETRY_EXC_ERR
+ * after its retries, no CM event). The client side runs in THREAD and STEP
  * mode; the peer always in THREAD mode.
  */
 #include <errno.h>
@@ -430,6 +431,37 @@ static int role_steady(void)
 	return 0;
 }
 
+/*
+ * A server whose QP goes silent once connected: asked, it tells how many
+ * tries it left unanswered, having run none (its receive is still posted,
+ * its QP in RTS) and heard no CM event; then the test disconnects.
+ */
+static int role_silent(void)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	struct pollfd pfd;
+	struct ibv_wc wc;
+	struct side s;
+
+	p_listen(&s);
+	p_accept(&s, 7, NULL);
+	p_post_recv(&s, 1, 0, 64);
+	PEER_CHECK(rdma_ack_cm_event(p_event(s.ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
+	PEER_CHECK(softrdma_qp_silence(s.id->qp, 1) == 0);
+	peer_say("silent");
+	PEER_CHECK(strcmp(peer_hear(), "report") == 0);
+	PEER_CHECK(ibv_poll_cq(s.id->recv_cq, 1, &wc) == 0);
+	PEER_CHECK(ibv_query_qp(s.id->qp, &attr, IBV_QP_STATE, &init) == 0);
+	PEER_CHECK(attr.qp_state == IBV_QPS_RTS);
+	pfd = (struct pollfd){ .fd = s.ch->fd, .events = POLLIN };
+	PEER_CHECK(poll(&pfd, 1, 0) == 0);
+	peer_say("ignored %lu", softrdma_qp_ignored(s.id->qp));
+	p_close(&s);
+	p_done(&s);
+	return 0;
+}
+
 static int run_role(const char *role)
 {
 	static const struct {
@@ -446,6 +478,7 @@ static int run_role(const char *role)
 		{ "window", role_window },
 		{ "bulk", role_bulk },
 		{ "steady", role_steady },
+		{ "silent", role_silent },
 	};
 	size_t i;
 
@@ -859,6 +892,48 @@ static void test_peer_killed(void **state)
 	finish(&c, 0);
 }
 
+/*
+ * The peer's QP goes silent, its process alive and its socket open: the
+ * client's Send is tried retry_count + 1 times, each after rdma_cm's ACK
+ * timeout (14: 67 ms), and fails with RETRY_EXC_ERR, the Send behind it
+ * flushes, and no CM event comes to either side until the client
+ * disconnects.
+ */
+static void test_silent_peer(void **state)
+{
+	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1,
+					 .retry_count = 3, .rnr_retry_count = 7 };
+	struct pollfd pfd;
+	unsigned long ignored;
+	struct client c;
+	uint64_t t0, took;
+
+	(void)state;
+	start(&c, "silent");
+	peer_port(&c);
+	connect_ok(&c, &param);
+	peer_expect(&c.peer, "silent");
+	t0 = now_ms();
+	assert_int_equal(post(&c, 1, IBV_WR_SEND, 0, 8, 0, 0, 0), 0);
+	assert_int_equal(post(&c, 2, IBV_WR_SEND, 0, 8, 0, 0, 0), 0);
+	expect_wc(&c, 1, IBV_WC_RETRY_EXC_ERR);
+	took = now_ms() - t0;
+	expect_wc(&c, 2, IBV_WC_WR_FLUSH_ERR);
+	if (softrdma_get_mode() != SOFTRDMA_MODE_STEP)
+		assert_true(took >= 4 * 67);
+	assert_true(took < (uint64_t)peer_timeout_ms(3000));
+	pfd = (struct pollfd){ .fd = c.ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	peer_send(&c.peer, "report");
+	assert_int_equal(sscanf(peer_expect(&c.peer, "ignored "), "%lu", &ignored), 1);
+	/* Each try of the first Send at least (the second may have gone out with them). */
+	assert_true(ignored >= 4);
+	assert_int_equal(rdma_disconnect(c.id), 0);
+	h_cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED);
+	peer_expect(&c.peer, "done");
+	finish(&c, 0);
+}
+
 /* Kill the peer as soon as it reports the request; h_cm_get() waits meanwhile. */
 static void *kill_on_request(void *arg)
 {
@@ -1055,6 +1130,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_window_go_back_n),
 		cmocka_unit_test(test_dereg_while_sending),
 		cmocka_unit_test(test_steady_state_between_processes),
+		cmocka_unit_test(test_silent_peer),
 	};
 	const struct CMUnitTest stepped[] = {
 		cmocka_unit_test(test_cm_and_data),
@@ -1065,6 +1141,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_window_go_back_n),
 		cmocka_unit_test(test_dereg_while_sending),
 		cmocka_unit_test(test_steady_state_between_processes),
+		cmocka_unit_test(test_silent_peer),
 	};
 	int failed = 0;
 
