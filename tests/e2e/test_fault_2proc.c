@@ -338,8 +338,9 @@ static bool server_at_baseline(void)
 	bool ok = true;
 
 	if (!tp_server_quiet(m.ctl, 10000)) {
-		fprintf(stderr, "server: %u connections established, %u closed\n",
-			atomic_load(&m.ctl->conns_established), atomic_load(&m.ctl->conns_closed));
+		fprintf(stderr, "server: %u connections accepted (%u established), %u closed\n",
+			atomic_load(&m.ctl->conns_accepted), atomic_load(&m.ctl->conns_established),
+			atomic_load(&m.ctl->conns_closed));
 		ok = false;
 	}
 	if (atomic_load(&m.ctl->tally.named) != atomic_load(&m.ctl->tally.released)) {
@@ -381,6 +382,7 @@ static bool server_at_baseline(void)
 static bool server_up(void)
 {
 	memset(&m.ctl->tally, 0, sizeof(m.ctl->tally));
+	atomic_store(&m.ctl->conns_accepted, 0);
 	atomic_store(&m.ctl->conns_established, 0);
 	atomic_store(&m.ctl->conns_closed, 0);
 	m.server = tp_server_spawn(m.ctl);

@@ -92,7 +92,9 @@ static void srv_on_conn(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_event e
 {
 	(void)conn;
 	(void)arg;
-	if (event == RPCRDMA_CONN_ESTABLISHED)
+	if (event == RPCRDMA_CONN_ACCEPTED)
+		atomic_fetch_add(&srv_ctl->conns_accepted, 1);
+	else if (event == RPCRDMA_CONN_ESTABLISHED)
 		atomic_fetch_add(&srv_ctl->conns_established, 1);
 	else if (event == RPCRDMA_CONN_CLOSED)
 		atomic_fetch_add(&srv_ctl->conns_closed, 1);
@@ -360,7 +362,7 @@ bool tp_server_quiet(struct tp_ctl *ctl, int timeout_ms)
 {
 	int64_t deadline = now_ms() + timeout_ms;
 
-	while (atomic_load(&ctl->conns_closed) != atomic_load(&ctl->conns_established)) {
+	while (atomic_load(&ctl->conns_closed) != atomic_load(&ctl->conns_accepted)) {
 		if (now_ms() > deadline)
 			return false;
 		poll(NULL, 0, 2);

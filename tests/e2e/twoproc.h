@@ -79,6 +79,7 @@ struct tp_ctl {
 	atomic_int ready;			/* 1 listening, < 0 -errno */
 	atomic_bool stop;
 	struct sockaddr_storage addr;
+	atomic_uint conns_accepted;	/* each is reported CLOSED once (svc.h) */
 	atomic_uint conns_established;
 	atomic_uint conns_closed;
 	atomic_uint calls;
@@ -118,7 +119,7 @@ int tp_server_stop(struct tp_ctl *ctl, pid_t pid);
 /* Post a request and wait (up to 10 s) for the server to answer it. Returns 0 or -ETIMEDOUT. */
 int tp_server_request(struct tp_ctl *ctl, enum tp_request req);
 
-/* Has the server closed every connection it established? Waits up to @timeout_ms. */
+/* Has the server closed every connection it accepted? Waits up to @timeout_ms. */
 bool tp_server_quiet(struct tp_ctl *ctl, int timeout_ms);
 
 /* Client attributes aimed at the server of @ctl. */

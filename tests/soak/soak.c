@@ -405,6 +405,7 @@ int main(int argc, char **argv)
 			waitpid(server, &status, 0);
 			t.server_kills++;
 			memset(&ctl->tally, 0, sizeof(ctl->tally));
+			atomic_store(&ctl->conns_accepted, 0);
 			atomic_store(&ctl->conns_established, 0);
 			atomic_store(&ctl->conns_closed, 0);
 			ctl->soak_seed = rand_r(&rseed);
@@ -449,8 +450,9 @@ int main(int argc, char **argv)
 	/* The server: quiet, back at its baseline, then clean at destroy. */
 	ctl->soak_faults_permille = 0;
 	if (!tp_server_quiet(ctl, 10000)) {
-		fprintf(stderr, "server: %u connections established, %u closed\n",
-			atomic_load(&ctl->conns_established), atomic_load(&ctl->conns_closed));
+		fprintf(stderr, "server: %u connections accepted (%u established), %u closed\n",
+			atomic_load(&ctl->conns_accepted), atomic_load(&ctl->conns_established),
+			atomic_load(&ctl->conns_closed));
 		violations++;
 	}
 	if (atomic_load(&ctl->tally.named) != atomic_load(&ctl->tally.released)) {
