@@ -230,7 +230,7 @@ static void xprt_rdma_check_timeouts(struct rpcrdma_xprt *x)
 			continue;
 		if (req->rl_deadline <= now) {
 			req->rl_flags |= RPCRDMA_REQ_TIMEDOUT;
-			x->rx_stats.timeouts++;
+			rpcrdma_count_inc(x->rx_stats.timeouts);
 			close = true;
 		} else if (req->rl_deadline < next) {
 			next = req->rl_deadline;
@@ -241,7 +241,7 @@ static void xprt_rdma_check_timeouts(struct rpcrdma_xprt *x)
 
 		if (req->rl_deadline <= now) {
 			list_del(&req->rl_list);
-			x->rx_stats.timeouts++;
+			rpcrdma_count_inc(x->rx_stats.timeouts);
 			xprt_rdma_finish(x, req, -ETIMEDOUT);
 		} else if (req->rl_deadline < next) {
 			next = req->rl_deadline;
@@ -372,7 +372,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 		x->rx_next_deadline = req->rl_deadline;
 	xprt_rdma_hash_add(x, req);
 	if (x->rx_outstanding >= x->rx_credits)
-		x->rx_stats.credit_stalls++;
+		rpcrdma_count_inc(x->rx_stats.credit_stalls);
 	list_add_tail(&req->rl_list, &x->rb_pending);
 	xprt_rdma_kick(x);
 	return 0;
@@ -663,9 +663,10 @@ RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_stats, 0_2);
 int rpcrdma_clnt_stats_0_2(const struct rpcrdma_clnt *clnt, struct rpcrdma_stats *stats)
 {
 	const struct rpcrdma_xprt *x = (const struct rpcrdma_xprt *)clnt;
+	struct rpcrdma_stats now;
 
 	if (!clnt || !stats)
 		return -EINVAL;
-	return rpcrdma_sized_out(stats, &x->rx_stats, sizeof(x->rx_stats),
-				 RPCRDMA_STATS_SIZE_0_2);
+	rpcrdma_stats_load(&now, &x->rx_stats);
+	return rpcrdma_sized_out(stats, &now, sizeof(now), RPCRDMA_STATS_SIZE_0_2);
 }

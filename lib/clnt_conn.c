@@ -36,6 +36,7 @@ static int xprt_rdma_buffers(struct rpcrdma_xprt *x, struct rdma_cm_id *id)
 	struct ibv_context *verbs = id->verbs;
 	uint32_t size = x->rx_attr.inline_size;
 	uint32_t i;
+	size_t slabs;
 	int rc;
 
 	if (x->rx_pd)
@@ -70,10 +71,9 @@ static int xprt_rdma_buffers(struct rpcrdma_xprt *x, struct rdma_cm_id *id)
 		rep->rr_sge.length = size;
 		rep->rr_sge.lkey = rpcrdma_slab_lkey(&x->rx_recv_slab);
 	}
-	x->rx_stats.registered_bytes += rpcrdma_slab_bytes(&x->rx_send_slab) +
-					rpcrdma_slab_bytes(&x->rx_recv_slab);
-	x->rx_stats.heap_bytes += rpcrdma_slab_bytes(&x->rx_send_slab) +
-				  rpcrdma_slab_bytes(&x->rx_recv_slab);
+	slabs = rpcrdma_slab_bytes(&x->rx_send_slab) + rpcrdma_slab_bytes(&x->rx_recv_slab);
+	rpcrdma_count_add(x->rx_stats.registered_bytes, slabs);
+	rpcrdma_count_add(x->rx_stats.heap_bytes, slabs);
 	return 0;
 
 out_send:
@@ -86,15 +86,16 @@ out_pd:
 
 void xprt_rdma_free_buffers(struct rpcrdma_xprt *x)
 {
+	size_t slabs;
+
 	if (!x->rx_pd)
 		return;
 	x->rx_reg = RPCRDMA_REG_NONE;
 	frwr_destroy_all(x);
 	rpcrdma_mem_destroy_all(&x->rx_mems);
-	x->rx_stats.registered_bytes -= rpcrdma_slab_bytes(&x->rx_send_slab) +
-					rpcrdma_slab_bytes(&x->rx_recv_slab);
-	x->rx_stats.heap_bytes -= rpcrdma_slab_bytes(&x->rx_send_slab) +
-				  rpcrdma_slab_bytes(&x->rx_recv_slab);
+	slabs = rpcrdma_slab_bytes(&x->rx_send_slab) + rpcrdma_slab_bytes(&x->rx_recv_slab);
+	rpcrdma_count_sub(x->rx_stats.registered_bytes, slabs);
+	rpcrdma_count_sub(x->rx_stats.heap_bytes, slabs);
 	rpcrdma_slab_free(&x->rx_send_slab);
 	rpcrdma_slab_free(&x->rx_recv_slab);
 	ibv_dealloc_pd(x->rx_pd);
@@ -281,7 +282,7 @@ int xprt_rdma_connect(struct rpcrdma_xprt *x, int64_t by)
 	x->rx_credits = 1;	/* RFC 8166: one credit until the first grant */
 	x->rx_outstanding = 0;
 	x->rx_connects++;
-	x->rx_stats.connects++;
+	rpcrdma_count_inc(x->rx_stats.connects);
 	return 0;
 
 out_ep:
@@ -349,7 +350,7 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 			xprt_rdma_finish(x, req, -ECANCELED);
 		} else if (req->rl_retries > 0) {
 			req->rl_retries--;
-			x->rx_stats.retransmits++;
+			rpcrdma_count_inc(x->rx_stats.retransmits);
 			/* A reply consumed before the loss took it out of the XID table. */
 			xprt_rdma_hash_del(x, req);
 			xprt_rdma_hash_add(x, req);
@@ -374,7 +375,7 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 	x->rx_connected = false;
 	x->rx_outstanding = 0;
 	x->rx_credits = 0;
-	x->rx_stats.disconnects++;
+	rpcrdma_count_inc(x->rx_stats.disconnects);
 	rpcrdma_stat_tick(&x->rx_stat, true);
 }
 
@@ -406,6 +407,7 @@ bool xprt_rdma_keepalive(struct rpcrdma_xprt *x)
 {
 	struct rpcrdma_ka_conf conf = { .keepalive_ms = x->rx_attr.keepalive_ms };
 	const struct rpcrdma_stats *st = &x->rx_stats;
+	uint64_t heard;
 
 	if (x->rx_ka_fd < 0)
 		return false;
@@ -417,12 +419,14 @@ bool xprt_rdma_keepalive(struct rpcrdma_xprt *x)
 	if (!rpcrdma_ka_timer_expired(x->rx_ka_fd) || !x->rx_have_ep || !x->rx_connected ||
 	    x->rx_ep.close_pending)
 		return false;
-	if (rpcrdma_ka_tick(&x->rx_ep, &conf, st->replies + st->rdma_errors + st->dropped, false,
-			    rpcrdma_now_ms(), xprt_rdma_wc_keepalive) != RPCRDMA_KA_SILENT)
+	heard = rpcrdma_count_read(st->replies) + rpcrdma_count_read(st->rdma_errors) +
+		rpcrdma_count_read(st->dropped);
+	if (rpcrdma_ka_tick(&x->rx_ep, &conf, heard, false, rpcrdma_now_ms(),
+			    xprt_rdma_wc_keepalive) != RPCRDMA_KA_SILENT)
 		return false;
 	rpcrdma_warn("client: the server left a keepalive probe unanswered for %d ms; closing",
 		     conf.keepalive_ms);
-	x->rx_stats.keepalive_closes++;
+	rpcrdma_count_inc(x->rx_stats.keepalive_closes);
 	rpcrdma_ep_close_deferred(&x->rx_ep);
 	return true;
 }

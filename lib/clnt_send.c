@@ -134,7 +134,7 @@ static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	req->rl_flags |= RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT;
 	list_del(&req->rl_list);
 	list_add_tail(&req->rl_list, &x->rb_inflight);
-	x->rx_stats.calls++;
+	rpcrdma_count_inc(x->rx_stats.calls);
 	rpcrdma_send_inline(&x->rx_ep, &req->rl_send_wr);
 	rc = frwr_send(x, req, &posted);
 	if (likely(rc == 0))
@@ -149,7 +149,7 @@ static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	list_del(&req->rl_list);
 	list_add(&req->rl_list, &x->rb_pending);
 	x->rx_outstanding--;
-	x->rx_stats.calls--;
+	rpcrdma_count_sub(x->rx_stats.calls, 1);
 }
 
 static void xprt_rdma_sq_send(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w)

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "ep.h"
+#include "stat.h"
 
 /* Channel events acknowledged together: ibv_ack_cq_events takes a lock. */
 #define RPCRDMA_ACK_BATCH 16
@@ -192,9 +193,9 @@ out_channel:
 void rpcrdma_ep_wc_error(struct rpcrdma_ep *ep, const struct ibv_wc *wc, const char *what)
 {
 	if (wc->status == IBV_WC_WR_FLUSH_ERR) {
-		ep->stats->flushes++;
+		rpcrdma_count_inc(ep->stats->flushes);
 	} else {
-		ep->stats->wc_errors++;
+		rpcrdma_count_inc(ep->stats->wc_errors);
 		rpcrdma_err("%s: %s (vendor error 0x%x)", what, ibv_wc_status_str(wc->status),
 			    wc->vendor_err);
 	}
@@ -501,7 +502,7 @@ void rpcrdma_sq_post(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w)
 		w->post(ep, w);
 		return;
 	}
-	ep->stats->sq_waits++;
+	rpcrdma_count_inc(ep->stats->sq_waits);
 	list_add_tail(&w->list, &ep->sq_waiters);
 }
 

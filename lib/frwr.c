@@ -225,7 +225,7 @@ static const unsigned char *frwr_region(struct rpcrdma_xprt *x, struct rpcrdma_r
 			return NULL;
 		if (to_server) {
 			memcpy(bounce->data, buf, len);
-			x->rx_stats.bounce_bytes += len;
+			rpcrdma_count_add(x->rx_stats.bounce_bytes, len);
 		}
 	}
 	if (req->rl_mems[kind]) {
@@ -438,13 +438,13 @@ void frwr_release(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 
 		if (b->data && call->result_len) {
 			memcpy(call->result, b->data, call->result_len);
-			x->rx_stats.bounce_bytes += call->result_len;
+			rpcrdma_count_add(x->rx_stats.bounce_bytes, call->result_len);
 		}
 		/* Only what came by Reply chunk: an inline reply is in place already. */
 		b = &req->rl_bounce[RPCRDMA_BOUNCE_REPLY];
 		if (b->data && req->rl_reply_chunk_len) {
 			memcpy(call->reply, b->data, req->rl_reply_chunk_len);
-			x->rx_stats.bounce_bytes += req->rl_reply_chunk_len;
+			rpcrdma_count_add(x->rx_stats.bounce_bytes, req->rl_reply_chunk_len);
 		}
 	}
 	req->rl_reply_chunk_len = 0;

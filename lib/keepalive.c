@@ -7,6 +7,7 @@
 
 #include "ep.h"
 #include "keepalive.h"
+#include "stat.h"
 
 /* Ticks per bound: a close comes at most a quarter late. */
 #define RPCRDMA_KA_TICKS 4
@@ -67,7 +68,7 @@ static bool rpcrdma_ka_probe(struct rpcrdma_ep *ep, void (*done)(struct ibv_cq *
 	ka->cqe.done = done;
 	if (rpcrdma_ep_post_send(ep, &wr, 1, NULL))
 		return false;
-	ep->stats->keepalives++;
+	rpcrdma_count_inc(ep->stats->keepalives);
 	return true;
 }
 
@@ -106,6 +107,6 @@ void rpcrdma_ka_probe_done(struct rpcrdma_ep *ep, const struct ibv_wc *wc)
 		return;
 	}
 	if (wc->status != IBV_WC_WR_FLUSH_ERR)
-		ep->stats->keepalive_closes++;
+		rpcrdma_count_inc(ep->stats->keepalive_closes);
 	rpcrdma_ep_wc_error(ep, wc, "keepalive probe");
 }

@@ -7,6 +7,7 @@
 #include <rpcrdma/clnt.h>
 
 #include "mem.h"
+#include "stat.h"
 #include "util.h"
 
 #define RPCRDMA_CACHELINE 64
@@ -62,7 +63,7 @@ void *rpcrdma_zalloc(struct rpcrdma_stats *stats, size_t size)
 	void *p = calloc(1, size);
 
 	if (p && stats)
-		stats->heap_bytes += size;
+		rpcrdma_count_add(stats->heap_bytes, size);
 	return p;
 }
 
@@ -71,7 +72,7 @@ void *rpcrdma_realloc(struct rpcrdma_stats *stats, void *p, size_t old, size_t s
 	void *q = realloc(p, size);
 
 	if (q && stats)
-		stats->heap_bytes += size - old;
+		rpcrdma_count_add(stats->heap_bytes, size - old);
 	return q;
 }
 
@@ -80,7 +81,7 @@ void rpcrdma_free(struct rpcrdma_stats *stats, void *p, size_t size)
 	if (!p)
 		return;
 	if (stats)
-		stats->heap_bytes -= size;
+		rpcrdma_count_sub(stats->heap_bytes, size);
 	free(p);
 }
 
@@ -234,8 +235,8 @@ int rpcrdma_buf_alloc(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t len, in
 		return rc;
 	}
 	buf->len = len;
-	stats->heap_bytes += bytes;
-	stats->registered_bytes += bytes;
+	rpcrdma_count_add(stats->heap_bytes, bytes);
+	rpcrdma_count_add(stats->registered_bytes, bytes);
 	return 0;
 }
 
@@ -248,7 +249,7 @@ void rpcrdma_buf_dereg(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats)
 {
 	if (buf->mr) {
 		ibv_dereg_mr(buf->mr);
-		stats->registered_bytes -= rpcrdma_buf_bytes(buf);
+		rpcrdma_count_sub(stats->registered_bytes, rpcrdma_buf_bytes(buf));
 		buf->mr = NULL;
 	}
 }
@@ -259,7 +260,7 @@ void *rpcrdma_buf_detach(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats)
 
 	rpcrdma_buf_dereg(buf, stats);
 	if (data)
-		stats->heap_bytes -= rpcrdma_buf_bytes(buf);
+		rpcrdma_count_sub(stats->heap_bytes, rpcrdma_buf_bytes(buf));
 	memset(buf, 0, sizeof(*buf));
 	return data;
 }

@@ -102,7 +102,7 @@ int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool re
 			req->rl_reads[req->rl_nreads].position = 0;
 			req->rl_reads[req->rl_nreads++].seg = segs[i];
 		}
-		x->rx_stats.read_chunks++;
+		rpcrdma_count_inc(x->rx_stats.read_chunks);
 	}
 	if (npay) {
 		segs = req->rl_write;
@@ -114,7 +114,7 @@ int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool re
 			req->rl_reads[req->rl_nreads].position = call->payload_pos;
 			req->rl_reads[req->rl_nreads++].seg = segs[i];
 		}
-		x->rx_stats.read_chunks++;
+		rpcrdma_count_inc(x->rx_stats.read_chunks);
 	}
 	if (nres) {
 		rc = frwr_map(x, req, RPCRDMA_BOUNCE_RESULT, call->result, call->result_max,
@@ -125,7 +125,7 @@ int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool re
 		wdesc.segs = req->rl_write;
 		enc.write_chunks = 1;
 		enc.write = &wdesc;
-		x->rx_stats.write_chunks++;
+		rpcrdma_count_inc(x->rx_stats.write_chunks);
 	}
 	if (offer_reply) {
 		rc = frwr_map(x, req, RPCRDMA_BOUNCE_REPLY, call->reply, call->reply_max, false,
@@ -135,7 +135,7 @@ int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool re
 		rdesc.nsegs = req->rl_nreply;
 		rdesc.segs = req->rl_reply;
 		enc.reply = &rdesc;
-		x->rx_stats.reply_chunks++;
+		rpcrdma_count_inc(x->rx_stats.reply_chunks);
 	}
 	enc.proc = long_call ? RPCRDMA_NOMSG : RPCRDMA_MSG;
 	enc.read_segs = req->rl_nreads;
@@ -236,7 +236,7 @@ static bool rpcrdma_reply_accept(struct rpcrdma_xprt *x, const struct rpcrdma_hd
 
 	memset(v, 0, sizeof(*v));
 	if (hdr->proc == RPCRDMA_ERROR) {
-		x->rx_stats.rdma_errors++;
+		rpcrdma_count_inc(x->rx_stats.rdma_errors);
 		if (hdr->err == RPCRDMA_ERR_VERS) {
 			x->rx_vers_low = hdr->vers_low;
 			x->rx_vers_high = hdr->vers_high;
@@ -283,7 +283,7 @@ static bool rpcrdma_reply_accept(struct rpcrdma_xprt *x, const struct rpcrdma_hd
 static void rpcrdma_reply_drop(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep,
 			       struct rpcrdma_req *req, const struct rpcrdma_hdr *hdr, int rc)
 {
-	x->rx_stats.dropped++;
+	rpcrdma_count_inc(x->rx_stats.dropped);
 	rpcrdma_dbg("client: dropped a reply for XID 0x%08x (proc %u%s%s)", hdr->xid, hdr->proc,
 		    rc ? ", " : "", rc ? strerror(-rc) : "");
 	if (rep->rr_with_inv)
@@ -305,7 +305,7 @@ static void rpcrdma_complete_rqst(struct rpcrdma_xprt *x, struct rpcrdma_req *re
 	}
 	req->rl_reply_chunk_len = v->reply_chunk_len;
 
-	x->rx_stats.replies++;
+	rpcrdma_count_inc(x->rx_stats.replies);
 	req->rl_flags |= RPCRDMA_REQ_REPLIED;
 	req->rl_flags &= ~RPCRDMA_REQ_SENT;
 	x->rx_outstanding--;
@@ -314,7 +314,7 @@ static void rpcrdma_complete_rqst(struct rpcrdma_xprt *x, struct rpcrdma_req *re
 	/* Fence the call's memory before anyone looks at the reply (RFC 8166). */
 	if (rep->rr_with_inv && !frwr_reminv(x, req, rep->rr_inv_rkey)) {
 		req->rl_status = -EPROTO;
-		x->rx_stats.dropped++;
+		rpcrdma_count_inc(x->rx_stats.dropped);
 	}
 	frwr_unmap_async(x, req);
 	xprt_rdma_req_ready(x, req);
@@ -330,13 +330,13 @@ void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep
 	rc = rpcrdma_hdr_decode(rep->rr_buf, rep->rr_byte_len, NULL, &hdr);
 	if (rc == -ENODATA || rc == -EPROTONOSUPPORT) {
 		/* No XID to match, or a version we cannot parse: drop it. */
-		x->rx_stats.dropped++;
+		rpcrdma_count_inc(x->rx_stats.dropped);
 		rpcrdma_dbg("client: dropped a reply (%s)", strerror(-rc));
 		return;
 	}
 	req = xprt_rdma_lookup(x, hdr.xid);
 	if (!req || !(req->rl_flags & RPCRDMA_REQ_SENT)) {
-		x->rx_stats.dropped++;
+		rpcrdma_count_inc(x->rx_stats.dropped);
 		rpcrdma_dbg("client: dropped a reply for unknown XID 0x%08x", hdr.xid);
 		return;
 	}

@@ -53,9 +53,16 @@ static pthread_once_t stat_env_once = PTHREAD_ONCE_INIT;
 
 void rpcrdma_stats_sum(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src)
 {
-#define STAT_ADD(f) dst->f += src->f;
+#define STAT_ADD(f) dst->f += rpcrdma_count_read(src->f);
 	STAT_FIELDS(STAT_ADD)
 #undef STAT_ADD
+}
+
+void rpcrdma_stats_load(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->struct_size = sizeof(*dst);
+	rpcrdma_stats_sum(dst, src);
 }
 
 void rpcrdma_stat_publish(struct rpcrdma_stat_src *s, bool force)
@@ -66,7 +73,7 @@ void rpcrdma_stat_publish(struct rpcrdma_stat_src *s, bool force)
 		return;
 	s->last_ms = now;
 	pthread_mutex_lock(&s->lock);
-	s->snap = *s->live;
+	rpcrdma_stats_load(&s->snap, s->live);
 	if (s->extra)
 		rpcrdma_stats_sum(&s->snap, s->extra);
 	pthread_mutex_unlock(&s->lock);

@@ -34,8 +34,21 @@ struct rpcrdma_stat_src {
 
 extern atomic_bool rpcrdma_stat_on;
 
-/* Add every counter of @src to @dst's (gauges too: a sum over sources). */
+/*
+ * Counters change on their owners' threads (a poller, a client's caller,
+ * a thread registering memory) while rpcrdma_*_stats() and the publisher
+ * read them from any: every change and every read is a relaxed atomic, so
+ * that a reader sees each counter whole and two writers lose nothing.
+ */
+#define rpcrdma_count_add(field, n) ((void)__atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED))
+#define rpcrdma_count_sub(field, n) ((void)__atomic_fetch_sub(&(field), (n), __ATOMIC_RELAXED))
+#define rpcrdma_count_inc(field) rpcrdma_count_add(field, 1)
+#define rpcrdma_count_read(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+/* Add every counter of @src to @dst's (gauges too: a sum over sources); @dst is the caller's own. */
 void rpcrdma_stats_sum(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src);
+/* @dst = @src's counters, read while their owners may change them. */
+void rpcrdma_stats_load(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src);
 
 /* Make @s a source named @name (a client, or a server's poller); serve if asked by RPCRDMA_STAT_SOCKET. */
 void rpcrdma_stat_add(struct rpcrdma_stat_src *s, const char *name,

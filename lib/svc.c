@@ -262,7 +262,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 		if (atomic_load(&svc->sv_nconns) >= svc->sv_attr.max_connections) {
 			rdma_reject(req.id, NULL, 0);
 			rdma_destroy_id(req.id);
-			svc->sv_stats.conn_rejects++;
+			rpcrdma_count_inc(svc->sv_stats.conn_rejects);
 			rpcrdma_warn("server: a connection request was refused: %u connections "
 				     "(max_connections)", atomic_load(&svc->sv_nconns));
 			continue;
@@ -369,7 +369,7 @@ int rpcrdma_svc_stats_0_2(const struct rpcrdma_svc *svc, struct rpcrdma_stats *s
 
 	if (!svc || !stats)
 		return -EINVAL;
-	sum = svc->sv_stats;
+	rpcrdma_stats_load(&sum, &svc->sv_stats);
 	for (i = 0; i < svc->sv_npollers; i++)
 		rpcrdma_stats_sum(&sum, &svc->sv_pollers[i].stats);
 	return rpcrdma_sized_out(stats, &sum, sizeof(sum),

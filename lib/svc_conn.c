@@ -78,8 +78,8 @@ static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32
 		return rc;
 	slabs = rpcrdma_slab_bytes(&rdma->sc_recv_slab) + rpcrdma_slab_bytes(&rdma->sc_send_slab);
 	rdma->sc_heap += slabs;
-	rdma->sc_stats->heap_bytes += slabs;
-	rdma->sc_stats->registered_bytes += slabs;
+	rpcrdma_count_add(rdma->sc_stats->heap_bytes, slabs);
+	rpcrdma_count_add(rdma->sc_stats->registered_bytes, slabs);
 
 	for (i = 0; i < rdma->sc_nrecv; i++) {
 		struct svc_rdma_recv_ctxt *ctxt = &rdma->sc_recv_ctxts[i];
@@ -108,7 +108,7 @@ void svc_rdma_free(struct svcxprt_rdma *rdma)
 	uint32_t i;
 
 	list_del(&rdma->sc_node);
-	rdma->sc_stats->heap_bytes -= slabs;
+	rpcrdma_count_sub(rdma->sc_stats->heap_bytes, slabs);
 	for (i = 0; rdma->sc_send_ctxts && i < rdma->sc_nsend; i++) {
 		struct svc_rdma_send_ctxt *ctxt = &rdma->sc_send_ctxts[i];
 
@@ -122,7 +122,7 @@ void svc_rdma_free(struct svcxprt_rdma *rdma)
 	rpcrdma_slab_free(&rdma->sc_send_slab);
 	svc_rdma_free_mem(rdma, rdma->sc_recv_ctxts, sizeof(*rdma->sc_recv_ctxts) * rdma->sc_nrecv);
 	svc_rdma_free_mem(rdma, rdma->sc_send_ctxts, sizeof(*rdma->sc_send_ctxts) * rdma->sc_nsend);
-	rdma->sc_stats->heap_bytes -= sizeof(*rdma);
+	rpcrdma_count_sub(rdma->sc_stats->heap_bytes, sizeof(*rdma));
 	free(rdma);
 }
 
@@ -158,7 +158,7 @@ static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
 		rdma_destroy_event_channel(rdma->sc_cm_channel);
 	rdma->sc_cm_channel = NULL;
 	if (rdma->sc_recv_slab.mr || rdma->sc_send_slab.mr)
-		rdma->sc_stats->registered_bytes -= slabs;
+		rpcrdma_count_sub(rdma->sc_stats->registered_bytes, slabs);
 	rpcrdma_slab_dereg(&rdma->sc_recv_slab);
 	rpcrdma_slab_dereg(&rdma->sc_send_slab);
 }
@@ -196,7 +196,7 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 	svc_rdma_sinks_free(rdma);
 	svc_rdma_dereg_held(rdma);
 	rdma->sc_state = SVCXPRT_CLOSED;
-	rdma->sc_stats->disconnects++;
+	rpcrdma_count_inc(rdma->sc_stats->disconnects);
 	/* A connection's end is news: no later pass may come to publish it. */
 	if (rdma->sc_poller)
 		rpcrdma_stat_tick(&rdma->sc_poller->stat, true);
@@ -300,7 +300,7 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 
 	if (rdma->sc_state == SVCXPRT_CLOSED)
 		return 0;
-	rdma->sc_stats->conn_visits++;
+	rpcrdma_count_inc(rdma->sc_stats->conn_visits);
 	svc_rdma_process_cm(rdma);
 	if (!rdma->sc_ep.own_cq) {
 		/* Its completions came through the shared CQ (svc_srq.c). */
@@ -417,7 +417,7 @@ static struct svcxprt_rdma *svc_rdma_conn_new(struct svc_rdma_poller *p,
 	rdma->sc_svc = svc;
 	rdma->sc_poller = p;
 	rdma->sc_stats = &p->stats;
-	rdma->sc_stats->heap_bytes += sizeof(*rdma);
+	rpcrdma_count_add(rdma->sc_stats->heap_bytes, sizeof(*rdma));
 	rdma->sc_heap = sizeof(*rdma);
 	rdma->sc_cm_id = req->id;
 	rdma->sc_epfd = -1;
@@ -538,7 +538,7 @@ int svc_rdma_accept(struct svc_rdma_poller *p, const struct svc_rdma_conn_req *r
 	/* The QP is ready to send now; ESTABLISHED only confirms it. */
 	rdma->sc_ep.state = RPCRDMA_EP_CONNECTED;
 	rdma->sc_state = SVCXPRT_ACCEPTING;
-	rdma->sc_stats->connects++;
+	rpcrdma_count_inc(rdma->sc_stats->connects);
 	list_add_tail(&rdma->sc_node, &p->conns);
 	if (svc->sv_attr.on_conn)
 		svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_ACCEPTED, svc->sv_attr.arg);
@@ -554,7 +554,7 @@ out_reject:
 out_count:
 	/* Counted against max_connections when it was queued. */
 	atomic_fetch_sub(&svc->sv_nconns, 1);
-	p->stats.conn_rejects++;
+	rpcrdma_count_inc(p->stats.conn_rejects);
 	rpcrdma_warn("server: a connection request was refused: %s", strerror(-rc));
 	return rc;
 }

@@ -74,11 +74,11 @@ static void svc_rdma_ka_close(struct svcxprt_rdma *rdma, enum rpcrdma_ka_verdict
 			      const struct rpcrdma_ka_conf *conf)
 {
 	if (verdict == RPCRDMA_KA_IDLE) {
-		rdma->sc_ep.stats->idle_closes++;
+		rpcrdma_count_inc(rdma->sc_ep.stats->idle_closes);
 		rpcrdma_info("server: closing a connection that made no call for %d ms",
 			     conf->idle_ms);
 	} else {
-		rdma->sc_ep.stats->keepalive_closes++;
+		rpcrdma_count_inc(rdma->sc_ep.stats->keepalive_closes);
 		rpcrdma_warn("server: a client left a keepalive probe unanswered for %d ms; closing",
 			     conf->keepalive_ms);
 	}
@@ -281,7 +281,7 @@ void svc_rdma_poller_assign(struct rpcrdma_svc *svc, const struct svc_rdma_conn_
 	rdma_reject(req->id, NULL, 0);
 	rdma_destroy_id(req->id);
 	atomic_fetch_sub(&svc->sv_nconns, 1);
-	svc->sv_stats.conn_rejects++;
+	rpcrdma_count_inc(svc->sv_stats.conn_rejects);
 	rpcrdma_warn("server: a connection request was refused: cannot queue it");
 }
 

@@ -178,7 +178,7 @@ void svc_rdma_hand_up(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt
 		call->msg = call->pzrc.ch_buf.data;
 		call->msg_len = call->pzrc.ch_len;
 	}
-	rdma->sc_stats->calls++;
+	rpcrdma_count_inc(rdma->sc_stats->calls);
 	if (!rdma->sc_announced) {
 		rdma->sc_announced = true;
 		if (svc->sv_attr.on_conn)
@@ -242,41 +242,41 @@ static void svc_rdma_handle_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv
 	 * version's header still gets ERR_VERS, which its sender can read.
 	 */
 	if (rc != -EPROTONOSUPPORT && ctxt->rc_byte_len < RPCRDMA_HDR_MIN_LEN) {
-		rdma->sc_stats->dropped++;
+		rpcrdma_count_inc(rdma->sc_stats->dropped);
 		goto out_put;
 	}
 	switch (rpcrdma_hdr_verdict(rc, call->hdr)) {
 	case RPCRDMA_ACCEPT:
 		break;
 	case RPCRDMA_REPLY_ERR_VERS:
-		rdma->sc_stats->dropped++;
+		rpcrdma_count_inc(rdma->sc_stats->dropped);
 		svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_VERS);
 		goto out_put;
 	case RPCRDMA_REPLY_ERR_CHUNK:
-		rdma->sc_stats->dropped++;
+		rpcrdma_count_inc(rdma->sc_stats->dropped);
 		rpcrdma_info("server: bad header from the client (%s)", strerror(-rc));
 		svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
 		goto out_put;
 	case RPCRDMA_DROP:
 	default:
-		rdma->sc_stats->dropped++;
+		rpcrdma_count_inc(rdma->sc_stats->dropped);
 		goto out_put;
 	}
 	call->xid = call->hdr->xid;
 	err = svc_rdma_check_call(rdma, ctxt);
 	if (err) {
-		rdma->sc_stats->dropped++;
+		rpcrdma_count_inc(rdma->sc_stats->dropped);
 		svc_rdma_call_release_chunks(rdma, call);
 		svc_rdma_send_error(rdma, call->hdr, err);
 		goto out_put;
 	}
 	svc_rdma_recv_ctxt_hold(rdma, ctxt);
 	if (call->hdr->read_segs) {
-		rdma->sc_stats->read_chunks += call->hdr->read_chunks;
+		rpcrdma_count_add(rdma->sc_stats->read_chunks, call->hdr->read_chunks);
 		/* Handed up from svc_rdma_read_complete() once the data is in. */
 		if (svc_rdma_process_read_list(rdma, ctxt) == 0)
 			return;
-		rdma->sc_stats->dropped++;
+		rpcrdma_count_inc(rdma->sc_stats->dropped);
 		svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
 		svc_rdma_recv_ctxt_put(rdma, ctxt);
 		return;

@@ -306,7 +306,7 @@ void svc_rdma_read_complete(struct svcxprt_rdma *rdma)
 		svc_rdma_read_free(rdma, rd);
 		if (call->has_pzrc && !svc_rdma_pzrc_valid(call)) {
 			/* RFC 8166 4.1: the pulled message must start with rdma_xid. */
-			rdma->sc_stats->dropped++;
+			rpcrdma_count_inc(rdma->sc_stats->dropped);
 			svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
 			svc_rdma_recv_ctxt_put(rdma, ctxt);
 			continue;
@@ -458,7 +458,7 @@ int svc_rdma_prepare_write_list(struct svcxprt_rdma *rdma, struct svc_rdma_send_
 							 &ctxt->sc_write_cqe, r->written + off);
 			if (rc)
 				return rc;
-			rdma->sc_stats->write_chunks++;
+			rpcrdma_count_inc(rdma->sc_stats->write_chunks);
 		}
 		svc_rdma_echo(&hdr->write[i], r->written + off, r->echo + off, &r->wdesc[i]);
 	}
@@ -507,6 +507,6 @@ int svc_rdma_prepare_reply_chunk(struct svcxprt_rdma *rdma, struct svc_rdma_send
 	svc_rdma_echo(&hdr->reply, r->written + off, r->echo + off, &r->rdesc);
 	r->enc.reply = &r->rdesc;
 	r->enc.proc = RPCRDMA_NOMSG;
-	rdma->sc_stats->reply_chunks++;
+	rpcrdma_count_inc(rdma->sc_stats->reply_chunks);
 	return 0;
 }

@@ -229,7 +229,7 @@ int svc_rdma_send_error(struct svcxprt_rdma *rdma, const struct rpcrdma_hdr *fai
 	/* An error reply carries no chunks and never invalidates. */
 	ctxt->sc_send_wr.opcode = IBV_WR_SEND;
 	ctxt->sc_sge.length = (uint32_t)len;
-	rdma->sc_stats->rdma_errors++;
+	rpcrdma_count_inc(rdma->sc_stats->rdma_errors);
 	return svc_rdma_post_send(rdma, ctxt);
 }
 
@@ -268,7 +268,7 @@ int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *
 	if (rc)
 		return rc;
 	memcpy(rel.buf.data, p->buf, p->len);
-	rdma->sc_stats->bounce_bytes += p->len;
+	rpcrdma_count_add(rdma->sc_stats->bounce_bytes, p->len);
 	*src = rel.buf.data;
 	*lkey = rel.buf.mr->lkey;
 	rc = svc_rdma_add_release(rdma, ctxt, &rel);
@@ -460,7 +460,7 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 	if (rc)
 		goto out_err;
 	svc_rdma_free_echo(rdma, &r);
-	rdma->sc_stats->replies++;
+	rpcrdma_count_inc(rdma->sc_stats->replies);
 	return svc_rdma_post_send(rdma, ctxt);
 
 out_err:

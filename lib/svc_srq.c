@@ -145,8 +145,8 @@ static int svc_srq_grow(struct svc_rdma_srq *sh, bool recv)
 	c->bytes = bytes;
 	c->recv = recv;
 	list_add_tail(&c->node, &sh->chunks);
-	sh->stats->heap_bytes += bytes + rpcrdma_slab_bytes(&c->slab);
-	sh->stats->registered_bytes += rpcrdma_slab_bytes(&c->slab);
+	rpcrdma_count_add(sh->stats->heap_bytes, bytes + rpcrdma_slab_bytes(&c->slab));
+	rpcrdma_count_add(sh->stats->registered_bytes, rpcrdma_slab_bytes(&c->slab));
 	for (i = 0; i < SVC_SRQ_CHUNK; i++) {
 		unsigned char *buf = rpcrdma_slab_buf(&c->slab, i);
 
@@ -295,7 +295,7 @@ void svc_rdma_wc_srq_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 		if (sh->posted < (uint64_t)sh->committed + sh->idle ||
 		    rdma->sc_srq_recvd - rdma->sc_srq_replies >= rdma->sc_max_requests) {
 			rpcrdma_warn("server: a client sent more calls than its credits; closing");
-			rdma->sc_stats->dropped++;
+			rpcrdma_count_inc(rdma->sc_stats->dropped);
 			rpcrdma_ep_close_deferred(&rdma->sc_ep);
 			svc_rdma_srq_recv_put(sh, ctxt);
 			return;
@@ -490,7 +490,7 @@ struct svc_rdma_srq *svc_rdma_srq_get(struct svc_rdma_poller *p, struct ibv_cont
 	list_init(&sh->chunks);
 	list_init(&sh->recv_free);
 	list_init(&sh->send_free);
-	sh->stats->heap_bytes += sizeof(*sh);
+	rpcrdma_count_add(sh->stats->heap_bytes, sizeof(*sh));
 	if (svc_srq_create(sh, &svc->sv_attr)) {
 		rpcrdma_warn("server: cannot create a shared receive queue on %s",
 			     ibv_get_device_name(verbs->device));
@@ -614,7 +614,7 @@ static void svc_srq_release_verbs(struct svc_rdma_srq *sh)
 		struct svc_srq_chunk *c = list_entry(pos, struct svc_srq_chunk, node);
 
 		if (c->slab.mr)
-			sh->stats->registered_bytes -= rpcrdma_slab_bytes(&c->slab);
+			rpcrdma_count_sub(sh->stats->registered_bytes, rpcrdma_slab_bytes(&c->slab));
 		rpcrdma_slab_dereg(&c->slab);
 	}
 }
@@ -645,7 +645,7 @@ static void svc_srq_move_stats(struct svc_rdma_srq *sh)
 
 		bytes += c->bytes + rpcrdma_slab_bytes(&c->slab);
 	}
-	sh->stats->heap_bytes -= bytes;
+	rpcrdma_count_sub(sh->stats->heap_bytes, bytes);
 	sh->own_stats.heap_bytes = bytes;
 	sh->stats = &sh->own_stats;
 }
@@ -670,10 +670,10 @@ void svc_rdma_srq_destroy(struct svc_rdma_srq *sh)
 	while ((c = list_pop_entry(&sh->chunks, struct svc_srq_chunk, node))) {
 		if (!c->recv)
 			svc_srq_free_grown(sh, (struct svc_rdma_send_ctxt *)(void *)(c + 1));
-		sh->stats->heap_bytes -= c->bytes + rpcrdma_slab_bytes(&c->slab);
+		rpcrdma_count_sub(sh->stats->heap_bytes, c->bytes + rpcrdma_slab_bytes(&c->slab));
 		rpcrdma_slab_free(&c->slab);
 		free(c);
 	}
-	sh->stats->heap_bytes -= sizeof(*sh);
+	rpcrdma_count_sub(sh->stats->heap_bytes, sizeof(*sh));
 	free(sh);
 }
