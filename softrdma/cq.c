@@ -256,6 +256,7 @@ int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	 */
 	if (shm_cq_armed_locked(scq))
 		shm_drain_all_locked();
+	shm_poller_sleeps_locked();
 	fab_unlock();
 	return 0;
 }

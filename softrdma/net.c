@@ -51,7 +51,7 @@ static struct {
 	.listeners = { &net.listeners, &net.listeners },
 };
 
-static void net_kick_locked(void)
+void net_kick_locked(void)
 {
 	if (net.wake_fd >= 0)
 		signal_add_locked(&net.wake, 1);

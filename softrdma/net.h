@@ -170,6 +170,8 @@ void net_listener_close_locked(struct net_listener *l);
  * Process exit (fab_exit): stop the net thread, then, once the units that
  * will never run are discarded, free every link and listener.
  */
+/* Wake the net thread, so that it builds its poll set again. */
+void net_kick_locked(void);
 void net_stop(void);
 void net_free(void);
 /*

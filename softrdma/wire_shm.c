@@ -162,6 +162,7 @@ static struct {
 	_Atomic unsigned int nlinks;
 	bool said_no_vm;
 	uint64_t polled_ns;		/* a busy poller last ran the rings (soft_poll_cq()) */
+	bool net_lazy;			/* the net thread sleeps on the pollers' account */
 } shm = {
 	.links = { &shm.links, &shm.links },
 };
@@ -664,9 +665,11 @@ bool shm_link_sleep_locked(struct net_link *link, bool *lazy)
 	 */
 	if (soft_now_ns() - shm.polled_ns < SHM_POLLER_NS) {
 		*lazy = true;
+		shm.net_lazy = true;
 		return atomic_load_explicit(&r->tail, memory_order_acquire) !=
 		       atomic_load_explicit(&r->head, memory_order_relaxed);
 	}
+	shm.net_lazy = false;
 	atomic_store_explicit(&r->sleeping, 1, memory_order_seq_cst);
 	return atomic_load_explicit(&r->tail, memory_order_seq_cst) !=
 	       atomic_load_explicit(&r->head, memory_order_relaxed);
@@ -746,6 +749,22 @@ bool shm_link_drain_locked(struct net_link *link)
 bool shm_pending(void)
 {
 	return atomic_load_explicit(&shm.nlinks, memory_order_relaxed) != 0;
+}
+
+/*
+ * A thread arms a CQ to sleep on it, so it stops running the rings. A net
+ * thread that sleeps lazily on the pollers' account must go back to its
+ * doorbells, or a record that raises no event here (a Read request this
+ * process answers, while its caller waits for the reply) waits out
+ * SHM_LAZY_MS: half a millisecond per RDMA Read on average.
+ */
+void shm_poller_sleeps_locked(void)
+{
+	if (!shm.net_lazy)
+		return;
+	shm.net_lazy = false;
+	shm.polled_ns = 0;
+	net_kick_locked();
 }
 
 void shm_poll_locked(void)

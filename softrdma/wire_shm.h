@@ -77,6 +77,8 @@ bool shm_pending(void);
 void shm_drain_all_locked(void);
 /* The same for a busy poller, which then spares writers the doorbell for a while. */
 void shm_poll_locked(void);
+/* A thread is about to sleep on a CQ: it no longer runs the rings. */
+void shm_poller_sleeps_locked(void);
 
 /*
  * Copy @len bytes at @addr in process @pid to @dst (a WIRE_OWNER_REMOTE
