@@ -320,6 +320,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 {
 	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
 	struct rpcrdma_req *req;
+	int64_t now;
 	uint32_t xid;
 	int rc;
 
@@ -342,8 +343,12 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 	xid = ntohl(xid);
 	if (xprt_rdma_lookup(x, xid))
 		return -EEXIST;
+	now = rpcrdma_now_ms();
+	if (x->rx_have_ep && now - x->rx_last_submit_ms >= XPRT_RDMA_QUIET_MS)
+		xprt_rdma_process_cm(x);
+	x->rx_last_submit_ms = now;
 	if (!x->rx_have_ep) {
-		rc = xprt_rdma_connect(x, rpcrdma_now_ms() + xprt_rdma_call_timeout(x, call));
+		rc = xprt_rdma_connect(x, now + xprt_rdma_call_timeout(x, call));
 		if (rc)
 			return rc == -ETIMEDOUT ? -ETIMEDOUT : -ENOTCONN;
 	}
@@ -367,7 +372,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 		return rc;
 	}
 	req->rl_retries = x->rx_attr.retries;
-	req->rl_deadline = rpcrdma_now_ms() + xprt_rdma_call_timeout(x, call);
+	req->rl_deadline = now + xprt_rdma_call_timeout(x, call);
 	if (req->rl_deadline < x->rx_next_deadline)
 		x->rx_next_deadline = req->rl_deadline;
 	xprt_rdma_hash_add(x, req);

@@ -22,6 +22,13 @@
 #define RPCRDMA_CLNT_MAX_SEGS 16
 /* The smallest max_segment an application may ask for. */
 #define RPCRDMA_CLNT_MIN_SEGMENT 4096u
+/*
+ * A call submitted after this long without one first reads the CM channel:
+ * a server that closed the quiet connection (an idle timeout) is heard
+ * before the call goes, which then waits for a new connection instead of
+ * failing on the dead one. Busier clients pay no system call for it.
+ */
+#define XPRT_RDMA_QUIET_MS 100
 
 /*
  * How a call's chunks are exposed (frwr.c), chosen once per client when its
@@ -175,6 +182,7 @@ struct rpcrdma_xprt {
 
 	bool rx_destroying;
 	int64_t rx_next_deadline;		/* earliest deadline to check, or INT64_MAX */
+	int64_t rx_last_submit_ms;		/* when the last call was submitted */
 	struct rpcrdma_stats rx_stats;
 	struct rpcrdma_stat_src rx_stat;	/* rx_stats, as rpcrdma-stat sees them */
 	_Atomic uintptr_t rx_inside;		/* the thread inside an API call, or 0 */

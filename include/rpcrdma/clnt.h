@@ -57,7 +57,10 @@ struct rpcrdma_mem;
  * @call_timeout_ms: default bound on one call; a call that times out
  *	disconnects the transport, since RDMA has no keepalive (default 30000)
  * @retries: times a call interrupted by a lost connection is sent again on a
- *	new connection, with the same XID (default 0: it fails instead)
+ *	new connection, with the same XID (default 0: it fails instead). A
+ *	call submitted after 100 ms without one first reads the connection's
+ *	events, so that a connection the server closed meanwhile (its idle
+ *	timeout) is replaced before the call goes, whatever @retries says
  * @rnr_retry: rnr_retry_count of the connection, 0..7 (default 0: the
  *	credit protocol guarantees a posted receive, so RNR means a bug)
  * @flags: 0 or %RPCRDMA_CLNT_PERSISTENT_REG
