@@ -365,6 +365,12 @@ void svc_rdma_conn_collect(struct rpcrdma_svc_conn *conn)
 		rpcrdma_ep_collect(&rdma->sc_ep, rdma->sc_epfd, 0);
 }
 
+void svc_rdma_close_now(struct svcxprt_rdma *rdma)
+{
+	if (rdma->sc_state < SVCXPRT_CLOSING)
+		svc_rdma_begin_close(rdma);
+}
+
 void svc_rdma_conn_destroy_sync(struct svcxprt_rdma *rdma)
 {
 	if (rdma->sc_state < SVCXPRT_CLOSING)

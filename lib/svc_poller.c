@@ -82,7 +82,11 @@ static void svc_rdma_ka_close(struct svcxprt_rdma *rdma, enum rpcrdma_ka_verdict
 		rpcrdma_warn("server: a client left a keepalive probe unanswered for %d ms; closing",
 			     conf->keepalive_ms);
 	}
-	rpcrdma_ep_close_deferred(&rdma->sc_ep);
+	/*
+	 * A connection polled alone (libtirpc's svc_run()) gets no visit from
+	 * the poller: only its own completions wake its thread, so begin now.
+	 */
+	svc_rdma_close_now(rdma);
 	svc_rdma_mark_ready(rdma);
 }
 

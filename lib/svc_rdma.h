@@ -451,6 +451,11 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget);
  */
 void svc_rdma_mark_ready(struct svcxprt_rdma *rdma);
 void svc_rdma_unready(struct svcxprt_rdma *rdma);
+/*
+ * Begin the close now, not at the next visit: its flushes wake whoever
+ * sleeps on the connection (its poller, or the adapter polling it alone).
+ */
+void svc_rdma_close_now(struct svcxprt_rdma *rdma);
 void svc_rdma_conn_destroy_sync(struct svcxprt_rdma *rdma);
 void svc_rdma_free(struct svcxprt_rdma *rdma);
 

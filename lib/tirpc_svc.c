@@ -44,8 +44,9 @@
 #include <rpcrdma/svc.h>
 #include <rpcrdma/tirpc.h>
 
-#include "util.h"
+#include "abi.h"
 #include "list.h"
+#include "util.h"
 #include "tirpc_rpcb.h"
 #include "tirpc_engine.h"
 #include "tirpc_svc.h"
@@ -825,10 +826,14 @@ static const struct xp_ops2 tsvc_ops2 = {
 	.xp_control = tsvc_control,
 };
 
-static SVCXPRT *tsvc_create(const struct sockaddr *addr, u_int sendsize, u_int recvsize,
+/*
+ * @attr: the native server's tunables (rpcrdma_svc_create_attr()), its
+ * callbacks, pollers and flags but RPCRDMA_SVC_SRQ ours to set.
+ */
+static SVCXPRT *tsvc_create(struct rpcrdma_svc_attr *attr, u_int sendsize, u_int recvsize,
 			    unsigned int nthreads)
 {
-	struct rpcrdma_svc_attr attr;
+	const struct sockaddr *addr = attr->addr;
 	struct sockaddr_storage bound;
 	socklen_t len = sizeof(bound);
 	struct tsvc *ts;
@@ -847,17 +852,15 @@ static SVCXPRT *tsvc_create(const struct sockaddr *addr, u_int sendsize, u_int r
 	pthread_mutex_init(&ts->lock, NULL);
 	ts->family = addr->sa_family;
 	ts->nthreads = nthreads;
-	RPCRDMA_INIT(&attr);
-	attr.pollers = nthreads ? nthreads : 1;
-	attr.addr = addr;
-	attr.on_call = tsvc_on_call;
-	attr.on_conn = tsvc_on_conn;
-	attr.arg = ts;
-	attr.max_read = recvsize;
-	attr.max_reply = sendsize;
+	attr->pollers = nthreads ? nthreads : 1;
+	attr->on_call = tsvc_on_call;
+	attr->on_conn = tsvc_on_conn;
+	attr->arg = ts;
+	attr->max_read = recvsize;
+	attr->max_reply = sendsize;
 	/* A service may defer a call and answer it from a worker (rpcrdma_svc_defer()). */
-	attr.flags = RPCRDMA_SVC_WORKERS;
-	rc = rpcrdma_svc_listen(&attr, &ts->native);
+	attr->flags |= RPCRDMA_SVC_WORKERS;
+	rc = rpcrdma_svc_listen(attr, &ts->native);
 	if (rc)
 		goto fail;
 	fd = rpcrdma_svc_listen_fd(ts->native);
@@ -893,17 +896,60 @@ fail:
 RPCRDMA_EXPORT SVCXPRT *rpcrdma_svc_create(const struct sockaddr *addr, u_int sendsize,
 					   u_int recvsize)
 {
-	return tsvc_create(addr, sendsize, recvsize, 0);
+	struct rpcrdma_svc_attr attr = { RPCRDMA_SIZED(attr), .addr = addr };
+
+	return tsvc_create(&attr, sendsize, recvsize, 0);
 }
 
 RPCRDMA_EXPORT SVCXPRT *rpcrdma_svc_create_mt(const struct sockaddr *addr, u_int sendsize,
 					      u_int recvsize, unsigned int nthreads)
 {
+	struct rpcrdma_svc_attr attr = { RPCRDMA_SIZED(attr), .addr = addr };
+
 	if (nthreads < 1 || nthreads > RPCRDMA_SVC_MAX_THREADS) {
 		errno = EINVAL;
 		return NULL;
 	}
-	return tsvc_create(addr, sendsize, recvsize, nthreads);
+	return tsvc_create(&attr, sendsize, recvsize, nthreads);
+}
+
+/* What rpcrdma_svc_create_attr() leaves to the adapter: set, it is a mistake. */
+static bool tsvc_attr_ours_set(const struct rpcrdma_svc_attr *a)
+{
+	return a->on_call || a->on_conn || a->arg || a->max_read || a->max_reply ||
+	       a->pollers || (a->flags & ~RPCRDMA_SVC_SRQ);
+}
+
+/*
+ * Each connection SVCXPRT polls its own CQ through its own descriptor
+ * (rpcrdma_svc_conn_fd()), which a connection on a shared receive queue
+ * and CQ does not have.
+ */
+static bool tsvc_attr_supported(const struct rpcrdma_svc_attr *a)
+{
+	return !(a->flags & RPCRDMA_SVC_SRQ);
+}
+
+RPCRDMA_EXPORT SVCXPRT *rpcrdma_svc_create_attr(const struct rpcrdma_svc_attr *tune,
+						u_int sendsize, u_int recvsize,
+						unsigned int nthreads)
+{
+	struct rpcrdma_svc_attr attr = { RPCRDMA_SIZED(attr) };
+	int rc = -EINVAL;
+
+	if (tune)
+		rc = rpcrdma_sized_in(&attr, sizeof(attr), tune, RPCRDMA_SVC_ATTR_SIZE_0_2);
+	/* The fields past an older caller's struct_size are zero now: ours to fill. */
+	attr.struct_size = sizeof(attr);
+	if (!rc && (tsvc_attr_ours_set(&attr) || nthreads > RPCRDMA_SVC_MAX_THREADS))
+		rc = -EINVAL;
+	if (!rc && !tsvc_attr_supported(&attr))
+		rc = -EOPNOTSUPP;
+	if (rc) {
+		errno = -rc;
+		return NULL;
+	}
+	return tsvc_create(&attr, sendsize, recvsize, nthreads);
 }
 
 RPCRDMA_EXPORT bool_t rpcrdma_svc_register(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)

@@ -136,6 +136,34 @@ SVCXPRT *rpcrdma_svc_create_mt(const struct sockaddr *addr, u_int sendsize, u_in
 			       unsigned int nthreads);
 
 /**
+ * rpcrdma_svc_create_attr - a listener SVCXPRT with the native server's tunables
+ * @tune: &struct rpcrdma_svc_attr (RPCRDMA_SIZED): @tune->addr as
+ *	rpcrdma_svc_create()'s @addr, and any of backlog, max_requests,
+ *	inline_size, max_connections, keepalive_ms and idle_timeout_ms, as
+ *	they mean for rpcrdma_svc_listen(); copied. The adapter sets the
+ *	rest: on_call, on_conn, arg, pollers, max_read, max_reply (from
+ *	@recvsize and @sendsize) and the flag RPCRDMA_SVC_WORKERS, which must
+ *	be left 0. RPCRDMA_SVC_SRQ is refused: each connection SVCXPRT polls
+ *	a CQ of its own.
+ * @sendsize: as rpcrdma_svc_create()
+ * @recvsize: as rpcrdma_svc_create()
+ * @nthreads: 0 for a listener served by svc_run(), as rpcrdma_svc_create()
+ *	makes; 1..RPCRDMA_SVC_MAX_THREADS for one served by rpcrdma_svc_run(),
+ *	as rpcrdma_svc_create_mt() makes
+ *
+ * For NFS servers with many mostly idle clients: an idle timeout (a
+ * client of this library closed for idleness reconnects on its next call),
+ * keepalive probes for clients that vanished without a word, a bound on
+ * connections. Everything rpcrdma_svc_create() or rpcrdma_svc_create_mt()
+ * says holds. Returns the listener, or NULL with errno set as they do:
+ * EINVAL also for a NULL @tune, a field the adapter sets, a struct_size too
+ * small, or a tunable rpcrdma_svc_listen() refuses; EOPNOTSUPP for
+ * RPCRDMA_SVC_SRQ or a struct_size larger than this library knows.
+ */
+SVCXPRT *rpcrdma_svc_create_attr(const struct rpcrdma_svc_attr *tune, u_int sendsize,
+				 u_int recvsize, unsigned int nthreads);
+
+/**
  * rpcrdma_svc_run - serve a listener of rpcrdma_svc_create_mt() on its threads
  * @listener: the listener
  *

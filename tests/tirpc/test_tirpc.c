@@ -860,6 +860,106 @@ static void test_second_run_refused(void **state)
 	clnt_destroy(cl);
 }
 
+/* The listener's counters, read from the test thread (rpcrdma_svc_stats() allows it). */
+static struct rpcrdma_stats svc_counters(const struct tt_server *srv)
+{
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+
+	assert_int_equal(rpcrdma_svc_stats(rpcrdma_svc_native(srv->listener), &st), 0);
+	return st;
+}
+
+/* A listener of rpcrdma_svc_create_attr() closes idle clients; they come back on their next call. */
+static void test_tuned_idle_close(void **state)
+{
+	struct tt_server *srv = srv_of(state);
+	CLIENT *cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
+	struct rpcrdma_stats before, after;
+	int64_t deadline;
+
+	assert_non_null(cl);
+	assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	before = svc_counters(srv);
+	deadline = now_ms() + 5000;
+	do {
+		poll(NULL, 0, 10);
+		after = svc_counters(srv);
+	} while (after.idle_closes == before.idle_closes && now_ms() < deadline);
+	assert_true(after.idle_closes > before.idle_closes);
+	/* Drained: the server disconnected, and the client has its event by now. */
+	while (after.disconnects == before.disconnects && now_ms() < deadline) {
+		poll(NULL, 0, 10);
+		after = svc_counters(srv);
+	}
+	assert_true(after.disconnects > before.disconnects);
+	/* The CLIENT reconnects: the call is served on a new connection. */
+	assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	after = svc_counters(srv);
+	assert_true(after.connects > before.connects);
+	fprintf(stderr, "idle closes %llu, keepalive probes %llu, connections %llu\n",
+		(unsigned long long)after.idle_closes, (unsigned long long)after.keepalives,
+		(unsigned long long)after.connects);
+	clnt_destroy(cl);
+}
+
+static void assert_create_attr_refused(const struct rpcrdma_svc_attr *tune,
+				       unsigned int nthreads, int err)
+{
+	errno = 0;
+	assert_null(rpcrdma_svc_create_attr(tune, 0, 0, nthreads));
+	assert_int_equal(errno, err);
+}
+
+/* What rpcrdma_svc_create_attr() leaves to the adapter is refused when set. */
+static void test_create_attr_refused(void **state)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rpcrdma_svc_attr tune = { RPCRDMA_SIZED(tune), .addr = (struct sockaddr *)&sin };
+	struct rpcrdma_svc_attr bad;
+
+	(void)state;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_create_attr_refused(NULL, 0, EINVAL);
+	assert_create_attr_refused(&tune, RPCRDMA_SVC_MAX_THREADS + 1, EINVAL);
+	bad = tune;
+	bad.pollers = 2;
+	assert_create_attr_refused(&bad, 0, EINVAL);
+	bad = tune;
+	bad.flags = RPCRDMA_SVC_WORKERS;
+	assert_create_attr_refused(&bad, 0, EINVAL);
+	bad = tune;
+	bad.max_read = 4096;
+	assert_create_attr_refused(&bad, 0, EINVAL);
+	bad = tune;
+	bad.arg = &bad;
+	assert_create_attr_refused(&bad, 0, EINVAL);
+	bad = tune;
+	bad.struct_size = 8;
+	assert_create_attr_refused(&bad, 0, EINVAL);
+	bad = tune;
+	bad.struct_size = sizeof(bad) + 8;
+	assert_create_attr_refused(&bad, 0, EOPNOTSUPP);
+	bad = tune;
+	bad.keepalive_ms = 5;
+	assert_create_attr_refused(&bad, 0, EINVAL);
+	bad = tune;
+	bad.flags = RPCRDMA_SVC_SRQ;
+	assert_create_attr_refused(&bad, 0, EOPNOTSUPP);
+}
+
+static int setup_rdma_tuned(void **state)
+{
+	static struct rpcrdma_svc_attr tune = {
+		RPCRDMA_SIZED(tune), .idle_timeout_ms = 150, .keepalive_ms = 30,
+	};
+	static struct tt_server srv;
+
+	if (tt_server_start_tuned(&srv, &tune))
+		return -1;
+	*state = &srv;
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -886,6 +986,13 @@ int main(void)
 		cmocka_unit_test(test_second_run_refused),
 		cmocka_unit_test(test_listener_destroyed_in_flight),
 	};
+	const struct CMUnitTest rdma_tuned[] = {
+		cmocka_unit_test(test_create_attr_refused),
+		cmocka_unit_test(test_tuned_idle_close),
+		cmocka_unit_test(test_null),
+		cmocka_unit_test(test_echo_large),
+		cmocka_unit_test(test_ddp),
+	};
 	int failed;
 
 	/* A TCP server writing to a client that went away must not die of it. */
@@ -893,5 +1000,6 @@ int main(void)
 	failed = cmocka_run_group_tests_name("tcp", tests, setup_tcp, teardown);
 	failed += cmocka_run_group_tests_name("rdma", tests, setup_rdma, teardown);
 	failed += cmocka_run_group_tests_name("rdma-listener", rdma_only, setup_rdma, teardown);
+	failed += cmocka_run_group_tests_name("rdma-tuned", rdma_tuned, setup_rdma_tuned, teardown);
 	return failed ? 1 : 0;
 }

@@ -30,6 +30,7 @@ struct tt_server {
 	atomic_bool ready;
 	atomic_bool failed;
 	SVCXPRT *listener;		/* the server thread's, once ready */
+	const struct rpcrdma_svc_attr *tune; /* RDMA: rpcrdma_svc_create_attr()'s, or NULL */
 };
 
 /* What the service saw; the test thread reads these. */
@@ -62,6 +63,8 @@ void tt_prog_1(struct svc_req *rqstp, SVCXPRT *transp);
  */
 unsigned int tt_threads(void);
 int tt_server_start(struct tt_server *srv, bool rdma);
+/* An RDMA server made by rpcrdma_svc_create_attr(@tune), which must outlive it. */
+int tt_server_start_tuned(struct tt_server *srv, const struct rpcrdma_svc_attr *tune);
 /* Ask it to stop (TT_SHUTDOWN), join it; it destroys its listener. */
 void tt_server_stop(struct tt_server *srv);
 

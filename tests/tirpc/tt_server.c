@@ -336,14 +336,25 @@ unsigned int tt_threads(void)
 	return mt ? (unsigned int)atoi(mt) : 0;
 }
 
+static SVCXPRT *tt_create_rdma(const struct tt_server *srv, const struct sockaddr *addr)
+{
+	struct rpcrdma_svc_attr tune;
+
+	if (!srv->tune)
+		return tt_threads() ? rpcrdma_svc_create_mt(addr, 0, 0, tt_threads()) :
+				      rpcrdma_svc_create(addr, 0, 0);
+	tune = *srv->tune;
+	tune.addr = addr;
+	return rpcrdma_svc_create_attr(&tune, 0, 0, tt_threads());
+}
+
 static SVCXPRT *tt_listen_rdma(struct tt_server *srv)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	SVCXPRT *xprt;
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	xprt = tt_threads() ? rpcrdma_svc_create_mt((struct sockaddr *)&sin, 0, 0, tt_threads()) :
-			      rpcrdma_svc_create((struct sockaddr *)&sin, 0, 0);
+	xprt = tt_create_rdma(srv, (struct sockaddr *)&sin);
 	if (!xprt)
 		return NULL;
 	memcpy(&srv->addr, xprt->xp_ltaddr.buf, xprt->xp_ltaddr.len);
@@ -381,10 +392,12 @@ static void *tt_server_thread(void *arg)
 	return NULL;
 }
 
-int tt_server_start(struct tt_server *srv, bool rdma)
+static int tt_server_launch(struct tt_server *srv, bool rdma,
+			    const struct rpcrdma_svc_attr *tune)
 {
 	memset(srv, 0, sizeof(*srv));
 	srv->rdma = rdma;
+	srv->tune = tune;
 	if (pthread_create(&srv->thread, NULL, tt_server_thread, srv))
 		return -1;
 	while (!atomic_load(&srv->ready)) {
@@ -395,6 +408,16 @@ int tt_server_start(struct tt_server *srv, bool rdma)
 		poll(NULL, 0, 1);
 	}
 	return 0;
+}
+
+int tt_server_start(struct tt_server *srv, bool rdma)
+{
+	return tt_server_launch(srv, rdma, NULL);
+}
+
+int tt_server_start_tuned(struct tt_server *srv, const struct rpcrdma_svc_attr *tune)
+{
+	return tt_server_launch(srv, true, tune);
 }
 
 void tt_server_stop(struct tt_server *srv)
