@@ -950,7 +950,7 @@ static void test_create_attr_refused(void **state)
 static int setup_rdma_tuned(void **state)
 {
 	static struct rpcrdma_svc_attr tune = {
-		RPCRDMA_SIZED(tune), .idle_timeout_ms = 150, .keepalive_ms = 30,
+		RPCRDMA_SIZED(tune), .idle_timeout_ms = 300, .keepalive_ms = 100,
 	};
 	static struct tt_server srv;
 
