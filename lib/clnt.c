@@ -114,15 +114,6 @@ static int xprt_rdma_alloc(struct rpcrdma_xprt *x)
 	return 0;
 }
 
-#ifndef NDEBUG
-struct rpcrdma_xprt *xprt_rdma_guard_refuse(const char *fn)
-{
-	rpcrdma_err("%s: another thread is inside this client: a client belongs to one "
-		    "thread at a time, or to whoever holds the caller's lock (clnt.h)", fn);
-	return NULL;
-}
-#endif
-
 static void xprt_rdma_free(struct rpcrdma_xprt *x)
 {
 	rpcrdma_stat_del(&x->rx_stat);
@@ -612,7 +603,7 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt)
 		return;
 #ifndef NDEBUG
 	/* No guard's end: the client is gone by then. */
-	if (!xprt_rdma_guard_begin(x, __func__))
+	if (!rpcrdma_guard_begin(&x->rx_guard, __func__, XPRT_RDMA_GUARD_WHAT))
 		return;
 #endif
 	x->rx_destroying = true;

@@ -235,6 +235,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 
 	if (!svc)
 		return -EINVAL;
+	SVC_RDMA_GUARD(&svc->sv_pollers[0], return -EBUSY);
 	svc_rdma_note_poller(&svc->sv_pollers[0]);
 	n += svc_rdma_poller_take_work(&svc->sv_pollers[0], false);
 	n += svc_rdma_poller_keepalive(&svc->sv_pollers[0]);
@@ -277,6 +278,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget)
 {
 	if (!svc || budget <= 0)
 		return -EINVAL;
+	SVC_RDMA_GUARD(&svc->sv_pollers[0], return -EBUSY);
 	return svc_rdma_poller_poll(&svc->sv_pollers[0], budget);
 }
 
@@ -292,6 +294,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms)
 {
 	if (!svc)
 		return -EINVAL;
+	SVC_RDMA_GUARD(&svc->sv_pollers[0], return -EBUSY);
 	return svc_rdma_poller_wait(&svc->sv_pollers[0], timeout_ms);
 }
 
@@ -306,6 +309,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_poller_poll(struct rpcrdma_svc *svc, unsigned int
 {
 	if (!svc || i >= svc->sv_npollers || budget <= 0)
 		return -EINVAL;
+	SVC_RDMA_GUARD(&svc->sv_pollers[i], return -EBUSY);
 	return svc_rdma_poller_poll(&svc->sv_pollers[i], budget);
 }
 
@@ -314,6 +318,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_poller_wait(struct rpcrdma_svc *svc, unsigned int
 {
 	if (!svc || i >= svc->sv_npollers)
 		return -EINVAL;
+	SVC_RDMA_GUARD(&svc->sv_pollers[i], return -EBUSY);
 	return svc_rdma_poller_wait(&svc->sv_pollers[i], timeout_ms);
 }
 

@@ -13,6 +13,7 @@
 
 #include "cm.h"
 #include "ep.h"
+#include "guard.h"
 #include "list.h"
 #include "mem.h"
 #include "stat.h"
@@ -249,6 +250,7 @@ struct svc_rdma_poller {
 	struct list_node zombies;		/* closed, calls still held */
 	struct rpcrdma_stats stats;		/* its connections' counters */
 	_Atomic uintptr_t thread;		/* the thread that polls it */
+	struct rpcrdma_guard guard;		/* one thread inside its polls at a time */
 	int wake_fd;				/* in epfd (data: the poller) */
 	atomic_uint nwork;			/* queued handoffs and adoptions */
 	atomic_bool async_check;		/* an async event may concern its connections */
@@ -311,6 +313,12 @@ struct svc_rdma_handoff {
 	pthread_cond_t cv;
 	bool done;
 };
+
+/* What a second thread entering a poller is told (guard.h). */
+#define SVC_RDMA_GUARD_WHAT                                                             \
+	"server poller: a poller belongs to one thread at a time (svc.h); with several "  \
+	"threads, give each its own (rpcrdma_svc_attr.pollers, rpcrdma_svc_poller_wait())"
+#define SVC_RDMA_GUARD(p, fail) RPCRDMA_GUARD(&(p)->guard, SVC_RDMA_GUARD_WHAT, fail)
 
 /* The calling thread polls @p from now on. */
 void svc_rdma_note_poller(struct svc_rdma_poller *p);

@@ -14,6 +14,7 @@
 #include "cm.h"
 #include "compiler.h"
 #include "ep.h"
+#include "guard.h"
 #include "list.h"
 #include "mem.h"
 #include "stat.h"
@@ -185,55 +186,14 @@ struct rpcrdma_xprt {
 	int64_t rx_last_submit_ms;		/* when the last call was submitted */
 	struct rpcrdma_stats rx_stats;
 	struct rpcrdma_stat_src rx_stat;	/* rx_stats, as rpcrdma-stat sees them */
-	_Atomic uintptr_t rx_inside;		/* the thread inside an API call, or 0 */
-	unsigned int rx_inside_depth;		/* its nesting (done() calls in) */
+	struct rpcrdma_guard rx_guard;		/* one thread inside at a time (done() nests) */
 };
 
-/*
- * A client belongs to one thread at a time (clnt.h). Debug builds catch a
- * second thread entering while one is inside (calls from done() are the
- * same thread, nested) and fail its call with -EBUSY and a message, where
- * it would corrupt the client or hang; release builds (NDEBUG) check
- * nothing. Put XPRT_RDMA_GUARD(x, what to do on failure); after the
- * argument checks: the guard ends wherever the function returns.
- */
-#ifdef NDEBUG
-#define XPRT_RDMA_GUARD(x, fail) (void)(x)
-#else
-/* Out of line: the refusal's message. */
-struct rpcrdma_xprt *xprt_rdma_guard_refuse(const char *fn);
-
-static inline struct rpcrdma_xprt *xprt_rdma_guard_begin(struct rpcrdma_xprt *x, const char *fn)
-{
-	uintptr_t self = (uintptr_t)pthread_self(), none = 0;
-
-	if (likely(atomic_compare_exchange_strong_explicit(&x->rx_inside, &none, self,
-							    memory_order_acquire,
-							    memory_order_relaxed))) {
-		x->rx_inside_depth = 1;
-		return x;
-	}
-	if (none == self) {
-		x->rx_inside_depth++;
-		return x;
-	}
-	return xprt_rdma_guard_refuse(fn);
-}
-
-static inline void xprt_rdma_guard_end(struct rpcrdma_xprt **guard)
-{
-	struct rpcrdma_xprt *x = *guard;
-
-	if (x && --x->rx_inside_depth == 0)
-		atomic_store_explicit(&x->rx_inside, 0, memory_order_release);
-}
-
-#define XPRT_RDMA_GUARD(x, fail)                                                        \
-	struct rpcrdma_xprt *xprt_guard_ __attribute__((cleanup(xprt_rdma_guard_end))) = \
-		xprt_rdma_guard_begin(x, __func__);                                     \
-	if (!xprt_guard_)                                                               \
-		fail
-#endif
+/* What a second thread entering a client is told (guard.h). */
+#define XPRT_RDMA_GUARD_WHAT                                                            \
+	"client: a client belongs to one thread at a time, or to whoever holds the "    \
+	"caller's lock (clnt.h)"
+#define XPRT_RDMA_GUARD(x, fail) RPCRDMA_GUARD(&(x)->rx_guard, XPRT_RDMA_GUARD_WHAT, fail)
 
 static inline struct rpcrdma_xprt *rpcrdma_clnt_xprt(struct rpcrdma_clnt *clnt)
 {

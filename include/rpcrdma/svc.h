@@ -270,7 +270,12 @@ int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms);
  * connection, RPCRDMA_CONN_ACCEPTED included, run on its poller's thread, and with RPCRDMA_SVC_WORKERS its calls' replies from
  * other threads are handed to that poller. Everything but the worker-safe
  * functions stays on the connection's poller; rpcrdma_svc_stats() sums the
- * pollers' counters (exact when they are not polling). Returns as
+ * pollers' counters (exact when they are not polling), from any thread. A
+ * poller belongs to one thread at a time: a library built without NDEBUG
+ * (the default build types) refuses a second thread that enters
+ * rpcrdma_svc_poll(), rpcrdma_svc_wait(), rpcrdma_svc_listen_poll(),
+ * rpcrdma_svc_poller_poll() or rpcrdma_svc_poller_wait() of a poller while
+ * another is inside: -EBUSY, and a message says why. Returns as
  * rpcrdma_svc_wait(), or -EINVAL for a bad @i.
  */
 int rpcrdma_svc_poller_wait(struct rpcrdma_svc *svc, unsigned int i, int timeout_ms);

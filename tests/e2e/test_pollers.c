@@ -350,6 +350,50 @@ static void t_held_poller_holds_no_other(void **state)
 	harness_assert_fabric_idle();
 }
 
+/* Poll poller @i (-1: rpcrdma_svc_poll()) until refused, 2,000 tries 1 ms apart at most. */
+static int poll_until_refused(struct rpcrdma_svc *svc, int i)
+{
+	int tries, rc = 0;
+
+	for (tries = 0; tries < 2000 && rc != -EBUSY; tries++) {
+		if (tries)
+			poll(NULL, 0, 1);
+		rc = i < 0 ? rpcrdma_svc_poll(svc, 16) : rpcrdma_svc_poller_poll(svc, i, 16);
+	}
+	return rc;
+}
+
+/*
+ * A second thread entering a poller while its thread is inside (asleep in
+ * rpcrdma_svc_poller_wait()) is refused with -EBUSY, where two threads
+ * would race on its lists; the pollers keep serving, and once their
+ * threads are gone another thread may poll.
+ */
+static void t_second_poller_thread_refused(void **state)
+{
+	struct harness_caller caller = { .seed = 9, .calls = 20 };
+	struct multi m;
+
+	(void)state;
+#ifdef NDEBUG
+	fprintf(stderr, "skipped: release builds (NDEBUG) do not check threads\n");
+	skip();
+#endif
+	harness_require_inproc("the pollers are threads of the test");
+	multi_start(&m, false);
+	assert_int_equal(poll_until_refused(m.svc, 1), -EBUSY);
+	assert_int_equal(poll_until_refused(m.svc, -1), -EBUSY);
+	caller.clnt = harness_connect_to(m.svc);
+	harness_caller_run(&caller);
+	assert_int_equal(caller.failures, 0);
+	multi_stop_pollers(&m);
+	assert_true(rpcrdma_svc_poller_poll(m.svc, 1, 16) >= 0);
+	assert_true(rpcrdma_svc_poll(m.svc, 16) >= 0);
+	rpcrdma_clnt_destroy(caller.clnt);
+	multi_destroy(&m);
+	harness_assert_fabric_idle();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -357,6 +401,7 @@ int main(void)
 		cmocka_unit_test(t_spread_workers),
 		cmocka_unit_test(t_held_poller_holds_no_other),
 		cmocka_unit_test(t_regions_shared_by_pollers),
+		cmocka_unit_test(t_second_poller_thread_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One thread at a time inside an object: a client (clnt.h), a server's
+ * poller (svc.h). Debug builds catch a second thread entering while one is
+ * inside (calls from a callback are the same thread, nested) and fail its
+ * call with -EBUSY and a message, where it would corrupt the object or
+ * hang; release builds (NDEBUG) check nothing. Put RPCRDMA_GUARD(guard,
+ * what, what to do on failure); after the argument checks: the guard ends
+ * wherever the function returns.
+ */
+#ifndef RPCRDMA_GUARD_H
+#define RPCRDMA_GUARD_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "compiler.h"
+
+struct rpcrdma_guard {
+	_Atomic uintptr_t inside;	/* the thread inside, or 0 */
+	unsigned int depth;		/* its nesting */
+};
+
+#ifdef NDEBUG
+#define RPCRDMA_GUARD(g, what, fail) (void)(g)
+#else
+/* Out of line: the refusal's message, naming @fn and the object @what. NULL. */
+struct rpcrdma_guard *rpcrdma_guard_refuse(const char *fn, const char *what);
+
+static inline struct rpcrdma_guard *rpcrdma_guard_begin(struct rpcrdma_guard *g, const char *fn,
+							const char *what)
+{
+	uintptr_t self = (uintptr_t)pthread_self(), none = 0;
+
+	if (likely(atomic_compare_exchange_strong_explicit(&g->inside, &none, self,
+							    memory_order_acquire,
+							    memory_order_relaxed))) {
+		g->depth = 1;
+		return g;
+	}
+	if (none == self) {
+		g->depth++;
+		return g;
+	}
+	return rpcrdma_guard_refuse(fn, what);
+}
+
+static inline void rpcrdma_guard_end(struct rpcrdma_guard **guard)
+{
+	struct rpcrdma_guard *g = *guard;
+
+	if (g && --g->depth == 0)
+		atomic_store_explicit(&g->inside, 0, memory_order_release);
+}
+
+#define RPCRDMA_GUARD(g, what, fail)                                                    \
+	struct rpcrdma_guard *rpcrdma_guard_ __attribute__((cleanup(rpcrdma_guard_end))) = \
+		rpcrdma_guard_begin(g, __func__, what);                                 \
+	if (!rpcrdma_guard_)                                                            \
+		fail
+#endif
+
+#endif /* RPCRDMA_GUARD_H */
