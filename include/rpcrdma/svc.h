@@ -191,7 +191,9 @@ int rpcrdma_svc_listen(const struct rpcrdma_svc_attr *attr, struct rpcrdma_svc *
  * application still holds stay valid: replying to them fails with
  * -ENOTCONN, and they must still be finished (reply or drop) to release
  * them. Call it once no thread polls the server any more (stop every
- * poller first) and no worker is inside a reply function.
+ * poller first) and no worker is inside a reply function. Destroying a
+ * server twice, or using it (or a call or connection of it) after this,
+ * is a use-after-free, as with any C object.
  */
 void rpcrdma_svc_destroy(struct rpcrdma_svc *svc);
 
