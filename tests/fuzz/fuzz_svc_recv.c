@@ -77,6 +77,8 @@ struct walker {
 };
 
 static struct svc_peer sp;
+/* Named segments overlap: a later Write may overwrite an earlier one's bytes. */
+static bool overlapping;
 static bool started;
 static bool verbose;
 static unsigned long inputs;
@@ -221,6 +223,25 @@ static bool named_covers(const struct named *nm, const struct ibv_mr *mr, uint64
 	return false;
 }
 
+static bool named_overlap(const struct named *nm)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < nm->n; i++) {
+		const struct rpcrdma_segment *a = &nm->segs[i];
+
+		for (j = i + 1; j < nm->n; j++) {
+			const struct rpcrdma_segment *b = &nm->segs[j];
+
+			/* Unsigned: one of the differences is the distance forward, the other wraps. */
+			if (a->handle == b->handle && a->length && b->length &&
+			    (a->offset - b->offset < b->length || b->offset - a->offset < a->length))
+				return true;
+		}
+	}
+	return false;
+}
+
 /* No byte outside the named segments changed; then the pattern goes back. */
 static void check_regions(const struct named *nm)
 {
@@ -260,7 +281,10 @@ static void check_echoed(const struct rpcrdma_chunk *want, const struct rpcrdma_
 	}
 }
 
-/* The bytes the Reply chunk's echoed segments carry must be @body. */
+/*
+ * The bytes the Reply chunk's echoed segments carry must be @body, unless
+ * the call's segments overlap (the peer's own doing).
+ */
 static void check_reply_chunk(const struct rpcrdma_chunk *got, const unsigned char *body,
 			      size_t len)
 {
@@ -279,18 +303,65 @@ static void check_reply_chunk(const struct rpcrdma_chunk *got, const unsigned ch
 		CHECK(m && g.offset >= (uintptr_t)m->mr->addr);
 		CHECK(g.offset - (uintptr_t)m->mr->addr <= SVC_PEER_MEM - g.length);
 		CHECK(at + g.length <= len);
-		CHECK(memcmp(m->mem + (g.offset - (uintptr_t)m->mr->addr), body + at,
+		CHECK(overlapping || memcmp(m->mem + (g.offset - (uintptr_t)m->mr->addr), body + at,
 			     g.length) == 0);
 		at += g.length;
 	}
 	CHECK(at == len);
 }
 
+/*
+ * The message of an RDMA_NOMSG call is its position-zero Read chunk, as the
+ * regions held it (the pattern) when the server pulled it: into @out (room
+ * for @max bytes). Returns its length, or -1 if it is not such a call or a
+ * segment lies outside the regions the server could read (no echo then).
+ */
+static long pulled_message(const struct rpcrdma_hdr *call, unsigned char *out, size_t max)
+{
+	struct rpcrdma_read_segment rs;
+	size_t at = 0;
+	uint32_t i;
+
+	if (call->proc != RPCRDMA_NOMSG || call->read_chunks != 1)
+		return -1;
+	for (i = 0; i < call->read_segs; i++) {
+		struct svc_peer_mr *m;
+		uint64_t off;
+
+		rpcrdma_hdr_read_segment(call, i, &rs);
+		m = svc_peer_mr_by_rkey(&sp, rs.seg.handle);
+		if (rs.position != 0 || !m || rs.seg.offset < (uintptr_t)m->mr->addr)
+			return -1;
+		off = rs.seg.offset - (uintptr_t)m->mr->addr;
+		if (off > SVC_PEER_MEM || rs.seg.length > SVC_PEER_MEM - off ||
+		    rs.seg.length > max - at)
+			return -1;
+		memcpy(out + at, sp.pattern + (size_t)(m - sp.mrs) * SVC_PEER_MEM + off,
+		       rs.seg.length);
+		at += rs.seg.length;
+	}
+	return (long)at;
+}
+
+/* An echo carries @body (@len bytes): inline after the header, or in the Reply chunk. */
+static void check_echo(const struct rpcrdma_hdr *r, const unsigned char *reply, size_t rlen,
+		       const unsigned char *body, size_t len)
+{
+	if (r->proc == RPCRDMA_MSG) {
+		CHECK(rlen - r->hdr_len == len);
+		CHECK(memcmp(reply + r->hdr_len, body, len) == 0);
+	} else {
+		check_reply_chunk(&r->reply, body, len);
+	}
+}
+
 /* A reply to a call that decoded: what it names, and for echoes, what it carries. */
 static void check_reply_to(const struct rpcrdma_hdr *call, const unsigned char *msg, size_t len,
 			   const struct rpcrdma_hdr *r, const unsigned char *reply, size_t rlen)
 {
-	bool echo = sp.program != SVC_PEER_DDP && call->proc == RPCRDMA_MSG && !call->read_segs;
+	static unsigned char pulled[SVC_PEER_MRS * SVC_PEER_MEM];
+	bool echo = sp.program != SVC_PEER_DDP;
+	long n;
 	uint32_t i;
 
 	CHECK(r->read_segs == 0);
@@ -304,12 +375,13 @@ static void check_reply_to(const struct rpcrdma_hdr *call, const unsigned char *
 		CHECK(r->has_reply && rlen == r->hdr_len);
 	if (!echo)
 		return;
-	if (r->proc == RPCRDMA_MSG) {
-		CHECK(rlen - r->hdr_len == len - call->hdr_len);
-		CHECK(memcmp(reply + r->hdr_len, msg + call->hdr_len, rlen - r->hdr_len) == 0);
-	} else {
-		check_reply_chunk(&r->reply, msg + call->hdr_len, len - call->hdr_len);
+	if (call->proc == RPCRDMA_MSG && !call->read_segs) {
+		check_echo(r, reply, rlen, msg + call->hdr_len, len - call->hdr_len);
+		return;
 	}
+	n = pulled_message(call, pulled, sizeof(pulled));
+	if (n >= 0)
+		check_echo(r, reply, rlen, pulled, (size_t)n);
 }
 
 /* ERR_VERS carries the refused message's rdma_vers, so our decoder refuses it too. */
@@ -465,6 +537,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	w = (struct walker){ .p = msg, .len = len, .sp = &sp, .named = &nm };
 	w.mode = (data[0] & 3) == 3 ? PATCH_VALID : (enum patch_mode)(data[0] & 3);
 	walk_message(&w);
+	overlapping = named_overlap(&nm);
 	sp.program = ((data[0] >> 2) & 3) % 3;
 
 	closed = sp.closed;

@@ -96,6 +96,9 @@ def seeds():
         rep=chunk(seg(0, 4096, 0)), body=rpc_null(extra=2000))
     yield "reply-chunk-two-segs", sel(VALID, ECHO_BUF) + msg(
         rep=chunk(seg(2, 1000, 0), seg(0, 3000, 5000)), body=rpc_null(extra=2500))
+    # Segments that overlap: the second Write overwrites part of the first.
+    yield "reply-chunk-overlapping", sel(VALID, ECHO_BUF) + msg(
+        rep=chunk(seg(0, 1000, 0), seg(0, 2870, 136)), body=rpc_null(extra=1200))
     yield "reply-chunk-small", sel(VALID, ECHO) + msg(
         rep=chunk(seg(0, 4096, 0)), body=rpc_null(extra=100))
     yield "reply-too-large-no-chunk", sel(RAW, ECHO) + msg(body=rpc_null(extra=2000))
