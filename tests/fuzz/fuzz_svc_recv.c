@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <rpcrdma/proto.h>
 
@@ -412,8 +413,7 @@ static void check_answer(const unsigned char *msg, size_t len, bool sent)
 	}
 	if (!sp.nreplies) {
 		/* Refusals are answered, unless the connection went down under them. */
-		CHECK(verdict == RPCRDMA_ACCEPT || !sent || sp.peer_lost ||
-		      sp.closed != sp.established);
+		CHECK(verdict == RPCRDMA_ACCEPT || !sent || svc_peer_lost(&sp));
 		return;
 	}
 	rlen = (size_t)sp.reply_len[0];
@@ -505,16 +505,25 @@ static void start(void)
 }
 
 /* FUZZ_SVC_TRACE=1: a line per input, to see what the seeds make the server do. */
-static void trace(int rc, unsigned int closed)
+static long long us_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+static void trace(int rc, long long t0)
 {
 	const unsigned char *r = sp.replies[0];
 	int n = sp.reply_len[0];
 
-	fprintf(stderr, "input %lu: exchange %d, %u replies", inputs, rc, sp.nreplies);
+	fprintf(stderr, "input %lu: exchange %d in %lld us, %u replies", inputs, rc,
+		us_now() - t0, sp.nreplies);
 	if (sp.nreplies && n >= 20)
 		fprintf(stderr, " (%d bytes, proc %u, word 4 %u)", n, be32(r + 12), be32(r + 16));
 	fprintf(stderr, "%s%s\n", sp.peer_lost ? ", peer lost" : "",
-		sp.closed != closed ? ", server closed" : "");
+		sp.conn_closed ? ", server closed" : "");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -522,7 +531,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static unsigned char msg[RAWPEER_BUF];
 	static struct named nm;
 	struct walker w;
-	unsigned int closed;
+	long long t0;
 	size_t len;
 	int rc;
 
@@ -540,18 +549,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	overlapping = named_overlap(&nm);
 	sp.program = ((data[0] >> 2) & 3) % 3;
 
-	closed = sp.closed;
+	t0 = us_now();
 	rc = svc_peer_exchange(&sp, msg, len, EXCHANGE_TIMEOUT_MS);
 	if (verbose)
-		trace(rc, closed);
+		trace(rc, t0);
 	if (rc != -ETIMEDOUT)
 		check_answer(msg, len, rc != -EIO);
 	check_regions(&nm);
-	if (rc == -ETIMEDOUT || svc_peer_lost(&sp, closed)) {
+	t0 = us_now();
+	if (rc == -ETIMEDOUT || svc_peer_lost(&sp)) {
 		reconnect();
 		probe();
 	} else if (inputs % PROBE_EVERY == 0) {
 		probe();
 	}
+	if (verbose)
+		fprintf(stderr, "input %lu: reconnect and probe in %lld us\n", inputs, us_now() - t0);
 	return 0;
 }

@@ -32,10 +32,17 @@ static void svc_peer_on_conn(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_ev
 {
 	struct svc_peer *sp = arg;
 
-	if (event == RPCRDMA_CONN_ESTABLISHED)
+	if (event == RPCRDMA_CONN_ESTABLISHED) {
 		sp->established++;
-	else if (event == RPCRDMA_CONN_CLOSED)
+		sp->conn = conn;
+		sp->conn_closed = false;
+	} else if (event == RPCRDMA_CONN_CLOSED) {
 		sp->closed++;
+		if (conn == sp->conn) {
+			sp->conn = NULL;
+			sp->conn_closed = true;
+		}
+	}
 }
 
 static void svc_peer_echo(struct rpcrdma_svc_call *call, bool in_place)
@@ -165,7 +172,11 @@ static bool svc_peer_all_closed(struct svc_peer *sp)
 	return sp->closed == sp->established;
 }
 
-/* Close our side and let the server see the disconnect and close its own. */
+/*
+ * Close our side. The server closes its own as it sees the disconnect,
+ * while the next connection is served: its late Writes cannot reach the
+ * regions, whose rkeys die with this connection.
+ */
 static void svc_peer_disconnect(struct svc_peer *sp)
 {
 	unsigned int i;
@@ -176,7 +187,6 @@ static void svc_peer_disconnect(struct svc_peer *sp)
 	for (i = 0; i < SVC_PEER_MRS; i++)
 		sp->mrs[i].mr = NULL;
 	sp->connected = false;
-	svc_peer_poll_until(sp, svc_peer_all_closed, 2000);
 }
 
 struct svc_peer_connecting {
@@ -228,6 +238,8 @@ int svc_peer_connect(struct svc_peer *sp)
 
 	svc_peer_disconnect(sp);
 	sp->peer_lost = false;
+	sp->conn = NULL;
+	sp->conn_closed = false;
 	atomic_init(&c.done, false);
 	rc = -pthread_create(&thread, NULL, svc_peer_connect_main, &c);
 	if (rc)
@@ -249,6 +261,7 @@ void svc_peer_stop(struct svc_peer *sp)
 	unsigned int i;
 
 	svc_peer_disconnect(sp);
+	svc_peer_poll_until(sp, svc_peer_all_closed, 2000);
 	rpcrdma_svc_destroy(sp->svc);
 	for (i = 0; i < SVC_PEER_MRS; i++)
 		free(sp->mrs[i].mem);
@@ -336,7 +349,7 @@ int svc_peer_exchange(struct svc_peer *sp, const void *msg, size_t len, int time
 	return 0;
 }
 
-bool svc_peer_lost(const struct svc_peer *sp, unsigned int closed_before)
+bool svc_peer_lost(const struct svc_peer *sp)
 {
-	return !sp->connected || sp->peer_lost || sp->closed != closed_before;
+	return !sp->connected || sp->peer_lost || sp->conn_closed;
 }

@@ -46,9 +46,15 @@ struct svc_peer {
 	bool connected;
 	enum svc_peer_program program;
 
-	/* The server's connection events (on_conn), and its calls. */
+	/*
+	 * The server's connection events (on_conn), and its calls. The peer's
+	 * connection is the last one established (one peer connects at a
+	 * time); earlier ones may still be closing.
+	 */
 	unsigned int established;
 	unsigned int closed;
+	struct rpcrdma_svc_conn *conn;
+	bool conn_closed;
 	unsigned long calls;
 
 	struct svc_peer_mr mrs[SVC_PEER_MRS];
@@ -82,7 +88,7 @@ int svc_peer_connect(struct svc_peer *sp);
 int svc_peer_exchange(struct svc_peer *sp, const void *msg, size_t len, int timeout_ms);
 
 /* Is the connection gone (either side closed it, or the Send failed)? */
-bool svc_peer_lost(const struct svc_peer *sp, unsigned int closed_before);
+bool svc_peer_lost(const struct svc_peer *sp);
 
 /* The region whose rkey is @rkey, or NULL. */
 struct svc_peer_mr *svc_peer_mr_by_rkey(struct svc_peer *sp, uint32_t rkey);
