@@ -112,7 +112,7 @@ static void put_be64(unsigned char *p, uint64_t v)
 /* The next XDR word, or false at the end of the message. */
 static bool walk_word(struct walker *w, uint32_t *v)
 {
-	if (w->len - w->off < 4)
+	if (w->off > w->len || w->len - w->off < 4)
 		return false;
 	*v = be32(w->p + w->off);
 	w->off += 4;
@@ -158,7 +158,7 @@ static bool walk_segment(struct walker *w, enum seg_kind kind)
 	unsigned char *seg = w->p + w->off;
 	struct named *nm = w->named;
 
-	if (w->len - w->off < 16)
+	if (w->off > w->len || w->len - w->off < 16)
 		return false;
 	if (w->mode != PATCH_NONE)
 		patch_segment(w, seg);
@@ -190,7 +190,7 @@ static bool walk_chunk(struct walker *w, enum seg_kind kind)
  */
 static void walk_message(struct walker *w)
 {
-	uint32_t proc, disc, pos;
+	uint32_t proc, disc = 1, pos;	/* a list that is not there ends the walk */
 	unsigned int i;
 
 	w->off = 12;
@@ -210,7 +210,7 @@ static void walk_message(struct walker *w)
 		walk_chunk(w, SEG_REPLY);
 }
 
-/* Did the call name [@off, @off + @len) of @mr's region for writing? */
+/* Does a segment the call named for writing hold @addr under @mr's rkey? */
 static bool named_covers(const struct named *nm, const struct ibv_mr *mr, uint64_t addr)
 {
 	unsigned int i;
