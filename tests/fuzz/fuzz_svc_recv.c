@@ -11,10 +11,12 @@
  * (0 as they are; 1 and 3 pointed into the peer's regions, valid rkeys and
  * in-range offsets; 2 a mix of valid and bogus rkeys, offsets and lengths,
  * from bits of each segment's own bytes) and, bits 2-3, the server's program
- * (echo, echo in place, DDP echo: svc_peer.h). The rest is the message.
+ * (echo, echo in place, DDP echo: svc_peer.h), and, bits 4-5, how many
+ * copies of it go out back to back (1 to 4: calls in flight together, Read
+ * waves side by side). The rest is the message.
  *
  * Oracle (abort() on failure):
- * - at most one message comes back; it carries the call's XID and a credit
+ * - at most one message comes back per copy sent; each carries the call's XID and a credit
  *   in [1, SVC_PEER_CREDITS], and decodes with rpcrdma_hdr_decode() as
  *   RDMA_MSG, RDMA_NOMSG, or RDMA_ERROR with ERR_CHUNK; or it is an
  *   ERR_VERS (which carries the refused version) for a call of another
@@ -394,29 +396,14 @@ static void check_err_vers(const unsigned char *msg, const unsigned char *reply,
 	CHECK(be32(reply + 20) <= RPCRDMA_VERSION && be32(reply + 24) >= RPCRDMA_VERSION);
 }
 
-/* What came back for @msg, given the decoder's own verdict on it. */
-static void check_answer(const unsigned char *msg, size_t len, bool sent)
+/* Reply @i to @msg, a call the decoder's verdict on which is @verdict. */
+static void check_reply(unsigned int i, const unsigned char *msg, size_t len,
+			const struct rpcrdma_hdr *call, enum rpcrdma_verdict verdict)
 {
-	struct rpcrdma_hdr call, r;
-	enum rpcrdma_verdict verdict;
-	const unsigned char *reply = sp.replies[0];
-	size_t rlen;
-	int rc;
+	const unsigned char *reply = sp.replies[i];
+	size_t rlen = (size_t)sp.reply_len[i];
+	struct rpcrdma_hdr r;
 
-	CHECK(sp.nreplies <= 1);
-	rc = rpcrdma_hdr_decode(msg, len, NULL, &call);
-	verdict = rpcrdma_hdr_verdict(rc, &call);
-	/* Too short for a version 1 call, or a message no one answers (RFC 8166 4.5). */
-	if ((rc != -EPROTONOSUPPORT && len < RPCRDMA_HDR_MIN_LEN) || verdict == RPCRDMA_DROP) {
-		CHECK(sp.nreplies == 0);
-		return;
-	}
-	if (!sp.nreplies) {
-		/* Refusals are answered, unless the connection went down under them. */
-		CHECK(verdict == RPCRDMA_ACCEPT || !sent || svc_peer_lost(&sp));
-		return;
-	}
-	rlen = (size_t)sp.reply_len[0];
 	CHECK(rlen >= RPCRDMA_HDR_FIXED_LEN && rlen <= RAWPEER_BUF);
 	CHECK(be32(reply) == be32(msg));
 	CHECK(be32(reply + 8) >= 1 && be32(reply + 8) <= SVC_PEER_CREDITS);
@@ -431,7 +418,30 @@ static void check_answer(const unsigned char *msg, size_t len, bool sent)
 	}
 	CHECK(verdict == RPCRDMA_ACCEPT);
 	CHECK(r.proc == RPCRDMA_MSG || r.proc == RPCRDMA_NOMSG);
-	check_reply_to(&call, msg, len, &r, reply, rlen);
+	check_reply_to(call, msg, len, &r, reply, rlen);
+}
+
+/* What came back for @copies of @msg, given the decoder's own verdict on it. */
+static void check_answer(const unsigned char *msg, size_t len, unsigned int copies, bool sent)
+{
+	enum rpcrdma_verdict verdict;
+	struct rpcrdma_hdr call;
+	unsigned int i;
+	int rc;
+
+	CHECK(sp.nreplies <= copies);
+	rc = rpcrdma_hdr_decode(msg, len, NULL, &call);
+	verdict = rpcrdma_hdr_verdict(rc, &call);
+	/* Too short for a version 1 call, or a message no one answers (RFC 8166 4.5). */
+	if ((rc != -EPROTONOSUPPORT && len < RPCRDMA_HDR_MIN_LEN) || verdict == RPCRDMA_DROP) {
+		CHECK(sp.nreplies == 0);
+		return;
+	}
+	/* Refusals are answered, unless the connection went down under them. */
+	if (verdict != RPCRDMA_ACCEPT && sent && !svc_peer_lost(&sp))
+		CHECK(sp.nreplies == copies);
+	for (i = 0; i < sp.nreplies && i < SVC_PEER_MAX_REPLIES; i++)
+		check_reply(i, msg, len, &call, verdict);
 }
 
 static void reconnect(void)
@@ -461,10 +471,10 @@ static bool probe_once(uint32_t xid)
 	for (i = RPCRDMA_HDR_MIN_LEN + 4; i < sizeof(msg); i++)
 		msg[i] = (unsigned char)(i * 7 + xid);
 	sp.program = SVC_PEER_ECHO;
-	if (svc_peer_exchange(&sp, msg, sizeof(msg), 2000) != 0 || sp.peer_lost)
+	if (svc_peer_exchange(&sp, msg, sizeof(msg), 1, 2000) != 0 || sp.peer_lost)
 		return false;
 	CHECK(sp.nreplies == 1 && sp.reply_len[0] == (int)sizeof(msg));
-	check_answer(msg, sizeof(msg), true);
+	check_answer(msg, sizeof(msg), 1, true);
 	check_regions(&nm);
 	return true;
 }
@@ -530,6 +540,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static unsigned char msg[RAWPEER_BUF];
 	static struct named nm;
+	unsigned int copies;
 	struct walker w;
 	long long t0;
 	size_t len;
@@ -548,13 +559,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	walk_message(&w);
 	overlapping = named_overlap(&nm);
 	sp.program = ((data[0] >> 2) & 3) % 3;
+	copies = 1 + ((data[0] >> 4) & 3);
 
 	t0 = us_now();
-	rc = svc_peer_exchange(&sp, msg, len, EXCHANGE_TIMEOUT_MS);
+	rc = svc_peer_exchange(&sp, msg, len, copies, EXCHANGE_TIMEOUT_MS);
 	if (verbose)
 		trace(rc, t0);
 	if (rc != -ETIMEDOUT)
-		check_answer(msg, len, rc != -EIO);
+		check_answer(msg, len, copies, rc != -EIO);
 	check_regions(&nm);
 	t0 = us_now();
 	if (rc == -ETIMEDOUT || svc_peer_lost(&sp)) {

@@ -3,7 +3,8 @@
 """Write the seed corpus of fuzz-svc-recv into tests/fuzz/corpus/svc-recv/.
 
 Each seed is a selector byte (fuzz_svc_recv.c: bits 0-1 how chunk segments
-are patched, bits 2-3 the server's program) and one whole message a raw
+are patched, bits 2-3 the server's program, bits 4-5 the copies sent back
+to back, less one) and one whole message a raw
 peer sends the server: RPC-over-RDMA Version 1 header (RFC 8166 section 4)
 and RPC call bytes. With patching on, a segment's handle chooses the peer's
 region (handle % 3: 0 read/write, 1 read only, 2 write only), its offset
@@ -40,8 +41,8 @@ def seg(handle, length, offset):
     return w(handle, length) + struct.pack(">Q", offset)
 
 
-def sel(patch, program):
-    return bytes([patch | program << 2])
+def sel(patch, program, copies=1):
+    return bytes([patch | program << 2 | (copies - 1) << 4])
 
 
 def fixed(proc, xid=XID, vers=1, credit=8):
@@ -120,6 +121,17 @@ def seeds():
         rep=chunk(seg(0x600, 4096, MEM - 100)), body=rpc_null(extra=2000))
     yield "read-raw-rkey", sel(RAW, DDP) + msg(
         reads=read(8, 0x77, 64, 0x1000), body=w(XID, DDP_OP_ECHO))
+    # Several copies back to back: calls in flight together.
+    yield "burst-null", sel(RAW, ECHO, 4) + msg(body=rpc_null())
+    yield "burst-read-pos0", sel(VALID, ECHO, 3) + msg(NOMSG, reads=read(0, 0, 600, 0),
+                                                        xid=xid0)
+    yield "burst-write-chunk", sel(VALID, DDP, 2) + msg(
+        writes=chunk(seg(0, 700, 100)), body=w(XID, DDP_OP_READ, 600, 9))
+    yield "burst-reply-chunk", sel(VALID, ECHO_BUF, 4) + msg(
+        rep=chunk(seg(2, 4096, 0)), body=rpc_null(extra=1500))
+    yield "burst-bad-version", sel(RAW, ECHO, 4) + fixed(MSG, vers=3) + w(0, 0, 0)
+    yield "burst-bogus-read", sel(MIXED, DDP, 2) + msg(
+        reads=read(8, 0x400, 64, 0), body=w(XID, DDP_OP_ECHO))
     # What RFC 8166 says to refuse or drop.
     yield "msgp", sel(RAW, ECHO) + fixed(MSGP) + w(4096, 1024, 0, 0, 0) + rpc_null()
     yield "bad-version", sel(RAW, ECHO) + fixed(MSG, vers=2) + w(0, 0, 0) + rpc_null()

@@ -318,16 +318,19 @@ static bool svc_peer_fabric_busy(void)
 	return counts.send_wrs != 0;
 }
 
-int svc_peer_exchange(struct svc_peer *sp, const void *msg, size_t len, int timeout_ms)
+int svc_peer_exchange(struct svc_peer *sp, const void *msg, size_t len, unsigned int copies,
+		      int timeout_ms)
 {
 	long long deadline = ms_now() + timeout_ms;
-	unsigned int quiet = 0;
+	unsigned int quiet = 0, i;
 	int n;
 
 	sp->nreplies = 0;
-	if (sp->peer_lost || rawpeer_send(&sp->rp, msg, len)) {
-		sp->peer_lost = true;
-		return -EIO;
+	for (i = 0; i < copies; i++) {
+		if (sp->peer_lost || rawpeer_send(&sp->rp, msg, len)) {
+			sp->peer_lost = true;
+			return -EIO;
+		}
 	}
 	/* Quiet three passes running: a pass may arm a CQ that the next one finds woken. */
 	while (quiet < 3) {

@@ -80,12 +80,13 @@ void svc_peer_stop(struct svc_peer *sp);
 int svc_peer_connect(struct svc_peer *sp);
 
 /*
- * Send @len bytes of @msg and drive server and peer until both are quiet
- * (nothing to poll, nothing in flight on the fabric) or @timeout_ms passed.
- * The replies land in sp->replies. Returns 0, -EIO if the Send itself
- * failed, or -ETIMEDOUT.
+ * Send @copies (at most the credits) of the @len bytes of @msg back to
+ * back, then drive server and peer until both are quiet (nothing to poll,
+ * nothing in flight on the fabric) or @timeout_ms passed. The replies land
+ * in sp->replies. Returns 0, -EIO if a Send failed, or -ETIMEDOUT.
  */
-int svc_peer_exchange(struct svc_peer *sp, const void *msg, size_t len, int timeout_ms);
+int svc_peer_exchange(struct svc_peer *sp, const void *msg, size_t len, unsigned int copies,
+		      int timeout_ms);
 
 /* Is the connection gone (either side closed it, or the Send failed)? */
 bool svc_peer_lost(const struct svc_peer *sp);
