@@ -536,6 +536,31 @@ static void trace(int rc, long long t0)
 		sp.conn_closed ? ", server closed" : "");
 }
 
+/*
+ * An exchange that does not go quiet: a loaded machine may stall one, a
+ * server that never finishes stalls it again. Say what was still busy,
+ * retry once on a fresh connection, and abort if it stalls again.
+ */
+static void timed_out(const uint8_t *data, size_t size)
+{
+	static bool retrying;
+	size_t i;
+
+	fprintf(stderr, "fuzz-svc-recv: input %lu not quiet after %d ms (busy 0x%x):", inputs,
+		EXCHANGE_TIMEOUT_MS, sp.busy);
+	for (i = 0; i < size && i < 64; i++)
+		fprintf(stderr, " %02x", data[i]);
+	fprintf(stderr, "%s\n", size > 64 ? " ..." : "");
+	if (retrying) {
+		fprintf(stderr, "fuzz-svc-recv: it stalls again: the server hangs\n");
+		abort();
+	}
+	reconnect();
+	retrying = true;
+	LLVMFuzzerTestOneInput(data, size);
+	retrying = false;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static unsigned char msg[RAWPEER_BUF];
@@ -569,6 +594,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_answer(msg, len, copies, rc != -EIO);
 	check_regions(&nm);
 	t0 = us_now();
+	if (rc == -ETIMEDOUT)
+		timed_out(data, size);
 	if (rc == -ETIMEDOUT || svc_peer_lost(&sp)) {
 		reconnect();
 		probe();

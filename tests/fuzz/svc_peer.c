@@ -339,11 +339,14 @@ int svc_peer_exchange(struct svc_peer *sp, const void *msg, size_t len, unsigned
 			fprintf(stderr, "rpcrdma_svc_poll: %s\n", strerror(-n));
 			abort();
 		}
-		n += svc_peer_collect(sp);
-		if (n || rpcrdma_svc_arm(sp->svc) || svc_peer_fabric_busy())
-			quiet = 0;
-		else
-			quiet++;
+		sp->busy = n ? SVC_PEER_BUSY_POLL : 0;
+		if (svc_peer_collect(sp))
+			sp->busy |= SVC_PEER_BUSY_PEER;
+		if (rpcrdma_svc_arm(sp->svc))
+			sp->busy |= SVC_PEER_BUSY_ARM;
+		if (svc_peer_fabric_busy())
+			sp->busy |= SVC_PEER_BUSY_FABRIC;
+		quiet = sp->busy ? 0 : quiet + 1;
 		if (ms_now() > deadline) {
 			sp->timeouts++;
 			return -ETIMEDOUT;

@@ -66,7 +66,14 @@ struct svc_peer {
 	unsigned int nreplies;		/* may exceed SVC_PEER_MAX_REPLIES (not kept) */
 	bool peer_lost;			/* a receive was flushed: the connection is gone */
 	unsigned long timeouts;		/* exchanges that never went quiet */
+	unsigned int busy;		/* SVC_PEER_BUSY_*: what the last pass found */
 };
+
+/* Why an exchange was not yet quiet. */
+#define SVC_PEER_BUSY_POLL 0x1u		/* rpcrdma_svc_poll() did work */
+#define SVC_PEER_BUSY_PEER 0x2u		/* something arrived at the peer */
+#define SVC_PEER_BUSY_ARM 0x4u		/* rpcrdma_svc_arm(): work is left */
+#define SVC_PEER_BUSY_FABRIC 0x8u	/* WRs posted and not completed */
 
 /* Start the server (no connection yet). Returns 0 or -errno. */
 int svc_peer_start(struct svc_peer *sp);
