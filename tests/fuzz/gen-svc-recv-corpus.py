@@ -132,6 +132,11 @@ def seeds():
     yield "burst-bad-version", sel(RAW, ECHO, 4) + fixed(MSG, vers=3) + w(0, 0, 0)
     yield "burst-bogus-read", sel(MIXED, DDP, 2) + msg(
         reads=read(8, 0x400, 64, 0), body=w(XID, DDP_OP_ECHO))
+    # Four calls offering a 128 MiB Reply chunk: reply_buf allocates up to
+    # max_reply for each, before a byte is encoded (found by the fuzzer as a
+    # 300 ms stall under ASan with the default 64 MiB).
+    yield "burst-reply-chunk-huge", sel(RAW, ECHO_BUF, 4) + msg(
+        rep=chunk(seg(2, 0x08001000, 0x80000000000059)), body=w(XID, 0x9C0006B3, 0xB4B5B6B7))
     # What RFC 8166 says to refuse or drop.
     yield "msgp", sel(RAW, ECHO) + fixed(MSGP) + w(4096, 1024, 0, 0, 0) + rpc_null()
     yield "bad-version", sel(RAW, ECHO) + fixed(MSG, vers=2) + w(0, 0, 0) + rpc_null()
