@@ -131,7 +131,8 @@ int rawpeer_rdma(struct rawpeer *rp, enum ibv_wr_opcode op, void *local, uint32_
 /*
  * Wait up to @timeout_ms for a received message; copy it to @buf (up to
  * @max bytes) and return its length, or -ETIMEDOUT, or -EIO on an error
- * completion (a flushed receive: the connection is gone).
+ * completion (a flushed receive: the connection is gone). A @timeout_ms of
+ * 0 looks once and does not wait.
  */
 int rawpeer_recv(struct rawpeer *rp, void *buf, size_t max, int timeout_ms);
 
