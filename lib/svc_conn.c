@@ -473,7 +473,7 @@ static int svc_rdma_conn_verbs(struct svc_rdma_poller *p, struct svcxprt_rdma *r
 	attr.pd = rdma->sc_pd;
 	attr.context = rdma;
 	attr.send_wrs = rdma->sc_sq_depth;
-	attr.recv_wrs = rdma->sc_max_requests;
+	attr.recv_wrs = rdma->sc_max_requests + SVC_RDMA_RECV_BATCH - 1;
 	attr.send_sges = 1;
 	if (sh) {
 		rc = svc_rdma_srq_join(sh, rdma, &attr);
@@ -492,6 +492,9 @@ static int svc_rdma_conn_verbs(struct svc_rdma_poller *p, struct svcxprt_rdma *r
 	rdma->sc_sq_depth = rdma->sc_ep.sq_avail;
 	if (!sh && rdma->sc_max_requests > rdma->sc_ep.rq_depth)
 		rdma->sc_max_requests = rdma->sc_ep.rq_depth;
+	rdma->sc_recv_target = rdma->sc_max_requests + SVC_RDMA_RECV_BATCH - 1;
+	if (!sh && rdma->sc_recv_target > rdma->sc_ep.rq_depth)
+		rdma->sc_recv_target = rdma->sc_ep.rq_depth;
 	/* Receives are posted before accepting: the first call always finds one. */
 	svc_rdma_refill_recvs(rdma);
 	if (rdma->sc_ep.close_pending)

@@ -176,7 +176,8 @@ struct svcxprt_rdma {
 	struct ibv_pd *sc_pd;
 	struct rpcrdma_ep sc_ep;
 	struct rpcrdma_inline sc_inline;
-	uint32_t sc_max_requests;		/* grant ceiling = receives kept posted */
+	uint32_t sc_max_requests;		/* grant ceiling: receives kept posted, at least */
+	uint32_t sc_recv_target;		/* a refill posts up to this many (svc_rdma_refill_recvs) */
 	uint32_t sc_ord;			/* RDMA Reads in flight at most (initiator depth) */
 	bool sc_iwarp;				/* Read sinks need remote write (svc_rw.c) */
 	uint32_t sc_max_msg;			/* the port's max_msg_sz: longer RDMA ops split */
