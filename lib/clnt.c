@@ -87,6 +87,7 @@ static int xprt_rdma_alloc(struct rpcrdma_xprt *x)
 	while (hash_size < 2 * x->rx_nreqs)
 		hash_size <<= 1;
 	x->rx_hash_mask = hash_size - 1;
+	rpcrdma_marshal_prefix(x);
 
 	x->rx_reqs = rpcrdma_zalloc(&x->rx_stats, sizeof(*x->rx_reqs) * x->rx_nreqs);
 	x->rx_reps = rpcrdma_zalloc(&x->rx_stats, sizeof(*x->rx_reps) * x->rx_nreps);

@@ -166,6 +166,8 @@ struct rpcrdma_xprt {
 	bool rx_have_ep;
 	bool rx_connected;
 	struct rpcrdma_inline rx_inline;
+	/* The header of a chunkless RDMA_MSG call, XID 0, encoded once (rpcrdma_marshal_prefix). */
+	unsigned char rx_hdr_msg[RPCRDMA_HDR_MIN_LEN];
 	uint32_t rx_ird;			/* the QP's max_dest_rd_atomic */
 	uint32_t rx_credits;			/* current grant */
 	uint32_t rx_outstanding;		/* sent and unanswered: bounded by rx_credits */
@@ -251,6 +253,7 @@ void xprt_rdma_post_reps(struct rpcrdma_xprt *x);
 
 /* rpc_rdma.c: the marshal of a call, and the replies' checks. */
 int rpcrdma_check_call(const struct rpcrdma_xprt *x, const struct rpcrdma_call *call);
+void rpcrdma_marshal_prefix(struct rpcrdma_xprt *x);
 int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap);
 void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep);
 
