@@ -399,6 +399,11 @@ static int svc_rdma_take_wakeups(struct svc_rdma_poller *p)
 			svc_rdma_pollers_async(svc);
 		} else if (p->nsrqs && svc_rdma_srq_woken(p, ptr)) {
 			continue;	/* its CQs are polled next */
+		} else if (svc_rdma_cm_tagged(ptr)) {
+			struct svcxprt_rdma *rdma = svc_rdma_cm_untag(ptr);
+
+			rdma->sc_cm_due = true;
+			svc_rdma_mark_ready(rdma);
 		} else {
 			svc_rdma_mark_ready(ptr);
 		}
