@@ -374,8 +374,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 	xprt_rdma_hash_add(x, req);
 	if (x->rx_outstanding >= x->rx_credits)
 		rpcrdma_count_inc(x->rx_stats.credit_stalls);
-	list_add_tail(&req->rl_list, &x->rb_pending);
-	xprt_rdma_kick(x);
+	xprt_rdma_enqueue(x, req);
 	return 0;
 }
 

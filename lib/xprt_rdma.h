@@ -281,6 +281,7 @@ struct rpcrdma_req *xprt_rdma_lookup(struct rpcrdma_xprt *x, uint32_t xid);
 void xprt_rdma_hash_add(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 void xprt_rdma_hash_del(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 void xprt_rdma_kick_pending(struct rpcrdma_xprt *x);
+void xprt_rdma_enqueue(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 
 /*
  * Chains queued for the send queue first (Sends and LOCAL_INVs, in order),
