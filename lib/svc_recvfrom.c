@@ -125,6 +125,9 @@ static bool svc_rdma_get_inv_rkey(const struct rpcrdma_hdr *hdr, uint32_t *rkey)
 	bool found = false;
 	uint32_t i, j;
 
+	/* Most calls carry no chunk, so no rkey. */
+	if (likely(!(hdr->read_segs | hdr->write_chunks) && !hdr->has_reply))
+		return false;
 	for (i = 0; i < hdr->read_segs; i++) {
 		rpcrdma_hdr_read_segment(hdr, i, &rs);
 		if (!svc_rdma_one_rkey(rs.seg.handle, rkey, &found))
