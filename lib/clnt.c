@@ -87,6 +87,7 @@ static int xprt_rdma_alloc(struct rpcrdma_xprt *x)
 	while (hash_size < 2 * x->rx_nreqs)
 		hash_size <<= 1;
 	x->rx_hash_mask = hash_size - 1;
+	rpcrdma_marshal_prefix(x);
 
 	x->rx_reqs = rpcrdma_zalloc(&x->rx_stats, sizeof(*x->rx_reqs) * x->rx_nreqs);
 	x->rx_reps = rpcrdma_zalloc(&x->rx_stats, sizeof(*x->rx_reps) * x->rx_nreps);
@@ -369,8 +370,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 	xprt_rdma_hash_add(x, req);
 	if (x->rx_outstanding >= x->rx_credits)
 		rpcrdma_count_inc(x->rx_stats.credit_stalls);
-	list_add_tail(&req->rl_list, &x->rb_pending);
-	xprt_rdma_kick(x);
+	xprt_rdma_enqueue(x, req);
 	return 0;
 }
 

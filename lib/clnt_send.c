@@ -184,6 +184,25 @@ static void xprt_rdma_sq_wait(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	rpcrdma_sq_post(&x->rx_ep, &req->rl_sqw);
 }
 
+/*
+ * A new call joins rb_pending. Alone there, with the grant and the send
+ * queue letting it go and no chain waiting for slots, it goes now: what
+ * xprt_rdma_kick() would do with it, without the walk.
+ */
+void xprt_rdma_enqueue(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	bool alone = list_empty(&x->rb_pending);
+
+	list_add_tail(&req->rl_list, &x->rb_pending);
+	if (likely(alone && x->rx_connected && list_empty(&x->rx_ep.sq_waiters) &&
+		   x->rx_outstanding < x->rx_credits && !x->rx_ep.close_pending &&
+		   req->rl_sqecount <= x->rx_sq_depth)) {
+		xprt_rdma_sq_wait(x, req);
+		return;
+	}
+	xprt_rdma_kick(x);
+}
+
 /* The calls on rb_pending go, in order, while the grant allows. */
 void xprt_rdma_kick_pending(struct rpcrdma_xprt *x)
 {

@@ -57,6 +57,47 @@ static const void *rpcrdma_msg_source(const struct rpcrdma_req *req, bool remap)
 }
 
 /*
+ * Every chunkless call asks for the same credits with the same header but
+ * for its XID: the codec encodes it once, and each call copies it.
+ */
+void rpcrdma_marshal_prefix(struct rpcrdma_xprt *x)
+{
+	struct rpcrdma_hdr_enc enc = { .credit = x->rx_nreqs, .proc = RPCRDMA_MSG };
+
+	rpcrdma_hdr_encode(x->rx_hdr_msg, sizeof(x->rx_hdr_msg), &enc);
+}
+
+/*
+ * The common call, marshalled first: no Read or Write chunk, message and
+ * reply inline (so no Reply chunk either). The same decisions as the
+ * general path below, taken from the sizes alone. Returns false when the
+ * call is not one of these.
+ */
+static bool rpcrdma_marshal_inline(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	const struct rpcrdma_call *call = req->rl_call;
+	uint32_t send_max = x->rx_inline.send_max, xid = htonl(req->rl_xid);
+
+	if (send_max > x->rx_send_slab.bufsize)
+		send_max = (uint32_t)x->rx_send_slab.bufsize;
+	if ((call->payload_len | call->result_max) ||
+	    call->reply_max > x->rx_inline.recv_max - RPCRDMA_HDR_MIN_LEN ||
+	    RPCRDMA_HDR_MIN_LEN + call->msg_len > send_max)
+		return false;
+	memcpy(req->rl_buf, x->rx_hdr_msg, RPCRDMA_HDR_MIN_LEN);
+	memcpy(req->rl_buf, &xid, sizeof(xid));
+	memcpy(req->rl_buf + RPCRDMA_HDR_MIN_LEN, call->msg, call->msg_len);
+	req->rl_nreads = req->rl_nwrite = req->rl_nreply = 0;
+	req->rl_hdr_len = RPCRDMA_HDR_MIN_LEN;
+	req->rl_long_call = false;
+	req->rl_msg_copied = true;
+	req->rl_sge.length = RPCRDMA_HDR_MIN_LEN + (uint32_t)call->msg_len;
+	req->rl_sqecount = 1 + req->rl_nmws;
+	req->rl_flags |= RPCRDMA_REQ_MAPPED;
+	return true;
+}
+
+/*
  * Prepare a call for the current connection: decide inline or long call and
  * whether to offer a Reply chunk, register what the server must reach
  * (frwr_map()), encode the transport header and, inline, place the message
@@ -65,7 +106,7 @@ static const void *rpcrdma_msg_source(const struct rpcrdma_req *req, bool remap)
  * kept, and goes as a long call from there if it no longer fits. Returns 0
  * or -errno.
  */
-int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
+static int rpcrdma_marshal_chunks(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
 {
 	struct rpcrdma_call *call = req->rl_call;
 	const void *msg = rpcrdma_msg_source(req, remap);
@@ -156,6 +197,13 @@ int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool re
 	req->rl_sqecount = 1 + req->rl_nmws;
 	req->rl_flags |= RPCRDMA_REQ_MAPPED;
 	return 0;
+}
+
+int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
+{
+	if (!remap && rpcrdma_marshal_inline(x, req))
+		return 0;
+	return rpcrdma_marshal_chunks(x, req, remap);
 }
 
 /* A grant of 0 would deadlock; more than our slots is meaningless. */

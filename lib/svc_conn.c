@@ -146,8 +146,10 @@ static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
 	rpcrdma_ep_destroy(&rdma->sc_ep);
 	if (sh)
 		svc_rdma_srq_put(sh);
-	if (rdma->sc_poller && rdma->sc_epfd >= 0)
+	if (rdma->sc_poller && rdma->sc_epfd >= 0) {
 		epoll_ctl(rdma->sc_poller->epfd, EPOLL_CTL_DEL, rdma->sc_epfd, NULL);
+		epoll_ctl(rdma->sc_poller->epfd, EPOLL_CTL_DEL, rdma->sc_cm_channel->fd, NULL);
+	}
 	if (rdma->sc_epfd >= 0)
 		close(rdma->sc_epfd);
 	rdma->sc_epfd = -1;
@@ -301,7 +303,11 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 	if (rdma->sc_state == SVCXPRT_CLOSED)
 		return 0;
 	rpcrdma_count_inc(rdma->sc_stats->conn_visits);
-	svc_rdma_process_cm(rdma);
+	/* Until connected, every pass looks for ESTABLISHED. */
+	if (rdma->sc_state != SVCXPRT_CONNECTED || rdma->sc_cm_due) {
+		rdma->sc_cm_due = false;
+		svc_rdma_process_cm(rdma);
+	}
 	if (!rdma->sc_ep.own_cq) {
 		/* Its completions came through the shared CQ (svc_srq.c). */
 		if (svc_rdma_after_batch(rdma) && svc_rdma_work_left(rdma))
@@ -479,7 +485,7 @@ static int svc_rdma_conn_verbs(struct svc_rdma_poller *p, struct svcxprt_rdma *r
 	attr.pd = rdma->sc_pd;
 	attr.context = rdma;
 	attr.send_wrs = rdma->sc_sq_depth;
-	attr.recv_wrs = rdma->sc_max_requests;
+	attr.recv_wrs = rdma->sc_max_requests + SVC_RDMA_RECV_BATCH - 1;
 	attr.send_sges = 1;
 	if (sh) {
 		rc = svc_rdma_srq_join(sh, rdma, &attr);
@@ -498,6 +504,9 @@ static int svc_rdma_conn_verbs(struct svc_rdma_poller *p, struct svcxprt_rdma *r
 	rdma->sc_sq_depth = rdma->sc_ep.sq_avail;
 	if (!sh && rdma->sc_max_requests > rdma->sc_ep.rq_depth)
 		rdma->sc_max_requests = rdma->sc_ep.rq_depth;
+	rdma->sc_recv_target = rdma->sc_max_requests + SVC_RDMA_RECV_BATCH - 1;
+	if (!sh && rdma->sc_recv_target > rdma->sc_ep.rq_depth)
+		rdma->sc_recv_target = rdma->sc_ep.rq_depth;
 	/* Receives are posted before accepting: the first call always finds one. */
 	svc_rdma_refill_recvs(rdma);
 	if (rdma->sc_ep.close_pending)
@@ -513,6 +522,14 @@ static int svc_rdma_conn_verbs(struct svc_rdma_poller *p, struct svcxprt_rdma *r
 		return -errno;
 	epev.data.ptr = rdma;
 	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, rdma->sc_epfd, &epev))
+		return -errno;
+	/*
+	 * The CM channel again, on its own: the poller's wait tells a CM event
+	 * from a completion, so a visit reads the channel (a system call) only
+	 * when it holds something.
+	 */
+	epev.data.ptr = svc_rdma_cm_tag(rdma);
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, rdma->sc_cm_channel->fd, &epev))
 		return -errno;
 	return 0;
 }

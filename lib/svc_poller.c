@@ -401,8 +401,13 @@ static int svc_rdma_take_wakeups(struct svc_rdma_poller *p)
 		} else if ((pd = svc_rdma_wakeup_pd(svc, ptr))) {
 			rpcrdma_async_poll(pd->verbs);
 			svc_rdma_pollers_async(svc);
-		} else if (svc_rdma_srq_woken(p, ptr)) {
+		} else if (p->nsrqs && svc_rdma_srq_woken(p, ptr)) {
 			continue;	/* its CQs are polled next */
+		} else if (svc_rdma_cm_tagged(ptr)) {
+			struct svcxprt_rdma *rdma = svc_rdma_cm_untag(ptr);
+
+			rdma->sc_cm_due = true;
+			svc_rdma_mark_ready(rdma);
 		} else {
 			svc_rdma_mark_ready(ptr);
 		}
@@ -418,7 +423,9 @@ int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 
 	svc_rdma_note_poller(p);
 	n = svc_rdma_take_wakeups(p);
-	n += svc_rdma_srq_poll(p, budget);
+	/* Without SRQs (the default) no shared CQ is ever busy: spare the call. */
+	if (!list_empty(&p->srq_busy))
+		n += svc_rdma_srq_poll(p, budget);
 	/* Who is marked during this pass waits for the next one. */
 	list_init(&batch);
 	list_splice_tail(&p->ready, &batch);

@@ -169,6 +169,7 @@ struct svcxprt_rdma {
 	struct svc_rdma_poller *sc_poller;	/* owns it once adopted */
 	struct list_node sc_ready_node;		/* the poller's ready, if sc_ready */
 	bool sc_ready;				/* rpcrdma_svc_poll() visits it next */
+	bool sc_cm_due;				/* its poller saw the CM channel readable */
 	int sc_state;
 	bool sc_announced;			/* on_conn(ESTABLISHED) was reported */
 	struct rdma_cm_id *sc_cm_id;
@@ -177,7 +178,8 @@ struct svcxprt_rdma {
 	struct ibv_pd *sc_pd;
 	struct rpcrdma_ep sc_ep;
 	struct rpcrdma_inline sc_inline;
-	uint32_t sc_max_requests;		/* grant ceiling = receives kept posted */
+	uint32_t sc_max_requests;		/* grant ceiling: receives kept posted, at least */
+	uint32_t sc_recv_target;		/* a refill posts up to this many (svc_rdma_refill_recvs) */
 	uint32_t sc_ord;			/* RDMA Reads in flight at most (initiator depth) */
 	bool sc_iwarp;				/* Read sinks need remote write (svc_rw.c) */
 	uint32_t sc_max_msg;			/* the port's max_msg_sz: longer RDMA ops split */
@@ -458,6 +460,27 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget);
  * a close). The others are armed: their descriptor wakes the server.
  */
 void svc_rdma_mark_ready(struct svcxprt_rdma *rdma);
+
+/*
+ * A poller's wait set holds each connection twice: its own wait set (the
+ * connection's address) and its CM channel (the address with bit 0 set;
+ * connections are at least pointer-aligned, and no other member of the
+ * set is at an odd address).
+ */
+static inline void *svc_rdma_cm_tag(struct svcxprt_rdma *rdma)
+{
+	return (void *)((uintptr_t)rdma | 1);
+}
+
+static inline bool svc_rdma_cm_tagged(const void *ptr)
+{
+	return ((uintptr_t)ptr & 1) != 0;
+}
+
+static inline struct svcxprt_rdma *svc_rdma_cm_untag(void *ptr)
+{
+	return (struct svcxprt_rdma *)((uintptr_t)ptr & ~(uintptr_t)1);
+}
 void svc_rdma_unready(struct svcxprt_rdma *rdma);
 /*
  * Begin the close now, not at the next visit: its flushes wake whoever

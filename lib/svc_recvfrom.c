@@ -46,7 +46,13 @@ void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 	list_add_tail(&ctxt->rc_list, &rdma->sc_rq_dto_q);
 }
 
-/* Bring the posted receives back up to the grant ceiling, in one chain. */
+/*
+ * Once the posted receives fall below the grant ceiling, post up to a batch
+ * beyond it in one chain (svcrdma's sc_recv_batch): one post per batch of
+ * calls, and the grant stays whole, since the refill comes before the
+ * replies that carry it. Receive contexts number 2 x credits + the batch:
+ * the posted ones and the calls held both fit.
+ */
 void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
 {
 	if (rdma->sc_srq) {
@@ -56,7 +62,7 @@ void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
 	if (rdma->sc_ep.recv_posted >= rdma->sc_max_requests)
 		return;
 	rpcrdma_ep_post_recvs(&rdma->sc_ep, &rdma->sc_recv_free,
-			      rdma->sc_max_requests - rdma->sc_ep.recv_posted,
+			      rdma->sc_recv_target - rdma->sc_ep.recv_posted,
 			      RPCRDMA_RECV_WR_OFF(struct svc_rdma_recv_ctxt, rc_list, rc_recv_wr));
 }
 
@@ -119,6 +125,9 @@ static bool svc_rdma_get_inv_rkey(const struct rpcrdma_hdr *hdr, uint32_t *rkey)
 	bool found = false;
 	uint32_t i, j;
 
+	/* Most calls carry no chunk, so no rkey. */
+	if (likely(!(hdr->read_segs | hdr->write_chunks) && !hdr->has_reply))
+		return false;
 	for (i = 0; i < hdr->read_segs; i++) {
 		rpcrdma_hdr_read_segment(hdr, i, &rs);
 		if (!svc_rdma_one_rkey(rs.seg.handle, rkey, &found))

@@ -367,7 +367,9 @@ static int svc_rdma_reply_init(struct svcxprt_rdma *rdma, struct svc_rdma_send_c
 	/* Most replies echo a few segments, or none: the stack serves them. */
 	if (r->nsegs <= SVC_RDMA_STACK_SEGS) {
 		/* Segments of chunks left unused are echoed with 0 bytes written. */
-		r->written = memset(r->written_stack, 0, r->nsegs * sizeof(*r->written));
+		r->written = r->written_stack;
+		if (r->nsegs)
+			memset(r->written, 0, r->nsegs * sizeof(*r->written));
 		r->echo = r->echo_stack;
 		return 0;
 	}
@@ -389,7 +391,11 @@ static int svc_rdma_map_reply_msg(struct svcxprt_rdma *rdma, struct svc_rdma_sen
 	uint32_t i;
 
 	r->enc.credit = svc_rdma_grant(rdma);
-	hdr_len = rpcrdma_hdr_encoded_len(&r->enc);
+	/* A reply that returns no chunk has the fixed header: nothing to size. */
+	if (likely(r->enc.proc == RPCRDMA_MSG && !r->enc.write_chunks && !r->enc.reply))
+		hdr_len = RPCRDMA_HDR_MIN_LEN;
+	else
+		hdr_len = rpcrdma_hdr_encoded_len(&r->enc);
 	if (hdr_len < 0)
 		return -EMSGSIZE;
 	if (r->enc.proc == RPCRDMA_NOMSG) {

@@ -174,6 +174,8 @@ struct rpcrdma_xprt {
 	bool rx_have_ep;
 	bool rx_connected;
 	struct rpcrdma_inline rx_inline;
+	/* The header of a chunkless RDMA_MSG call, XID 0, encoded once (rpcrdma_marshal_prefix). */
+	unsigned char rx_hdr_msg[RPCRDMA_HDR_MIN_LEN];
 	uint32_t rx_ird;			/* the QP's max_dest_rd_atomic */
 	uint32_t rx_credits;			/* current grant */
 	uint32_t rx_outstanding;		/* sent and unanswered: bounded by rx_credits */
@@ -219,6 +221,7 @@ void xprt_rdma_post_reps(struct rpcrdma_xprt *x);
 
 /* rpc_rdma.c: the marshal of a call, and the replies' checks. */
 int rpcrdma_check_call(const struct rpcrdma_xprt *x, const struct rpcrdma_call *call);
+void rpcrdma_marshal_prefix(struct rpcrdma_xprt *x);
 int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap);
 void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep);
 
@@ -246,6 +249,7 @@ struct rpcrdma_req *xprt_rdma_lookup(struct rpcrdma_xprt *x, uint32_t xid);
 void xprt_rdma_hash_add(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 void xprt_rdma_hash_del(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 void xprt_rdma_kick_pending(struct rpcrdma_xprt *x);
+void xprt_rdma_enqueue(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 
 /*
  * Chains queued for the send queue first (Sends and LOCAL_INVs, in order),

@@ -94,6 +94,7 @@ struct soft_cm_id {
 	struct soft_cm_id *peer;	/* the other side, in this process */
 	struct net_link *conn;		/* the other side, in another process (a reference) */
 	struct soft_cm_id *listener;	/* passive ids: the listener that spawned them */
+	bool passive;			/* spawned by a listener (it may be gone) */
 	/* A sync child's CONNECT_REQUEST waits on its listener's channel, not on ch. */
 	struct soft_cm_channel *req_ch;
 	struct rdv_claim *claim;	/* a listener published for other processes */

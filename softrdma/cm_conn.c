@@ -184,6 +184,7 @@ static struct soft_cm_id *spawn_child_locked(struct soft_cm_id *l, const struct 
 	cm_state.ctx_refs++;
 	cm_set_device_locked(child);
 	child->listener = l;
+	child->passive = true;
 	child->id.route.addr.src_storage = a->dst;
 	child->id.route.addr.dst_storage = a->src;
 	child->id.route.addr.addr.ibaddr.sgid = a->dgid;

@@ -131,6 +131,7 @@ static void complete_in_order_locked(struct soft_qp *qp)
 		} else {
 			wc_error(&wc, wqe->wr_id, wqe->status, qp->qp.qp_num);
 		}
+		qp->stats.send_cqes++;
 		push_or_fail(qp, qp->scq, &wc, wqe->status != IBV_WC_SUCCESS);
 	}
 }
@@ -204,6 +205,7 @@ void engine_flush_locked(struct soft_qp *qp)
 
 		wc_error(&wc, wqe->wr_id, IBV_WC_WR_FLUSH_ERR, qp->qp.qp_num);
 		cq_push_locked(qp->scq, &wc, true);
+		qp->stats.send_cqes++;
 		qp->sq_exec++;
 		fab.counts.send_wrs--;
 	}

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "cm.h"
 #include "soft.h"
 
 void softrdma_get_counts(struct softrdma_counts *counts)
@@ -131,4 +132,38 @@ unsigned long softrdma_qp_resends(struct ibv_qp *qp)
 	n = to_sqp(qp)->resends;
 	fab_unlock();
 	return n;
+}
+
+void softrdma_qp_stats(struct ibv_qp *qp, struct softrdma_qp_stats *stats)
+{
+	fab_lock();
+	*stats = to_sqp(qp)->stats;
+	fab_unlock();
+}
+
+static void qp_stats_add(struct softrdma_qp_stats *sum, const struct softrdma_qp_stats *st)
+{
+	sum->send_posts += st->send_posts;
+	sum->recv_posts += st->recv_posts;
+	sum->send_wrs += st->send_wrs;
+	sum->recv_wrs += st->recv_wrs;
+	sum->send_cqes += st->send_cqes;
+}
+
+void softrdma_qp_stats_sum(struct softrdma_qp_stats *active, struct softrdma_qp_stats *passive)
+{
+	struct softrdma_qp_stats a = { 0 }, p = { 0 };
+	struct list_node *pos;
+
+	fab_lock();
+	list_for_each(pos, &fab.qps) {
+		struct soft_qp *sqp = container_of(pos, struct soft_qp, link);
+
+		qp_stats_add(sqp->cm_id && sqp->cm_id->passive ? &p : &a, &sqp->stats);
+	}
+	fab_unlock();
+	if (active)
+		*active = a;
+	if (passive)
+		*passive = p;
 }

@@ -124,6 +124,7 @@ static void enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 			memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
 	}
 	sqp->sq_tail++;
+	sqp->stats.send_wrs++;
 	fab.counts.send_wrs++;
 }
 
@@ -133,6 +134,7 @@ int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 	int ret = 0;
 
 	fab_lock();
+	sqp->stats.send_posts++;
 	for (; wr; wr = wr->next) {
 		ret = check_send_wr(sqp, wr);
 		if (ret) {
@@ -181,6 +183,7 @@ int soft_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	int ret = 0;
 
 	fab_lock();
+	sqp->stats.recv_posts++;
 	for (; wr; wr = wr->next) {
 		/* Receives may be posted from INIT on; a QP on an SRQ has no RQ. */
 		ret = sqp->attr.qp_state == IBV_QPS_RESET || sqp->srq ? EINVAL :
@@ -189,6 +192,7 @@ int soft_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 			*bad_wr = wr;
 			break;
 		}
+		sqp->stats.recv_wrs++;
 	}
 	if (sqp->attr.qp_state == IBV_QPS_ERR)
 		engine_flush_locked(sqp);

@@ -558,6 +558,7 @@ struct soft_qp {
 	unsigned int net_inflight;	/* requests sent to another process, answers awaited */
 	unsigned int max_inflight;	/* the most at once (softrdma_qp_max_inflight()) */
 	unsigned long resends;		/* requests sent again: go back N (softrdma_qp_resends()) */
+	struct softrdma_qp_stats stats;	/* doorbells, WRs, send CQEs (softrdma_qp_stats()) */
 	bool rnr_gate;			/* responder: RNR NAK sent for rnr_gate_psn ... */
 	uint32_t rnr_gate_psn;		/* ... drop what follows until it comes again */
 	bool comm_est;			/* IBV_EVENT_COMM_EST raised (first receipt in RTR) */

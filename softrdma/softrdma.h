@@ -281,6 +281,29 @@ unsigned int softrdma_qp_max_inflight(struct ibv_qp *qp);
 unsigned long softrdma_qp_resends(struct ibv_qp *qp);
 
 /*
+ * What the consumer asked of one QP since it was created: its doorbells
+ * (ibv_post_send and ibv_post_recv calls, a chain counting once, refused or
+ * not), the WRs they carried, and the send completions it got (signaled
+ * WRs and errors; an unsignaled WR that succeeds has none). Receives posted
+ * to an SRQ are not the QP's. A hot path is judged by these per RPC.
+ */
+struct softrdma_qp_stats {
+	unsigned long send_posts;
+	unsigned long recv_posts;
+	unsigned long send_wrs;
+	unsigned long recv_wrs;
+	unsigned long send_cqes;
+};
+
+void softrdma_qp_stats(struct ibv_qp *qp, struct softrdma_qp_stats *stats);
+/*
+ * The sums over the QPs that exist now, by side: @active those of the ids
+ * that connected (rdma_connect) and QPs made without rdma_cm, @passive those
+ * of the ids a listener spawned. Either may be NULL.
+ */
+void softrdma_qp_stats_sum(struct softrdma_qp_stats *active, struct softrdma_qp_stats *passive);
+
+/*
  * The provider softrdma0 plays, from SOFTRDMA_PROFILE: "softrdma" (its own,
  * the default), "mlx5" (a ConnectX-5/6 in RoCE mode), "rxe" (Soft-RoCE) or
  * "siw" (Soft-iWARP). It reports that provider's attributes and refuses

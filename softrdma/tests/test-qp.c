@@ -201,6 +201,58 @@ static void test_sq_full_and_unsignaled_slots(void **state)
 	assert_int_equal(ibv_dereg_mr(dmr), 0);
 }
 
+/* Doorbells, WRs and send completions are counted per QP, a chain once. */
+static void test_qp_stats(void **state)
+{
+	static char src[64], dst[64];
+	struct ibv_mr *smr = h_reg(pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *dmr = h_reg(pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_qp *qp = new_qp(8, 8, 0);
+	struct ibv_sge sge[3] = {
+		{ (uintptr_t)src, 8, smr->lkey }, { (uintptr_t)src, 8, smr->lkey },
+		{ (uintptr_t)src, 8, smr->lkey },
+	};
+	struct ibv_send_wr wr[3], *bad;
+	struct softrdma_qp_stats st, active, passive;
+	struct ibv_wc wc[2];
+	struct h_opts o;
+	int i;
+
+	(void)state;
+	h_opts_default(&o);
+	h_qp_to_rts(qp, qp->qp_num, &o);
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < 3; i++) {
+		wr[i].wr_id = (uint64_t)i;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].wr.rdma.remote_addr = (uintptr_t)dst;
+		wr[i].wr.rdma.rkey = dmr->rkey;
+		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
+	}
+	wr[2].send_flags = IBV_SEND_SIGNALED;
+	assert_int_equal(ibv_post_send(qp, wr, &bad), 0);
+	assert_int_equal(h_post(qp, 9, IBV_WR_RDMA_WRITE, src, 8, smr->lkey, IBV_SEND_SIGNALED,
+				(uintptr_t)dst, dmr->rkey), 0);
+	assert_int_equal(h_post_recv(qp, 10, dst, 8, dmr->lkey), 0);
+	assert_int_equal(h_poll(cq, wc, 2), 2);
+	softrdma_qp_stats(qp, &st);
+	assert_int_equal(st.send_posts, 2);
+	assert_int_equal(st.send_wrs, 4);
+	assert_int_equal(st.send_cqes, 2);
+	assert_int_equal(st.recv_posts, 1);
+	assert_int_equal(st.recv_wrs, 1);
+	/* A QP made without rdma_cm counts on the active side. */
+	softrdma_qp_stats_sum(&active, &passive);
+	assert_true(active.send_posts >= 2);
+	assert_int_equal(passive.send_posts, 0);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_dereg_mr(smr), 0);
+	assert_int_equal(ibv_dereg_mr(dmr), 0);
+}
+
 static void test_bad_wr_in_chain(void **state)
 {
 	static char buf[64];
@@ -317,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_state_machine),
 		cmocka_unit_test(test_post_needs_state),
 		cmocka_unit_test(test_sq_full_and_unsignaled_slots),
+		cmocka_unit_test(test_qp_stats),
 		cmocka_unit_test(test_bad_wr_in_chain),
 		cmocka_unit_test(test_inline_copied_at_post),
 		cmocka_unit_test(test_destroy_busy),

@@ -228,6 +228,20 @@ static void idle_clients_free(struct rpcrdma_clnt **idle, unsigned int n)
 	free(idle);
 }
 
+/* Per RPC, what each side asked of its QPs: doorbells and signaled send completions. */
+static void print_qp_stats(const char *side, const struct softrdma_qp_stats *b,
+			   const struct softrdma_qp_stats *a, unsigned int calls)
+{
+	printf("  %-7s %.2f posts per RPC (%.2f post_send, %.2f post_recv; %.2f send WRs, "
+	       "%.2f recv WRs), %.2f signaled send completions per RPC\n", side,
+	       (double)(a->send_posts + a->recv_posts - b->send_posts - b->recv_posts) / calls,
+	       (double)(a->send_posts - b->send_posts) / calls,
+	       (double)(a->recv_posts - b->recv_posts) / calls,
+	       (double)(a->send_wrs - b->send_wrs) / calls,
+	       (double)(a->recv_wrs - b->recv_wrs) / calls,
+	       (double)(a->send_cqes - b->send_cqes) / calls);
+}
+
 static int bench_rate(unsigned int calls, int depth_only, unsigned int nidle)
 {
 	static const unsigned int depths[] = { 1, 16 };
@@ -268,16 +282,26 @@ static int bench_rate(unsigned int calls, int depth_only, unsigned int nidle)
 	for (i = 0; i < 2; i++) {
 		if (depth_only && (unsigned int)depth_only != depths[i])
 			continue;
+		struct softrdma_qp_stats cb, sb, ca, sa;
+
 		/* A short warm-up lets the grant reach its full value. */
-		if (run_calls(clnt, depths[i], 100, &xid, &rate, &median) ||
-		    run_calls(clnt, depths[i], calls, &xid, &rate, &median)) {
+		if (run_calls(clnt, depths[i], 100, &xid, &rate, &median)) {
 			fprintf(stderr, "calls failed\n");
 			rc = 1;
 			break;
 		}
+		softrdma_qp_stats_sum(&cb, &sb);
+		if (run_calls(clnt, depths[i], calls, &xid, &rate, &median)) {
+			fprintf(stderr, "calls failed\n");
+			rc = 1;
+			break;
+		}
+		softrdma_qp_stats_sum(&ca, &sa);
 		printf("inline NULL RPC, %2u in flight, %4u idle beside, %u poller(s)%s: "
 		       "%9.0f calls/s   median latency %7.1f us   (%u calls)\n", depths[i], nidle,
 		       svc_pollers, svc_flags & RPCRDMA_SVC_SRQ ? ", SRQ" : "", rate, median, calls);
+		print_qp_stats("client", &cb, &ca, calls);
+		print_qp_stats("server", &sb, &sa, calls);
 	}
 	idle_clients_free(idle, nidle);
 	rpcrdma_clnt_destroy(clnt);
@@ -309,6 +333,7 @@ static int bench_step(unsigned int calls, unsigned int nidle)
 	struct sockaddr_storage addr;
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
+	struct softrdma_qp_stats cb, sb, ca, sa;
 	struct rpcrdma_clnt *clnt, **idle;
 	unsigned char msg[24], reply[64];
 	struct server s;
@@ -336,6 +361,7 @@ static int bench_step(unsigned int calls, unsigned int nidle)
 		svc_poll_all(s.svc);
 	}
 	rpcrdma_svc_stats(s.svc, &before);
+	softrdma_qp_stats_sum(&cb, &sb);
 	for (i = 0; i < calls && !rc; i++) {
 		struct rpcrdma_call call = { RPCRDMA_SIZED(call) };
 		int finished = 0, spins = 0;
@@ -361,13 +387,17 @@ static int bench_step(unsigned int calls, unsigned int nidle)
 			rc = 1;
 	}
 	rpcrdma_svc_stats(s.svc, &after);
+	softrdma_qp_stats_sum(&ca, &sa);
 	softrdma_set_mode(SOFTRDMA_MODE_THREAD);
-	if (rc)
+	if (rc) {
 		fprintf(stderr, "step mode: call %u failed\n", i);
-	else
+	} else {
 		printf("%u calls completed in STEP mode beside %u idle connections; "
 		       "%.2f connection visits per call\n", calls, nidle,
 		       (double)(after.conn_visits - before.conn_visits) / calls);
+		print_qp_stats("client", &cb, &ca, calls);
+		print_qp_stats("server", &sb, &sa, calls);
+	}
 	/* The server thread is gone: let the client's drain run against the fabric. */
 	idle_clients_free(idle, nidle);
 	rpcrdma_clnt_destroy(clnt);

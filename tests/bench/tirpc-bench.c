@@ -5,7 +5,8 @@
  * rpcgen program (tests/tirpc/tirpctest.x) and server (svc_run() on its own
  * thread), only the transport differs.
  *
- * Figures: NULL call rate, median latency and context switches per call (one
+ * Figures: NULL call rate, median latency, context switches, doorbells and
+ * signaled send completions per call (one
  * caller), NULL call rate with several threads sharing one CLIENT, and the
  * throughput of 1 MiB transfers: a 1 MiB result (RDMA: Reply chunk), a 1 MiB
  * argument (RDMA: long call), and a READ-like 1 MiB result sent by direct
@@ -31,6 +32,8 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include <softrdma.h>
+
 #include "tt.h"
 
 #include "bench.h"
@@ -40,6 +43,8 @@ struct figures {
 	double null_median_us;
 	double null_csw_per_call;	/* both sides: client and server share this process */
 	double null_mt_per_s;
+	/* RDMA only (softrdma's per-QP counters): doorbells and signaled send CQEs per call. */
+	double null_clnt_posts, null_svc_posts, null_clnt_signaled, null_svc_signaled;
 	double result_mib_s;
 	double arg_mib_s;
 	double ddp_mib_s;
@@ -58,6 +63,7 @@ static long bench_csw(void)
 static int bench_null(CLIENT *cl, unsigned int n, struct figures *f)
 {
 	double *lat = calloc(n, sizeof(*lat)), t0, t1;
+	struct softrdma_qp_stats cb, sb, ca, sa;
 	unsigned int i;
 	long csw0;
 
@@ -67,6 +73,7 @@ static int bench_null(CLIENT *cl, unsigned int n, struct figures *f)
 	for (i = 0; i < 100; i++)
 		if (tt_null_1(NULL, NULL, cl) != RPC_SUCCESS)
 			goto fail;
+	softrdma_qp_stats_sum(&cb, &sb);
 	csw0 = bench_csw();
 	t0 = bench_now_s();
 	for (i = 0; i < n; i++) {
@@ -78,6 +85,13 @@ static int bench_null(CLIENT *cl, unsigned int n, struct figures *f)
 	}
 	t1 = bench_now_s();
 	f->null_csw_per_call = (double)(bench_csw() - csw0) / n;
+	softrdma_qp_stats_sum(&ca, &sa);
+	f->null_clnt_posts = (double)(ca.send_posts + ca.recv_posts - cb.send_posts -
+				      cb.recv_posts) / n;
+	f->null_svc_posts = (double)(sa.send_posts + sa.recv_posts - sb.send_posts -
+				     sb.recv_posts) / n;
+	f->null_clnt_signaled = (double)(ca.send_cqes - cb.send_cqes) / n;
+	f->null_svc_signaled = (double)(sa.send_cqes - sb.send_cqes) / n;
 	f->null_per_s = n / (t1 - t0);
 	f->null_median_us = bench_median(lat, n) * 1e6;
 	free(lat);
@@ -255,6 +269,10 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 		{ "NULL calls/s, 1 caller", FIGURE(null_per_s), 0 },
 		{ "NULL median latency (us), 1 caller", FIGURE(null_median_us), 1 },
 		{ "ctx switches/NULL call, 1 caller (*)", FIGURE(null_csw_per_call), 2 },
+		{ "posts/NULL call, client (RDMA)", FIGURE(null_clnt_posts), 2 },
+		{ "posts/NULL call, server (RDMA)", FIGURE(null_svc_posts), 2 },
+		{ "signaled send CQEs/NULL call, client", FIGURE(null_clnt_signaled), 2 },
+		{ "signaled send CQEs/NULL call, server", FIGURE(null_svc_signaled), 2 },
 		{ mt_label, FIGURE(null_mt_per_s), 0 },
 		{ "1 MiB results, MiB/s", FIGURE(result_mib_s), 0 },
 		{ "1 MiB arguments, MiB/s", FIGURE(arg_mib_s), 0 },
