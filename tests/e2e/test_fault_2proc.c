@@ -197,20 +197,20 @@ static void client_main(struct case_sh *cs, enum tp_shape shape, unsigned int re
 	attr.retries = retries;
 	arena = aligned_alloc(4096, TP_ARENA);
 	if (!arena || rpcrdma_clnt_connect(&attr, &clnt))
-		_exit(10);
+		tp_exit(10);
 	if (rpcrdma_clnt_mem_register(clnt, arena, TP_ARENA, &mem))
-		_exit(10);
+		tp_exit(10);
 	cs->warm_rc = tp_call_sync(clnt, &tc, shape, arena, 1, 0);
 	if (cs->warm_rc)
-		_exit(10);
+		tp_exit(10);
 	atomic_store(&cs->phase, 1);
 	wait_phase(cs, 2);
 	if (!f && tp_marks_add(marks))
-		_exit(12);
+		tp_exit(12);
 	if (f && f_here) {
 		id = softrdma_fault_add(f);
 		if (id <= 0)
-			_exit(12);
+			tp_exit(12);
 		if (kill_here)
 			tp_kill_on_fire(id, &cs->killed);
 	}
@@ -222,7 +222,7 @@ static void client_main(struct case_sh *cs, enum tp_shape shape, unsigned int re
 		if (kill_here) {
 			/* The watcher kills us: a Receive's marker may be seen just after the call. */
 			poll(NULL, 0, 3000);
-			_exit(11);
+			tp_exit(11);
 		}
 		cs->fired = softrdma_fault_fired(id);
 		softrdma_fault_remove(id);
@@ -242,7 +242,7 @@ static void client_main(struct case_sh *cs, enum tp_shape shape, unsigned int re
 		cs->next_rc = -EDOM;
 	free(arena);
 	cs->idle = tp_fabric_idle("client after destroy");
-	_exit(0);
+	tp_exit(0);
 }
 
 /* Reap @pid within @timeout_ms, else kill it. Returns its wait status, or -1 on a hang. */
@@ -302,19 +302,19 @@ static bool witness(void)
 		arena = aligned_alloc(4096, TP_ARENA);
 		if (!arena || rpcrdma_clnt_connect(&attr, &clnt) ||
 		    rpcrdma_clnt_mem_register(clnt, arena, TP_ARENA, &mem))
-			_exit(1);
+			tp_exit(1);
 		for (s = 0; s < TP_NSHAPES; s++) {
 			int rc = tp_call_sync(clnt, &tc, (enum tp_shape)s, arena, 100 + s, 0);
 
 			if (rc) {
 				fprintf(stderr, "witness: %s: %d\n", tp_shape_names[s], rc);
-				_exit(2);
+				tp_exit(2);
 			}
 		}
 		rpcrdma_mem_deregister(mem);
 		rpcrdma_clnt_destroy(clnt);
 		free(arena);
-		_exit(tp_fabric_idle("witness after destroy") ? 0 : 3);
+		tp_exit(tp_fabric_idle("witness after destroy") ? 0 : 3);
 	}
 	status = reap(pid, 60000);
 	if (status != 0)

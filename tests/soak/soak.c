@@ -201,7 +201,7 @@ static void client_main(unsigned int idx, uint32_t seed)
 	int fault = 0, rc;
 
 	if (!arena)
-		_exit(2);
+		tp_exit(2);
 	memset(in, 0, sizeof(in));
 	while (!atomic_load(&sh->stop)) {
 		if (!clnt) {
@@ -216,7 +216,7 @@ static void client_main(unsigned int idx, uint32_t seed)
 				continue;
 			}
 			if (rpcrdma_clnt_mem_register(clnt, arena, TP_ARENA, &mem))
-				_exit(2);
+				tp_exit(2);
 			connects_before = atomic_load(&s->connects);
 		}
 		if (!fault && rand_r(&seed) % 100 < 3) {
@@ -284,7 +284,7 @@ static void client_main(unsigned int idx, uint32_t seed)
 	}
 	free(arena);
 	atomic_store(&s->finished, tp_fabric_idle("soak client after destroy") ? 1 : 2);
-	_exit(0);
+	tp_exit(0);
 }
 
 static pid_t client_spawn(unsigned int idx, uint32_t seed)
