@@ -121,12 +121,13 @@ static void cm_fork_parent(void)
 
 static void cm_fork_child(void)
 {
-	pthread_mutex_init(&cm_dev_mutex, NULL);
 	cm_state.ctx = NULL;
 	cm_state.pd = NULL;
 	cm_state.ctx_refs = 0;
 	orphans = NULL;
 	cm_ids_fork_child();
+	/* Taken by cm_fork_prepare() on this thread: released, not initialised again. */
+	pthread_mutex_unlock(&cm_dev_mutex);
 }
 
 /* After the fabric's (priority 101), so that this prepare handler runs before its own. */

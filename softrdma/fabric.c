@@ -446,9 +446,15 @@ static void fork_child(void)
 {
 	struct list_node *node;
 
-	pthread_mutex_init(&fab.lock, NULL);
+	/*
+	 * The lock fork_prepare() took is held by this thread, the child's
+	 * only one, and is released below, after the state is reset: POSIX
+	 * leaves initialising a locked mutex undefined (and TSan then still
+	 * sees it held, a double lock at the progress thread's first use).
+	 * The condition variables may hold the parent's waiters, which do
+	 * not exist here: those start afresh.
+	 */
 	init_conds();
-	fab_held = false;
 	fab.thread_running = false;
 	fab.thread_stop = false;
 	fab.thread_sleeping = false;
@@ -470,6 +476,9 @@ static void fork_child(void)
 		sig->writers = 0;
 	}
 	fab.next_qpn = first_qpn();
+	/* No signal is owed (emptied above): unlocked directly, not by fab_unlock(). */
+	fab_held = false;
+	pthread_mutex_unlock(&fab.lock);
 	net_fork_child();
 }
 

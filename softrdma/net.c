@@ -726,7 +726,8 @@ void net_fork_child(void)
 {
 	struct list_node *node;
 
-	pthread_mutex_init(&heap_gate, NULL);
+	/* Taken by net_fork_prepare() on this thread: released, not initialised again. */
+	pthread_mutex_unlock(&heap_gate);
 	while ((node = list_pop(&net.links))) {
 		struct net_link *link = list_entry(node, struct net_link, node);
 

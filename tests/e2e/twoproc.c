@@ -22,6 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef HAVE_VALGRIND_H
+#include <valgrind/valgrind.h>
+#endif
+
 #include "twoproc.h"
 
 const char *const tp_shape_names[TP_NSHAPES] = {
@@ -46,6 +50,21 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void tp_exit(int status)
+{
+	exit(status);
+}
+
+void tp_kill_self(void)
+{
+#ifdef HAVE_VALGRIND_H
+	if (RUNNING_ON_VALGRIND)
+		VALGRIND_CLO_CHANGE("--leak-check=no");
+#endif
+	for (;;)
+		kill(getpid(), SIGKILL);
+}
+
 struct tp_ctl *tp_ctl_new(void)
 {
 	void *p = mmap(NULL, sizeof(struct tp_ctl), PROT_READ | PROT_WRITE,
@@ -67,7 +86,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 
 static void rdv_dir_remove(void)
 {
-	/* Children exit with _exit(), but a child that returns must not remove it. */
+	/* Children run the atexit handlers too (tp_exit()): only the owner removes it. */
 	if (getpid() == rdv_owner)
 		nftw(rdv_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
@@ -108,7 +127,7 @@ static void srv_on_call(struct rpcrdma_svc_call *call, void *arg)
 	(void)arg;
 	/* Killed at the Receive: never answer the call (the watcher may be late). */
 	if (kill_armed && softrdma_fault_fired(kill_armed) > 0)
-		kill(getpid(), SIGKILL);
+		tp_kill_self();
 	atomic_fetch_add(&srv_ctl->calls, 1);
 	if (len >= 16 && get32(msg, 1) == TP_OP_SINK) {
 		if (rpcrdma_svc_reply(call, msg, 16))
@@ -264,7 +283,7 @@ static void srv_main(struct tp_ctl *ctl)
 		rc = rpcrdma_svc_addr(srv, (struct sockaddr *)&ctl->addr, &len);
 	if (rc) {
 		atomic_store(&ctl->ready, rc);
-		_exit(1);
+		tp_exit(1);
 	}
 	atomic_store(&ctl->ready, 1);
 	while (!atomic_load(&ctl->stop)) {
@@ -290,7 +309,7 @@ static void srv_main(struct tp_ctl *ctl)
 	}
 	if (!tp_fabric_idle("server after destroy"))
 		rc = 3;
-	_exit(rc);
+	tp_exit(rc);
 }
 
 pid_t tp_server_spawn(struct tp_ctl *ctl)
@@ -591,7 +610,7 @@ static void *kill_watch_run(void *arg)
 		if (softrdma_fault_fired(w.id) > 0) {
 			if (w.flag)
 				atomic_store(w.flag, 1);
-			kill(getpid(), SIGKILL);
+			tp_kill_self();
 		}
 		usleep(100);
 	}

@@ -103,6 +103,28 @@ struct tp_ctl {
 	atomic_uint soak_faults_fired;
 };
 
+/*
+ * End a forked child with @status. exit(), not _exit(): the fabric's
+ * destructors run (rdma_cm's device is closed, then softrdma/fabric.c's
+ * fab_exit() stops and joins the progress and net threads), so the process
+ * ends with no thread of the fabric running and memcheck's leak check of it
+ * means something (threads still running at _exit() leave their stacks
+ * "possibly lost"). Safe in a child: stdio is flushed before every fork(),
+ * and the parent's one atexit handler (tp_rdv_dir()) checks the pid.
+ */
+__attribute__((noreturn)) void tp_exit(int status);
+
+/*
+ * SIGKILL this process on purpose (a fault case's kill). Under memcheck
+ * the leak check is turned off first, for this process only: valgrind
+ * checks leaks when a process kills itself, and one that dies mid-call
+ * holds everything in use, with the fabric's threads running, which it
+ * would report as lost. Its memory errors are still reported (with
+ * --exit-on-first-error=yes it exits with --error-exitcode instead of
+ * dying by the signal, which the parent counts as a failure).
+ */
+__attribute__((noreturn)) void tp_kill_self(void);
+
 /* A shared, zeroed struct tp_ctl, or NULL. */
 struct tp_ctl *tp_ctl_new(void);
 

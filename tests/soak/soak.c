@@ -201,7 +201,7 @@ static void client_main(unsigned int idx, uint32_t seed)
 	int fault = 0, rc;
 
 	if (!arena)
-		_exit(2);
+		tp_exit(2);
 	memset(in, 0, sizeof(in));
 	while (!atomic_load(&sh->stop)) {
 		if (!clnt) {
@@ -216,7 +216,7 @@ static void client_main(unsigned int idx, uint32_t seed)
 				continue;
 			}
 			if (rpcrdma_clnt_mem_register(clnt, arena, TP_ARENA, &mem))
-				_exit(2);
+				tp_exit(2);
 			connects_before = atomic_load(&s->connects);
 		}
 		if (!fault && rand_r(&seed) % 100 < 3) {
@@ -284,7 +284,7 @@ static void client_main(unsigned int idx, uint32_t seed)
 	}
 	free(arena);
 	atomic_store(&s->finished, tp_fabric_idle("soak client after destroy") ? 1 : 2);
-	_exit(0);
+	tp_exit(0);
 }
 
 static pid_t client_spawn(unsigned int idx, uint32_t seed)
@@ -327,6 +327,20 @@ static void fold(struct totals *t, const struct slot *s, bool killed)
 		if (s->finished != 1)
 			t->not_idle++;
 	}
+}
+
+/*
+ * A process this one SIGKILLed must have died by that signal: one that
+ * ended on its own before (a sanitizer's or memcheck's error exit, a
+ * crash, a child's early exit) would otherwise go unseen among the kills.
+ */
+static unsigned int check_killed(const char *who, pid_t pid, int status)
+{
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		return 0;
+	fprintf(stderr, "soak: %s %d ended before its kill, wait status %#x\n", who, (int)pid,
+		status);
+	return 1;
 }
 
 static void usage(const char *prog)
@@ -403,6 +417,7 @@ int main(int argc, char **argv)
 			/* The server dies; a new one listens (elsewhere); clients find it. */
 			kill(server, SIGKILL);
 			waitpid(server, &status, 0);
+			violations += check_killed("server", server, status);
 			t.server_kills++;
 			memset(&ctl->tally, 0, sizeof(ctl->tally));
 			atomic_store(&ctl->conns_accepted, 0);
@@ -420,6 +435,7 @@ int main(int argc, char **argv)
 		i = (unsigned int)rand_r(&rseed) % clients;
 		kill(pids[i], SIGKILL);
 		waitpid(pids[i], &status, 0);
+		violations += check_killed("client", pids[i], status);
 		t.client_kills++;
 		fold(&t, &sh->slots[i], true);
 		pids[i] = client_spawn(i, rand_r(&rseed));
