@@ -17,16 +17,7 @@
 
 #include <rpcrdma/proto.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                              \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,   \
-				__LINE__, #cond);                                \
-			abort();                                                 \
-		}                                                                \
-	} while (0)
+#include "fuzz.h"
 
 static const struct rpcrdma_limits tight = {
 	.max_chunk_segs = 2, .max_chunks = 2, .max_read_segs = 3,

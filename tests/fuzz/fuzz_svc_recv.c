@@ -42,18 +42,8 @@
 
 #include <rpcrdma/proto.h>
 
+#include "fuzz.h"
 #include "svc_peer.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                              \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,   \
-				__LINE__, #cond);                                \
-			abort();                                                 \
-		}                                                                \
-	} while (0)
 
 /* One exchange may take this long before it counts as hung (never expected). */
 #define EXCHANGE_TIMEOUT_MS 300

@@ -7,9 +7,9 @@ word by word, or RFC 8797 private data: one per procedure and list shape,
 plus near-misses (bad discriminators, caps, wraps) that sit next to the
 decoder's branches. Run it from anywhere; it replaces the folder's files.
 """
-import os
 import struct
-import sys
+
+from corpus_gen import write_corpus
 
 MSG, NOMSG, MSGP, DONE, ERROR = range(5)
 
@@ -90,17 +90,7 @@ def seeds():
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    out = os.path.join(here, "corpus", "proto")
-    os.makedirs(out, exist_ok=True)
-    for name in os.listdir(out):
-        os.remove(os.path.join(out, name))
-    n = 0
-    for name, data in seeds():
-        with open(os.path.join(out, name), "wb") as f:
-            f.write(data)
-        n += 1
-    print(f"wrote {n} seeds to {out}", file=sys.stderr)
+    write_corpus("proto", seeds())
 
 
 if __name__ == "__main__":

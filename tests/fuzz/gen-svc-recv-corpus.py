@@ -13,9 +13,9 @@ region; in the mixed mode, bits 8-10 of the handle pick a defect (4 an
 unknown rkey, 5 before the region, 6 past its end, 7 the raw bytes).
 Run it from anywhere; it replaces the folder's files.
 """
-import os
 import struct
-import sys
+
+from corpus_gen import write_corpus
 
 MSG, NOMSG, MSGP, DONE, ERROR = range(5)
 RAW, VALID, MIXED = range(3)
@@ -173,17 +173,7 @@ def seeds():
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    out = os.path.join(here, "corpus", "svc-recv")
-    os.makedirs(out, exist_ok=True)
-    for name in os.listdir(out):
-        os.remove(os.path.join(out, name))
-    n = 0
-    for name, data in seeds():
-        with open(os.path.join(out, name), "wb") as f:
-            f.write(data)
-        n += 1
-    print(f"wrote {n} seeds to {out}", file=sys.stderr)
+    write_corpus("svc-recv", seeds())
 
 
 if __name__ == "__main__":
