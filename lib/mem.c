@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <rpcrdma/clnt.h>
 
@@ -245,6 +246,42 @@ static size_t rpcrdma_buf_bytes(const struct rpcrdma_buf *buf)
 	return (buf->len + RPCRDMA_PAGE - 1) & ~(size_t)(RPCRDMA_PAGE - 1);
 }
 
+int rpcrdma_buf_reserve(struct rpcrdma_buf *buf, size_t len)
+{
+	size_t bytes = (len + RPCRDMA_PAGE - 1) & ~(size_t)(RPCRDMA_PAGE - 1);
+	void *p;
+
+	memset(buf, 0, sizeof(*buf));
+	if (!len || bytes < len)
+		return -EINVAL;
+	/* Untouched pages take no memory: a peer's large Reply chunk costs address space only. */
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	buf->data = p;
+	buf->map_len = bytes;
+	return 0;
+}
+
+int rpcrdma_buf_reg_prefix(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t len, int access,
+			   struct rpcrdma_stats *stats)
+{
+	size_t bytes = (len + RPCRDMA_PAGE - 1) & ~(size_t)(RPCRDMA_PAGE - 1);
+
+	if (!buf->map_len || buf->mr || bytes > buf->map_len)
+		return -EINVAL;
+	if (!bytes)
+		bytes = RPCRDMA_PAGE;
+	buf->mr = ibv_reg_mr(pd, buf->data, bytes, access);
+	if (!buf->mr)
+		return rpcrdma_errno(-ENOMEM);
+	buf->len = bytes;
+	rpcrdma_count_add(stats->heap_bytes, bytes);
+	rpcrdma_count_add(stats->registered_bytes, bytes);
+	return 0;
+}
+
 void rpcrdma_buf_dereg(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats)
 {
 	if (buf->mr) {
@@ -267,6 +304,14 @@ void *rpcrdma_buf_detach(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats)
 
 void rpcrdma_buf_free(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats)
 {
-	if (buf->data)
-		free(rpcrdma_buf_detach(buf, stats));
+	size_t map_len = buf->map_len;
+	void *data;
+
+	if (!buf->data)
+		return;
+	data = rpcrdma_buf_detach(buf, stats);
+	if (map_len)
+		munmap(data, map_len);
+	else
+		free(data);
 }

@@ -103,13 +103,24 @@ void rpcrdma_mem_destroy_all(struct list_node *list);
  */
 struct rpcrdma_buf {
 	unsigned char *data;
-	size_t len;
+	size_t len;			/* accounted and registered: the bytes in use */
 	struct ibv_mr *mr;
+	size_t map_len;			/* rpcrdma_buf_reserve()'s mapping, else 0 */
 };
 
 int rpcrdma_buf_alloc(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t len, int access,
 		      struct rpcrdma_stats *stats);
 void rpcrdma_buf_free(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats);
+/*
+ * Room for @len bytes that costs nothing until written: an anonymous
+ * mapping, neither registered nor accounted until rpcrdma_buf_reg_prefix().
+ * For a reply encoded in place, whose size the peer bounds (a Reply chunk)
+ * but whose length only the application knows. Never detached.
+ */
+int rpcrdma_buf_reserve(struct rpcrdma_buf *buf, size_t len);
+/* Register and account the first @len bytes of a reserved @buf (once). */
+int rpcrdma_buf_reg_prefix(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t len, int access,
+			   struct rpcrdma_stats *stats);
 /* Deregister, keeping the memory until rpcrdma_buf_free(). */
 void rpcrdma_buf_dereg(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats);
 /* Deregister but keep the memory (for the application); returns it. */

@@ -83,6 +83,7 @@ struct rpcrdma_svc_call {
 	struct rpcrdma_hdr *hdr;		/* the call's transport header (chunk lists) */
 	struct svc_rdma_send_ctxt *reply_ctxt;	/* taken by rpcrdma_svc_reply_buf() */
 	struct rpcrdma_buf long_reply;		/* rpcrdma_svc_reply_buf() for a Reply chunk */
+	size_t long_room;			/* its room, as rpcrdma_svc_reply_buf() said */
 	uint32_t hdr_reserve;			/* bytes kept ahead of an inline reply */
 	struct svc_rdma_chunk pzrc;		/* a long call's message */
 	bool has_pzrc;

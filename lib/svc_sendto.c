@@ -542,20 +542,24 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **b
 	if (!svc_rdma_can_send(rdma))
 		return -ENOTCONN;
 	if (call->hdr->has_reply) {
-		/* A long reply is encoded where the RDMA Writes will read it. */
+		/*
+		 * A long reply is encoded where the RDMA Writes will read it. The
+		 * peer names the room; only what the reply uses is registered, at
+		 * commit, so a call offering a huge Reply chunk costs no memory.
+		 */
 		uint64_t room = call->hdr->reply.total;
 		int rc;
 
 		if (room > svc_rdma_max_reply(rdma))
 			room = svc_rdma_max_reply(rdma);
 		if (!call->long_reply.data) {
-			rc = rpcrdma_buf_alloc(&call->long_reply, rdma->sc_pd, room ? room : 4, 0,
-					       rdma->sc_stats);
+			rc = rpcrdma_buf_reserve(&call->long_reply, room ? room : 4);
 			if (rc)
 				return rc;
+			call->long_room = room;
 		}
 		*buf = call->long_reply.data;
-		*max = room;
+		*max = call->long_room;
 		return 0;
 	}
 	if (!call->reply_ctxt) {
@@ -587,11 +591,11 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_
 	if (call->hdr->has_reply && call->long_reply.data) {
 		m.msg = call->long_reply.data;
 		m.long_buf = &call->long_reply;
-		if (len > call->long_reply.len)
-			rc = -EINVAL;
-		else if (!(ctxt = svc_rdma_call_take_ctxt(call)))
+		rc = len > call->long_room ? -EINVAL :
+		     rpcrdma_buf_reg_prefix(&call->long_reply, rdma->sc_pd, len, 0, rdma->sc_stats);
+		if (!rc && !(ctxt = svc_rdma_call_take_ctxt(call)))
 			rc = -ENOMEM;
-		else
+		if (!rc)
 			rc = svc_rdma_sendto(rdma, call, ctxt, &m);
 	} else if (call->reply_ctxt && !call->hdr->has_reply) {
 		ctxt = svc_rdma_call_take_ctxt(call);

@@ -526,7 +526,10 @@ int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *msg, size_t len
  * Encode the RPC reply at @buf, then send it with
  * rpcrdma_svc_reply_commit(). When the call offered a Reply chunk, @max is
  * what that chunk can take (capped by &rpcrdma_svc_attr.max_reply), else
- * what fits inline. Returns 0, -ENOTCONN, or -ENOMEM.
+ * what fits inline. The room for a Reply chunk is address space only: its
+ * pages take memory as they are written, and only the reply's length is
+ * registered, at commit, so a client offering a huge Reply chunk costs no
+ * more than the reply. Returns 0, -ENOTCONN, or -ENOMEM.
  */
 int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **buf, size_t *max);
 

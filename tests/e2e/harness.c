@@ -42,6 +42,22 @@ static void harness_on_conn(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_eve
 	}
 }
 
+/* On the server's thread: the bytes it has registered now. */
+static uint64_t harness_registered(struct harness_server *hs)
+{
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+
+	return rpcrdma_svc_stats(hs->svc, &st) == 0 ? st.registered_bytes : 0;
+}
+
+static void harness_note_max(atomic_ullong *max, uint64_t v)
+{
+	unsigned long long cur = atomic_load(max);
+
+	while (v > cur && !atomic_compare_exchange_weak(max, &cur, v))
+		;
+}
+
 static void harness_echo(struct harness_server *hs, struct rpcrdma_svc_call *call, bool in_place)
 {
 	size_t len, max;
@@ -50,7 +66,10 @@ static void harness_echo(struct harness_server *hs, struct rpcrdma_svc_call *cal
 	int rc;
 
 	if (in_place) {
+		uint64_t before = harness_registered(hs);
+
 		rc = rpcrdma_svc_reply_buf(call, &buf, &max);
+		harness_note_max(&hs->sh->reply_buf_registered, harness_registered(hs) - before);
 		if (rc == 0 && len <= max) {
 			memcpy(buf, msg, len);
 			rc = rpcrdma_svc_reply_commit(call, len);

@@ -118,6 +118,7 @@ struct harness_shared {
 	atomic_uint held_now;
 	atomic_uint held_max;
 	atomic_int reply_errors;
+	atomic_ullong reply_buf_registered;	/* most registered by one rpcrdma_svc_reply_buf() */
 
 	/* Requests from the test, served by the server thread. */
 	atomic_uint release_requests;	/* answer every held call */

@@ -111,6 +111,39 @@ static void t_reply_in_place(void **state)
 }
 
 /*
+ * A call that offers a 16 MiB Reply chunk for a 64-byte reply encoded in
+ * place: the server registers what the reply uses when it is committed,
+ * not the room the peer named when rpcrdma_svc_reply_buf() is called (it
+ * used to register all 16 MiB for every such call).
+ */
+static void t_reply_in_place_huge_chunk(void **state)
+{
+	const size_t room = 16u << 20;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	unsigned char msg[64], *reply = malloc(room);
+	size_t rlen = room;
+
+	assert_non_null(reply);
+	assert_int_equal(harness_server_start(&hs, 0, 0, HARNESS_ECHO_BUF), 0);
+	harness_clnt_attr(&hs, &attr);
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
+	harness_fill_msg(msg, sizeof(msg), 0x5151, 3);
+	assert_int_equal(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 0), 0);
+	assert_int_equal(rlen, sizeof(msg));
+	assert_memory_equal(reply, msg, sizeof(msg));
+	assert_int_equal(harness_server_stats(&hs).reply_chunks, 1);
+	if (atomic_load(&hs.sh->reply_buf_registered) >= 1u << 20)
+		fail_msg("rpcrdma_svc_reply_buf() registered %llu bytes for a 64-byte reply",
+			 (unsigned long long)atomic_load(&hs.sh->reply_buf_registered));
+	rpcrdma_clnt_destroy(clnt);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+	free(reply);
+}
+
+/*
  * 64 calls in flight against a server granting 8 credits, with rnr_retry 0:
  * a single call beyond the grant would find no receive and fail the
  * connection. The server holds calls, so the grant is used to the full.
@@ -201,6 +234,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_roundtrip_10000),
 		cmocka_unit_test(t_reply_in_place),
+		cmocka_unit_test(t_reply_in_place_huge_chunk),
 		cmocka_unit_test(t_credits_64_over_8),
 	};
 

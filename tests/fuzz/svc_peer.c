@@ -143,14 +143,6 @@ int svc_peer_start(struct svc_peer *sp)
 	RPCRDMA_INIT(&attr);
 	attr.addr = (struct sockaddr *)&sin;
 	attr.max_requests = SVC_PEER_CREDITS;
-	/*
-	 * rpcrdma_svc_reply_buf() allocates and registers what the call's
-	 * Reply chunk can take, up to this, before a byte is encoded: at the
-	 * default 64 MiB, four copies of a 60-byte call offering a huge Reply
-	 * chunk took 100-170 ms under ASan. Nothing larger than the regions
-	 * can be written back anyway.
-	 */
-	attr.max_reply = 1024 * 1024;
 	attr.on_call = svc_peer_on_call;
 	attr.on_conn = svc_peer_on_conn;
 	attr.arg = sp;
