@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <softrdma.h>
+
 #include "compat_0_1.h"
 #include "tt.h"
 
@@ -869,6 +871,25 @@ static struct rpcrdma_stats svc_counters(const struct tt_server *srv)
 	return st;
 }
 
+/*
+ * Wait (2 s at most) until the fabric holds a CM event nobody has read:
+ * the client's DISCONNECTED, which softrdma delivers after the server's
+ * drain may have finished.
+ */
+static void cm_event_delivered(void)
+{
+	struct softrdma_counts c;
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		softrdma_get_counts(&c);
+		if (c.unacked_events)
+			return;
+		poll(NULL, 0, 10);
+	}
+	fail_msg("no CM event delivered in 2 s");
+}
+
 /* A listener of rpcrdma_svc_create_attr() closes idle clients; they come back on their next call. */
 static void test_tuned_idle_close(void **state)
 {
@@ -892,6 +913,7 @@ static void test_tuned_idle_close(void **state)
 		after = svc_counters(srv);
 	}
 	assert_true(after.disconnects > before.disconnects);
+	cm_event_delivered();
 	/* The CLIENT reconnects: the call is served on a new connection. */
 	assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
 	after = svc_counters(srv);
