@@ -187,7 +187,7 @@ static void run_clients(struct multi *m)
 struct churn {
 	struct rpcrdma_svc *svc;
 	atomic_bool stop;
-	unsigned int rounds;
+	atomic_uint rounds;
 	int errors;
 };
 
@@ -202,7 +202,7 @@ static void *churn_run(void *arg)
 		if (rpcrdma_svc_mem_register(c->svc, other, sizeof(other), &mem) ||
 		    rpcrdma_mem_deregister(mem))
 			c->errors++;
-		c->rounds++;
+		atomic_fetch_add(&c->rounds, 1);
 	}
 	return NULL;
 }
@@ -249,6 +249,9 @@ static void t_regions_shared_by_pollers(void **state)
 	assert_int_equal(rpcrdma_svc_mem_register(m.svc, m.region, SLOTS * SLOT_BYTES, &mem), 0);
 	churn.svc = m.svc;
 	assert_int_equal(pthread_create(&ct, NULL, churn_run, &churn), 0);
+	/* A loaded machine may not run the churn before the calls end: let it start first. */
+	for (i = 0; i < 5000 && !atomic_load(&churn.rounds); i++)
+		poll(NULL, 0, 1);
 	for (i = 0; i < 4; i++) {
 		memset(&c[i], 0, sizeof(c[i]));
 		c[i].clnt = harness_connect_to(m.svc);
@@ -264,7 +267,7 @@ static void t_regions_shared_by_pollers(void **state)
 	atomic_store(&churn.stop, true);
 	pthread_join(ct, NULL);
 	assert_int_equal(churn.errors, 0);
-	assert_true(churn.rounds > 0);
+	assert_true(atomic_load(&churn.rounds) > 0);
 	assert_int_equal(m.nthreads, POLLERS);
 	multi_stop_pollers(&m);
 	/* Found there every time: no payload byte was copied. */
