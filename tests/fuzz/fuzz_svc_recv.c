@@ -45,8 +45,22 @@
 #include "fuzz.h"
 #include "svc_peer.h"
 
-/* One exchange may take this long before it counts as hung (never expected). */
-#define EXCHANGE_TIMEOUT_MS 300
+/*
+ * One exchange may take this long before it counts as hung (never
+ * expected): FUZZ_SVC_TIMEOUT_MS, else 300 ms. The suite's replays, under
+ * valgrind or sanitizers beside other tests, set 10 s.
+ */
+static int exchange_timeout_ms(void)
+{
+	static int ms;
+
+	if (!ms) {
+		const char *v = getenv("FUZZ_SVC_TIMEOUT_MS");
+
+		ms = v && atoi(v) > 0 ? atoi(v) : 300;
+	}
+	return ms;
+}
 #define PROBE_EVERY 64
 /* More segments than any cap the server enforces: the rest cannot be used. */
 #define MAX_NAMED 256
@@ -537,7 +551,7 @@ static void timed_out(const uint8_t *data, size_t size)
 	size_t i;
 
 	fprintf(stderr, "fuzz-svc-recv: input %lu not quiet after %d ms (busy 0x%x):", inputs,
-		EXCHANGE_TIMEOUT_MS, sp.busy);
+		exchange_timeout_ms(), sp.busy);
 	for (i = 0; i < size && i < 64; i++)
 		fprintf(stderr, " %02x", data[i]);
 	fprintf(stderr, "%s\n", size > 64 ? " ..." : "");
@@ -577,7 +591,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	copies = 1 + ((data[0] >> 4) & 3);
 
 	t0 = us_now();
-	rc = svc_peer_exchange(&sp, msg, len, copies, EXCHANGE_TIMEOUT_MS);
+	rc = svc_peer_exchange(&sp, msg, len, copies, exchange_timeout_ms());
 	if (verbose)
 		trace(rc, t0);
 	if (rc != -ETIMEDOUT)
