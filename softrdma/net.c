@@ -140,6 +140,9 @@ static void link_dead_locked(struct net_link *link)
 	if (link->dead)
 		return;
 	link->dead = true;
+	/* A writer is in send() on its head, unlocked: that buffer is the writer's to free. */
+	if (link->sending)
+		list_del(&link->sending->link);
 	net_bufs_free_locked(&link->out);
 	if (!link->id && !wire_net_link_busy_locked(link))
 		return;
@@ -362,6 +365,12 @@ static void link_write(struct net_link *link)
 		fab_lock();
 		link->sending = NULL;
 		pthread_cond_broadcast(&fab.mem_cv);
+		if (link->dead) {
+			/* The link died meanwhile and left this buffer to us (link_dead_locked). */
+			net_buf_free_locked(buf);
+			fab_unlock();
+			return;
+		}
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				link_dead_locked(link);
