@@ -119,17 +119,34 @@ static int time_of(time_how how, const nfstime3 *t, struct timespec *out)
 	return -EINVAL;
 }
 
-/* The path through which @fd's inode itself is reached, never a link it names. */
-static void fd_path(int fd, char *buf, size_t len)
+/* The name, under nfs3_export_proc_fd(), of @fd's inode itself, never a link it names. */
+static void fd_name(int fd, char *buf, size_t len)
 {
-	snprintf(buf, len, "/proc/self/fd/%d", fd);
+	snprintf(buf, len, "self/fd/%d", fd);
+}
+
+/* truncate(2) by the inode resolved; the open checks write permission as truncate would. */
+static int truncate_at(int dirfd, const char *name, uint64_t size)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC);
+	int rc = 0;
+
+	if (size > INT64_MAX)
+		return -EFBIG;
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size))
+		rc = -errno;
+	close(fd);
+	return rc;
 }
 
 /* Mode and size: by the inode resolved, so that a name swapped meanwhile is not followed. */
 static int set_mode_size(struct nfs3_obj *obj, const sattr3 *sa)
 {
+	int proc = nfs3_export_proc_fd(obj->e);
 	mode_t type = obj->st.stx_mode & S_IFMT;
-	char path[64];
+	char name[32];
 	int fd, rc = 0;
 
 	if (sa->size.set_it && type != S_IFREG)
@@ -141,11 +158,11 @@ static int set_mode_size(struct nfs3_obj *obj, const sattr3 *sa)
 	fd = nfs3_obj_open(obj, O_PATH);
 	if (fd < 0)
 		return fd;
-	fd_path(fd, path, sizeof(path));
-	if (sa->mode.set_it && chmod(path, sa->mode.set_mode3_u.mode & 07777))
+	fd_name(fd, name, sizeof(name));
+	if (sa->mode.set_it && fchmodat(proc, name, sa->mode.set_mode3_u.mode & 07777, 0))
 		rc = -errno;
-	if (!rc && sa->size.set_it && truncate(path, (off_t)sa->size.set_size3_u.size))
-		rc = -errno;
+	if (!rc && sa->size.set_it)
+		rc = truncate_at(proc, name, sa->size.set_size3_u.size);
 	close(fd);
 	return rc;
 }

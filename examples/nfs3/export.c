@@ -35,6 +35,7 @@ struct nfs3_node {
 struct nfs3_export {
 	char *path;
 	int root_fd;
+	int proc_fd;		/* "/proc", opened as the server: see nfs3_export_proc_fd() */
 	uint32_t dev_major;
 	uint32_t dev_minor;
 	struct nfs3_fh_key key;
@@ -228,6 +229,7 @@ int nfs3_export_open(const char *path, unsigned int max_nodes, struct nfs3_expor
 	if (!e)
 		return -ENOMEM;
 	e->root_fd = -1;
+	e->proc_fd = -1;
 	pthread_mutex_init(&e->lock, NULL);
 	e->max_nodes = max_nodes ? max_nodes : NFS3_DEFAULT_MAX_NODES;
 	e->path = realpath(path, NULL);
@@ -237,6 +239,11 @@ int nfs3_export_open(const char *path, unsigned int max_nodes, struct nfs3_expor
 	}
 	e->root_fd = open(e->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (e->root_fd < 0 || statx(e->root_fd, "", AT_EMPTY_PATH, NFS3_STATX_MASK, &st)) {
+		rc = -errno;
+		goto fail;
+	}
+	e->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (e->proc_fd < 0) {
 		rc = -errno;
 		goto fail;
 	}
@@ -280,6 +287,8 @@ void nfs3_export_close(struct nfs3_export *e)
 	free(e->nodes);
 	if (e->root_fd >= 0)
 		close(e->root_fd);
+	if (e->proc_fd >= 0)
+		close(e->proc_fd);
 	pthread_mutex_destroy(&e->lock);
 	free(e->path);
 	free(e);
@@ -303,6 +312,11 @@ const char *nfs3_export_writeverf(const struct nfs3_export *e)
 int nfs3_export_root_fd(const struct nfs3_export *e)
 {
 	return e->root_fd;
+}
+
+int nfs3_export_proc_fd(const struct nfs3_export *e)
+{
+	return e->proc_fd;
 }
 
 unsigned int nfs3_export_nodes(struct nfs3_export *e)

@@ -59,6 +59,13 @@ uint64_t nfs3_export_fsid(const struct nfs3_export *e);
 const char *nfs3_export_writeverf(const struct nfs3_export *e);
 /* The directory's descriptor (O_PATH), for statfs-like questions. */
 int nfs3_export_root_fd(const struct nfs3_export *e);
+/*
+ * "/proc" (O_PATH), opened before any caller's identity is taken on: the
+ * path "/proc/self/fd/N" would be walked from "/" as the caller, and a
+ * root directory the caller may not search (a chroot made by mktemp is
+ * 0700) would turn every SETATTR of mode or size into NFS3ERR_ACCES.
+ */
+int nfs3_export_proc_fd(const struct nfs3_export *e);
 /* Nodes in the table now. */
 unsigned int nfs3_export_nodes(struct nfs3_export *e);
 

@@ -60,6 +60,11 @@ void nfs3t_make_file(const char *path, uint64_t size, unsigned int seed);
 bool nfs3t_file_is(const char *path, uint64_t size, unsigned int seed);
 
 /* A scratch local file name (under the build's temporary directory), unique per call. */
+/*
+ * Enters a mount namespace whose root only root may search, every directory
+ * of the old root bound in it. Returns NULL, or why it could not.
+ */
+const char *nfs3t_enter_jail(void);
 void nfs3t_tmpname(char *buf, size_t len, const char *tag);
 
 /* The handle of @name in the group's directory (fails the test if LOOKUP does). */

@@ -339,8 +339,12 @@ int main(void)
 		cmocka_unit_test(t_chunk_stats),
 	};
 	const char *filter = getenv("NFS3_FILTER");
+	const char *no_jail = nfs3t_enter_jail();
 	int failed;
 
+	if (no_jail)
+		fprintf(stderr, "nfs3: run with the real root (%s): root's mode is not tested\n",
+			no_jail);
 	if (filter)
 		cmocka_set_test_filter(filter);
 	if (start()) {
