@@ -20,7 +20,11 @@
 /* One fixed, empty directory for every run: each mounts over it in its own namespace. */
 #define JAIL "/tmp/nfs3-jail"
 
-/* Every directory of "/" bound under @top, so that paths mean what they did. */
+/*
+ * Every directory of "/" bound under @top, so that paths mean what they did.
+ * mount(2) ignores the type of a bind or of a propagation change, but
+ * valgrind wants a string there.
+ */
 static int bind_top_dirs(const char *top)
 {
 	char at[4096], from[4096];
@@ -35,7 +39,7 @@ static int bind_top_dirs(const char *top)
 			continue;
 		snprintf(at, sizeof(at), "%s/%s", top, d->d_name);
 		snprintf(from, sizeof(from), "/%s", d->d_name);
-		if (mkdir(at, 0755) || mount(from, at, NULL, MS_BIND | MS_REC, NULL))
+		if (mkdir(at, 0755) || mount(from, at, "none", MS_BIND | MS_REC, NULL))
 			rc = -errno;
 	}
 	closedir(root);
@@ -49,13 +53,13 @@ const char *nfs3t_enter_jail(void)
 	if (unshare(CLONE_NEWNS))
 		return "no mount namespace";
 	/* Nothing mounted here reaches the host's namespace. */
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+	if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL))
 		return "cannot make mounts private";
 	if (mkdir(JAIL, 0700) && errno != EEXIST)
 		return "cannot make " JAIL;
 	/* Unbindable: binding /tmp below it must not copy the jail into itself. */
 	if (mount("jail", JAIL, "tmpfs", 0, "mode=0700") ||
-	    mount(NULL, JAIL, NULL, MS_UNBINDABLE, NULL) || bind_top_dirs(JAIL))
+	    mount("none", JAIL, "none", MS_UNBINDABLE, NULL) || bind_top_dirs(JAIL))
 		return "cannot mount the jail";
 	if (chroot(JAIL) || chdir("/"))
 		return "cannot chroot";
