@@ -95,6 +95,7 @@ static int xprt_rdma_alloc(struct rpcrdma_xprt *x)
 	if (!x->rx_reqs || !x->rx_reps || !x->rx_hash)
 		return -ENOMEM;
 
+	x->rx_unsig_cqe.done = xprt_rdma_wc_send_unsignaled;
 	for (i = 0; i < x->rx_nreqs; i++) {
 		struct rpcrdma_req *req = &x->rx_reqs[i];
 

@@ -238,7 +238,7 @@ int xprt_rdma_connect(struct rpcrdma_xprt *x, int64_t by)
 
 	attr.pd = x->rx_pd;
 	attr.context = x;
-	attr.send_wrs = x->rx_sq_depth;
+	attr.send_wrs = x->rx_sq_depth + XPRT_RDMA_UNSIG_MAX;
 	attr.recv_wrs = x->rx_nreps;
 	attr.send_sges = 1;
 	rc = rpcrdma_ep_create(&x->rx_ep, id, &attr, &x->rx_stats);
@@ -246,7 +246,10 @@ int xprt_rdma_connect(struct rpcrdma_xprt *x, int64_t by)
 		goto out_id;
 	x->rx_have_ep = true;
 	/* A device whose queues are smaller: sends wait for room; receives cannot. */
-	x->rx_sq_depth = x->rx_ep.sq_avail;
+	x->rx_unsig_max = x->rx_ep.sq_avail / 8 < XPRT_RDMA_UNSIG_MAX ? x->rx_ep.sq_avail / 8
+								       : XPRT_RDMA_UNSIG_MAX;
+	x->rx_unsig_held = 0;
+	x->rx_sq_depth = x->rx_ep.sq_avail - x->rx_unsig_max;
 	if (x->rx_ep.rq_depth < x->rx_nreps) {
 		rpcrdma_err("client: the device takes %u receives, %u are needed: lower max_requests",
 			    x->rx_ep.rq_depth, x->rx_nreps);

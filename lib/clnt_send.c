@@ -118,11 +118,50 @@ void rpcrdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc)
 	struct rpcrdma_xprt *x = cq->cq_context;
 	struct rpcrdma_req *req = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_req, rl_cqe);
 
-	rpcrdma_sq_put(&x->rx_ep, req->rl_sqecount);
+	rpcrdma_sq_put(&x->rx_ep, req->rl_sqecount + req->rl_sq_extra);
+	req->rl_sq_extra = 0;
 	req->rl_flags &= ~RPCRDMA_REQ_SEND_PENDING;
 	if (unlikely(wc->status != IBV_WC_SUCCESS))
 		rpcrdma_ep_wc_error(&x->rx_ep, wc, "client send");
 	xprt_rdma_req_ready(x, req);
+}
+
+/*
+ * Only its failure or its flush completes an unsignaled Send, and the call
+ * may be over and its slot reused by then: the completion names the
+ * transport, not the call. A call whose Send is lost gets no reply, and
+ * the loss of the connection settles it.
+ */
+void xprt_rdma_wc_send_unsignaled(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct rpcrdma_xprt *x = cq->cq_context;
+
+	rpcrdma_ep_wc_error(&x->rx_ep, wc, "client send");
+}
+
+/*
+ * An inline Send without binds holds nothing once posted (the device took
+ * its bytes with the WR), so it may go unsignaled while the held slots stay
+ * within rx_unsig_max. A signaled Send gives back the held slots when it
+ * completes.
+ */
+static void xprt_rdma_send_signal(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	struct ibv_send_wr *wr = &req->rl_send_wr;
+
+	rpcrdma_send_inline(&x->rx_ep, wr);
+	if ((wr->send_flags & IBV_SEND_INLINE) && req->rl_sqecount == 1 &&
+	    x->rx_unsig_held < x->rx_unsig_max) {
+		x->rx_unsig_held++;
+		wr->wr_id = rpcrdma_cqe_id(&x->rx_unsig_cqe);
+		wr->send_flags &= ~(unsigned int)IBV_SEND_SIGNALED;
+		return;
+	}
+	req->rl_flags |= RPCRDMA_REQ_SEND_PENDING;
+	req->rl_sq_extra = x->rx_unsig_held;
+	x->rx_unsig_held = 0;
+	wr->wr_id = rpcrdma_cqe_id(&req->rl_cqe);
+	wr->send_flags |= IBV_SEND_SIGNALED;
 }
 
 /* A credit and the chain's slots are taken: post the call. */
@@ -131,11 +170,11 @@ static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	uint32_t posted;
 	int rc;
 
-	req->rl_flags |= RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT;
+	req->rl_flags |= RPCRDMA_REQ_SENT;
 	list_del(&req->rl_list);
 	list_add_tail(&req->rl_list, &x->rb_inflight);
 	rpcrdma_count_inc(x->rx_stats.calls);
-	rpcrdma_send_inline(&x->rx_ep, &req->rl_send_wr);
+	xprt_rdma_send_signal(x, req);
 	rc = frwr_send(x, req, &posted);
 	if (likely(rc == 0))
 		return;
@@ -145,6 +184,11 @@ static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 		return;
 	}
 	/* Nothing went out: it waits for the next connection, unsent, ahead of the rest. */
+	if (req->rl_flags & RPCRDMA_REQ_SEND_PENDING)
+		x->rx_unsig_held += req->rl_sq_extra;
+	else
+		x->rx_unsig_held--;
+	req->rl_sq_extra = 0;
 	req->rl_flags &= ~(RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT);
 	list_del(&req->rl_list);
 	list_add(&req->rl_list, &x->rb_pending);

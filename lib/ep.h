@@ -328,8 +328,10 @@ static inline void rpcrdma_send_wr_init(struct ibv_send_wr *wr, struct rpcrdma_c
 
 /*
  * A Send that fits the QP's inline room carries its bytes in the work
- * request itself: the device need not read the buffer by DMA. The buffer
- * is released at the Send's completion all the same.
+ * request itself: the device need not read the buffer by DMA, and the
+ * buffer is the caller's again once the post returns. The server still
+ * releases it at the Send's completion, as it releases every reply's; the
+ * client sends it unsignaled (XPRT_RDMA_UNSIG_MAX).
  */
 static inline void rpcrdma_send_inline(const struct rpcrdma_ep *ep, struct ibv_send_wr *wr)
 {

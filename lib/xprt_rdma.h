@@ -30,6 +30,15 @@
  * failing on the dead one. Busier clients pay no system call for it.
  */
 #define XPRT_RDMA_QUIET_MS 100
+/*
+ * Inline Sends go unsignaled, as the kernel's client sends them: one in
+ * up to this many more is signaled, and its completion gives back the
+ * slots of those before it (the device frees an unsignaled WR's slot only
+ * at a later completion). The slots they hold are beyond rx_sq_depth, so a
+ * chain that waits for room always gets it once the signaled WRs in flight
+ * complete, even when the held ones never will.
+ */
+#define XPRT_RDMA_UNSIG_MAX 16u
 
 /*
  * How a call's chunks are exposed (frwr.c), chosen once per client when its
@@ -97,7 +106,7 @@ enum rpcrdma_req_flags {
 /*
  * A call slot. The call is over (its done() may run) once the reply has been
  * consumed, its memory windows invalidated (or found remotely invalidated)
- * and its own Send completed; or once the connection is lost and every WR
+ * and its own Send completed, if it was signaled; or once the connection is lost and every WR
  * of it flushed. Only then are its buffers free again.
  */
 struct rpcrdma_req {
@@ -119,6 +128,7 @@ struct rpcrdma_req {
 	struct list_node rl_registered;		/* windows bound, or MRs made, for this call */
 	uint32_t rl_nmws;			/* windows among them: each needs a LOCAL_INV */
 	uint32_t rl_sqecount;			/* WRs of the send chain: binds + Send */
+	uint32_t rl_sq_extra;			/* unsignaled Sends' slots its Send gives back */
 	uint32_t rl_linv_pending;		/* LOCAL_INVs not yet completed */
 	struct rpcrdma_buf rl_bounce[RPCRDMA_BOUNCE_MAX];
 	struct rpcrdma_mem *rl_mems[RPCRDMA_BOUNCE_MAX];
@@ -152,7 +162,14 @@ struct rpcrdma_xprt {
 	struct list_node rx_mws_free;
 	uint32_t rx_nmws;			/* windows allocated */
 	enum rpcrdma_reg_mode rx_reg;		/* set with rx_pd */
-	uint32_t rx_sq_depth;
+	uint32_t rx_sq_depth;			/* slots a send chain may take */
+	/*
+	 * Unsignaled Sends (clnt_send.c): at most rx_unsig_max slots, beyond
+	 * rx_sq_depth, are held by Sends no signaled completion has covered yet.
+	 */
+	uint32_t rx_unsig_max;
+	uint32_t rx_unsig_held;
+	struct rpcrdma_cqe rx_unsig_cqe;	/* xprt_rdma_wc_send_unsignaled */
 	struct rpcrdma_slab rx_recv_slab;	/* one inline buffer per rep */
 
 	struct rpcrdma_req *rx_reqs;
@@ -204,6 +221,7 @@ static inline struct rpcrdma_xprt *rpcrdma_clnt_xprt(struct rpcrdma_clnt *clnt)
 
 /* Completion handlers (clnt_send.c, clnt_reply.c). */
 void rpcrdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc);
+void xprt_rdma_wc_send_unsignaled(struct ibv_cq *cq, struct ibv_wc *wc);
 void rpcrdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc);
 
 /* clnt_conn.c: establish (blocking, bounded) and lose connections. */

@@ -72,12 +72,12 @@ for side in ${RPC_CALLGRIND_SIDES:-client server}; do
 	b=$(lib_lines "$tmp/listing" | sum)
 	cb=$(lib_lines "$tmp/listing" | grep ':rpcrdma_cq_poll ' | sum)
 	awk -v a="$a" -v b="$b" -v ca="$ca" -v cb="$cb" -v s="$side" -v n1=$n1 -v n2=$n2 'BEGIN {
-		printf "  %-7s %6.0f instructions per RPC (target <= 1500)\n", s, (b - a) / (n2 - n1)
+		printf "  %-7s %6.0f instructions per RPC (target <= 600)\n", s, (b - a) / (n2 - n1)
 		printf "  %-7s %6.1f in rpcrdma_cq_poll per dispatched completion, 2 per RPC (target <= 30)\n",
 			s, (cb - ca) / (2 * (n2 - n1))
 	}'
 	echo "  top functions ($side, per RPC):"
-	lib_lines "$tmp/listing" | head -n 8 | awk -v n=$n2 '{
+	lib_lines "$tmp/listing" | head -n ${RPC_CALLGRIND_TOP:-8} | awk -v n=$n2 '{
 		f = $NF == "" ? $(NF-1) : $0
 		sub(/^.*\/lib\//, "", f); sub(/ \[.*$/, "", f)
 		printf "    %6.1f  %s\n", $1 / n, f }'
