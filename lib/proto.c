@@ -163,20 +163,25 @@ static inline int limits_invalid(const struct rpcrdma_limits *lim)
 	       lim->max_read_segs > RPCRDMA_MAX_SEGS_LIMIT;
 }
 
-/* @lim is NULL or within the ceilings (see limits_invalid()). */
-static void caps_resolve(const struct rpcrdma_limits *lim, struct caps *caps)
+static const struct caps default_caps = {
+	.chunk_segs = RPCRDMA_DEFAULT_MAX_CHUNK_SEGS,
+	.chunks = RPCRDMA_DEFAULT_MAX_CHUNKS,
+	.read_segs = RPCRDMA_DEFAULT_MAX_READ_SEGS,
+};
+
+/* @lim is NULL or within the ceilings (see limits_invalid()); @local is filled if it is not. */
+static const struct caps *caps_resolve(const struct rpcrdma_limits *lim, struct caps *local)
 {
-	caps->chunk_segs = RPCRDMA_DEFAULT_MAX_CHUNK_SEGS;
-	caps->chunks = RPCRDMA_DEFAULT_MAX_CHUNKS;
-	caps->read_segs = RPCRDMA_DEFAULT_MAX_READ_SEGS;
 	if (!lim)
-		return;
+		return &default_caps;
+	*local = default_caps;
 	if (lim->max_chunk_segs)
-		caps->chunk_segs = lim->max_chunk_segs;
+		local->chunk_segs = lim->max_chunk_segs;
 	if (lim->max_chunks)
-		caps->chunks = lim->max_chunks;
+		local->chunks = lim->max_chunks;
 	if (lim->max_read_segs)
-		caps->read_segs = lim->max_read_segs;
+		local->read_segs = lim->max_read_segs;
+	return local;
 }
 
 /*
@@ -220,12 +225,22 @@ static inline const unsigned char *decode_chunk(const unsigned char *p, const un
 		*rc = -EMSGSIZE;
 		return NULL;
 	}
-	SEGMENT_LOOP_UNROLL
-	for (off = 0; off != bytes; off += RPCRDMA_SEGMENT_LEN) {
-		total += get_be32(p + off + 4);
-		if (unlikely(load_raw32(p + off + 8) == UINT32_MAX) && segment_wraps(p + off)) {
+	if (likely(nsegs == 1)) {
+		/* The common case, without the unrolled loop's entry. */
+		total = get_be32(p + 4);
+		if (unlikely(load_raw32(p + 8) == UINT32_MAX) && segment_wraps(p)) {
 			*rc = -EOVERFLOW;
 			return NULL;
+		}
+	} else {
+		SEGMENT_LOOP_UNROLL
+		for (off = 0; off != bytes; off += RPCRDMA_SEGMENT_LEN) {
+			total += get_be32(p + off + 4);
+			if (unlikely(load_raw32(p + off + 8) == UINT32_MAX) &&
+			    segment_wraps(p + off)) {
+				*rc = -EOVERFLOW;
+				return NULL;
+			}
 		}
 	}
 	chunk->nsegs = nsegs;
@@ -340,16 +355,16 @@ static __attribute__((noinline)) int decode_lists(const unsigned char *buf, size
 	const unsigned char *end = buf + len;
 	const unsigned char *p = buf + RPCRDMA_HDR_FIXED_LEN;
 	uint32_t nchunks = 0, disc;
-	struct caps caps;
+	struct caps local;
+	const struct caps *caps = caps_resolve(lim, &local);
 	int rc = 0;
 
-	caps_resolve(lim, &caps);
 	if (unlikely(end - p < 4))
 		return -EMSGSIZE;
 	if (load_raw32(p) == XDR_ZERO) {
 		p += 4;
 	} else {
-		p = decode_read_list(p, end, &caps, hdr, &rc);
+		p = decode_read_list(p, end, caps, hdr, &rc);
 		if (!p)
 			return rc;
 	}
@@ -363,9 +378,9 @@ static __attribute__((noinline)) int decode_lists(const unsigned char *buf, size
 			break;
 		if (unlikely(disc != XDR_ONE))
 			return -EBADMSG;
-		if (unlikely(nchunks == caps.chunks))
+		if (unlikely(nchunks == caps->chunks))
 			return -E2BIG;
-		p = decode_chunk(p, end, &caps, &hdr->write[nchunks], &rc);
+		p = decode_chunk(p, end, caps, &hdr->write[nchunks], &rc);
 		if (!p)
 			return rc;
 		nchunks++;
@@ -377,7 +392,7 @@ static __attribute__((noinline)) int decode_lists(const unsigned char *buf, size
 	disc = load_raw32(p);
 	p += 4;
 	if (disc == XDR_ONE) {
-		p = decode_chunk(p, end, &caps, &hdr->reply, &rc);
+		p = decode_chunk(p, end, caps, &hdr->reply, &rc);
 		if (!p)
 			return rc;
 		hdr->has_reply = 1;
@@ -520,9 +535,14 @@ RPCRDMA_EXPORT enum rpcrdma_verdict rpcrdma_hdr_verdict(int rc, const struct rpc
 
 /* Encoding. */
 
+static inline int chunk_desc_invalid(const struct rpcrdma_chunk_desc *chunk)
+{
+	return chunk->nsegs > RPCRDMA_MAX_SEGS_LIMIT || (chunk->nsegs && !chunk->segs);
+}
+
 static long chunk_len(const struct rpcrdma_chunk_desc *chunk)
 {
-	if (unlikely(chunk->nsegs > RPCRDMA_MAX_SEGS_LIMIT || (chunk->nsegs && !chunk->segs)))
+	if (unlikely(chunk_desc_invalid(chunk)))
 		return -EINVAL;
 	return 8 + (long)chunk->nsegs * RPCRDMA_SEGMENT_LEN;
 }
@@ -544,12 +564,8 @@ static int read_list_valid(const struct rpcrdma_read_segment *read, uint32_t nse
 	return !(misaligned & 3);
 }
 
-/*
- * The lists' part of the length, beyond the 28 bytes of three empty lists.
- * The Read positions are checked only with @check_positions: the encoder
- * checks them as it writes them.
- */
-static long lists_len(const struct rpcrdma_hdr_enc *enc, int check_positions)
+/* The lists' part of the length, beyond the 28 bytes of three empty lists. */
+static long lists_len(const struct rpcrdma_hdr_enc *enc)
 {
 	long n = 0, c;
 	uint32_t i;
@@ -557,7 +573,7 @@ static long lists_len(const struct rpcrdma_hdr_enc *enc, int check_positions)
 	if (enc->read_segs) {
 		if (unlikely(enc->read_segs > RPCRDMA_MAX_SEGS_LIMIT || !enc->read))
 			return -EINVAL;
-		if (check_positions && unlikely(!read_list_valid(enc->read, enc->read_segs)))
+		if (unlikely(!read_list_valid(enc->read, enc->read_segs)))
 			return -EINVAL;
 		n += (long)enc->read_segs * RPCRDMA_READ_ENTRY_LEN;
 	}
@@ -585,12 +601,12 @@ static inline int enc_chunkless(const struct rpcrdma_hdr_enc *enc)
 	return enc->proc <= RPCRDMA_NOMSG && !(enc->read_segs | enc->write_chunks) && !enc->reply;
 }
 
-static long encoded_len(const struct rpcrdma_hdr_enc *enc, int check_positions)
+static long encoded_len(const struct rpcrdma_hdr_enc *enc)
 {
 	long n;
 
 	if (enc->proc <= RPCRDMA_NOMSG) {
-		n = lists_len(enc, check_positions);
+		n = lists_len(enc);
 		return n < 0 ? n : RPCRDMA_HDR_MIN_LEN + n;
 	}
 	if (enc->proc == RPCRDMA_ERROR) {
@@ -607,7 +623,7 @@ long rpcrdma_hdr_encoded_len_0_2(const struct rpcrdma_hdr_enc *enc)
 {
 	if (unlikely(!enc))
 		return -EINVAL;
-	return encoded_len(enc, 1);
+	return encoded_len(enc);
 }
 
 #ifdef PROTO_SSSE3
@@ -642,9 +658,14 @@ static unsigned char *encode_segments(unsigned char *p, const struct rpcrdma_seg
 	const unsigned char *src = (const unsigned char *)seg;
 	size_t off, bytes = (size_t)nsegs * RPCRDMA_SEGMENT_LEN;
 
+	if (nsegs == 1) {
+		/* The common case, without the unrolled loop's entry. */
+		put_raw64(p, swap_pair(load_raw64(src)));
+		put_be64(p + 8, load_raw64(src + 8));
+		return p + RPCRDMA_SEGMENT_LEN;
+	}
 #ifdef PROTO_SSSE3
-	/* A single segment, the common case, is not worth the call. */
-	if (nsegs > 1 && likely(proto_ssse3)) {
+	if (likely(proto_ssse3)) {
 		encode_segments_ssse3(p, src, bytes);
 		return p + bytes;
 	}
@@ -664,21 +685,51 @@ static unsigned char *encode_chunk(unsigned char *p, const struct rpcrdma_chunk_
 	return encode_segments(p + 8, chunk->segs, chunk->nsegs);
 }
 
+#ifdef PROTO_SSSE3
+/* encode_read_list()'s loop, each entry's segment reversed with one PSHUFB. */
+__attribute__((target("ssse3"))) static unsigned char *
+encode_read_list_ssse3(unsigned char *p, const unsigned char *src, size_t bytes)
+{
+	const __m128i reverse = _mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4,
+					      15, 14, 13, 12, 11, 10, 9, 8);
+	uint32_t pos, prev = 0, misaligned = 0;
+	size_t off;
+
+	for (off = 0; off != bytes; off += RPCRDMA_READ_ENTRY_LEN) {
+		__m128i seg = _mm_loadu_si128((const __m128i *)(const void *)(src + off + 8));
+
+		pos = load_raw32(src + off);
+		if (unlikely(pos < prev))
+			return NULL;
+		misaligned |= pos;
+		prev = pos;
+		put_raw64(p + off, raw_pair(XDR_ONE, cpu_to_be32(pos)));
+		_mm_storeu_si128((__m128i *)(void *)(p + off + 8), _mm_shuffle_epi8(seg, reverse));
+	}
+	return misaligned & 3 ? NULL : p + bytes;
+}
+#endif
+
 /*
- * Lists of a header that lists_len() accepted; -EINVAL if a Read position
- * is misaligned or lower than the one before it (read_list_valid()'s test,
+ * The Read list's entries (not its end), or NULL if a position is
+ * misaligned or lower than the one before it (read_list_valid()'s test,
  * folded into the copy).
  */
-static int encode_lists(unsigned char *p, const struct rpcrdma_hdr_enc *enc)
+static unsigned char *encode_read_list(unsigned char *p, const struct rpcrdma_read_segment *read,
+				       uint32_t nsegs)
 {
-	const unsigned char *src = (const unsigned char *)enc->read;
-	size_t off, bytes = (size_t)enc->read_segs * RPCRDMA_READ_ENTRY_LEN;
-	uint32_t i, pos, prev = 0, misaligned = 0;
+	const unsigned char *src = (const unsigned char *)read;
+	size_t off, bytes = (size_t)nsegs * RPCRDMA_READ_ENTRY_LEN;
+	uint32_t pos, prev = 0, misaligned = 0;
 
+#ifdef PROTO_SSSE3
+	if (nsegs > 1 && likely(proto_ssse3))
+		return encode_read_list_ssse3(p, src, bytes);
+#endif
 	for (off = 0; off != bytes; off += RPCRDMA_READ_ENTRY_LEN) {
 		pos = load_raw32(src + off);
 		if (unlikely(pos < prev))
-			return -EINVAL;
+			return NULL;
 		misaligned |= pos;
 		prev = pos;
 		put_raw64(p + off, raw_pair(XDR_ONE, cpu_to_be32(pos)));
@@ -686,19 +737,8 @@ static int encode_lists(unsigned char *p, const struct rpcrdma_hdr_enc *enc)
 		put_be64(p + off + 16, load_raw64(src + off + 16));
 	}
 	if (unlikely(misaligned & 3))
-		return -EINVAL;
-	p += bytes;
-	put_raw32(p, XDR_ZERO);
-	p += 4;
-	for (i = 0; i < enc->write_chunks; i++)
-		p = encode_chunk(p, &enc->write[i]);
-	put_raw32(p, XDR_ZERO);
-	p += 4;
-	if (enc->reply)
-		encode_chunk(p, enc->reply);
-	else
-		put_raw32(p, XDR_ZERO);
-	return 0;
+		return NULL;
+	return p + bytes;
 }
 
 static inline void encode_fixed(unsigned char *p, const struct rpcrdma_hdr_enc *enc)
@@ -716,28 +756,75 @@ static inline void encode_fixed(unsigned char *p, const struct rpcrdma_hdr_enc *
 	put_raw64(p + 8, swap_pair(pair));
 }
 
-static __attribute__((noinline)) long encode_slow(unsigned char *p, size_t len,
-						  const struct rpcrdma_hdr_enc *enc)
+/*
+ * RDMA_MSG or RDMA_NOMSG with lists. Nothing is written unless the whole
+ * header fits, so its length comes first, from the counts alone; the Read
+ * positions are checked as they are copied. A header that does not fit goes
+ * through encoded_len(), so that -EINVAL for a bad position takes precedence
+ * over -EMSGSIZE.
+ */
+static long encode_msg(unsigned char *p, size_t len, const struct rpcrdma_hdr_enc *enc)
 {
-	long n = encoded_len(enc, 0);
+	const unsigned char *start = p;
+	size_t need = RPCRDMA_HDR_MIN_LEN + (size_t)enc->read_segs * RPCRDMA_READ_ENTRY_LEN;
+	long n;
+	uint32_t i;
 
-	if (unlikely(n < 0))
-		return n;
-	if (unlikely(len < (size_t)n)) {
-		/* -EINVAL for bad positions takes precedence. */
-		n = encoded_len(enc, 1);
+	if (unlikely(enc->read_segs > RPCRDMA_MAX_SEGS_LIMIT || (enc->read_segs && !enc->read) ||
+		     enc->write_chunks > RPCRDMA_MAX_CHUNKS_LIMIT ||
+		     (enc->write_chunks && !enc->write)))
+		return -EINVAL;
+	for (i = 0; i < enc->write_chunks; i++) {
+		if (unlikely(chunk_desc_invalid(&enc->write[i])))
+			return -EINVAL;
+		need += 8 + (size_t)enc->write[i].nsegs * RPCRDMA_SEGMENT_LEN;
+	}
+	if (enc->reply) {
+		if (unlikely(chunk_desc_invalid(enc->reply)))
+			return -EINVAL;
+		need += 4 + (size_t)enc->reply->nsegs * RPCRDMA_SEGMENT_LEN;
+	}
+	if (unlikely(len < need)) {
+		n = encoded_len(enc);
 		return n < 0 ? n : -EMSGSIZE;
 	}
 	encode_fixed(p, enc);
-	if (enc->proc == RPCRDMA_ERROR) {
-		put_be32(p + 16, enc->err);
-		if (enc->err == RPCRDMA_ERR_VERS) {
-			put_be32(p + 4, enc->vers);
-			put_be32(p + 20, enc->vers_low);
-			put_be32(p + 24, enc->vers_high);
-		}
-	} else if (unlikely(encode_lists(p + RPCRDMA_HDR_FIXED_LEN, enc))) {
-		return -EINVAL;
+	p += RPCRDMA_HDR_FIXED_LEN;
+	if (enc->read_segs) {
+		p = encode_read_list(p, enc->read, enc->read_segs);
+		if (unlikely(!p))
+			return -EINVAL;
+	}
+	put_raw32(p, XDR_ZERO);
+	p += 4;
+	for (i = 0; i < enc->write_chunks; i++)
+		p = encode_chunk(p, &enc->write[i]);
+	put_raw32(p, XDR_ZERO);
+	p += 4;
+	if (enc->reply)
+		return encode_chunk(p, enc->reply) - start;
+	put_raw32(p, XDR_ZERO);
+	return p + 4 - start;
+}
+
+static __attribute__((noinline)) long encode_slow(unsigned char *p, size_t len,
+						  const struct rpcrdma_hdr_enc *enc)
+{
+	long n;
+
+	if (enc->proc <= RPCRDMA_NOMSG)
+		return encode_msg(p, len, enc);
+	n = encoded_len(enc);
+	if (unlikely(n < 0))
+		return n;
+	if (unlikely(len < (size_t)n))
+		return -EMSGSIZE;
+	encode_fixed(p, enc);
+	put_be32(p + 16, enc->err);
+	if (enc->err == RPCRDMA_ERR_VERS) {
+		put_be32(p + 4, enc->vers);
+		put_be32(p + 20, enc->vers_low);
+		put_be32(p + 24, enc->vers_high);
 	}
 	return n;
 }
