@@ -218,6 +218,8 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 
 static void svc_rdma_begin_close(struct svcxprt_rdma *rdma)
 {
+	/* Nothing may reach the send queue behind the drain's marker. */
+	svc_rdma_post_batch(rdma);
 	rdma->sc_state = SVCXPRT_CLOSING;
 	rpcrdma_sq_flush(&rdma->sc_ep);
 	rpcrdma_ep_begin_close(&rdma->sc_ep);
@@ -259,8 +261,14 @@ static bool svc_rdma_after_batch(struct svcxprt_rdma *rdma)
 	/* Replenish before dispatching, so replies carry the full grant. */
 	if (rdma->sc_state < SVCXPRT_CLOSING && !rdma->sc_ep.close_pending)
 		svc_rdma_refill_recvs(rdma);
+	/*
+	 * The replies of the pass, and the chains that waited for room: one
+	 * post. A pass with one call to answer has nothing to batch.
+	 */
+	rdma->sc_batching = rdma->sc_rq_dto_q.next != rdma->sc_rq_dto_q.prev;
 	svc_rdma_recvfrom(rdma);
 	svc_rdma_wake_send_waiters(rdma);
+	svc_rdma_post_batch(rdma);
 	if (rdma->sc_ep.close_pending && rdma->sc_state < SVCXPRT_CLOSING)
 		svc_rdma_begin_close(rdma);
 	if (rdma->sc_state == SVCXPRT_CLOSING && rpcrdma_ep_drained(&rdma->sc_ep)) {
@@ -442,6 +450,7 @@ static struct svcxprt_rdma *svc_rdma_conn_new(struct svc_rdma_poller *p,
 	list_init(&rdma->sc_read_complete_q);
 	list_init(&rdma->sc_send_free);
 	list_init(&rdma->sc_orphans);
+	list_init(&rdma->sc_batch);
 	list_init(&rdma->sc_held);
 	rpcrdma_cm_negotiate(req->pdata, req->pdata_len, svc->sv_attr.inline_size, &rdma->sc_inline);
 	/* The client's receive size bounds our replies; ours bounds its calls. */

@@ -26,7 +26,7 @@ struct svc_rdma_conn_req;
 /*
  * A chain of send-queue WRs from @first: a send context's Writes and Send,
  * or a wave of Reads. It takes its slots, or waits for them, as @sq (whose
- * list also links the free send contexts and sc_orphans). @release gives
+ * list also links the free send contexts, sc_batch and sc_orphans). @release gives
  * the owner back when the chain will never be posted, or after the drain
  * when only its head was.
  */
@@ -200,6 +200,12 @@ struct svcxprt_rdma {
 	struct list_node sc_read_complete_q;	/* Read chunks pulled, ready to hand up */
 	struct list_node sc_send_free;
 	struct list_node sc_orphans;		/* partly posted chains, released after the drain */
+	/*
+	 * While sc_batching (the deferred work of a poll pass), chains whose
+	 * slots are taken wait on sc_batch, to reach the device in one post.
+	 */
+	struct list_node sc_batch;
+	bool sc_batching;
 	struct list_node sc_held;		/* receive contexts holding calls (rc_held_node) */
 
 	/*
@@ -575,6 +581,15 @@ void svc_rdma_chain_init(struct svc_rdma_chain *chain,
 void svc_rdma_send_release(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
 int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
 void svc_rdma_wake_send_waiters(struct svcxprt_rdma *rdma);
+void svc_rdma_post_batched(struct svcxprt_rdma *rdma);
+
+/* The pass is over: post the chains of sc_batch, linked into one list of WRs (one doorbell). */
+static inline void svc_rdma_post_batch(struct svcxprt_rdma *rdma)
+{
+	rdma->sc_batching = false;
+	if (!list_empty(&rdma->sc_batch))
+		svc_rdma_post_batched(rdma);
+}
 uint32_t svc_rdma_grant(struct svcxprt_rdma *rdma);
 void svc_rdma_release_payloads(struct rpcrdma_svc_call *call);
 int svc_rdma_add_release(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,

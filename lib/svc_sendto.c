@@ -132,21 +132,92 @@ bool svc_rdma_can_send(const struct svcxprt_rdma *rdma)
 	       !rdma->sc_ep.close_pending;
 }
 
-/* The chain's slots are taken: post it. A failure already asked for a close. */
+/*
+ * After a failed post: a chain none of whose WRs went is given back (its
+ * slots are back already); one whose head went waits for the drain.
+ */
+static void svc_rdma_chain_unposted(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain,
+				    bool head_posted)
+{
+	if (head_posted)
+		list_add_tail(&chain->sq.list, &rdma->sc_orphans);
+	else
+		chain->release(rdma, chain);
+}
+
+/* A batch of one, as most passes make: the chain is posted as it is. */
+static void svc_rdma_post_one(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
+{
+	int rc = rpcrdma_ep_post_send(&rdma->sc_ep, chain->first, chain->sq.sqecount, NULL);
+
+	if (unlikely(rc))
+		svc_rdma_chain_unposted(rdma, chain, rc == -EINPROGRESS);
+}
+
+/* The chain's slots are taken: post it, or batch it. A failure already asked for a close. */
 static void svc_rdma_chain_post(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w)
 {
 	struct svcxprt_rdma *rdma = container_of(ep, struct svcxprt_rdma, sc_ep);
 	struct svc_rdma_chain *chain = container_of(w, struct svc_rdma_chain, sq);
+
+	if (rdma->sc_batching)
+		list_add_tail(&w->list, &rdma->sc_batch);
+	else
+		svc_rdma_post_one(rdma, chain);
+}
+
+/* The last WR of @chain: its sqecount WRs are one each. */
+static struct ibv_send_wr *svc_rdma_chain_last(const struct svc_rdma_chain *chain)
+{
+	struct ibv_send_wr *wr = chain->first;
+	uint32_t i;
+
+	for (i = 1; i < chain->sq.sqecount; i++)
+		wr = wr->next;
+	return wr;
+}
+
+/*
+ * Each chain's last WR is linked to the next chain's first for the post and
+ * unlinked right after it, before any completion is polled: the WRs are the
+ * chains' own again when their handlers run. On a failure, the count of WRs
+ * that went tells each chain whether it went whole, in part or not at all.
+ */
+static __attribute__((noinline)) void svc_rdma_post_many(struct svcxprt_rdma *rdma)
+{
+	struct ibv_send_wr *first = NULL, **link = &first;
+	uint32_t sqecount = 0, posted = 0, seen = 0;
+	struct svc_rdma_chain *chain;
+	struct list_node *pos, *tmp;
 	int rc;
 
-	rc = rpcrdma_ep_post_send(ep, chain->first, w->sqecount, NULL);
-	if (likely(rc == 0))
+	list_for_each(pos, &rdma->sc_batch) {
+		chain = list_entry(pos, struct svc_rdma_chain, sq.list);
+		*link = chain->first;
+		link = &svc_rdma_chain_last(chain)->next;
+		sqecount += chain->sq.sqecount;
+	}
+	rc = rpcrdma_ep_post_send(&rdma->sc_ep, first, sqecount, &posted);
+	list_for_each_safe(pos, tmp, &rdma->sc_batch) {
+		chain = list_entry(pos, struct svc_rdma_chain, sq.list);
+		list_del(pos);
+		svc_rdma_chain_last(chain)->next = NULL;
+		if (unlikely(rc) && seen + chain->sq.sqecount > posted)
+			svc_rdma_chain_unposted(rdma, chain, rc == -EINPROGRESS && seen < posted);
+		seen += chain->sq.sqecount;
+	}
+}
+
+void svc_rdma_post_batched(struct svcxprt_rdma *rdma)
+{
+	struct list_node *only = rdma->sc_batch.next;
+
+	if (only->next != &rdma->sc_batch) {
+		svc_rdma_post_many(rdma);
 		return;
-	if (rc == -EINPROGRESS)
-		/* The head is in flight: release the owner after the drain. */
-		list_add_tail(&w->list, &rdma->sc_orphans);
-	else
-		chain->release(rdma, chain);
+	}
+	list_init(&rdma->sc_batch);
+	svc_rdma_post_one(rdma, list_entry(only, struct svc_rdma_chain, sq.list));
 }
 
 static void svc_rdma_chain_abort(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w)

@@ -235,6 +235,107 @@ static void t_sq_waiters_released_on_close(void **state)
 	fixture_down(&fx);
 }
 
+/* Send posts (doorbells) and send WRs of the server's QP since @before. */
+static void svc_posts_since(struct fixture *fx, const struct softrdma_qp_stats *before,
+			    unsigned long *posts, unsigned long *wrs)
+{
+	struct softrdma_qp_stats now;
+
+	softrdma_qp_stats(fx->rdma->sc_ep.qp, &now);
+	*posts = now.send_posts - before->send_posts;
+	*wrs = now.send_wrs - before->send_wrs;
+}
+
+/* The replies one poll pass makes reach the device in one post (4: the SRQ's grant). */
+static void t_svc_replies_batched(void **state)
+{
+	struct softrdma_qp_stats before;
+	struct fixture fx;
+	struct ordered calls[4];
+	unsigned int order[4], next = 0, i;
+	unsigned long posts, wrs;
+
+	fixture_up(&fx, HARNESS_ECHO);
+	settle(&fx);
+	submit_unsettled(&fx, calls, 4, 0x900, order, &next, 0);
+	softrdma_progress_all();
+	softrdma_qp_stats(fx.rdma->sc_ep.qp, &before);
+	rpcrdma_svc_poll(fx.hs.svc, 64);
+	svc_posts_since(&fx, &before, &posts, &wrs);
+	assert_int_equal(wrs, 4);
+	assert_int_equal(posts, 1);
+	assert_false(fx.rdma->sc_batching);
+	assert_true(list_empty(&fx.rdma->sc_batch));
+	settle(&fx);
+	assert_int_equal(next, 4);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(calls[i].call.status, 0);
+		assert_memory_equal(calls[i].reply, calls[i].msg, sizeof(calls[i].msg));
+	}
+	fixture_down(&fx);
+}
+
+/*
+ * A batch whose post fails at its third chain: the two before it went and
+ * complete as posted, the third and fourth never went and are given back
+ * at once; the connection closes, and every call ends exactly once.
+ */
+static void t_svc_batch_post_fails_midway(void **state)
+{
+	struct softrdma_qp_stats before;
+	struct fixture fx;
+	struct ordered calls[4];
+	unsigned int order[4], next = 0, i, free_now = 0;
+	unsigned long posts, wrs;
+	struct svc_rdma_chain *third = NULL;
+	struct list_node *pos;
+	int num_sge;
+
+	harness_skip_srq("it counts the connection's own send contexts");
+	fixture_up(&fx, HARNESS_HOLD);
+	submit_ordered(&fx, calls, 4, 0xa00, order, &next);
+	assert_int_equal(fx.hs.nheld, 4);
+	softrdma_qp_stats(fx.rdma->sc_ep.qp, &before);
+	fx.rdma->sc_batching = true;
+	for (i = 0; i < 4; i++) {
+		size_t len;
+		const void *msg = rpcrdma_svc_call_msg(fx.hs.held[i], &len);
+
+		assert_int_equal(rpcrdma_svc_reply(fx.hs.held[i], msg, len), 0);
+	}
+	fx.hs.nheld = 0;
+	svc_posts_since(&fx, &before, &posts, &wrs);
+	assert_int_equal(posts, 0);		/* batched, not posted */
+	i = 0;
+	list_for_each(pos, &fx.rdma->sc_batch) {
+		if (++i == 3)
+			third = list_entry(pos, struct svc_rdma_chain, sq.list);
+	}
+	assert_int_equal(i, 4);
+	assert_non_null(third);
+	/* More SGEs than the QP takes: the device refuses this WR and those after it. */
+	num_sge = third->first->num_sge;
+	third->first->num_sge = 1 << 20;
+	svc_rdma_post_batch(fx.rdma);
+	third->first->num_sge = num_sge;
+	svc_posts_since(&fx, &before, &posts, &wrs);
+	assert_int_equal(wrs, 2);
+	assert_true(fx.rdma->sc_ep.close_pending);
+	assert_true(list_empty(&fx.rdma->sc_batch));
+	assert_true(list_empty(&fx.rdma->sc_orphans));
+	/* The two refused are free again; the two posted are still the device's. */
+	list_for_each(pos, &fx.rdma->sc_send_free)
+		free_now++;
+	assert_int_equal(free_now, fx.rdma->sc_nsend - 2);
+	settle(&fx);
+	assert_int_equal(next, 4);
+	for (i = 0; i < 4; i++)
+		assert_true(calls[i].call.status == 0 || calls[i].call.status == -ECONNRESET);
+	assert_int_equal(calls[2].call.status, -ECONNRESET);
+	assert_int_equal(calls[3].call.status, -ECONNRESET);
+	fixture_down(&fx);
+}
+
 /*
  * Every Send of @x signaled from now on, and no slot held by an unsignaled
  * one: the tests that set sq_avail by hand count on each Send's completion
@@ -621,6 +722,8 @@ int main(void)
 		cmocka_unit_test(t_sq_waiters_fifo),
 		cmocka_unit_test(t_sq_waiters_released_on_close),
 		cmocka_unit_test(t_arm_then_poll_again),
+		cmocka_unit_test(t_svc_replies_batched),
+		cmocka_unit_test(t_svc_batch_post_fails_midway),
 		cmocka_unit_test(t_clnt_unsignaled_sends),
 		cmocka_unit_test(t_clnt_calls_wait_for_slots),
 		cmocka_unit_test(t_clnt_queued_call_times_out),
