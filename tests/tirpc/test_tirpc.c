@@ -464,6 +464,7 @@ static void test_concurrent(void **state)
 struct hammer {
 	CLIENT *cl;
 	atomic_bool *stop;
+	atomic_int *started;
 	unsigned int calls;
 	int failures;
 	pthread_t thread;
@@ -475,6 +476,7 @@ static void *hammer_run(void *arg)
 
 	u_int ms = 1;
 
+	atomic_fetch_add(h->started, 1);
 	/* Calls that take the server a millisecond each keep its queue full. */
 	while (!atomic_load(h->stop)) {
 		if (tt_sleep_1(&ms, NULL, h->cl) != RPC_SUCCESS)
@@ -496,15 +498,21 @@ static void test_fairness(void **state)
 	CLIENT *quiet = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
 	struct hammer h[8];
 	atomic_bool stop = false;
+	atomic_int started = 0;
+	int64_t until;
 	int i, slow = 0;
 
 	assert_non_null(busy);
 	assert_non_null(quiet);
 	for (i = 0; i < 8; i++) {
-		h[i] = (struct hammer){ .cl = busy, .stop = &stop };
+		h[i] = (struct hammer){ .cl = busy, .stop = &stop, .started = &started };
 		assert_int_equal(pthread_create(&h[i].thread, NULL, hammer_run, &h[i]), 0);
 	}
-	/* Let the busy connection's pipeline fill first. */
+	/* Every hammer running (a loaded machine may start one late), then the pipeline full. */
+	until = now_ms() + 10000;
+	while (atomic_load(&started) < 8 && now_ms() < until)
+		poll(NULL, 0, 1);
+	assert_int_equal(atomic_load(&started), 8);
 	poll(NULL, 0, 50);
 	for (i = 0; i < 40; i++) {
 		tt_pair pair = { i, 1 };
