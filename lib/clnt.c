@@ -501,7 +501,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_arm(struct rpcrdma_clnt *clnt)
 	rpcrdma_stat_tick(&x->rx_stat, true);
 	if (rpcrdma_ep_cm_due_arm(&x->rx_ep))
 		xprt_rdma_process_cm(x);
-	n = rpcrdma_ep_arm(&x->rx_ep, 64);
+	n = rpcrdma_ep_close_due(&x->rx_ep) ? 1 : rpcrdma_ep_arm(&x->rx_ep, 64);
 	if (n < 0) {
 		rpcrdma_ep_close_deferred(&x->rx_ep);
 		n = 1;

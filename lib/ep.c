@@ -284,6 +284,9 @@ int rpcrdma_ep_collect(struct rpcrdma_ep *ep, int epfd, int timeout_ms)
 	return (int)tags;
 }
 
+/* Every this many polls without a wait's word, a poller reads the CM channel. */
+#define RPCRDMA_CM_PACE 16u
+
 bool rpcrdma_ep_cm_due_arm(struct rpcrdma_ep *ep)
 {
 	if (ep->ready & RPCRDMA_READY_CM) {
@@ -299,8 +302,14 @@ bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep)
 		ep->ready &= ~RPCRDMA_READY_CM;
 		return true;
 	}
-	/* Without a wait's word, a disconnect must not wait for a pace. */
-	return !(ep->ready & RPCRDMA_READY_KNOWN);
+	if (ep->ready & RPCRDMA_READY_KNOWN)
+		return false;
+	/*
+	 * Without a wait's word: a busy poller, which polls far more often than
+	 * a peer leaves, reads the channel (a system call) on every
+	 * RPCRDMA_CM_PACE-th poll. An arm before a sleep still reads it at once.
+	 */
+	return ++ep->cm_polls % RPCRDMA_CM_PACE == 0;
 }
 
 /* Every this many idle polls, a busy poller looks at the async events. */

@@ -58,6 +58,7 @@ enum rpcrdma_ep_state {
  * @drain_send_cqe: the send-queue drain marker
  * @stats: the owner's counters
  * @idle_polls: polls that found nothing, to pace the async-event check
+ * @cm_polls: polls without a wait's word, to pace the CM channel's reads
  * @async_error: a fatal async event concerns this endpoint; set by whichever
  *	thread read the event (lib/async.c), acted on by the owner
  * @srq: the QP receives from this shared receive queue (the owner posts
@@ -90,6 +91,7 @@ struct rpcrdma_ep {
 	struct rpcrdma_cqe drain_send_cqe;
 	struct rpcrdma_stats *stats;
 	unsigned int idle_polls;
+	unsigned int cm_polls;
 	atomic_bool async_error;
 	struct ibv_srq *srq;
 	bool own_cq;
@@ -123,6 +125,16 @@ enum rpcrdma_ready {
  * the tags found (0 on timeout) or -errno.
  */
 int rpcrdma_ep_collect(struct rpcrdma_ep *ep, int epfd, int timeout_ms);
+
+/*
+ * A close is asked for and not yet begun: an arm that finds one (the CM
+ * channel it read said the peer left) has work to do and must not sleep.
+ */
+static inline bool rpcrdma_ep_close_due(const struct rpcrdma_ep *ep)
+{
+	return ep->close_pending && ep->state != RPCRDMA_EP_CLOSING &&
+	       ep->state != RPCRDMA_EP_DRAINED;
+}
 
 /* Should this poll read the CM channel? (clears the readiness it used) */
 bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep);

@@ -361,7 +361,7 @@ int svc_rdma_conn_arm(struct svcxprt_rdma *rdma)
 		rpcrdma_stat_tick(&rdma->sc_poller->stat, true);
 	if (rpcrdma_ep_cm_due_arm(&rdma->sc_ep))
 		svc_rdma_process_cm(rdma);
-	n = rpcrdma_ep_arm(&rdma->sc_ep, 64);
+	n = rpcrdma_ep_close_due(&rdma->sc_ep) ? 1 : rpcrdma_ep_arm(&rdma->sc_ep, 64);
 	if (unlikely(n < 0)) {
 		rpcrdma_ep_close_deferred(&rdma->sc_ep);
 		n = 1;

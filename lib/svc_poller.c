@@ -18,6 +18,8 @@
 #include "svc_rdma.h"
 
 #define SVC_RDMA_EVENTS 64
+/* A busy poller reads its epoll set once in this many passes (svc_rdma_poller_poll). */
+#define SVC_RDMA_WAKE_PACE 16u
 
 void svc_rdma_mark_ready(struct svcxprt_rdma *rdma)
 {
@@ -422,7 +424,19 @@ int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 	int n;
 
 	svc_rdma_note_poller(p);
-	n = svc_rdma_take_wakeups(p);
+	/*
+	 * epoll_wait() is a system call: while connections have work, the
+	 * wake-ups of the rest (armed connections, the listener, timers) are
+	 * read every SVC_RDMA_WAKE_PACE passes, and the queue's work, which an
+	 * atomic counts, on every pass. Shared CQs (SRQ) are heard of only
+	 * there: with them, every pass reads it.
+	 */
+	if (list_empty(&p->ready) || p->nsrqs || ++p->wake_pace >= SVC_RDMA_WAKE_PACE) {
+		p->wake_pace = 0;
+		n = svc_rdma_take_wakeups(p);
+	} else {
+		n = svc_rdma_poller_take_work(p, false);
+	}
 	/* Without SRQs (the default) no shared CQ is ever busy: spare the call. */
 	if (!list_empty(&p->srq_busy))
 		n += svc_rdma_srq_poll(p, budget);

@@ -271,6 +271,7 @@ struct svc_rdma_poller {
 	struct list_node adopt;			/* lock: connection requests for it */
 	struct rpcrdma_stat_src stat;		/* stats (and poller 0: the server's) for rpcrdma-stat */
 	int ka_fd;				/* keepalive and idle timer, or -1 */
+	unsigned int wake_pace;			/* passes since the last epoll_wait */
 };
 
 struct rpcrdma_svc {
