@@ -261,8 +261,10 @@ int rpcrdma_mem_deregister(struct rpcrdma_mem *mem);
  *
  * Processes completions, sends queued calls, expires timed-out calls, and
  * runs the @done callbacks of finished calls, and reads the connection's
- * events (a disconnect): a system call on every device, which it skips
- * when rpcrdma_clnt_wait() has just found that none are ready.
+ * events (a disconnect): a system call on every device, which it makes
+ * only on every 16th poll (a disconnect is seen within 16 polls), or when
+ * rpcrdma_clnt_wait() has just found one ready. rpcrdma_clnt_arm() reads
+ * them before a sleep.
  *
  * Returns the number of completions processed (== @budget means there may
  * be more), or a -errno.

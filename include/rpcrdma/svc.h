@@ -346,8 +346,9 @@ int rpcrdma_svc_conn_fd(const struct rpcrdma_svc_conn *conn);
  * @budget: most completions to process (> 0)
  *
  * May run on_call and on_conn. After on_conn reports CLOSED, @conn must not
- * be used again. It reads the connection's events unless the libtirpc
- * adapter's wait has just found none ready. Returns the number of
+ * be used again. It reads the connection's events (a system call) on every
+ * 16th poll, or when the libtirpc adapter's wait has just found them ready;
+ * rpcrdma_svc_conn_arm() reads them before a sleep. Returns the number of
  * completions processed or a -errno.
  */
 int rpcrdma_svc_conn_poll(struct rpcrdma_svc_conn *conn, int budget);
