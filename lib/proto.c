@@ -685,6 +685,24 @@ static unsigned char *encode_chunk(unsigned char *p, const struct rpcrdma_chunk_
 	return encode_segments(p + 8, chunk->segs, chunk->nsegs);
 }
 
+/*
+ * A Read list entry's discriminator and position, from the Read segment at
+ * @src; 0 if its position is lower than *@prev, else 1. The positions are ORed
+ * into *@misaligned, for one alignment test at the end.
+ */
+static inline int encode_read_head(unsigned char *p, const unsigned char *src, uint32_t *prev,
+				    uint32_t *misaligned)
+{
+	uint32_t pos = load_raw32(src);
+
+	if (pos < *prev)
+		return 0;
+	*misaligned |= pos;
+	*prev = pos;
+	put_raw64(p, raw_pair(XDR_ONE, cpu_to_be32(pos)));
+	return 1;
+}
+
 #ifdef PROTO_SSSE3
 /* encode_read_list()'s loop, each entry's segment reversed with one PSHUFB. */
 __attribute__((target("ssse3"))) static unsigned char *
@@ -692,18 +710,14 @@ encode_read_list_ssse3(unsigned char *p, const unsigned char *src, size_t bytes)
 {
 	const __m128i reverse = _mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4,
 					      15, 14, 13, 12, 11, 10, 9, 8);
-	uint32_t pos, prev = 0, misaligned = 0;
+	uint32_t prev = 0, misaligned = 0;
 	size_t off;
 
 	for (off = 0; off != bytes; off += RPCRDMA_READ_ENTRY_LEN) {
 		__m128i seg = _mm_loadu_si128((const __m128i *)(const void *)(src + off + 8));
 
-		pos = load_raw32(src + off);
-		if (unlikely(pos < prev))
+		if (unlikely(!encode_read_head(p + off, src + off, &prev, &misaligned)))
 			return NULL;
-		misaligned |= pos;
-		prev = pos;
-		put_raw64(p + off, raw_pair(XDR_ONE, cpu_to_be32(pos)));
 		_mm_storeu_si128((__m128i *)(void *)(p + off + 8), _mm_shuffle_epi8(seg, reverse));
 	}
 	return misaligned & 3 ? NULL : p + bytes;
@@ -720,19 +734,15 @@ static unsigned char *encode_read_list(unsigned char *p, const struct rpcrdma_re
 {
 	const unsigned char *src = (const unsigned char *)read;
 	size_t off, bytes = (size_t)nsegs * RPCRDMA_READ_ENTRY_LEN;
-	uint32_t pos, prev = 0, misaligned = 0;
+	uint32_t prev = 0, misaligned = 0;
 
 #ifdef PROTO_SSSE3
 	if (nsegs > 1 && likely(proto_ssse3))
 		return encode_read_list_ssse3(p, src, bytes);
 #endif
 	for (off = 0; off != bytes; off += RPCRDMA_READ_ENTRY_LEN) {
-		pos = load_raw32(src + off);
-		if (unlikely(pos < prev))
+		if (unlikely(!encode_read_head(p + off, src + off, &prev, &misaligned)))
 			return NULL;
-		misaligned |= pos;
-		prev = pos;
-		put_raw64(p + off, raw_pair(XDR_ONE, cpu_to_be32(pos)));
 		put_raw64(p + off + 8, swap_pair(load_raw64(src + off + 8)));
 		put_be64(p + off + 16, load_raw64(src + off + 16));
 	}
