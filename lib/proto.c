@@ -15,6 +15,7 @@
  * buffer.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -540,13 +541,6 @@ static inline int chunk_desc_invalid(const struct rpcrdma_chunk_desc *chunk)
 	return chunk->nsegs > RPCRDMA_MAX_SEGS_LIMIT || (chunk->nsegs && !chunk->segs);
 }
 
-static long chunk_len(const struct rpcrdma_chunk_desc *chunk)
-{
-	if (unlikely(chunk_desc_invalid(chunk)))
-		return -EINVAL;
-	return 8 + (long)chunk->nsegs * RPCRDMA_SEGMENT_LEN;
-}
-
 /* Positions 4-aligned and non-decreasing. */
 static int read_list_valid(const struct rpcrdma_read_segment *read, uint32_t nsegs)
 {
@@ -564,16 +558,21 @@ static int read_list_valid(const struct rpcrdma_read_segment *read, uint32_t nse
 	return !(misaligned & 3);
 }
 
-/* The lists' part of the length, beyond the 28 bytes of three empty lists. */
-static long lists_len(const struct rpcrdma_hdr_enc *enc)
+/*
+ * The lists' part of the length, beyond the 28 bytes of three empty lists,
+ * or -EINVAL for a bad description. The Read positions are checked here only
+ * when asked: encode_msg() checks them as it copies them.
+ */
+static __attribute__((always_inline)) inline long lists_len(const struct rpcrdma_hdr_enc *enc,
+							    bool check_positions)
 {
-	long n = 0, c;
+	long n = 0;
 	uint32_t i;
 
 	if (enc->read_segs) {
 		if (unlikely(enc->read_segs > RPCRDMA_MAX_SEGS_LIMIT || !enc->read))
 			return -EINVAL;
-		if (unlikely(!read_list_valid(enc->read, enc->read_segs)))
+		if (check_positions && unlikely(!read_list_valid(enc->read, enc->read_segs)))
 			return -EINVAL;
 		n += (long)enc->read_segs * RPCRDMA_READ_ENTRY_LEN;
 	}
@@ -581,17 +580,15 @@ static long lists_len(const struct rpcrdma_hdr_enc *enc)
 		if (unlikely(enc->write_chunks > RPCRDMA_MAX_CHUNKS_LIMIT || !enc->write))
 			return -EINVAL;
 		for (i = 0; i < enc->write_chunks; i++) {
-			c = chunk_len(&enc->write[i]);
-			if (c < 0)
-				return c;
-			n += c;
+			if (unlikely(chunk_desc_invalid(&enc->write[i])))
+				return -EINVAL;
+			n += 8 + (long)enc->write[i].nsegs * RPCRDMA_SEGMENT_LEN;
 		}
 	}
 	if (enc->reply) {
-		c = chunk_len(enc->reply);
-		if (c < 0)
-			return c;
-		n += c - 4;
+		if (unlikely(chunk_desc_invalid(enc->reply)))
+			return -EINVAL;
+		n += 4 + (long)enc->reply->nsegs * RPCRDMA_SEGMENT_LEN;
 	}
 	return n;
 }
@@ -606,7 +603,7 @@ static long encoded_len(const struct rpcrdma_hdr_enc *enc)
 	long n;
 
 	if (enc->proc <= RPCRDMA_NOMSG) {
-		n = lists_len(enc);
+		n = lists_len(enc, true);
 		return n < 0 ? n : RPCRDMA_HDR_MIN_LEN + n;
 	}
 	if (enc->proc == RPCRDMA_ERROR) {
@@ -776,25 +773,12 @@ static inline void encode_fixed(unsigned char *p, const struct rpcrdma_hdr_enc *
 static long encode_msg(unsigned char *p, size_t len, const struct rpcrdma_hdr_enc *enc)
 {
 	const unsigned char *start = p;
-	size_t need = RPCRDMA_HDR_MIN_LEN + (size_t)enc->read_segs * RPCRDMA_READ_ENTRY_LEN;
-	long n;
+	long n = lists_len(enc, false);
 	uint32_t i;
 
-	if (unlikely(enc->read_segs > RPCRDMA_MAX_SEGS_LIMIT || (enc->read_segs && !enc->read) ||
-		     enc->write_chunks > RPCRDMA_MAX_CHUNKS_LIMIT ||
-		     (enc->write_chunks && !enc->write)))
-		return -EINVAL;
-	for (i = 0; i < enc->write_chunks; i++) {
-		if (unlikely(chunk_desc_invalid(&enc->write[i])))
-			return -EINVAL;
-		need += 8 + (size_t)enc->write[i].nsegs * RPCRDMA_SEGMENT_LEN;
-	}
-	if (enc->reply) {
-		if (unlikely(chunk_desc_invalid(enc->reply)))
-			return -EINVAL;
-		need += 4 + (size_t)enc->reply->nsegs * RPCRDMA_SEGMENT_LEN;
-	}
-	if (unlikely(len < need)) {
+	if (unlikely(n < 0))
+		return n;
+	if (unlikely(len < RPCRDMA_HDR_MIN_LEN + (size_t)n)) {
 		n = encoded_len(enc);
 		return n < 0 ? n : -EMSGSIZE;
 	}
