@@ -35,6 +35,8 @@ struct ulb_entry {
 };
 
 static _Atomic(struct ulb_entry *) ulb_slots[ULB_SLOTS];
+/* Slots at and beyond this one were never filled: lookups stop there. */
+static _Atomic int ulb_high;
 static pthread_mutex_t ulb_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ulb_entry *ulb_retired;		/* ulb_lock */
 
@@ -117,6 +119,8 @@ RPCRDMA_EXPORT int rpcrdma_ulb_register(const struct rpcrdma_ulb *ulb)
 	for (i = 0; i < ULB_SLOTS; i++) {
 		if (!atomic_load_explicit(&ulb_slots[i], memory_order_relaxed)) {
 			atomic_store_explicit(&ulb_slots[i], e, memory_order_release);
+			if (i >= atomic_load_explicit(&ulb_high, memory_order_relaxed))
+				atomic_store_explicit(&ulb_high, i + 1, memory_order_release);
 			e = NULL;
 			rc = 0;
 			break;
@@ -149,10 +153,10 @@ RPCRDMA_EXPORT int rpcrdma_ulb_unregister(uint32_t prog, uint32_t vers)
 void tirpc_ulb_lookup(uint32_t prog, uint32_t vers, uint32_t proc, struct tirpc_ulb_call *out)
 {
 	struct rpcrdma_ulb_proc key = { .proc = proc };
-	int i;
+	int i, high = atomic_load_explicit(&ulb_high, memory_order_acquire);
 
 	memset(out, 0, sizeof(*out));
-	for (i = 0; i < ULB_SLOTS; i++) {
+	for (i = 0; i < high; i++) {
 		const struct ulb_entry *e = atomic_load_explicit(&ulb_slots[i],
 								  memory_order_acquire);
 

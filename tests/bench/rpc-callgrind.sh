@@ -22,6 +22,7 @@ command -v callgrind_annotate >/dev/null || { echo "valgrind is not installed" >
 opts="$*"
 n1=1000
 n2=6000
+. "$(dirname "$0")/callgrind-lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -42,32 +43,15 @@ profile() {
 	callgrind_annotate --auto=no --inclusive=no --threshold=100 "$tmp/cg" >"$tmp/listing" 2>/dev/null
 }
 
-# Self cost of the library's functions (source under lib/) in the listing.
-# softrdma shares lib/list.h: what is inlined from it into the fabric's own
-# functions is the fabric's cost (its path goes through softrdma/).
-lib_lines() {
-	awk '{ gsub(",", "", $1) } $1 ~ /^[0-9]+$/ && $0 ~ /\/lib\/[a-z_]+\.[ch]:/ &&
-		$0 !~ /softrdma\// { print }' "$1"
-}
-
-sum() {
-	awk '{ s += $1 } END { printf "%d", s }'
-}
-
 echo "Instructions of library code (lib/, self cost) per inline NULL RPC, STEP mode,"
 echo "beside $idle idle connections ${opts:-(no options)}"
 echo "(callgrind, (Ir(N2)-Ir(N1))/(N2-N1), N1=$n1, N2=$n2):"
 for side in ${RPC_CALLGRIND_SIDES:-client server}; do
 	profile $side $n1
-	# Library code is told apart by its source file: without debug info
-	# there is none, and every figure would read 0.
-	if [ -z "$(lib_lines "$tmp/listing")" ]; then
-		echo "rpc-callgrind: no function of lib/ in the profile: $bench has no debug" \
-			"information (configure with -Ddebug=true, or --buildtype=debugoptimized)" >&2
-		exit 1
-	fi
-	a=$(lib_lines "$tmp/listing" | sum)
-	ca=$(lib_lines "$tmp/listing" | grep ':rpcrdma_cq_poll ' | sum)
+	require_lib_lines "$tmp/listing" "$bench"
+	mv "$tmp/listing" "$tmp/listing.1"
+	a=$(lib_lines "$tmp/listing.1" | sum)
+	ca=$(lib_lines "$tmp/listing.1" | grep ':rpcrdma_cq_poll ' | sum)
 	profile $side $n2
 	b=$(lib_lines "$tmp/listing" | sum)
 	cb=$(lib_lines "$tmp/listing" | grep ':rpcrdma_cq_poll ' | sum)
@@ -77,8 +61,5 @@ for side in ${RPC_CALLGRIND_SIDES:-client server}; do
 			s, (cb - ca) / (2 * (n2 - n1))
 	}'
 	echo "  top functions ($side, per RPC):"
-	lib_lines "$tmp/listing" | head -n ${RPC_CALLGRIND_TOP:-8} | awk -v n=$n2 '{
-		f = $NF == "" ? $(NF-1) : $0
-		sub(/^.*\/lib\//, "", f); sub(/ \[.*$/, "", f)
-		printf "    %6.1f  %s\n", $1 / n, f }'
+	top_diff "$tmp/listing.1" "$tmp/listing" $n1 $n2 ${RPC_CALLGRIND_TOP:-8}
 done
