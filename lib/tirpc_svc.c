@@ -359,8 +359,10 @@ static bool_t tconn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 
 	tconn_finish_cur(tc);
 	tc->armed = false;
-	if (read(tc->wake_fd, &owed, sizeof(owed)) < 0 && errno != EAGAIN)
+	/* Only tconn_stat() writes it, on this thread: no read when it did not. */
+	if (tc->wake_raised && read(tc->wake_fd, &owed, sizeof(owed)) < 0 && errno != EAGAIN)
 		rpcrdma_dbg("tirpc: wake: %s", strerror(errno));
+	tc->wake_raised = false;
 	/* svc_run() found our descriptor ready: which of the engine's channels is? */
 	if (!tc->svc->nthreads && !tc->closed)
 		svc_rdma_conn_collect(tc->conn);
@@ -407,6 +409,7 @@ static enum xprt_stat tconn_stat(SVCXPRT *xprt)
 		/* Yield; the raised eventfd brings svc_run() back here. */
 		if (write(tc->wake_fd, &one, sizeof(one)) < 0)
 			return XPRT_MOREREQS;
+		tc->wake_raised = true;
 	}
 	tc->turn = 0;
 	return XPRT_IDLE;

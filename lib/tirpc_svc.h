@@ -41,6 +41,7 @@ struct tconn {
 	bool dying;				/* being destroyed: new calls are dropped */
 	bool armed;				/* idle and notification armed */
 	int wake_fd;				/* eventfd: readable while a turn is owed */
+	bool wake_raised;			/* wake_fd written, not read since */
 	unsigned int turn;			/* calls dispatched in this turn */
 
 	struct rpcrdma_svc_call **queue;	/* received, not yet dispatched */
