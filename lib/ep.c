@@ -34,6 +34,14 @@ int64_t rpcrdma_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t rpcrdma_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static void rpcrdma_wc_drain_send(struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	struct rpcrdma_ep *ep = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_ep, drain_send_cqe);

@@ -54,6 +54,8 @@
 #define TCLNT_SEGMENT (1u << 20)
 /* The longest call a chunk of 16 such segments carries. */
 #define TCLNT_LONG_MAX (16u * TCLNT_SEGMENT)
+/* RPCRDMA_CLSET_SPIN_US's bound: one second. */
+#define TCLNT_SPIN_MAX 1000000u
 
 /* A call's message and reply buffers, reused from call to call. */
 struct tcall_buf {
@@ -85,6 +87,7 @@ struct tclnt {
 	u_int sendsize;
 	u_int recvsize;
 	bool recv_inline;			/* recvsize 0: never offer a Reply chunk */
+	u_int spin_us;				/* poll this long before sleeping */
 	uint32_t inline_recv;
 	struct tcall_buf *free_bufs;
 	struct tcall_buf *all_bufs;
@@ -173,6 +176,30 @@ static struct tcall_buf *tclnt_get_buf(struct tclnt *tc)
 	return b;
 }
 
+/*
+ * Poll for up to tc->spin_us (not beyond @deadline) before sleeping: a reply
+ * that comes meanwhile costs no wake-up. The lock is let go between polls,
+ * so that other threads may submit (they find tc->polling set and wait).
+ * Returns what the last poll did.
+ */
+static int tclnt_spin(struct tclnt *tc, struct tcall *c, int64_t deadline)
+{
+	int64_t end = rpcrdma_now_us() + tc->spin_us;
+	int n = 0;
+
+	if (end > deadline * 1000)
+		end = deadline * 1000;
+	while (!c->done && rpcrdma_now_us() < end) {
+		pthread_mutex_unlock(&tc->lock);
+		rpcrdma_cpu_relax();
+		pthread_mutex_lock(&tc->lock);
+		n = rpcrdma_clnt_poll(tc->native, TCLNT_BUDGET);
+		if (n)
+			break;
+	}
+	return n;
+}
+
 /* Submit @c, then drive the native client until it is done or @deadline passes. */
 static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t deadline)
 {
@@ -217,6 +244,8 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t deadline)
 		}
 		tc->polling = true;
 		n = rpcrdma_clnt_poll(tc->native, TCLNT_BUDGET);
+		if (n == 0 && !c->done && tc->spin_us)
+			n = tclnt_spin(tc, c, deadline);
 		if (n == 0 && !c->done)
 			n = rpcrdma_clnt_arm(tc->native);
 		if (n == 0 && !c->done) {
@@ -708,6 +737,14 @@ static bool_t tclnt_control_locked(struct tclnt *tc, u_int request, void *info)
 		rc = rpcrdma_clnt_mem_register(tc->native, ddp->buf, ddp->len, &mem);
 		tclnt_kick(tc);
 		return rc == 0;
+	case RPCRDMA_CLSET_SPIN_US:
+		if (*(u_int *)info > TCLNT_SPIN_MAX)
+			return FALSE;
+		tc->spin_us = *(u_int *)info;
+		return TRUE;
+	case RPCRDMA_CLGET_SPIN_US:
+		*(u_int *)info = tc->spin_us;
+		return TRUE;
 	case RPCRDMA_CLGET_STATS:
 		return rpcrdma_clnt_stats(tc->native, info) == 0;
 	case RPCRDMA_CLGET_STATS_0_1: {
@@ -778,6 +815,25 @@ static int tclnt_init_sync(struct tclnt *tc)
 	return 0;
 }
 
+/* RPCRDMA_SPIN_US from the environment, for programs that cannot set it. */
+static u_int tclnt_default_spin(void)
+{
+	const char *v = getenv("RPCRDMA_SPIN_US");
+	unsigned long us;
+	char *end;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	us = strtoul(v, &end, 10);
+	if (errno || *end || us > TCLNT_SPIN_MAX || v[0] == '-') {
+		rpcrdma_warn("tirpc: RPCRDMA_SPIN_US=%s is not a number of microseconds up to %u: "
+			     "not polling before sleeping", v, TCLNT_SPIN_MAX);
+		return 0;
+	}
+	return (u_int)us;
+}
+
 static int tclnt_encode_hdr(struct tclnt *tc, rpcprog_t prog, rpcvers_t vers)
 {
 	struct rpc_msg call;
@@ -846,6 +902,7 @@ RPCRDMA_EXPORT CLIENT *rpcrdma_clnt_create(const struct sockaddr *addr, rpcprog_
 	tc->recvsize = recvsize ? recvsize : info.inline_recv;
 	tc->recv_inline = !recvsize;
 	tc->inline_recv = info.inline_recv;
+	tc->spin_us = tclnt_default_spin();
 	gettimeofday(&now, NULL);
 	tc->next_xid = (uint32_t)getpid() ^ (uint32_t)now.tv_sec ^ (uint32_t)now.tv_usec << 12 ^
 		       (uint32_t)(uintptr_t)tc;

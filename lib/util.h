@@ -16,8 +16,9 @@
 
 #include "compiler.h"
 
-/* Monotonic clock in milliseconds. */
+/* Monotonic clock in milliseconds, and in microseconds. */
 int64_t rpcrdma_now_ms(void);
+int64_t rpcrdma_now_us(void);
 
 /* Internal log, routed through rpcrdma_set_log(). */
 void rpcrdma_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -250,6 +250,7 @@ int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	else if (!solicited_only)
 		scq->solicited_only = false;
 	scq->armed = true;
+	scq->arms++;
 	/*
 	 * Records that came before the arm wake nobody now: run them, so that
 	 * what they complete here raises the event the caller will wait for.

@@ -136,8 +136,11 @@ unsigned long softrdma_qp_resends(struct ibv_qp *qp)
 
 void softrdma_qp_stats(struct ibv_qp *qp, struct softrdma_qp_stats *stats)
 {
+	struct soft_qp *sqp = to_sqp(qp);
+
 	fab_lock();
-	*stats = to_sqp(qp)->stats;
+	*stats = sqp->stats;
+	stats->recv_cq_arms = sqp->rcq ? sqp->rcq->arms : 0;
 	fab_unlock();
 }
 
@@ -148,6 +151,7 @@ static void qp_stats_add(struct softrdma_qp_stats *sum, const struct softrdma_qp
 	sum->send_wrs += st->send_wrs;
 	sum->recv_wrs += st->recv_wrs;
 	sum->send_cqes += st->send_cqes;
+	sum->recv_cq_arms += st->recv_cq_arms;
 }
 
 void softrdma_qp_stats_sum(struct softrdma_qp_stats *active, struct softrdma_qp_stats *passive)
@@ -158,8 +162,10 @@ void softrdma_qp_stats_sum(struct softrdma_qp_stats *active, struct softrdma_qp_
 	fab_lock();
 	list_for_each(pos, &fab.qps) {
 		struct soft_qp *sqp = container_of(pos, struct soft_qp, link);
+		struct softrdma_qp_stats st = sqp->stats;
 
-		qp_stats_add(sqp->cm_id && sqp->cm_id->passive ? &p : &a, &sqp->stats);
+		st.recv_cq_arms = sqp->rcq ? sqp->rcq->arms : 0;
+		qp_stats_add(sqp->cm_id && sqp->cm_id->passive ? &p : &a, &st);
 	}
 	fab_unlock();
 	if (active)

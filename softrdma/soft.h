@@ -406,6 +406,7 @@ struct soft_cq {
 	unsigned int comp_acked;
 	unsigned int async_read;
 	unsigned int async_acked;
+	unsigned long arms;		/* ibv_req_notify_cq calls (softrdma_qp_stats) */
 };
 
 static inline struct soft_cq *to_scq(struct ibv_cq *cq)

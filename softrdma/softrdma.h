@@ -285,7 +285,9 @@ unsigned long softrdma_qp_resends(struct ibv_qp *qp);
  * (ibv_post_send and ibv_post_recv calls, a chain counting once, refused or
  * not), the WRs they carried, and the send completions it got (signaled
  * WRs and errors; an unsignaled WR that succeeds has none). Receives posted
- * to an SRQ are not the QP's. A hot path is judged by these per RPC.
+ * to an SRQ are not the QP's. recv_cq_arms: the ibv_req_notify_cq calls on
+ * its receive CQ since that CQ was created (a CQ that QPs share counts for
+ * each). A hot path is judged by these per RPC.
  */
 struct softrdma_qp_stats {
 	unsigned long send_posts;
@@ -293,6 +295,7 @@ struct softrdma_qp_stats {
 	unsigned long send_wrs;
 	unsigned long recv_wrs;
 	unsigned long send_cqes;
+	unsigned long recv_cq_arms;
 };
 
 void softrdma_qp_stats(struct ibv_qp *qp, struct softrdma_qp_stats *stats);

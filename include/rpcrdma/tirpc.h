@@ -609,6 +609,22 @@ struct rpcrdma_ddp_buf {
 #define RPCRDMA_CLSET_MEM_REGISTER 0x52440003u
 
 /**
+ * RPCRDMA_CLSET_SPIN_US - poll this long before sleeping (u_int *, microseconds)
+ *
+ * A thread of clnt_call() that finds no reply yet polls the completion queue
+ * for up to this many microseconds (never beyond the call's timeout) before
+ * it arms the queue and sleeps. A reply that comes within the window then
+ * costs no sleep and no wake-up, at the price of a CPU kept busy while it
+ * waits: worth it where replies come in tens of microseconds and a core is
+ * to spare. 0 (the default) sleeps at once. At most 1000000; a larger value
+ * returns FALSE and changes nothing. The environment variable
+ * RPCRDMA_SPIN_US sets the default of the CLIENTs made afterwards, for
+ * programs that cannot call clnt_control(). RPCRDMA_CLGET_SPIN_US reads it.
+ */
+#define RPCRDMA_CLSET_SPIN_US 0x52440006u
+#define RPCRDMA_CLGET_SPIN_US 0x52440007u
+
+/**
  * RPCRDMA_CLGET_STATS - the native client's counters (struct rpcrdma_stats *,
  * its struct_size set: see rpcrdma.h). 0.1's code for it was 0x52440004,
  * with 0.1's struct, and still works as it did.

@@ -25,7 +25,11 @@
  * read 0), as tests/bench/tirpc-callgrind.sh does to count the NULL calls'
  * instructions alone.
  *
- * tirpc-bench [-n null-calls] [-m mib-transfers] [-t threads] [-r rounds] [-x tcp|rdma]
+ * -s gives the RDMA CLIENT's polling window (RPCRDMA_CLSET_SPIN_US) for a
+ * second 1-caller NULL loop (default 100 us; 0: none).
+ *
+ * tirpc-bench [-n null-calls] [-m mib-transfers] [-t threads] [-r rounds] [-s spin-us]
+ *             [-x tcp|rdma]
  */
 #include <getopt.h>
 #include <math.h>
@@ -46,6 +50,8 @@ struct figures {
 	double null_per_s;
 	double null_median_us;
 	double null_csw_per_call;	/* both sides: client and server share this process */
+	/* RDMA: the client polls -s microseconds before sleeping; TCP: as above. */
+	double null_spin_per_s, null_spin_median_us, null_spin_csw_per_call;
 	double null_mt_per_s;
 	/* RDMA only (softrdma's per-QP counters): doorbells and signaled send CQEs per call. */
 	double null_clnt_posts, null_svc_posts, null_clnt_signaled, null_svc_signaled;
@@ -200,8 +206,30 @@ out:
 	return rc;
 }
 
+/* The 1-caller NULL loop again, the RDMA client polling @spin_us before it sleeps. */
+static int bench_null_spin(CLIENT *cl, bool rdma, unsigned int n, u_int spin_us,
+			   struct figures *f)
+{
+	struct figures s = *f;
+	u_int off = 0;
+	int rc;
+
+	if (rdma) {
+		if (!clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&spin_us))
+			return -1;
+		rc = bench_null(cl, n, &s);
+		clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&off);
+		if (rc)
+			return rc;
+	}
+	f->null_spin_per_s = s.null_per_s;
+	f->null_spin_median_us = s.null_median_us;
+	f->null_spin_csw_per_call = s.null_csw_per_call;
+	return 0;
+}
+
 static int bench(bool rdma, unsigned int nulls, unsigned int mibs, unsigned int threads,
-		 struct figures *f)
+		 u_int spin_us, struct figures *f)
 {
 	struct tt_server srv;
 	CLIENT *cl = NULL, *large = NULL;
@@ -213,6 +241,7 @@ static int bench(bool rdma, unsigned int nulls, unsigned int mibs, unsigned int 
 	cl = tt_client(&srv, TT_PROG, TT_VERS, 0, 0);
 	large = tt_client(&srv, TT_PROG, TT_VERS, TT_BIG, TT_BIG);
 	if (cl && large && !bench_null(cl, nulls, f) &&
+	    (!spin_us || !bench_null_spin(cl, rdma, nulls, spin_us, f)) &&
 	    (!threads || !bench_null_mt(cl, nulls, threads, f)) &&
 	    (!mibs || !bench_mib(&srv, large, mibs, f)))
 		rc = 0;
@@ -267,9 +296,10 @@ static double row_ratio(const struct figures *tcp, const struct figures *rdma,
 }
 
 static void print_table(const struct figures *tcp, const struct figures *rdma,
-			unsigned int rounds, unsigned int threads, unsigned int which, double *v)
+			unsigned int rounds, unsigned int threads, u_int spin_us, unsigned int which,
+			double *v)
 {
-	char mt_label[48];
+	char mt_label[48], spin_label[3][48];
 	const struct figure_row rows[] = {
 		{ "NULL calls/s, 1 caller", FIGURE(null_per_s), 0 },
 		{ "NULL median latency (us), 1 caller", FIGURE(null_median_us), 1 },
@@ -278,6 +308,9 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 		{ "posts/NULL call, server (RDMA)", FIGURE(null_svc_posts), 2 },
 		{ "signaled send CQEs/NULL call, client", FIGURE(null_clnt_signaled), 2 },
 		{ "signaled send CQEs/NULL call, server", FIGURE(null_svc_signaled), 2 },
+		{ spin_label[0], FIGURE(null_spin_per_s), 0 },
+		{ spin_label[1], FIGURE(null_spin_median_us), 1 },
+		{ spin_label[2], FIGURE(null_spin_csw_per_call), 2 },
 		{ mt_label, FIGURE(null_mt_per_s), 0 },
 		{ "1 MiB results, MiB/s", FIGURE(result_mib_s), 0 },
 		{ "1 MiB arguments, MiB/s", FIGURE(arg_mib_s), 0 },
@@ -286,6 +319,9 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 	size_t i;
 
 	snprintf(mt_label, sizeof(mt_label), "NULL calls/s, %u threads, 1 CLIENT", threads);
+	snprintf(spin_label[0], sizeof(spin_label[0]), "NULL calls/s, spin %u us (**)", spin_us);
+	snprintf(spin_label[1], sizeof(spin_label[1]), "NULL median latency (us), spin %u us", spin_us);
+	snprintf(spin_label[2], sizeof(spin_label[2]), "ctx switches/NULL call, spin %u us", spin_us);
 	printf("%-38s", "libtirpc, same rpcgen program");
 	if (which & BENCH_TCP)
 		printf(" %14s", "TCP loopback");
@@ -308,6 +344,9 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 	}
 	printf("(*) getrusage(RUSAGE_SELF) over the 1-caller NULL loop, divided by the calls:\n"
 	       "    client and server share this process, so both sides' switches count.\n");
+	printf("(**) 1 caller, the RDMA CLIENT polling %u us for each reply before it sleeps\n"
+	       "    (RPCRDMA_CLSET_SPIN_US; with -s 0 these rows read 0); TCP: the figures\n"
+	       "    above again, as clnt_vc has no such mode.\n", spin_us);
 	printf("Each figure: the median of %u round%s", rounds, rounds == 1 ? "" : "s");
 	if (rounds > 1 && which == (BENCH_TCP | BENCH_RDMA))
 		printf(", transports interleaved (the first alternating);\n"
@@ -320,18 +359,19 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 static void usage(const char *prog)
 {
 	fprintf(stderr, "usage: %s [-n null-calls] [-m mib-transfers] [-t threads] [-r rounds] "
-		"[-x tcp|rdma]\n", prog);
+		"[-s spin-us] [-x tcp|rdma]\n", prog);
 }
 
 int main(int argc, char **argv)
 {
 	unsigned int nulls = 20000, mibs = 100, threads = 4, rounds = 5, r, k;
+	u_int spin_us = 100;
 	unsigned int which = BENCH_TCP | BENCH_RDMA;
 	struct figures *tcp, *rdma;
 	double *scratch;
 	int opt, rc = 0;
 
-	while ((opt = getopt(argc, argv, "n:m:t:r:x:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:m:t:r:s:x:")) != -1) {
 		switch (opt) {
 		case 'n':
 			nulls = (unsigned int)strtoul(optarg, NULL, 0);
@@ -344,6 +384,9 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			rounds = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 's':
+			spin_us = (u_int)strtoul(optarg, NULL, 0);
 			break;
 		case 'x':
 			if (!strcmp(optarg, "tcp")) {
@@ -379,7 +422,8 @@ int main(int argc, char **argv)
 
 			if (!(which & (use_rdma ? BENCH_RDMA : BENCH_TCP)))
 				continue;
-			if (bench(use_rdma, nulls, mibs, threads, use_rdma ? &rdma[r] : &tcp[r])) {
+			if (bench(use_rdma, nulls, mibs, threads, spin_us,
+				  use_rdma ? &rdma[r] : &tcp[r])) {
 				fprintf(stderr, "tirpc-bench: a call failed (%s, round %u)\n",
 					use_rdma ? "RDMA" : "TCP", r + 1);
 				rc = 1;
@@ -387,7 +431,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	print_table(tcp, rdma, rounds, threads, which, scratch);
+	print_table(tcp, rdma, rounds, threads, spin_us, which, scratch);
 out:
 	free(scratch);
 	free(rdma);

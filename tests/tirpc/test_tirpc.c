@@ -763,6 +763,74 @@ static void *sleep_run(void *arg)
 	return NULL;
 }
 
+/* RPCRDMA_SPIN_US: the default of the CLIENTs made afterwards; garbage is ignored. */
+static u_int spin_default_from_env(void **state, const char *value)
+{
+	CLIENT *cl;
+	u_int us = 12345;
+
+	assert_int_equal(setenv("RPCRDMA_SPIN_US", value, 1), 0);
+	cl = tt_client(srv_of(state), TT_PROG, TT_VERS, 0, 0);
+	unsetenv("RPCRDMA_SPIN_US");
+	assert_non_null(cl);
+	assert_true(clnt_control(cl, RPCRDMA_CLGET_SPIN_US, (char *)&us));
+	clnt_destroy(cl);
+	return us;
+}
+
+/*
+ * RPCRDMA_CLSET_SPIN_US: bounded, read back; a client that polls long
+ * enough never arms its receive CQ (no sleep, no wake-up), one that does not
+ * poll does; and the window never outlasts the call's timeout.
+ */
+static void test_spin(void **state)
+{
+	CLIENT *cl = tt_client(srv_of(state), TT_PROG, TT_VERS, 0, 0);
+	struct timeval short_wait = { .tv_usec = 150 * 1000 };
+	struct softrdma_qp_stats before, after;
+	u_int us, ms = 600;
+	int64_t t0, dt;
+	int i;
+
+	assert_int_equal(spin_default_from_env(state, "250"), 250);
+	assert_int_equal(spin_default_from_env(state, "1000001"), 0);
+	assert_int_equal(spin_default_from_env(state, "-5"), 0);
+	assert_int_equal(spin_default_from_env(state, "20us"), 0);
+	assert_non_null(cl);
+	assert_true(clnt_control(cl, RPCRDMA_CLGET_SPIN_US, (char *)&us));
+	assert_int_equal(us, 0);
+	us = 1000001;
+	assert_false(clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&us));
+	assert_true(clnt_control(cl, RPCRDMA_CLGET_SPIN_US, (char *)&us));
+	assert_int_equal(us, 0);
+	assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+
+	/* Without the window the client sleeps for its replies: it arms. */
+	softrdma_qp_stats_sum(&before, NULL);
+	for (i = 0; i < 50; i++)
+		assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	softrdma_qp_stats_sum(&after, NULL);
+	assert_true(after.recv_cq_arms > before.recv_cq_arms);
+
+	us = 1000000;
+	assert_true(clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&us));
+	assert_true(clnt_control(cl, RPCRDMA_CLGET_SPIN_US, (char *)&us));
+	assert_int_equal(us, 1000000);
+	softrdma_qp_stats_sum(&before, NULL);
+	for (i = 0; i < 50; i++)
+		assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	softrdma_qp_stats_sum(&after, NULL);
+	assert_int_equal(after.recv_cq_arms, before.recv_cq_arms);
+
+	/* A second's window, a 150 ms timeout: the call times out at 150 ms. */
+	t0 = now_ms();
+	assert_int_equal(clnt_call(cl, TT_SLEEP, (xdrproc_t)xdr_u_int, &ms, XDR_VOID,
+				   NULL, short_wait), RPC_TIMEDOUT);
+	dt = now_ms() - t0;
+	assert_true(dt >= 140 && dt < 550);
+	clnt_destroy(cl);
+}
+
 /*
  * A service routine defers its call to a worker (rpcrdma_svc_defer()):
  * svc_run() goes on serving another client while the call is held, and
@@ -1012,6 +1080,7 @@ int main(void)
 	};
 	const struct CMUnitTest rdma_only[] = {
 		cmocka_unit_test(test_deferred_reply),
+		cmocka_unit_test(test_spin),
 		cmocka_unit_test(test_blocked_thread_spares_others),
 		cmocka_unit_test(test_second_run_refused),
 		cmocka_unit_test(test_listener_destroyed_in_flight),
