@@ -322,6 +322,14 @@ RPCRDMA_EXPORT int rpcrdma_svc_poller_wait(struct rpcrdma_svc *svc, unsigned int
 	return svc_rdma_poller_wait(&svc->sv_pollers[i], timeout_ms);
 }
 
+void svc_rdma_set_spin(struct rpcrdma_svc *svc, unsigned int us)
+{
+	unsigned int i;
+
+	for (i = 0; i < svc->sv_npollers; i++)
+		atomic_store_explicit(&svc->sv_pollers[i].spin_us, us, memory_order_relaxed);
+}
+
 /* Every device's PD: a region is registered with all of them. */
 static void svc_rdma_all_pds(const struct rpcrdma_svc *svc, struct ibv_pd **pds)
 {

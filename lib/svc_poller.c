@@ -455,6 +455,29 @@ int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 	return n;
 }
 
+/*
+ * Poll for up to p->spin_us before sleeping: work that comes meanwhile costs
+ * no sleep and no wake-up. An idle pass reads the epoll set, so each turn
+ * here costs a system call; a sleep and a wake-up cost more.
+ */
+static int svc_rdma_poller_spin(struct svc_rdma_poller *p)
+{
+	unsigned int us = atomic_load_explicit(&p->spin_us, memory_order_relaxed);
+	int64_t end;
+	int n = 0;
+
+	if (!us)
+		return 0;
+	end = rpcrdma_now_us() + us;
+	while (n == 0 && rpcrdma_now_us() < end) {
+		rpcrdma_cpu_relax();
+		n = svc_rdma_poller_poll(p, 64);
+		if (n == 0 && (!list_empty(&p->ready) || svc_rdma_srq_busy(p)))
+			n = 1;
+	}
+	return n;
+}
+
 int svc_rdma_poller_wait(struct svc_rdma_poller *p, int timeout_ms)
 {
 	struct epoll_event ev;
@@ -464,6 +487,8 @@ int svc_rdma_poller_wait(struct svc_rdma_poller *p, int timeout_ms)
 	/* Connections a pass found drained were armed by it. */
 	if (n == 0 && (!list_empty(&p->ready) || svc_rdma_srq_busy(p)))
 		n = 1;
+	if (n == 0)
+		n = svc_rdma_poller_spin(p);
 	if (n != 0)
 		return n;
 	rpcrdma_stat_tick(&p->stat, true);

@@ -261,6 +261,7 @@ struct svc_rdma_poller {
 	_Atomic uintptr_t thread;		/* the thread that polls it */
 	struct rpcrdma_guard guard;		/* one thread inside its polls at a time */
 	int wake_fd;				/* in epfd (data: the poller) */
+	atomic_uint spin_us;			/* a wait polls this long first */
 	atomic_uint nwork;			/* queued handoffs and adoptions */
 	atomic_bool async_check;		/* an async event may concern its connections */
 	struct svc_rdma_srq *srqs[SVC_RDMA_MAX_DEVICES];	/* with RPCRDMA_SVC_SRQ, per device */

@@ -51,5 +51,10 @@ int svc_rdma_mem_register_on(struct rpcrdma_svc *svc, struct list_node *list, vo
  * registrations and PDs are released.
  */
 void svc_rdma_set_on_free(struct rpcrdma_svc *svc, void (*fn)(void *arg), void *arg);
+/*
+ * How long each poller's waits (rpcrdma_svc_poller_wait()) poll before they
+ * sleep: RPCRDMA_SVCSET_SPIN_US on a listener of rpcrdma_svc_run().
+ */
+void svc_rdma_set_spin(struct rpcrdma_svc *svc, unsigned int us);
 
 #endif /* TIRPC_ENGINE_H */

@@ -291,6 +291,25 @@ static void tsvc_on_call(struct rpcrdma_svc_call *call, void *arg)
 
 /* Connection ops */
 
+/*
+ * With RPCRDMA_SVCSET_SPIN_US: poll an idle connection that long for its
+ * next call before arming it, so that a call coming meanwhile costs no
+ * sleep; svc_run() serves no other transport during the window.
+ */
+static void tconn_spin(struct tconn *tc)
+{
+	unsigned int us = atomic_load_explicit(&tc->svc->spin_us, memory_order_relaxed);
+	int64_t end;
+
+	if (!us)
+		return;
+	end = rpcrdma_now_us() + us;
+	while (!tc->closed && !tc->qlen && rpcrdma_now_us() < end) {
+		rpcrdma_cpu_relax();
+		rpcrdma_svc_conn_poll(tc->conn, TSVC_BUDGET);
+	}
+}
+
 /* Poll until idle, then arm; stop early once a call is queued. */
 static void tconn_progress(struct tconn *tc)
 {
@@ -299,6 +318,8 @@ static void tconn_progress(struct tconn *tc)
 	do {
 		n = rpcrdma_svc_conn_poll(tc->conn, TSVC_BUDGET);
 	} while (n >= TSVC_BUDGET && !tc->closed && !tc->qlen);
+	if (!tc->closed && !tc->qlen)
+		tconn_spin(tc);
 	while (!tc->closed && !tc->qlen) {
 		n = rpcrdma_svc_conn_arm(tc->conn);
 		if (n <= 0) {
@@ -696,9 +717,36 @@ void tconn_destroy_now(struct tconn *tc)
 	tconn_free(tc);
 }
 
+static bool_t tsvc_control_of(struct tsvc *ts, const u_int rq, void *in)
+{
+	u_int us;
+
+	switch (rq) {
+	case RPCRDMA_SVCSET_SPIN_US:
+		memcpy(&us, in, sizeof(us));
+		if (us > TSVC_SPIN_MAX)
+			return FALSE;
+		atomic_store(&ts->spin_us, us);
+		pthread_mutex_lock(&ts->lock);
+		if (ts->native)
+			svc_rdma_set_spin(ts->native, us);
+		pthread_mutex_unlock(&ts->lock);
+		return TRUE;
+	case RPCRDMA_SVCGET_SPIN_US:
+		us = atomic_load(&ts->spin_us);
+		memcpy(in, &us, sizeof(us));
+		return TRUE;
+	default:
+		return FALSE;
+	}
+}
+
+/* A connection answers for its listener. */
 static bool_t tconn_control(SVCXPRT *xprt, const u_int rq, void *in)
 {
-	return FALSE;
+	struct tconn *tc = tconn_of(xprt);
+
+	return tc && in ? tsvc_control_of(tc->svc, rq, in) : FALSE;
 }
 
 static const struct xp_ops tconn_ops = {
@@ -772,6 +820,7 @@ static void tsvc_destroy(SVCXPRT *xprt)
 	struct tsvc *ts = tsvc_of(xprt);
 	struct tconn *busy = tsvc_dispatching;
 	struct list_node *pos, *tmp;
+	struct rpcrdma_svc *native;
 
 	if (ts->running) {
 		/*
@@ -805,15 +854,21 @@ static void tsvc_destroy(SVCXPRT *xprt)
 	}
 	if (busy)
 		tconn_cut_off(busy, false);
-	rpcrdma_svc_destroy(ts->native);
+	/* Under the lock: a connection's control (RPCRDMA_SVCSET_SPIN_US) may look. */
+	pthread_mutex_lock(&ts->lock);
+	native = ts->native;
 	ts->native = NULL;
+	pthread_mutex_unlock(&ts->lock);
+	rpcrdma_svc_destroy(native);
 	if (list_empty(&ts->conns))
 		tsvc_free(ts);
 }
 
 static bool_t tsvc_control(SVCXPRT *xprt, const u_int rq, void *in)
 {
-	return FALSE;
+	struct tsvc *ts = tsvc_of(xprt);
+
+	return ts && in ? tsvc_control_of(ts, rq, in) : FALSE;
 }
 
 static const struct xp_ops tsvc_ops = {

@@ -22,6 +22,8 @@
 #include "tirpc_xdr.h"
 
 #define TSVC_BUDGET 64
+/* RPCRDMA_SVCSET_SPIN_US's bound: one second. */
+#define TSVC_SPIN_MAX 1000000u
 /* Calls one connection dispatches before it lets the others have a turn. */
 #define TSVC_TURN 32
 /* Bound on waiting for a destroyed connection's flushes, as the engine's. */
@@ -83,6 +85,7 @@ struct tsvc {
 	bool listener_gone;
 	int family;
 	unsigned int nthreads;			/* rpcrdma_svc_create_mt(); 0: svc_run() */
+	atomic_uint spin_us;			/* RPCRDMA_SVCSET_SPIN_US */
 	pthread_mutex_t lock;
 	atomic_bool stop;			/* rpcrdma_svc_run() ends */
 	atomic_bool running;			/* rpcrdma_svc_run() is serving */

@@ -625,6 +625,22 @@ struct rpcrdma_ddp_buf {
 #define RPCRDMA_CLGET_SPIN_US 0x52440007u
 
 /**
+ * RPCRDMA_SVCSET_SPIN_US - poll this long before sleeping (u_int *, microseconds)
+ *
+ * For SVC_CONTROL() on a listener from rpcrdma_svc_create() and its kin, or
+ * on one of its connections (which answers for its listener). A connection
+ * that goes idle is polled this long for its next call before it is armed
+ * and svc_run() sleeps; under rpcrdma_svc_run() each thread's poller polls
+ * its connections this long before it sleeps. A call that comes within the
+ * window costs no sleep and no wake-up, at the price of a CPU kept busy;
+ * under svc_run() no other transport is served during the window. 0 (the
+ * default) sleeps at once; at most 1000000, and a larger value returns
+ * FALSE and changes nothing. Thread-safe. RPCRDMA_SVCGET_SPIN_US reads it.
+ */
+#define RPCRDMA_SVCSET_SPIN_US 0x52440101u
+#define RPCRDMA_SVCGET_SPIN_US 0x52440102u
+
+/**
  * RPCRDMA_CLGET_STATS - the native client's counters (struct rpcrdma_stats *,
  * its struct_size set: see rpcrdma.h). 0.1's code for it was 0x52440004,
  * with 0.1's struct, and still works as it did.

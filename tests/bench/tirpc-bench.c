@@ -25,8 +25,9 @@
  * read 0), as tests/bench/tirpc-callgrind.sh does to count the NULL calls'
  * instructions alone.
  *
- * -s gives the RDMA CLIENT's polling window (RPCRDMA_CLSET_SPIN_US) for a
- * second 1-caller NULL loop (default 100 us; 0: none).
+ * -s gives the RDMA CLIENT's and server's polling window
+ * (RPCRDMA_CLSET_SPIN_US, RPCRDMA_SVCSET_SPIN_US) for a second 1-caller NULL
+ * loop (default 100 us; 0: none).
  *
  * tirpc-bench [-n null-calls] [-m mib-transfers] [-t threads] [-r rounds] [-s spin-us]
  *             [-x tcp|rdma]
@@ -206,19 +207,21 @@ out:
 	return rc;
 }
 
-/* The 1-caller NULL loop again, the RDMA client polling @spin_us before it sleeps. */
-static int bench_null_spin(CLIENT *cl, bool rdma, unsigned int n, u_int spin_us,
-			   struct figures *f)
+/* The 1-caller NULL loop again, RDMA's client and server polling @spin_us before they sleep. */
+static int bench_null_spin(const struct tt_server *srv, CLIENT *cl, unsigned int n,
+			   u_int spin_us, struct figures *f)
 {
 	struct figures s = *f;
 	u_int off = 0;
 	int rc;
 
-	if (rdma) {
-		if (!clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&spin_us))
+	if (srv->rdma) {
+		if (!clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&spin_us) ||
+		    !SVC_CONTROL(srv->listener, RPCRDMA_SVCSET_SPIN_US, &spin_us))
 			return -1;
 		rc = bench_null(cl, n, &s);
 		clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&off);
+		SVC_CONTROL(srv->listener, RPCRDMA_SVCSET_SPIN_US, &off);
 		if (rc)
 			return rc;
 	}
@@ -241,7 +244,7 @@ static int bench(bool rdma, unsigned int nulls, unsigned int mibs, unsigned int 
 	cl = tt_client(&srv, TT_PROG, TT_VERS, 0, 0);
 	large = tt_client(&srv, TT_PROG, TT_VERS, TT_BIG, TT_BIG);
 	if (cl && large && !bench_null(cl, nulls, f) &&
-	    (!spin_us || !bench_null_spin(cl, rdma, nulls, spin_us, f)) &&
+	    (!spin_us || !bench_null_spin(&srv, cl, nulls, spin_us, f)) &&
 	    (!threads || !bench_null_mt(cl, nulls, threads, f)) &&
 	    (!mibs || !bench_mib(&srv, large, mibs, f)))
 		rc = 0;
@@ -344,9 +347,11 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 	}
 	printf("(*) getrusage(RUSAGE_SELF) over the 1-caller NULL loop, divided by the calls:\n"
 	       "    client and server share this process, so both sides' switches count.\n");
-	printf("(**) 1 caller, the RDMA CLIENT polling %u us for each reply before it sleeps\n"
-	       "    (RPCRDMA_CLSET_SPIN_US; with -s 0 these rows read 0); TCP: the figures\n"
-	       "    above again, as clnt_vc has no such mode.\n", spin_us);
+	printf("(**) 1 caller; over RDMA the CLIENT polls %u us for each reply and the\n"
+	       "    server each connection for its next call before sleeping\n"
+	       "    (RPCRDMA_CLSET_SPIN_US, RPCRDMA_SVCSET_SPIN_US; with -s 0 these rows\n"
+	       "    read 0); TCP: the figures above again, as libtirpc's TCP has no such mode.\n",
+	       spin_us);
 	printf("Each figure: the median of %u round%s", rounds, rounds == 1 ? "" : "s");
 	if (rounds > 1 && which == (BENCH_TCP | BENCH_RDMA))
 		printf(", transports interleaved (the first alternating);\n"

@@ -763,6 +763,39 @@ static void *sleep_run(void *arg)
 	return NULL;
 }
 
+/*
+ * RPCRDMA_SVCSET_SPIN_US on the listener: bounded, read back. Under
+ * svc_run(), a connection polled for its next call is never armed while
+ * the client (polling too) keeps calling; under rpcrdma_svc_run() the
+ * poller's passes arm what they drain, so there the calls must just work.
+ */
+static void server_spin(struct tt_server *srv, CLIENT *cl)
+{
+	struct softrdma_qp_stats before, after;
+	u_int us;
+	int i;
+
+	assert_true(SVC_CONTROL(srv->listener, RPCRDMA_SVCGET_SPIN_US, &us));
+	assert_int_equal(us, 0);
+	us = 1000001;
+	assert_false(SVC_CONTROL(srv->listener, RPCRDMA_SVCSET_SPIN_US, &us));
+	assert_false(SVC_CONTROL(srv->listener, RPCRDMA_SVCSET_SPIN_US, NULL));
+	us = 1000000;
+	assert_true(SVC_CONTROL(srv->listener, RPCRDMA_SVCSET_SPIN_US, &us));
+	us = 0;
+	assert_true(SVC_CONTROL(srv->listener, RPCRDMA_SVCGET_SPIN_US, &us));
+	assert_int_equal(us, 1000000);
+	assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	softrdma_qp_stats_sum(NULL, &before);
+	for (i = 0; i < 50; i++)
+		assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	softrdma_qp_stats_sum(NULL, &after);
+	if (!tt_threads())
+		assert_int_equal(after.recv_cq_arms, before.recv_cq_arms);
+	us = 0;
+	assert_true(SVC_CONTROL(srv->listener, RPCRDMA_SVCSET_SPIN_US, &us));
+}
+
 /* RPCRDMA_SPIN_US: the default of the CLIENTs made afterwards; garbage is ignored. */
 static u_int spin_default_from_env(void **state, const char *value)
 {
@@ -828,6 +861,7 @@ static void test_spin(void **state)
 				   NULL, short_wait), RPC_TIMEDOUT);
 	dt = now_ms() - t0;
 	assert_true(dt >= 140 && dt < 550);
+	server_spin(srv_of(state), cl);
 	clnt_destroy(cl);
 }
 
