@@ -2,6 +2,15 @@
 # Sourced by rpc-callgrind.sh and tirpc-callgrind.sh: the library's share of a
 # callgrind_annotate listing (--inclusive=no), told apart by source file.
 
+# Checks that the bench program $1 and callgrind_annotate are there; sets
+# tmp to a scratch directory, removed on exit.
+callgrind_prepare() {
+	[ -x "$1" ] || { echo "no $1: build first" >&2; exit 1; }
+	command -v callgrind_annotate >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+}
+
 # The lines of functions whose source lies in lib/. softrdma shares
 # lib/list.h: what is inlined from it into the fabric's own functions is the
 # fabric's cost (its path goes through softrdma/).

@@ -17,14 +17,11 @@ build=${1:-build}
 idle=${2:-0}
 shift $(( $# < 2 ? $# : 2 ))
 bench=$build/tests/bench/rpc-bench
-[ -x "$bench" ] || { echo "no $bench: build first" >&2; exit 1; }
-command -v callgrind_annotate >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 opts="$*"
 n1=1000
 n2=6000
 . "$(dirname "$0")/callgrind-lib.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+callgrind_prepare "$bench"
 
 # profile SIDE N: leaves $tmp/SIDE.N, the callgrind_annotate listing.
 profile() {

@@ -13,13 +13,10 @@
 set -eu
 build=${1:-build}
 bench=$build/tests/bench/tirpc-bench
-[ -x "$bench" ] || { echo "no $bench: build first" >&2; exit 1; }
-command -v callgrind_annotate >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 n1=1000
 n2=6000
 . "$(dirname "$0")/callgrind-lib.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+callgrind_prepare "$bench"
 
 # profile N: leaves $tmp/client.N and $tmp/server.N, the listings of each side.
 profile() {
