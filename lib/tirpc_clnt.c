@@ -37,6 +37,7 @@
 #include "tirpc_engine.h"
 #include "tirpc_ulb.h"
 #include "util.h"
+#include "tirpc_msg.h"
 #include "tirpc_xdr.h"
 
 #define TCLNT_BUDGET 64
@@ -425,7 +426,7 @@ static bool tclnt_decode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b,
 	reply.acpted_rply.ar_verf = _null_auth;
 	reply.acpted_rply.ar_results.where = NULL;
 	reply.acpted_rply.ar_results.proc = TIRPC_XDR_VOID;
-	if (!xdr_replymsg(&xdrs, &reply) || reply.rm_xid != xid) {
+	if (!tirpc_decode_replymsg(&xdrs, &reply) || reply.rm_xid != xid) {
 		err->re_status = RPC_CANTDECODERES;
 		return false;
 	}

@@ -50,6 +50,7 @@
 #include "tirpc_rpcb.h"
 #include "tirpc_engine.h"
 #include "tirpc_svc.h"
+#include "tirpc_msg.h"
 #include "tirpc_xdr.h"
 
 static const struct xp_ops tconn_ops;
@@ -575,7 +576,7 @@ static bool_t tconn_reply(SVCXPRT *xprt, struct rpc_msg *msg)
 		nwatch = 1;
 	}
 	tirpc_xdr_enc_create(&xdrs, &enc, buf, (u_int)max, watch, nwatch);
-	ok = xdr_replymsg(&xdrs, msg);
+	ok = tirpc_encode_replymsg(&xdrs, msg);
 	/* Binding items count from the results on. */
 	enc.items.on = true;
 	ok = ok && (!has_args ||
@@ -1174,7 +1175,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_deferred_reply(struct rpcrdma_svc_deferred *d,
 	msg.acpted_rply.ar_results.where = results;
 	msg.acpted_rply.ar_results.proc = xdr_results;
 	xdrmem_create(&xdrs, buf, max > UINT_MAX ? UINT_MAX : (u_int)max, XDR_ENCODE);
-	if (!xdr_replymsg(&xdrs, &msg)) {
+	if (!tirpc_encode_replymsg(&xdrs, &msg)) {
 		rpcrdma_svc_deferred_drop(d);
 		return -EMSGSIZE;
 	}

@@ -19,6 +19,11 @@ lib_lines() {
 		$0 !~ /softrdma\// { print }' "$1"
 }
 
+# The PROGRAM TOTALS of listings $1 (several, when they are concatenated).
+program_total() {
+	awk '/PROGRAM TOTALS/ { gsub(",", "", $1); s += $1 } END { printf "%d", s }' "$1"
+}
+
 # The sum of the first column of its input (0 for none).
 sum() {
 	awk '{ s += $1 } END { printf "%d", s }'

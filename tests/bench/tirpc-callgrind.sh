@@ -46,8 +46,12 @@ echo "(callgrind, (Ir(N2)-Ir(N1))/(N2-N1), N1=$n1, N2=$n2):"
 for side in client server; do
 	a=$(lib_lines "$tmp/$side.$n1" | sum)
 	b=$(lib_lines "$tmp/$side.$n2" | sum)
-	awk -v a="$a" -v b="$b" -v s="$side" -v n1=$n1 -v n2=$n2 'BEGIN {
+	ta=$(program_total "$tmp/$side.$n1")
+	tb=$(program_total "$tmp/$side.$n2")
+	awk -v a="$a" -v b="$b" -v ta="$ta" -v tb="$tb" -v s="$side" -v n1=$n1 -v n2=$n2 'BEGIN {
 		printf "  %-7s %6.0f instructions per call (target <= 1500)\n", s, (b - a) / (n2 - n1)
+		printf "  %-7s %6.0f of every code on its threads (libtirpc, libc, softrdma too)\n",
+			s, (tb - ta) / (n2 - n1)
 	}'
 	echo "  top functions ($side, per call):"
 	top_diff "$tmp/$side.$n1" "$tmp/$side.$n2" $n1 $n2 ${RPC_CALLGRIND_TOP:-8}

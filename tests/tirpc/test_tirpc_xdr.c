@@ -2,7 +2,8 @@
 /*
  * The adapters' XDR streams against libtirpc's own routines: what the
  * encoder leaves out and where, what the splicing decoder puts back, and
- * how the DDP-result decoder serves a result from the caller's buffer.
+ * how the DDP-result decoder serves a result from the caller's buffer; and
+ * the reply headers of tirpc_msg.c, byte for byte as xdr_replymsg().
  *
  * The sanitizers intercept libtirpc's xdr_* entry points by name; a call
  * that only they provide would let the linker drop libtirpc (--as-needed),
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tirpc_msg.h"
 #include "tirpc_xdr.h"
 
 static void fill(char *p, size_t n, int seed)
@@ -189,6 +191,165 @@ static void test_result_served(void **state)
 	assert_int_equal(a, 10);
 }
 
+/* A reply of @stat, accepted (@astat) or denied, with a verifier of @vlen bytes. */
+static void reply_of(struct rpc_msg *m, enum reply_stat stat, enum accept_stat astat,
+		     char *verf, u_int vlen, int *result)
+{
+	memset(m, 0, sizeof(*m));
+	m->rm_xid = 0x01020304;
+	m->rm_direction = REPLY;
+	m->rm_reply.rp_stat = stat;
+	if (stat == MSG_ACCEPTED) {
+		m->acpted_rply.ar_verf.oa_flavor = vlen ? AUTH_SYS : AUTH_NONE;
+		m->acpted_rply.ar_verf.oa_base = vlen ? verf : NULL;
+		m->acpted_rply.ar_verf.oa_length = vlen;
+		m->acpted_rply.ar_stat = astat;
+		if (astat == PROG_MISMATCH) {
+			/* ar_vers shares its place with ar_results. */
+			m->acpted_rply.ar_vers.low = 2;
+			m->acpted_rply.ar_vers.high = 4;
+		} else {
+			m->acpted_rply.ar_results.where = (caddr_t)result;
+			m->acpted_rply.ar_results.proc = (xdrproc_t)xdr_int;
+		}
+	} else {
+		m->rjcted_rply.rj_stat = AUTH_ERROR;
+		m->rjcted_rply.rj_why = AUTH_TOOWEAK;
+	}
+}
+
+/* Encoded by tirpc_encode_replymsg(): the bytes of xdr_replymsg(), or the same failure. */
+static void assert_encodes_alike(struct rpc_msg *m, u_int room)
+{
+	char ours[128], theirs[128];
+	struct tirpc_xdr_enc enc;
+	bool_t a, b;
+	XDR x, y;
+
+	memset(ours, 0x5a, sizeof(ours));
+	memset(theirs, 0x5a, sizeof(theirs));
+	tirpc_xdr_enc_create(&x, &enc, ours, room, NULL, 0);
+	xdrmem_create(&y, theirs, room, XDR_ENCODE);
+	a = tirpc_encode_replymsg(&x, m);
+	b = xdr_replymsg(&y, m);
+	assert_int_equal(a, b);
+	if (a) {
+		assert_int_equal(enc.pos, xdr_getpos(&y));
+		assert_memory_equal(ours, theirs, enc.pos);
+	}
+	/* On xdrmem too, the other stream the adapters encode replies on. */
+	memset(ours, 0x5a, sizeof(ours));
+	xdrmem_create(&x, ours, room, XDR_ENCODE);
+	assert_int_equal(tirpc_encode_replymsg(&x, m), b);
+	if (b)
+		assert_memory_equal(ours, theirs, xdr_getpos(&y));
+}
+
+static void test_replymsg_encode(void **state)
+{
+	char verf[MAX_AUTH_BYTES + 4];
+	struct rpc_msg m;
+	int result = 42;
+
+	fill(verf, sizeof(verf), 9);
+	reply_of(&m, MSG_ACCEPTED, SUCCESS, verf, 0, &result);
+	assert_encodes_alike(&m, 128);
+	assert_encodes_alike(&m, 27);		/* no room for the result */
+	assert_encodes_alike(&m, 23);		/* no room for the header */
+	reply_of(&m, MSG_ACCEPTED, SUCCESS, verf, 5, &result);	/* padded */
+	assert_encodes_alike(&m, 128);
+	reply_of(&m, MSG_ACCEPTED, SUCCESS, verf, 8, &result);
+	assert_encodes_alike(&m, 128);
+	reply_of(&m, MSG_ACCEPTED, SUCCESS, verf, MAX_AUTH_BYTES + 1, &result);	/* refused alike */
+	assert_encodes_alike(&m, 128);
+	reply_of(&m, MSG_ACCEPTED, PROG_MISMATCH, verf, 0, &result);
+	assert_encodes_alike(&m, 128);
+	reply_of(&m, MSG_ACCEPTED, GARBAGE_ARGS, verf, 8, &result);
+	assert_encodes_alike(&m, 128);
+	reply_of(&m, MSG_DENIED, SUCCESS, verf, 0, &result);
+	assert_encodes_alike(&m, 128);
+}
+
+/* Decoded by tirpc_decode_replymsg() as by xdr_replymsg(), from @len bytes of @wire. */
+static void assert_decodes_alike(const char *wire, u_int len)
+{
+	struct rpc_msg a, b;
+	int ra = -1, rb = -1;
+	bool_t oka, okb;
+	XDR x, y;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.acpted_rply.ar_results.where = (caddr_t)&ra;
+	a.acpted_rply.ar_results.proc = (xdrproc_t)xdr_int;
+	b.acpted_rply.ar_results.where = (caddr_t)&rb;
+	b.acpted_rply.ar_results.proc = (xdrproc_t)xdr_int;
+	xdrmem_create(&x, (char *)wire, len, XDR_DECODE);
+	xdrmem_create(&y, (char *)wire, len, XDR_DECODE);
+	oka = tirpc_decode_replymsg(&x, &a);
+	okb = xdr_replymsg(&y, &b);
+	assert_int_equal(oka, okb);
+	if (okb) {
+		assert_int_equal(xdr_getpos(&x), xdr_getpos(&y));
+		assert_int_equal(a.rm_xid, b.rm_xid);
+		assert_int_equal(a.rm_reply.rp_stat, b.rm_reply.rp_stat);
+		assert_int_equal(ra, rb);
+		if (b.rm_reply.rp_stat == MSG_ACCEPTED) {
+			assert_int_equal(a.acpted_rply.ar_stat, b.acpted_rply.ar_stat);
+			assert_int_equal(a.acpted_rply.ar_verf.oa_flavor,
+					 b.acpted_rply.ar_verf.oa_flavor);
+			assert_int_equal(a.acpted_rply.ar_verf.oa_length,
+					 b.acpted_rply.ar_verf.oa_length);
+			if (b.acpted_rply.ar_verf.oa_length)
+				assert_memory_equal(a.acpted_rply.ar_verf.oa_base,
+						    b.acpted_rply.ar_verf.oa_base,
+						    b.acpted_rply.ar_verf.oa_length);
+		}
+	}
+	x.x_op = XDR_FREE;
+	y.x_op = XDR_FREE;
+	xdr_opaque_auth(&x, &a.acpted_rply.ar_verf);
+	xdr_opaque_auth(&y, &b.acpted_rply.ar_verf);
+}
+
+static void test_replymsg_decode(void **state)
+{
+	char verf[8], wire[128];
+	struct rpc_msg m;
+	int result = 42;
+	XDR x;
+	u_int len, cut;
+
+	fill(verf, sizeof(verf), 3);
+	reply_of(&m, MSG_ACCEPTED, SUCCESS, verf, 0, &result);
+	xdrmem_create(&x, wire, sizeof(wire), XDR_ENCODE);
+	assert_true(xdr_replymsg(&x, &m));
+	len = xdr_getpos(&x);
+	/* Whole, and cut anywhere: the same answer. */
+	for (cut = 0; cut <= len; cut++)
+		assert_decodes_alike(wire, cut);
+	/* A verifier: the general path, which allocates its body. */
+	reply_of(&m, MSG_ACCEPTED, SUCCESS, verf, 8, &result);
+	xdrmem_create(&x, wire, sizeof(wire), XDR_ENCODE);
+	assert_true(xdr_replymsg(&x, &m));
+	assert_decodes_alike(wire, xdr_getpos(&x));
+	reply_of(&m, MSG_ACCEPTED, PROG_MISMATCH, verf, 0, &result);
+	xdrmem_create(&x, wire, sizeof(wire), XDR_ENCODE);
+	assert_true(xdr_replymsg(&x, &m));
+	assert_decodes_alike(wire, xdr_getpos(&x));
+	reply_of(&m, MSG_DENIED, SUCCESS, verf, 0, &result);
+	xdrmem_create(&x, wire, sizeof(wire), XDR_ENCODE);
+	assert_true(xdr_replymsg(&x, &m));
+	assert_decodes_alike(wire, xdr_getpos(&x));
+	/* A call, not a reply. */
+	m.rm_direction = CALL;
+	xdrmem_create(&x, wire, sizeof(wire), XDR_ENCODE);
+	assert_true(xdr_u_int32_t(&x, &m.rm_xid));
+	assert_true(xdr_enum(&x, (enum_t *)&m.rm_direction));
+	memset(wire + 8, 0, 40);
+	assert_decodes_alike(wire, 48);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +358,8 @@ int main(void)
 		cmocka_unit_test(test_splice_restores),
 		cmocka_unit_test(test_splice_in_place),
 		cmocka_unit_test(test_result_served),
+		cmocka_unit_test(test_replymsg_encode),
+		cmocka_unit_test(test_replymsg_decode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
