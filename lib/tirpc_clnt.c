@@ -540,11 +540,14 @@ static enum clnt_stat tclnt_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, vo
 	b = tclnt_get_buf(tc);
 	if (b && !dres.buf && !no_results)
 		res_item = tclnt_result_item(tc, b, &ulb, xres, resp, &dres);
+	xid = tc->next_xid++;
+	tc->last_xid = xid;
 	pthread_mutex_unlock(&tc->lock);
 	memset(&err, 0, sizeof(err));
 	if (!b) {
 		err.re_status = RPC_SYSTEMERROR;
 		err.re_errno = ENOMEM;
+		pthread_mutex_lock(&tc->lock);
 		goto out;
 	}
 	/* As clnt_vc: no time means send only. */
@@ -553,10 +556,6 @@ static enum clnt_stat tclnt_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, vo
 		ms = INT_MAX - TCLNT_BACKSTOP_MS;
 
 again:
-	pthread_mutex_lock(&tc->lock);
-	xid = tc->next_xid++;
-	tc->last_xid = xid;
-	pthread_mutex_unlock(&tc->lock);
 
 	memset(&ddp_arg, 0, sizeof(ddp_arg));
 	ddp_arg.buf = darg.buf;
@@ -601,8 +600,14 @@ again:
 	}
 	tclnt_map_status(c.nc.status, &err);
 	if (c.nc.status == 0 &&
-	    tclnt_decode(tc, cl, b, &c.nc, xid, xres, resp, res_item, refreshes-- > 0, &err))
+	    tclnt_decode(tc, cl, b, &c.nc, xid, xres, resp, res_item, refreshes-- > 0, &err)) {
+		/* Credentials refreshed: the same call again, under a new xid. */
+		pthread_mutex_lock(&tc->lock);
+		xid = tc->next_xid++;
+		tc->last_xid = xid;
+		pthread_mutex_unlock(&tc->lock);
 		goto again;
+	}
 
 out_buf:
 	free(b->big);
@@ -610,9 +615,7 @@ out_buf:
 	pthread_mutex_lock(&tc->lock);
 	b->next = tc->free_bufs;
 	tc->free_bufs = b;
-	pthread_mutex_unlock(&tc->lock);
 out:
-	pthread_mutex_lock(&tc->lock);
 	tc->err = err;
 	pthread_mutex_unlock(&tc->lock);
 	tclnt_last.id = tc->id;
