@@ -38,6 +38,7 @@
 #include "tirpc_ulb.h"
 #include "util.h"
 #include "tirpc_msg.h"
+#include "tirpc_spin.h"
 #include "tirpc_xdr.h"
 
 #define TCLNT_BUDGET 64
@@ -55,8 +56,6 @@
 #define TCLNT_SEGMENT (1u << 20)
 /* The longest call a chunk of 16 such segments carries. */
 #define TCLNT_LONG_MAX (16u * TCLNT_SEGMENT)
-/* RPCRDMA_CLSET_SPIN_US's bound: one second. */
-#define TCLNT_SPIN_MAX 1000000u
 
 /* A call's message and reply buffers, reused from call to call. */
 struct tcall_buf {
@@ -742,7 +741,7 @@ static bool_t tclnt_control_locked(struct tclnt *tc, u_int request, void *info)
 		tclnt_kick(tc);
 		return rc == 0;
 	case RPCRDMA_CLSET_SPIN_US:
-		if (*(u_int *)info > TCLNT_SPIN_MAX)
+		if (*(u_int *)info > TIRPC_SPIN_MAX)
 			return FALSE;
 		tc->spin_us = *(u_int *)info;
 		return TRUE;
@@ -819,25 +818,6 @@ static int tclnt_init_sync(struct tclnt *tc)
 	return 0;
 }
 
-/* RPCRDMA_SPIN_US from the environment, for programs that cannot set it. */
-static u_int tclnt_default_spin(void)
-{
-	const char *v = getenv("RPCRDMA_SPIN_US");
-	unsigned long us;
-	char *end;
-
-	if (!v || !*v)
-		return 0;
-	errno = 0;
-	us = strtoul(v, &end, 10);
-	if (errno || *end || us > TCLNT_SPIN_MAX || v[0] == '-') {
-		rpcrdma_warn("tirpc: RPCRDMA_SPIN_US=%s is not a number of microseconds up to %u: "
-			     "not polling before sleeping", v, TCLNT_SPIN_MAX);
-		return 0;
-	}
-	return (u_int)us;
-}
-
 static int tclnt_encode_hdr(struct tclnt *tc, rpcprog_t prog, rpcvers_t vers)
 {
 	struct rpc_msg call;
@@ -906,7 +886,7 @@ RPCRDMA_EXPORT CLIENT *rpcrdma_clnt_create(const struct sockaddr *addr, rpcprog_
 	tc->recvsize = recvsize ? recvsize : info.inline_recv;
 	tc->recv_inline = !recvsize;
 	tc->inline_recv = info.inline_recv;
-	tc->spin_us = tclnt_default_spin();
+	tc->spin_us = tirpc_spin_default();
 	gettimeofday(&now, NULL);
 	tc->next_xid = (uint32_t)getpid() ^ (uint32_t)now.tv_sec ^ (uint32_t)now.tv_usec << 12 ^
 		       (uint32_t)(uintptr_t)tc;

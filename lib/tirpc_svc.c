@@ -51,6 +51,7 @@
 #include "tirpc_engine.h"
 #include "tirpc_svc.h"
 #include "tirpc_msg.h"
+#include "tirpc_spin.h"
 #include "tirpc_xdr.h"
 
 static const struct xp_ops tconn_ops;
@@ -725,7 +726,7 @@ static bool_t tsvc_control_of(struct tsvc *ts, const u_int rq, void *in)
 	switch (rq) {
 	case RPCRDMA_SVCSET_SPIN_US:
 		memcpy(&us, in, sizeof(us));
-		if (us > TSVC_SPIN_MAX)
+		if (us > TIRPC_SPIN_MAX)
 			return FALSE;
 		atomic_store(&ts->spin_us, us);
 		pthread_mutex_lock(&ts->lock);
@@ -943,6 +944,8 @@ static SVCXPRT *tsvc_create(struct rpcrdma_svc_attr *attr, u_int sendsize, u_int
 		goto fail;
 	/* The pool's registrations go when the server's PDs do. */
 	svc_rdma_set_on_free(ts->native, tpool_retire, ts->pool);
+	atomic_store(&ts->spin_us, tirpc_spin_default());
+	svc_rdma_set_spin(ts->native, atomic_load(&ts->spin_us));
 	xprt_register(&ts->xprt);
 	return &ts->xprt;
 fail:

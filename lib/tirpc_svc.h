@@ -22,8 +22,6 @@
 #include "tirpc_xdr.h"
 
 #define TSVC_BUDGET 64
-/* RPCRDMA_SVCSET_SPIN_US's bound: one second. */
-#define TSVC_SPIN_MAX 1000000u
 /* Calls one connection dispatches before it lets the others have a turn. */
 #define TSVC_TURN 32
 /* Bound on waiting for a destroyed connection's flushes, as the engine's. */

@@ -618,8 +618,9 @@ struct rpcrdma_ddp_buf {
  * waits: worth it where replies come in tens of microseconds and a core is
  * to spare. 0 (the default) sleeps at once. At most 1000000; a larger value
  * returns FALSE and changes nothing. The environment variable
- * RPCRDMA_SPIN_US sets the default of the CLIENTs made afterwards, for
- * programs that cannot call clnt_control(). RPCRDMA_CLGET_SPIN_US reads it.
+ * RPCRDMA_SPIN_US sets the default of the CLIENTs (and of the listeners:
+ * RPCRDMA_SVCSET_SPIN_US) made afterwards, for programs that cannot call
+ * clnt_control(). RPCRDMA_CLGET_SPIN_US reads it.
  */
 #define RPCRDMA_CLSET_SPIN_US 0x52440006u
 #define RPCRDMA_CLGET_SPIN_US 0x52440007u
@@ -636,6 +637,8 @@ struct rpcrdma_ddp_buf {
  * under svc_run() no other transport is served during the window. 0 (the
  * default) sleeps at once; at most 1000000, and a larger value returns
  * FALSE and changes nothing. Thread-safe. RPCRDMA_SVCGET_SPIN_US reads it.
+ * RPCRDMA_SPIN_US in the environment sets the default of the listeners made
+ * afterwards, as of the CLIENTs.
  */
 #define RPCRDMA_SVCSET_SPIN_US 0x52440101u
 #define RPCRDMA_SVCGET_SPIN_US 0x52440102u
