@@ -409,7 +409,12 @@ void fab_put_user_locked(void)
 void fab_kick_locked(void)
 {
 	fab.thread_idle = false;
-	if (fab.thread_running && fab.thread_sleeping)
+	/*
+	 * In STEP mode the progress thread runs nothing (softrdma_set_mode()
+	 * kicks it when the mode changes back): waking it would only cost a
+	 * futex call each way and the lock's contention.
+	 */
+	if (fab.thread_running && fab.thread_sleeping && fab.mode != SOFTRDMA_MODE_STEP)
 		pthread_cond_signal(&fab.work_cv);
 	if (fab.step_waiters)
 		pthread_cond_broadcast(&fab.step_cv);
