@@ -417,6 +417,18 @@ static int svc_rdma_take_wakeups(struct svc_rdma_poller *p)
 	return done;
 }
 
+/*
+ * Should this idle pass read the wake-ups? A pass of the caller's always
+ * does: it may come right after what it is to find. The library's own
+ * spinning (svc_rdma_poller_spin()) would otherwise spin on epoll_wait():
+ * there one idle pass in SVC_RDMA_WAKE_PACE reads them, and new work is
+ * heard of a few passes late at most.
+ */
+static bool svc_rdma_idle_pace(const struct svc_rdma_poller *p)
+{
+	return !p->spinning || p->idle_passes % SVC_RDMA_WAKE_PACE == 0;
+}
+
 int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 {
 	struct svcxprt_rdma *rdma;
@@ -428,10 +440,13 @@ int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 	 * epoll_wait() is a system call: while connections have work, the
 	 * wake-ups of the rest (armed connections, the listener, timers) are
 	 * read every SVC_RDMA_WAKE_PACE passes, and the queue's work, which an
-	 * atomic counts, on every pass. Shared CQs (SRQ) are heard of only
-	 * there: with them, every pass reads it.
+	 * atomic counts, on every pass. With nothing ready they are read too,
+	 * but by one pass in SVC_RDMA_WAKE_PACE of a run of idle passes in
+	 * quick succession (svc_rdma_idle_pace()). Shared CQs (SRQ) are heard
+	 * of only there: with them, every pass reads it.
 	 */
-	if (list_empty(&p->ready) || p->nsrqs || ++p->wake_pace >= SVC_RDMA_WAKE_PACE) {
+	if (p->nsrqs || (list_empty(&p->ready) ? svc_rdma_idle_pace(p) :
+						 ++p->wake_pace >= SVC_RDMA_WAKE_PACE)) {
 		p->wake_pace = 0;
 		n = svc_rdma_take_wakeups(p);
 	} else {
@@ -451,14 +466,15 @@ int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 		if (rc > 0)
 			n += rc;
 	}
+	p->idle_passes = n || !list_empty(&p->ready) ? 0 : p->idle_passes + 1;
 	rpcrdma_stat_tick(&p->stat, false);
 	return n;
 }
 
 /*
  * Poll for up to p->spin_us before sleeping: work that comes meanwhile costs
- * no sleep and no wake-up. An idle pass reads the epoll set, so each turn
- * here costs a system call; a sleep and a wake-up cost more.
+ * no sleep and no wake-up. One pass in SVC_RDMA_WAKE_PACE reads the epoll
+ * set (svc_rdma_idle_pace()); the others look at the handoff queue only.
  */
 static int svc_rdma_poller_spin(struct svc_rdma_poller *p)
 {
@@ -469,12 +485,14 @@ static int svc_rdma_poller_spin(struct svc_rdma_poller *p)
 	if (!us)
 		return 0;
 	end = rpcrdma_now_us() + us;
+	p->spinning = true;
 	while (n == 0 && rpcrdma_now_us() < end) {
 		rpcrdma_cpu_relax();
 		n = svc_rdma_poller_poll(p, 64);
 		if (n == 0 && (!list_empty(&p->ready) || svc_rdma_srq_busy(p)))
 			n = 1;
 	}
+	p->spinning = false;
 	return n;
 }
 

@@ -273,6 +273,8 @@ struct svc_rdma_poller {
 	struct rpcrdma_stat_src stat;		/* stats (and poller 0: the server's) for rpcrdma-stat */
 	int ka_fd;				/* keepalive and idle timer, or -1 */
 	unsigned int wake_pace;			/* passes since the last epoll_wait */
+	unsigned int idle_passes;		/* passes in a row that found no work */
+	bool spinning;				/* inside svc_rdma_poller_spin() */
 };
 
 struct rpcrdma_svc {
