@@ -6,10 +6,9 @@
 # waits, no progress thread in the loop. strace -f -c counts every thread's
 # system calls (the library's and the fabric's: an upper bound for the
 # library); (calls(N2) - calls(N1)) / (N2 - N1) cancels set-up and teardown.
-# The futex calls are the fabric's: softrdma's progress thread still runs in
-# STEP mode and contends for the fabric's lock (strace -f -k shows them in
-# fab_lock/fab_unlock), and their count varies from run to run; read and
-# epoll_wait are the library's (rdma_get_cm_event, the poller's wait).
+# read and epoll_wait are the library's (rdma_get_cm_event, the poller's
+# wait), one pass in 16 each; a futex call now and then is the fabric's
+# (its progress thread sleeps through STEP mode).
 # strace uses ptrace, not seccomp or perf, so it works in our containers.
 # Usage: rpc-syscalls.sh [BUILDDIR [BENCH-OPTION...]]
 set -eu
