@@ -200,13 +200,15 @@ static int tclnt_spin(struct tclnt *tc, struct tcall *c, int64_t deadline)
 	return n;
 }
 
-/* Submit @c, then drive the native client until it is done or @deadline passes. */
-static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t deadline)
+/*
+ * Submit @c, then drive the native client until it is done or @deadline
+ * passes; @now is the clock when the caller computed @deadline.
+ */
+static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t deadline)
 {
-	bool canceled = false;
+	bool canceled = false, first = true;
 
 	for (;;) {
-		int64_t now;
 		int n, wait;
 
 		if (!c->submitted) {
@@ -219,7 +221,9 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t deadline)
 		}
 		if (c->done)
 			return 0;
-		now = rpcrdma_now_ms();
+		if (!first)
+			now = rpcrdma_now_ms();
+		first = false;
 		if (now >= deadline && !canceled) {
 			if (!c->submitted)
 				return -ETIMEDOUT;
@@ -244,12 +248,17 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t deadline)
 		}
 		tc->polling = true;
 		n = rpcrdma_clnt_poll(tc->native, TCLNT_BUDGET);
-		if (n == 0 && !c->done && tc->spin_us)
+		if (n == 0 && !c->done && tc->spin_us) {
 			n = tclnt_spin(tc, c, deadline);
+			/* The sleep below must not outlast the deadline by the window. */
+			now = rpcrdma_now_ms();
+		}
 		if (n == 0 && !c->done)
 			n = rpcrdma_clnt_arm(tc->native);
 		if (n == 0 && !c->done) {
-			wait = (int)(deadline - now > INT_MAX ? INT_MAX : deadline - now);
+			/* Past the deadline already (a window may end after it): look, do not wait. */
+			wait = (int)(deadline - now > INT_MAX ? INT_MAX :
+				     deadline - now < 0 ? 0 : deadline - now);
 			if (rpcrdma_clnt_next_timeout(tc->native, &n) == 0 && n < wait)
 				wait = n;
 			tc->sleeping = true;
@@ -516,7 +525,7 @@ static enum clnt_stat tclnt_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, vo
 	bool no_results = !xres;
 	int refreshes = 2;
 	bool oneway;
-	int64_t ms;
+	int64_t ms, now;
 	struct tcall c;
 	uint32_t xid;
 	char *msg;
@@ -555,7 +564,6 @@ static enum clnt_stat tclnt_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, vo
 		ms = INT_MAX - TCLNT_BACKSTOP_MS;
 
 again:
-
 	memset(&ddp_arg, 0, sizeof(ddp_arg));
 	ddp_arg.buf = darg.buf;
 	ddp_arg.len = darg.len;
@@ -587,7 +595,8 @@ again:
 	c.nc.arg = &c;
 
 	pthread_mutex_lock(&tc->lock);
-	rc = tclnt_run(tc, &c, rpcrdma_now_ms() + ms);
+	now = rpcrdma_now_ms();
+	rc = tclnt_run(tc, &c, now, now + ms);
 	pthread_mutex_unlock(&tc->lock);
 	if (rc) {
 		tclnt_map_submit(rc, &err);
