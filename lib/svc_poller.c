@@ -471,6 +471,16 @@ int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 	return n;
 }
 
+/* A pass of a wait: work, or connections it found drained (armed by it) still ready. */
+static int svc_rdma_poller_wait_pass(struct svc_rdma_poller *p)
+{
+	int n = svc_rdma_poller_poll(p, 64);
+
+	if (n == 0 && (!list_empty(&p->ready) || svc_rdma_srq_busy(p)))
+		n = 1;
+	return n;
+}
+
 /*
  * Poll for up to p->spin_us before sleeping: work that comes meanwhile costs
  * no sleep and no wake-up. One pass in SVC_RDMA_WAKE_PACE reads the epoll
@@ -488,9 +498,7 @@ static int svc_rdma_poller_spin(struct svc_rdma_poller *p)
 	p->spinning = true;
 	while (n == 0 && rpcrdma_now_us() < end) {
 		rpcrdma_cpu_relax();
-		n = svc_rdma_poller_poll(p, 64);
-		if (n == 0 && (!list_empty(&p->ready) || svc_rdma_srq_busy(p)))
-			n = 1;
+		n = svc_rdma_poller_wait_pass(p);
 	}
 	p->spinning = false;
 	return n;
@@ -501,10 +509,7 @@ int svc_rdma_poller_wait(struct svc_rdma_poller *p, int timeout_ms)
 	struct epoll_event ev;
 	int n;
 
-	n = svc_rdma_poller_poll(p, 64);
-	/* Connections a pass found drained were armed by it. */
-	if (n == 0 && (!list_empty(&p->ready) || svc_rdma_srq_busy(p)))
-		n = 1;
+	n = svc_rdma_poller_wait_pass(p);
 	if (n == 0)
 		n = svc_rdma_poller_spin(p);
 	if (n != 0)

@@ -25,6 +25,13 @@ static bool tirpc_reply_fast(const struct rpc_msg *msg)
 	       msg->acpted_rply.ar_verf.oa_length <= MAX_AUTH_BYTES;
 }
 
+/* The results after the header, as xdr_replymsg() does them (xdr_void: none). */
+static bool_t tirpc_reply_results(XDR *xdrs, struct rpc_msg *msg)
+{
+	return msg->acpted_rply.ar_results.proc == TIRPC_XDR_VOID ||
+	       (*msg->acpted_rply.ar_results.proc)(xdrs, msg->acpted_rply.ar_results.where);
+}
+
 bool_t tirpc_encode_replymsg(XDR *xdrs, struct rpc_msg *msg)
 {
 	const struct opaque_auth *verf = &msg->acpted_rply.ar_verf;
@@ -49,9 +56,7 @@ bool_t tirpc_encode_replymsg(XDR *xdrs, struct rpc_msg *msg)
 		p += body / BYTES_PER_XDR_UNIT;
 	}
 	IXDR_PUT_ENUM(p, SUCCESS);
-	/* The results are the caller's to encode next (ar_results is xdr_void here). */
-	return msg->acpted_rply.ar_results.proc == TIRPC_XDR_VOID ||
-	       (*msg->acpted_rply.ar_results.proc)(xdrs, msg->acpted_rply.ar_results.where);
+	return tirpc_reply_results(xdrs, msg);
 }
 
 /*
@@ -77,6 +82,5 @@ bool_t tirpc_decode_replymsg(XDR *xdrs, struct rpc_msg *msg)
 	msg->acpted_rply.ar_verf.oa_flavor = (enum_t)ntohl((uint32_t)p[3]);
 	msg->acpted_rply.ar_verf.oa_length = 0;
 	msg->acpted_rply.ar_stat = SUCCESS;
-	return msg->acpted_rply.ar_results.proc == TIRPC_XDR_VOID ||
-	       (*msg->acpted_rply.ar_results.proc)(xdrs, msg->acpted_rply.ar_results.where);
+	return tirpc_reply_results(xdrs, msg);
 }

@@ -134,13 +134,19 @@ unsigned long softrdma_qp_resends(struct ibv_qp *qp)
 	return n;
 }
 
+/* A QP's counters, with its receive CQ's arms. */
+static struct softrdma_qp_stats qp_stats_locked(const struct soft_qp *sqp)
+{
+	struct softrdma_qp_stats st = sqp->stats;
+
+	st.recv_cq_arms = sqp->rcq ? sqp->rcq->arms : 0;
+	return st;
+}
+
 void softrdma_qp_stats(struct ibv_qp *qp, struct softrdma_qp_stats *stats)
 {
-	struct soft_qp *sqp = to_sqp(qp);
-
 	fab_lock();
-	*stats = sqp->stats;
-	stats->recv_cq_arms = sqp->rcq ? sqp->rcq->arms : 0;
+	*stats = qp_stats_locked(to_sqp(qp));
 	fab_unlock();
 }
 
@@ -162,9 +168,8 @@ void softrdma_qp_stats_sum(struct softrdma_qp_stats *active, struct softrdma_qp_
 	fab_lock();
 	list_for_each(pos, &fab.qps) {
 		struct soft_qp *sqp = container_of(pos, struct soft_qp, link);
-		struct softrdma_qp_stats st = sqp->stats;
+		struct softrdma_qp_stats st = qp_stats_locked(sqp);
 
-		st.recv_cq_arms = sqp->rcq ? sqp->rcq->arms : 0;
 		qp_stats_add(sqp->cm_id && sqp->cm_id->passive ? &p : &a, &st);
 	}
 	fab_unlock();
