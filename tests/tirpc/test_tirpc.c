@@ -833,7 +833,7 @@ static void test_spin(void **state)
 	CLIENT *cl = tt_client(srv_of(state), TT_PROG, TT_VERS, 0, 0);
 	struct timeval short_wait = { .tv_usec = 600 * 1000 };
 	struct softrdma_qp_stats before, after;
-	u_int us, ms = 1500;
+	u_int us, ms = 1500, late = 20;
 	int64_t t0, dt;
 	int i;
 
@@ -850,20 +850,28 @@ static void test_spin(void **state)
 	assert_int_equal(us, 0);
 	assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
 
-	/* Without the window the client sleeps for its replies: it arms. */
+	/*
+	 * Without the window the client sleeps for its replies: replies that
+	 * come 20 ms late find it armed (each one disarms it again).
+	 */
 	softrdma_qp_stats_sum(&before, NULL);
-	for (i = 0; i < 50; i++)
-		assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(clnt_call(cl, TT_SLEEP, (xdrproc_t)xdr_u_int, &late, XDR_VOID,
+					   NULL, tt_timeout), RPC_SUCCESS);
 	softrdma_qp_stats_sum(&after, NULL);
-	assert_true(after.recv_cq_arms > before.recv_cq_arms);
+	assert_true(after.recv_cq_arms >= before.recv_cq_arms + 2);
 
 	us = 1000000;
 	assert_true(clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&us));
 	assert_true(clnt_control(cl, RPCRDMA_CLGET_SPIN_US, (char *)&us));
 	assert_int_equal(us, 1000000);
+	/* With it, neither quick nor late replies find it armed. */
 	softrdma_qp_stats_sum(&before, NULL);
 	for (i = 0; i < 50; i++)
 		assert_int_equal(tt_null_1(NULL, NULL, cl), RPC_SUCCESS);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(clnt_call(cl, TT_SLEEP, (xdrproc_t)xdr_u_int, &late, XDR_VOID,
+					   NULL, tt_timeout), RPC_SUCCESS);
 	softrdma_qp_stats_sum(&after, NULL);
 	assert_int_equal(after.recv_cq_arms, before.recv_cq_arms);
 
