@@ -824,6 +824,10 @@ static void tsvc_destroy(SVCXPRT *xprt)
 	struct list_node *pos, *tmp;
 	struct rpcrdma_svc *native;
 
+	/* A dispatch of another listener's connection goes on as it is. */
+	if (busy && busy->svc != ts)
+		busy = NULL;
+
 	if (ts->running) {
 		/*
 		 * From a dispatch on one of its threads: done once they have

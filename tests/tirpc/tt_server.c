@@ -237,6 +237,33 @@ bool_t tt_xprts_1_svc(void *argp, int *result, struct svc_req *rqstp)
 	return TRUE;
 }
 
+/*
+ * The polling window a listener made with RPCRDMA_SPIN_US=*argp gets, or
+ * -1. Made and destroyed here, on the server's thread: svc_run() polls the
+ * descriptors of every registered listener, so another thread must not
+ * close one under it. Destroying it must not cut off the connection this
+ * call came on, which belongs to another listener: the reply shows it.
+ */
+bool_t tt_spin_default_1_svc(char **argp, int *result, struct svc_req *rqstp)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	SVCXPRT *listener;
+	u_int us;
+
+	*result = -1;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (setenv("RPCRDMA_SPIN_US", *argp, 1))
+		return TRUE;
+	listener = rpcrdma_svc_create((struct sockaddr *)&sin, 0, 0);
+	unsetenv("RPCRDMA_SPIN_US");
+	if (!listener)
+		return TRUE;
+	if (SVC_CONTROL(listener, RPCRDMA_SVCGET_SPIN_US, &us))
+		*result = (int)us;
+	svc_destroy(listener);
+	return TRUE;
+}
+
 static void tt_read_release(void *arg)
 {
 	atomic_fetch_add(&tt_stats.read_releases, 1);
