@@ -348,6 +348,58 @@ static const unsigned char *decode_read_list(const unsigned char *first,
 	return p + 4;
 }
 
+/*
+ * The shapes of an NFS READ call (one Write chunk of one segment) and of an
+ * NFS WRITE call (one Read segment), each 52 bytes with nothing else in its
+ * lists: decoded without the general parsers. Anything unusual about them
+ * (a wrap, a misaligned position, other list words) returns false, and
+ * decode_lists() gives the verdict, so both paths always agree. No cap is
+ * below 1, so a single segment is within any.
+ */
+#define HDR_SINGLE_LEN (RPCRDMA_HDR_MIN_LEN + RPCRDMA_READ_ENTRY_LEN)
+_Static_assert(HDR_SINGLE_LEN == RPCRDMA_HDR_MIN_LEN + 8 + RPCRDMA_SEGMENT_LEN,
+	       "one Read entry and one one-segment Write chunk take the same room");
+
+static inline bool decode_single(const unsigned char *p, size_t len, struct rpcrdma_hdr *hdr)
+{
+	uint64_t lists = load_raw64(p + 16);
+	uint64_t offset;
+	uint32_t length;
+
+	if (len < HDR_SINGLE_LEN)
+		return false;
+	if (lists == raw_pair(XDR_ZERO, XDR_ONE)) {
+		/* No Read list; a Write chunk: 1 segment at 28, list end and no Reply chunk at 44. */
+		if (load_raw32(p + 24) != XDR_ONE || load_raw64(p + 44) != 0)
+			return false;
+		length = get_be32(p + 32);
+		offset = get_be64(p + 36);
+		if (unlikely(offset + length < offset))
+			return false;
+		hdr->write[0].nsegs = 1;
+		hdr->write[0].total = length;
+		hdr->write[0].wire = p + 28;
+		hdr->write_chunks = 1;
+	} else if (load_raw32(p + 16) == XDR_ONE) {
+		/* A Read entry at 16 (position at 20, segment at 24), then three empty lists. */
+		uint64_t pos = get_be32(p + 20);
+
+		if ((load_raw64(p + 40) | load_raw32(p + 48)) != 0)
+			return false;
+		length = get_be32(p + 28);
+		offset = get_be64(p + 32);
+		if (unlikely((pos & 3) || pos + length > UINT32_MAX || offset + length < offset))
+			return false;
+		hdr->read_segs = 1;
+		hdr->read_chunks = 1;
+		hdr->read_list = p + 20;
+	} else {
+		return false;
+	}
+	hdr->hdr_len = HDR_SINGLE_LEN;
+	return true;
+}
+
 /* RDMA_MSG or RDMA_NOMSG with at least one non-empty list, or truncated. */
 static __attribute__((noinline)) int decode_lists(const unsigned char *buf, size_t len,
 						  const struct rpcrdma_limits *lim,
@@ -402,6 +454,16 @@ static __attribute__((noinline)) int decode_lists(const unsigned char *buf, size
 	}
 	hdr->hdr_len = (uint32_t)(p - buf);
 	return 0;
+}
+
+/* Out of line, so that the chunkless path keeps its few registers. */
+static __attribute__((noinline)) int decode_listed(const unsigned char *buf, size_t len,
+						   const struct rpcrdma_limits *lim,
+						   struct rpcrdma_hdr *hdr)
+{
+	if (decode_single(buf, len, hdr))
+		return 0;
+	return decode_lists(buf, len, lim, hdr);
 }
 
 static __attribute__((noinline)) int decode_other(const unsigned char *buf, size_t len,
@@ -481,7 +543,7 @@ RPCRDMA_EXPORT int rpcrdma_hdr_decode(const void *buf, size_t len,
 			hdr->hdr_len = RPCRDMA_HDR_MIN_LEN;
 			return 0;
 		}
-		return decode_lists(p, len, lim, hdr);
+		return decode_listed(p, len, lim, hdr);
 	}
 	return decode_other(p, len, hdr);
 }
@@ -823,6 +885,51 @@ static __attribute__((noinline)) long encode_slow(unsigned char *p, size_t len,
 	return n;
 }
 
+/*
+ * decode_single()'s two shapes, encoded without lists_len()'s pass: one
+ * Write chunk of one segment, or one Read segment, and nothing else. Returns
+ * 0 for anything else, a bad position included, for encode_slow() to judge.
+ */
+static inline long encode_single(unsigned char *p, size_t len, const struct rpcrdma_hdr_enc *enc)
+{
+	const unsigned char *src;
+
+	if (enc->proc > RPCRDMA_NOMSG || enc->reply || len < HDR_SINGLE_LEN)
+		return 0;
+	if (enc->write_chunks == 1 && !enc->read_segs) {
+		if (!enc->write || enc->write->nsegs != 1 || !enc->write->segs)
+			return 0;
+		src = (const unsigned char *)enc->write->segs;
+		put_raw64(p + 16, raw_pair(XDR_ZERO, XDR_ONE));
+		put_raw32(p + 24, XDR_ONE);
+		put_raw64(p + 28, swap_pair(load_raw64(src)));
+		put_be64(p + 36, load_raw64(src + 8));
+		put_raw64(p + 44, 0);
+	} else if (enc->read_segs == 1 && !enc->write_chunks) {
+		if (!enc->read || (enc->read->position & 3))
+			return 0;
+		src = (const unsigned char *)enc->read;
+		put_raw64(p + 16, raw_pair(XDR_ONE, cpu_to_be32(enc->read->position)));
+		put_raw64(p + 24, swap_pair(load_raw64(src + 8)));
+		put_be64(p + 32, load_raw64(src + 16));
+		put_raw64(p + 40, 0);
+		put_raw32(p + 48, XDR_ZERO);
+	} else {
+		return 0;
+	}
+	encode_fixed(p, enc);
+	return HDR_SINGLE_LEN;
+}
+
+/* Out of line, so that the chunkless path keeps its few registers. */
+static __attribute__((noinline)) long encode_lists(unsigned char *p, size_t len,
+						   const struct rpcrdma_hdr_enc *enc)
+{
+	long n = encode_single(p, len, enc);
+
+	return n ? n : encode_slow(p, len, enc);
+}
+
 RPCRDMA_SYMVER_DEFAULT(rpcrdma_hdr_encode, 0_2);
 long rpcrdma_hdr_encode_0_2(void *buf, size_t len, const struct rpcrdma_hdr_enc *enc)
 {
@@ -839,7 +946,7 @@ long rpcrdma_hdr_encode_0_2(void *buf, size_t len, const struct rpcrdma_hdr_enc 
 		put_raw32(p + 24, XDR_ZERO);
 		return RPCRDMA_HDR_MIN_LEN;
 	}
-	return encode_slow(p, len, enc);
+	return encode_lists(p, len, enc);
 }
 
 /* RFC 8797 private data. */

@@ -952,7 +952,11 @@ static void test_decode_huge_counts(void **state)
 
 /* Arithmetic bounds of segments and Read chunks. */
 
-/* A NOMSG whose Read list (@where 0), Write list (1) or Reply chunk (2) has the segment. */
+/*
+ * A NOMSG with one segment of @length at @offset: in the Read list (@where
+ * 0), as the second of a Write chunk's two (1), in the Reply chunk (2), or
+ * as a Write chunk's only one (3).
+ */
 static void wire_one_segment(struct wire *w, int where, uint32_t length, uint64_t offset)
 {
 	w->n = 0;
@@ -964,6 +968,12 @@ static void wire_one_segment(struct wire *w, int where, uint32_t length, uint64_
 		w32(w, 1);
 		w32(w, 2);
 		w_seg(w, 1, 1, 0);
+		w_seg(w, 1, length, offset);
+	}
+	if (where == 3) {
+		/* The NFS READ call's shape, which the decoder takes a short way. */
+		w32(w, 1);
+		w32(w, 1);
 		w_seg(w, 1, length, offset);
 	}
 	w32(w, 0);
@@ -985,7 +995,7 @@ static void test_decode_offset_wrap(void **state)
 
 	(void)state;
 	for (i = 0; i < ARRAY_SIZE(lengths); i++) {
-		for (where = 0; where < 3; where++) {
+		for (where = 0; where < 4; where++) {
 			/* The largest offset whose end does not wrap, then one more. */
 			wire_one_segment(&w, where, lengths[i], UINT64_MAX - lengths[i]);
 			assert_int_equal(decode_rc(&w, w.n, NULL), 0);
@@ -999,7 +1009,7 @@ static void test_decode_offset_wrap(void **state)
 		}
 	}
 	/* Zero length never wraps. */
-	for (where = 0; where < 3; where++) {
+	for (where = 0; where < 4; where++) {
 		wire_one_segment(&w, where, 0, UINT64_MAX);
 		assert_int_equal(decode_rc(&w, w.n, NULL), 0);
 	}
