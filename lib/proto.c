@@ -362,13 +362,13 @@ _Static_assert(HDR_SINGLE_LEN == RPCRDMA_HDR_MIN_LEN + 8 + RPCRDMA_SEGMENT_LEN,
 
 static inline bool decode_single(const unsigned char *p, size_t len, struct rpcrdma_hdr *hdr)
 {
-	uint64_t lists = load_raw64(p + 16);
 	uint64_t offset;
 	uint32_t length;
 
+	/* Before any load: a peer's short message reaches here too. */
 	if (len < HDR_SINGLE_LEN)
 		return false;
-	if (lists == raw_pair(XDR_ZERO, XDR_ONE)) {
+	if (load_raw64(p + 16) == raw_pair(XDR_ZERO, XDR_ONE)) {
 		/* No Read list; a Write chunk: 1 segment at 28, list end and no Reply chunk at 44. */
 		if (load_raw32(p + 24) != XDR_ONE || load_raw64(p + 44) != 0)
 			return false;
