@@ -707,6 +707,13 @@ __attribute__((target("ssse3"))) static void encode_segments_ssse3(unsigned char
 }
 #endif
 
+/* One segment's wire form at @p, from its host form at @src. */
+static inline void encode_segment(unsigned char *p, const unsigned char *src)
+{
+	put_raw64(p, swap_pair(load_raw64(src)));
+	put_be64(p + 8, load_raw64(src + 8));
+}
+
 /*
  * struct rpcrdma_segment and its wire form are both 16 bytes (and a Read
  * segment and a Read list entry both 24), so one offset walks both arrays.
@@ -719,8 +726,7 @@ static unsigned char *encode_segments(unsigned char *p, const struct rpcrdma_seg
 
 	if (nsegs == 1) {
 		/* The common case, without the unrolled loop's entry. */
-		put_raw64(p, swap_pair(load_raw64(src)));
-		put_be64(p + 8, load_raw64(src + 8));
+		encode_segment(p, src);
 		return p + RPCRDMA_SEGMENT_LEN;
 	}
 #ifdef PROTO_SSSE3
@@ -730,10 +736,8 @@ static unsigned char *encode_segments(unsigned char *p, const struct rpcrdma_seg
 	}
 #endif
 	SEGMENT_LOOP_UNROLL
-	for (off = 0; off != bytes; off += RPCRDMA_SEGMENT_LEN) {
-		put_raw64(p + off, swap_pair(load_raw64(src + off)));
-		put_be64(p + off + 8, load_raw64(src + off + 8));
-	}
+	for (off = 0; off != bytes; off += RPCRDMA_SEGMENT_LEN)
+		encode_segment(p + off, src + off);
 	return p + bytes;
 }
 
@@ -802,8 +806,7 @@ static unsigned char *encode_read_list(unsigned char *p, const struct rpcrdma_re
 	for (off = 0; off != bytes; off += RPCRDMA_READ_ENTRY_LEN) {
 		if (unlikely(!encode_read_head(p + off, src + off, &prev, &misaligned)))
 			return NULL;
-		put_raw64(p + off + 8, swap_pair(load_raw64(src + off + 8)));
-		put_be64(p + off + 16, load_raw64(src + off + 16));
+		encode_segment(p + off + 8, src + off + 8);
 	}
 	if (unlikely(misaligned & 3))
 		return NULL;
@@ -902,16 +905,14 @@ static inline long encode_single(unsigned char *p, size_t len, const struct rpcr
 		src = (const unsigned char *)enc->write->segs;
 		put_raw64(p + 16, raw_pair(XDR_ZERO, XDR_ONE));
 		put_raw32(p + 24, XDR_ONE);
-		put_raw64(p + 28, swap_pair(load_raw64(src)));
-		put_be64(p + 36, load_raw64(src + 8));
+		encode_segment(p + 28, src);
 		put_raw64(p + 44, 0);
 	} else if (enc->read_segs == 1 && !enc->write_chunks) {
 		if (!enc->read || (enc->read->position & 3))
 			return 0;
 		src = (const unsigned char *)enc->read;
 		put_raw64(p + 16, raw_pair(XDR_ONE, cpu_to_be32(enc->read->position)));
-		put_raw64(p + 24, swap_pair(load_raw64(src + 8)));
-		put_be64(p + 32, load_raw64(src + 16));
+		encode_segment(p + 24, src + 8);
 		put_raw64(p + 40, 0);
 		put_raw32(p + 48, XDR_ZERO);
 	} else {
