@@ -42,6 +42,16 @@ int64_t rpcrdma_now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+bool rpcrdma_pace_clock(struct rpcrdma_pace *pc, int64_t gap_us)
+{
+	int64_t now = rpcrdma_now_us();
+
+	if (now < pc->next_us)
+		return false;
+	pc->next_us = now + gap_us;
+	return true;
+}
+
 static void rpcrdma_wc_drain_send(struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	struct rpcrdma_ep *ep = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_ep, drain_send_cqe);
@@ -292,9 +302,6 @@ int rpcrdma_ep_collect(struct rpcrdma_ep *ep, int epfd, int timeout_ms)
 	return (int)tags;
 }
 
-/* Every this many polls without a wait's word, a poller reads the CM channel. */
-#define RPCRDMA_CM_PACE 16u
-
 bool rpcrdma_ep_cm_due_arm(struct rpcrdma_ep *ep)
 {
 	if (ep->ready & RPCRDMA_READY_CM) {
@@ -302,22 +309,6 @@ bool rpcrdma_ep_cm_due_arm(struct rpcrdma_ep *ep)
 		return true;
 	}
 	return !(ep->ready & RPCRDMA_READY_KNOWN);
-}
-
-bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep)
-{
-	if (ep->ready & RPCRDMA_READY_CM) {
-		ep->ready &= ~RPCRDMA_READY_CM;
-		return true;
-	}
-	if (ep->ready & RPCRDMA_READY_KNOWN)
-		return false;
-	/*
-	 * Without a wait's word: a busy poller, which polls far more often than
-	 * a peer leaves, reads the channel (a system call) on every
-	 * RPCRDMA_CM_PACE-th poll. An arm before a sleep still reads it at once.
-	 */
-	return ++ep->cm_polls % RPCRDMA_CM_PACE == 0;
 }
 
 /* Every this many idle polls, a busy poller looks at the async events. */

@@ -58,7 +58,7 @@ enum rpcrdma_ep_state {
  * @drain_send_cqe: the send-queue drain marker
  * @stats: the owner's counters
  * @idle_polls: polls that found nothing, to pace the async-event check
- * @cm_polls: polls without a wait's word, to pace the CM channel's reads
+ * @cm_pace: polls without a wait's word, to pace the CM channel's reads
  * @async_error: a fatal async event concerns this endpoint; set by whichever
  *	thread read the event (lib/async.c), acted on by the owner
  * @srq: the QP receives from this shared receive queue (the owner posts
@@ -91,7 +91,7 @@ struct rpcrdma_ep {
 	struct rpcrdma_cqe drain_send_cqe;
 	struct rpcrdma_stats *stats;
 	unsigned int idle_polls;
-	unsigned int cm_polls;
+	struct rpcrdma_pace cm_pace;
 	atomic_bool async_error;
 	struct ibv_srq *srq;
 	bool own_cq;
@@ -136,8 +136,28 @@ static inline bool rpcrdma_ep_close_due(const struct rpcrdma_ep *ep)
 	       ep->state != RPCRDMA_EP_DRAINED;
 }
 
+/*
+ * A busy poller reads the CM channel at most this often (rpcrdma_pace_due()):
+ * what it brings is a disconnect, which can wait a millisecond.
+ */
+#define RPCRDMA_CM_GAP_US 1000
+
 /* Should this poll read the CM channel? (clears the readiness it used) */
-bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep);
+static inline bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep)
+{
+	if (ep->ready & RPCRDMA_READY_CM) {
+		ep->ready &= ~RPCRDMA_READY_CM;
+		return true;
+	}
+	if (ep->ready & RPCRDMA_READY_KNOWN)
+		return false;
+	/*
+	 * Without a wait's word: a busy poller, which polls far more often than
+	 * a peer leaves, reads the channel (a system call) seldom. An arm
+	 * before a sleep still reads it at once.
+	 */
+	return rpcrdma_pace_due(&ep->cm_pace, RPCRDMA_CM_GAP_US);
+}
 /* And an arm, before a sleep: unless a wait said it holds nothing. */
 bool rpcrdma_ep_cm_due_arm(struct rpcrdma_ep *ep);
 

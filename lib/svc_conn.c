@@ -204,6 +204,8 @@ static void svc_rdma_finalize(struct svcxprt_rdma *rdma)
 		rpcrdma_stat_tick(&rdma->sc_poller->stat, true);
 	svc_rdma_unready(rdma);
 	list_del(&rdma->sc_node);
+	if (rdma->sc_poller)
+		rdma->sc_poller->nconns--;
 	if (svc)
 		atomic_fetch_sub(&svc->sv_nconns, 1);
 	if (svc && rdma->sc_poller)
@@ -572,6 +574,7 @@ int svc_rdma_accept(struct svc_rdma_poller *p, const struct svc_rdma_conn_req *r
 	rdma->sc_state = SVCXPRT_ACCEPTING;
 	rpcrdma_count_inc(rdma->sc_stats->connects);
 	list_add_tail(&rdma->sc_node, &p->conns);
+	p->nconns++;
 	if (svc->sv_attr.on_conn)
 		svc->sv_attr.on_conn(svc_rdma_conn(rdma), RPCRDMA_CONN_ACCEPTED, svc->sv_attr.arg);
 	svc_rdma_mark_ready(rdma);	/* its first visit arms it */

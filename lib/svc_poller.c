@@ -18,8 +18,12 @@
 #include "svc_rdma.h"
 
 #define SVC_RDMA_EVENTS 64
-/* A busy poller reads its epoll set once in this many passes (svc_rdma_poller_poll). */
-#define SVC_RDMA_WAKE_PACE 16u
+/*
+ * A busy poller whose connections are all ready has only the listener,
+ * timers and devices to hear of in its epoll set: it reads it at most
+ * this often (rpcrdma_pace_due()).
+ */
+#define SVC_RDMA_QUIET_GAP_US 1000
 
 void svc_rdma_mark_ready(struct svcxprt_rdma *rdma)
 {
@@ -421,33 +425,46 @@ static int svc_rdma_take_wakeups(struct svc_rdma_poller *p)
  * Should this idle pass read the wake-ups? A pass of the caller's always
  * does: it may come right after what it is to find. The library's own
  * spinning (svc_rdma_poller_spin()) would otherwise spin on epoll_wait():
- * there one idle pass in SVC_RDMA_WAKE_PACE reads them, and new work is
+ * there one idle pass in RPCRDMA_PACE_POLLS reads them, and new work is
  * heard of a few passes late at most.
  */
 static bool svc_rdma_idle_pace(const struct svc_rdma_poller *p)
 {
-	return !p->spinning || p->idle_passes % SVC_RDMA_WAKE_PACE == 0;
+	return !p->spinning || p->idle_passes % RPCRDMA_PACE_POLLS == 0;
+}
+
+/*
+ * Should this busy pass read them? One in RPCRDMA_PACE_POLLS does, so that
+ * a sleeping connection's call waits a few passes at most. When the last
+ * pass visited every connection, none was asleep: then only once a
+ * millisecond, and a poller busy with one client makes almost no system
+ * calls.
+ */
+static bool svc_rdma_busy_pace(struct svc_rdma_poller *p)
+{
+	return rpcrdma_pace_tick(&p->wake_pace) &&
+	       (p->visits < p->nconns || rpcrdma_pace_clock(&p->wake_pace, SVC_RDMA_QUIET_GAP_US));
 }
 
 int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 {
 	struct svcxprt_rdma *rdma;
 	struct list_node batch;
+	unsigned int visits = 0;
 	int n;
 
 	svc_rdma_note_poller(p);
 	/*
 	 * epoll_wait() is a system call: while connections have work, the
 	 * wake-ups of the rest (armed connections, the listener, timers) are
-	 * read every SVC_RDMA_WAKE_PACE passes, and the queue's work, which an
-	 * atomic counts, on every pass. With nothing ready they are read too,
-	 * but by one pass in SVC_RDMA_WAKE_PACE of a run of idle passes in
-	 * quick succession (svc_rdma_idle_pace()). Shared CQs (SRQ) are heard
-	 * of only there: with them, every pass reads it.
+	 * read by one pass in a few (svc_rdma_busy_pace()), and the queue's
+	 * work, which an atomic counts, on every pass. With nothing ready they
+	 * are read too, but by one pass in RPCRDMA_PACE_POLLS of a run of idle
+	 * passes in quick succession (svc_rdma_idle_pace()). Shared CQs (SRQ)
+	 * are heard of only there: with them, every pass reads it.
 	 */
-	if (p->nsrqs || (list_empty(&p->ready) ? svc_rdma_idle_pace(p) :
-						 ++p->wake_pace >= SVC_RDMA_WAKE_PACE)) {
-		p->wake_pace = 0;
+	if (p->nsrqs || (list_empty(&p->ready) ? svc_rdma_idle_pace(p) : svc_rdma_busy_pace(p))) {
+		p->wake_pace.polls = 0;
 		n = svc_rdma_take_wakeups(p);
 	} else {
 		n = svc_rdma_poller_take_work(p, false);
@@ -465,7 +482,9 @@ int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 		rc = svc_rdma_conn_visit(rdma, budget);
 		if (rc > 0)
 			n += rc;
+		visits++;
 	}
+	p->visits = visits;
 	p->idle_passes = n || !list_empty(&p->ready) ? 0 : p->idle_passes + 1;
 	rpcrdma_stat_tick(&p->stat, false);
 	return n;
@@ -483,7 +502,7 @@ static int svc_rdma_poller_wait_pass(struct svc_rdma_poller *p)
 
 /*
  * Poll for up to p->spin_us before sleeping: work that comes meanwhile costs
- * no sleep and no wake-up. One pass in SVC_RDMA_WAKE_PACE reads the epoll
+ * no sleep and no wake-up. One pass in RPCRDMA_PACE_POLLS reads the epoll
  * set (svc_rdma_idle_pace()); the others look at the handoff queue only.
  */
 static int svc_rdma_poller_spin(struct svc_rdma_poller *p)

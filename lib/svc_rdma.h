@@ -272,7 +272,9 @@ struct svc_rdma_poller {
 	struct list_node adopt;			/* lock: connection requests for it */
 	struct rpcrdma_stat_src stat;		/* stats (and poller 0: the server's) for rpcrdma-stat */
 	int ka_fd;				/* keepalive and idle timer, or -1 */
-	unsigned int wake_pace;			/* passes since the last epoll_wait */
+	struct rpcrdma_pace wake_pace;		/* busy passes since the last epoll_wait */
+	unsigned int nconns;			/* in conns */
+	unsigned int visits;			/* connections the last pass visited */
 	unsigned int idle_passes;		/* passes in a row that found no work */
 	bool spinning;				/* inside svc_rdma_poller_spin() */
 };

@@ -8,6 +8,7 @@
 #define RPCRDMA_UTIL_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -19,6 +20,38 @@
 /* Monotonic clock in milliseconds, and in microseconds. */
 int64_t rpcrdma_now_ms(void);
 int64_t rpcrdma_now_us(void);
+
+/*
+ * A busy poller hears of rare events (a disconnect, a new connection, a
+ * sleeping connection's wake-up) only through a system call. It makes that
+ * call on every RPCRDMA_PACE_POLLS-th poll; where nothing is waiting to be
+ * heard of but rare events, only if @gap_us have also passed since the
+ * last. Then a poller that finishes an RPC per microsecond makes one system
+ * call per thousand RPCs, where the count alone would make one per sixteen.
+ */
+#define RPCRDMA_PACE_POLLS 16u
+
+struct rpcrdma_pace {
+	unsigned int polls;	/* since the last call, or the last look at the clock */
+	int64_t next_us;	/* with a gap: no call before this */
+};
+
+/* One more poll: is it an RPCRDMA_PACE_POLLS-th? */
+static inline bool rpcrdma_pace_tick(struct rpcrdma_pace *pc)
+{
+	if (likely(++pc->polls < RPCRDMA_PACE_POLLS))
+		return false;
+	pc->polls = 0;
+	return true;
+}
+
+/* Have @gap_us passed since it last said so? */
+bool rpcrdma_pace_clock(struct rpcrdma_pace *pc, int64_t gap_us);
+
+static inline bool rpcrdma_pace_due(struct rpcrdma_pace *pc, int64_t gap_us)
+{
+	return rpcrdma_pace_tick(pc) && rpcrdma_pace_clock(pc, gap_us);
+}
 
 /* Internal log, routed through rpcrdma_set_log(). */
 void rpcrdma_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

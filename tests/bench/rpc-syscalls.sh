@@ -7,8 +7,9 @@
 # system calls (the library's and the fabric's: an upper bound for the
 # library); (calls(N2) - calls(N1)) / (N2 - N1) cancels set-up and teardown.
 # read and epoll_wait are the library's (rdma_get_cm_event, the poller's
-# wait), one pass in 16 each; a futex call now and then is the fabric's
-# (its progress thread sleeps through STEP mode).
+# wait), at most once a millisecond each while every connection is busy; a
+# futex call now and then is the fabric's (its progress thread sleeps
+# through STEP mode).
 # strace uses ptrace, not seccomp or perf, so it works in our containers.
 # Usage: rpc-syscalls.sh [BUILDDIR [BENCH-OPTION...]]
 set -eu

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The system calls of a busy poller (rpcrdma_pace_due()): a server whose
+ * connections all have work reads its epoll set, and a client polled without
+ * waits its CM channel, about once a millisecond, not once in 16 polls; a
+ * connection asleep beside a busy one is still heard of within a few
+ * passes. White box: this thread owns both sides and steps the fabric, and
+ * it counts its own epoll_wait() and read() calls by defining them over
+ * libc's.
+ */
+#define _GNU_SOURCE	/* RTLD_NEXT */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define BUSY_CALLS 3000
+
+/* Only this thread's calls count: the fabric's threads have their own. */
+static _Thread_local bool counting;
+static unsigned int epoll_waits, reads;
+
+int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
+{
+	static int (*real)(int, struct epoll_event *, int, int);
+
+	if (!real)
+		real = (int (*)(int, struct epoll_event *, int, int))dlsym(RTLD_NEXT, "epoll_wait");
+	if (counting)
+		epoll_waits++;
+	return real(epfd, evs, max, timeout);
+}
+
+/* softrdma's rdma_get_cm_event() reads an eventfd: a bound on the CM reads. */
+ssize_t read(int fd, void *buf, size_t len)
+{
+	static ssize_t (*real)(int, void *, size_t);
+
+	if (!real)
+		real = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
+	if (counting)
+		reads++;
+	return real(fd, buf, len);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+struct fixture {
+	struct harness_server hs;
+	struct rpcrdma_clnt *busy;
+	struct rpcrdma_clnt *sleeper;
+};
+
+/* A client with one call answered. */
+static struct rpcrdma_clnt *fixture_clnt(struct fixture *fx)
+{
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	unsigned char msg[16], reply[16];
+	size_t rlen = sizeof(reply);
+	struct rpcrdma_clnt *clnt;
+
+	harness_clnt_attr(&fx->hs, &attr);
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
+	harness_fill_msg(msg, sizeof(msg), 1, 1);
+	assert_int_equal(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 0), 0);
+	return clnt;
+}
+
+/* The busy client, and with @sleeper a second one; then this thread owns both sides. */
+static void fixture_up(struct fixture *fx, bool sleeper)
+{
+	memset(fx, 0, sizeof(*fx));
+	assert_int_equal(softrdma_set_mode(harness_run_mode()), 0);
+	assert_int_equal(harness_server_start(&fx->hs, 8, 0, HARNESS_ECHO), 0);
+	fx->busy = fixture_clnt(fx);
+	if (sleeper)
+		fx->sleeper = fixture_clnt(fx);
+	assert_true(harness_wait_established(&fx->hs, sleeper ? 2 : 1, 5000));
+	atomic_store(&fx->hs.sh->stop, true);
+	pthread_join(fx->hs.thread, NULL);
+	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_STEP), 0);
+}
+
+static void fixture_down(struct fixture *fx)
+{
+	counting = false;
+	assert_int_equal(softrdma_set_mode(harness_run_mode()), 0);
+	rpcrdma_clnt_destroy(fx->busy);
+	if (fx->sleeper)
+		rpcrdma_clnt_destroy(fx->sleeper);
+	rpcrdma_svc_destroy(fx->hs.svc);
+	fx->hs.svc = NULL;
+	harness_assert_fabric_idle();
+}
+
+struct paced_call {
+	struct rpcrdma_call call;
+	unsigned char msg[16];
+	unsigned char reply[16];
+	bool done;
+};
+
+static void paced_done(struct rpcrdma_call *call)
+{
+	((struct paced_call *)call->arg)->done = true;
+}
+
+static void submit(struct rpcrdma_clnt *clnt, struct paced_call *c, uint32_t xid)
+{
+	memset(c, 0, sizeof(*c));
+	harness_fill_msg(c->msg, sizeof(c->msg), xid, xid);
+	RPCRDMA_INIT(&c->call);
+	c->call.msg = c->msg;
+	c->call.msg_len = sizeof(c->msg);
+	c->call.reply = c->reply;
+	c->call.reply_max = sizeof(c->reply);
+	c->call.done = paced_done;
+	c->call.arg = c;
+	assert_int_equal(rpcrdma_clnt_submit(clnt, &c->call), 0);
+}
+
+/* One busy pass of both sides: the server's poll, the busy client's. */
+static void pass(struct fixture *fx)
+{
+	softrdma_progress_all();
+	rpcrdma_svc_poll(fx->hs.svc, 64);
+	softrdma_progress_all();
+	rpcrdma_clnt_poll(fx->busy, 16);
+}
+
+/* One call on the busy client, polled to its end; the passes it took. */
+static unsigned int busy_call(struct fixture *fx, uint32_t xid)
+{
+	struct paced_call c;
+	unsigned int passes = 0;
+
+	submit(fx->busy, &c, xid);
+	while (!c.done && passes < 100) {
+		pass(fx);
+		passes++;
+	}
+	assert_true(c.done);
+	assert_int_equal(c.call.status, 0);
+	return passes;
+}
+
+/*
+ * While every connection of the server has work, the poller reads its
+ * epoll set and the busy client its CM channel about once a millisecond:
+ * calls taking a few microseconds each make a few such reads in all, where
+ * one in 16 polls would make hundreds.
+ */
+static void t_busy_poller_quiet(void **state)
+{
+	struct fixture fx;
+	unsigned int i, passes = 0;
+	double t0, ms;
+
+	(void)state;
+	harness_skip_srq("with shared CQs every pass reads the epoll set");
+	fixture_up(&fx, false);
+	/* The connecting call's wait said what was ready; an arm forgets that. */
+	rpcrdma_clnt_arm(fx.busy);
+	for (i = 0; i < 200; i++)
+		passes += busy_call(&fx, 0x1000 + i);
+	epoll_waits = reads = 0;
+	counting = true;
+	t0 = now_ms();
+	for (i = 0, passes = 0; i < BUSY_CALLS; i++)
+		passes += busy_call(&fx, 0x2000 + i);
+	ms = now_ms() - t0;
+	counting = false;
+	print_message("%u calls, %u passes in %.1f ms: %u epoll_wait, %u read\n",
+		      BUSY_CALLS, passes, ms, epoll_waits, reads);
+	/* At most one each per millisecond begun, and one for the first pass. */
+	assert_true(epoll_waits <= (unsigned int)ms + 2);
+	assert_true(reads <= (unsigned int)ms + 2);
+	fixture_down(&fx);
+}
+
+/*
+ * Beside a busy connection, a sleeping one (armed, heard of only through
+ * the epoll set) has its call answered within a few busy passes, not a
+ * millisecond later.
+ */
+static void t_sleeper_heard_while_busy(void **state)
+{
+	struct fixture fx;
+	struct paced_call c;
+	unsigned int i, passes;
+
+	(void)state;
+	harness_skip_srq("with shared CQs every pass reads the epoll set");
+	fixture_up(&fx, true);
+	/* Let the sleeper's connection arm: only its descriptor can wake it. */
+	for (i = 0; i < 20; i++) {
+		pass(&fx);
+		rpcrdma_clnt_poll(fx.sleeper, 16);
+		rpcrdma_clnt_arm(fx.sleeper);
+	}
+	for (i = 0; i < 200; i++)
+		busy_call(&fx, 0x3000 + i);
+	submit(fx.sleeper, &c, 0x4000);
+	softrdma_progress_all();
+	for (i = 0, passes = 0; !c.done && i < 2000; i++) {
+		struct paced_call b;
+
+		submit(fx.busy, &b, 0x5000 + i);
+		while (!b.done && passes < 100000) {
+			pass(&fx);
+			rpcrdma_clnt_poll(fx.sleeper, 16);
+			passes++;
+		}
+	}
+	print_message("the sleeper's call took %u busy passes\n", passes);
+	assert_true(c.done);
+	assert_int_equal(c.call.status, 0);
+	/* One pass in RPCRDMA_PACE_POLLS reads the set, and the reply takes a few more. */
+	assert_true(passes <= 16 + 8);
+	fixture_down(&fx);
+}
+
+int main(void)
+{
+	if (harness_fabric() != HARNESS_FABRIC_THREAD) {
+		fprintf(stderr, "skipped with E2E_FABRIC=%s: white box, both sides in this "
+			"process, the fabric stepped by the test\n", harness_fabric_name());
+		return 77;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_busy_poller_quiet),
+		cmocka_unit_test(t_sleeper_heard_while_busy),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
