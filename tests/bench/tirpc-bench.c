@@ -51,8 +51,10 @@ struct figures {
 	double null_per_s;
 	double null_median_us;
 	double null_csw_per_call;	/* both sides: client and server share this process */
+	double null_syscalls_per_call;	/* likewise (bench_syscalls()) */
 	/* RDMA: the client polls -s microseconds before sleeping; TCP: as above. */
 	double null_spin_per_s, null_spin_median_us, null_spin_csw_per_call;
+	double null_spin_syscalls_per_call;
 	double null_mt_per_s;
 	/* RDMA only (softrdma's per-QP counters): doorbells and signaled send CQEs per call. */
 	double null_clnt_posts, null_svc_posts, null_clnt_signaled, null_svc_signaled;
@@ -76,6 +78,7 @@ static int bench_null(CLIENT *cl, unsigned int n, struct figures *f)
 	double *lat = calloc(n, sizeof(*lat)), t0, t1;
 	struct softrdma_qp_stats cb, sb, ca, sa;
 	unsigned int i;
+	long long sys0;
 	long csw0;
 
 	if (!lat)
@@ -86,6 +89,7 @@ static int bench_null(CLIENT *cl, unsigned int n, struct figures *f)
 			goto fail;
 	softrdma_qp_stats_sum(&cb, &sb);
 	csw0 = bench_csw();
+	sys0 = bench_syscalls();
 	t0 = bench_now_s();
 	for (i = 0; i < n; i++) {
 		double s = bench_now_s();
@@ -95,6 +99,7 @@ static int bench_null(CLIENT *cl, unsigned int n, struct figures *f)
 		lat[i] = bench_now_s() - s;
 	}
 	t1 = bench_now_s();
+	f->null_syscalls_per_call = bench_syscalls_per(sys0, n);
 	f->null_csw_per_call = (double)(bench_csw() - csw0) / n;
 	softrdma_qp_stats_sum(&ca, &sa);
 	f->null_clnt_posts = (double)(ca.send_posts + ca.recv_posts - cb.send_posts -
@@ -228,6 +233,7 @@ static int bench_null_spin(const struct tt_server *srv, CLIENT *cl, unsigned int
 	f->null_spin_per_s = s.null_per_s;
 	f->null_spin_median_us = s.null_median_us;
 	f->null_spin_csw_per_call = s.null_csw_per_call;
+	f->null_spin_syscalls_per_call = s.null_syscalls_per_call;
 	return 0;
 }
 
@@ -302,11 +308,12 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 			unsigned int rounds, unsigned int threads, u_int spin_us, unsigned int which,
 			double *v)
 {
-	char mt_label[48], spin_label[3][48];
+	char mt_label[48], spin_label[4][48];
 	const struct figure_row rows[] = {
 		{ "NULL calls/s, 1 caller", FIGURE(null_per_s), 0 },
 		{ "NULL median latency (us), 1 caller", FIGURE(null_median_us), 1 },
 		{ "ctx switches/NULL call, 1 caller (*)", FIGURE(null_csw_per_call), 2 },
+		{ "system calls/NULL call, 1 caller (*)", FIGURE(null_syscalls_per_call), 2 },
 		{ "posts/NULL call, client (RDMA)", FIGURE(null_clnt_posts), 2 },
 		{ "posts/NULL call, server (RDMA)", FIGURE(null_svc_posts), 2 },
 		{ "signaled send CQEs/NULL call, client", FIGURE(null_clnt_signaled), 2 },
@@ -314,6 +321,7 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 		{ spin_label[0], FIGURE(null_spin_per_s), 0 },
 		{ spin_label[1], FIGURE(null_spin_median_us), 1 },
 		{ spin_label[2], FIGURE(null_spin_csw_per_call), 2 },
+		{ spin_label[3], FIGURE(null_spin_syscalls_per_call), 2 },
 		{ mt_label, FIGURE(null_mt_per_s), 0 },
 		{ "1 MiB results, MiB/s", FIGURE(result_mib_s), 0 },
 		{ "1 MiB arguments, MiB/s", FIGURE(arg_mib_s), 0 },
@@ -325,6 +333,7 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 	snprintf(spin_label[0], sizeof(spin_label[0]), "NULL calls/s, spin %u us (**)", spin_us);
 	snprintf(spin_label[1], sizeof(spin_label[1]), "NULL median latency (us), spin %u us", spin_us);
 	snprintf(spin_label[2], sizeof(spin_label[2]), "ctx switches/NULL call, spin %u us", spin_us);
+	snprintf(spin_label[3], sizeof(spin_label[3]), "system calls/NULL call, spin %u us", spin_us);
 	printf("%-38s", "libtirpc, same rpcgen program");
 	if (which & BENCH_TCP)
 		printf(" %14s", "TCP loopback");
@@ -345,8 +354,10 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 			printf(" %9.2f", row_ratio(tcp, rdma, rounds, row, v));
 		printf("\n");
 	}
-	printf("(*) getrusage(RUSAGE_SELF) over the 1-caller NULL loop, divided by the calls:\n"
-	       "    client and server share this process, so both sides' switches count.\n");
+	printf("(*) getrusage(RUSAGE_SELF), and the system calls the kernel's raw_syscalls\n"
+	       "    tracepoint counted (nan where perf_event_open is refused), over the\n"
+	       "    1-caller NULL loop, divided by the calls: client and server share this\n"
+	       "    process, so both sides' count.\n");
 	printf("(**) 1 caller; over RDMA the CLIENT polls %u us for each reply and the\n"
 	       "    server each connection for its next call before sleeping\n"
 	       "    (RPCRDMA_CLSET_SPIN_US, RPCRDMA_SVCSET_SPIN_US; with -s 0 these rows\n"
@@ -420,6 +431,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	bench_syscalls();	/* before the first thread: it counts the threads to come */
 	/* Even rounds start with TCP, odd ones with RDMA: drift hits both alike. */
 	for (r = 0; r < rounds; r++) {
 		for (k = 0; k < 2; k++) {
