@@ -57,7 +57,7 @@ enum rpcrdma_ep_state {
  * @drain_recv_cqe: the receive-queue drain marker
  * @drain_send_cqe: the send-queue drain marker
  * @stats: the owner's counters
- * @idle_polls: polls that found nothing, to pace the async-event check
+ * @async_pace: polls that found nothing, to pace the async-event check
  * @cm_pace: polls without a wait's word, to pace the CM channel's reads
  * @async_error: a fatal async event concerns this endpoint; set by whichever
  *	thread read the event (lib/async.c), acted on by the owner
@@ -90,7 +90,7 @@ struct rpcrdma_ep {
 	struct rpcrdma_cqe drain_recv_cqe;
 	struct rpcrdma_cqe drain_send_cqe;
 	struct rpcrdma_stats *stats;
-	unsigned int idle_polls;
+	struct rpcrdma_pace async_pace;
 	struct rpcrdma_pace cm_pace;
 	atomic_bool async_error;
 	struct ibv_srq *srq;
@@ -156,7 +156,7 @@ static inline bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep)
 	 * a peer leaves, reads the channel (a system call) seldom. An arm
 	 * before a sleep still reads it at once.
 	 */
-	return rpcrdma_pace_due(&ep->cm_pace, RPCRDMA_CM_GAP_US);
+	return rpcrdma_pace_due(&ep->cm_pace, RPCRDMA_PACE_POLLS, RPCRDMA_CM_GAP_US);
 }
 /* And an arm, before a sleep: unless a wait said it holds nothing. */
 bool rpcrdma_ep_cm_due_arm(struct rpcrdma_ep *ep);

@@ -373,11 +373,20 @@ int svc_rdma_conn_arm(struct svcxprt_rdma *rdma)
 	return n;
 }
 
-void svc_rdma_conn_collect(struct rpcrdma_svc_conn *conn)
+void svc_rdma_conn_collect(struct rpcrdma_svc_conn *conn, bool woke)
 {
 	struct svcxprt_rdma *rdma = svc_conn_rdma(conn);
 
-	if (rdma->sc_state != SVCXPRT_CLOSED && rdma->sc_epfd >= 0 && rdma->sc_ep.own_cq)
+	if (rdma->sc_state == SVCXPRT_CLOSED || rdma->sc_epfd < 0 || !rdma->sc_ep.own_cq)
+		return;
+	/*
+	 * Not woken (busy since the last look, no arm between), that look
+	 * still holds: what it found ready is still to take, and what came
+	 * since keeps the descriptor readable, level-triggered, for the look
+	 * after the next sleep. Looking again would cost an epoll_wait() per
+	 * call.
+	 */
+	if (woke)
 		rpcrdma_ep_collect(&rdma->sc_ep, rdma->sc_epfd, 0);
 }
 

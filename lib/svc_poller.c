@@ -442,7 +442,7 @@ static bool svc_rdma_idle_pace(const struct svc_rdma_poller *p)
  */
 static bool svc_rdma_busy_pace(struct svc_rdma_poller *p)
 {
-	return rpcrdma_pace_tick(&p->wake_pace) &&
+	return rpcrdma_pace_tick(&p->wake_pace, RPCRDMA_PACE_POLLS) &&
 	       (p->visits < p->nconns || rpcrdma_pace_clock(&p->wake_pace, SVC_RDMA_QUIET_GAP_US));
 }
 

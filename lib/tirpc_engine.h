@@ -28,10 +28,12 @@ int xprt_rdma_watch(struct rpcrdma_clnt *clnt, int fd);
  */
 int xprt_rdma_sleep(struct rpcrdma_clnt *clnt, int timeout_ms);
 /*
- * The adapter's poll() said the connection's descriptor is ready: learn
- * which of its channels are, without sleeping, before polling it.
+ * Before the adapter polls a connection: if its poll() found the armed
+ * connection's descriptor ready (@woke), learn which of its channels are,
+ * without sleeping; otherwise (calls were left, or it yielded) take it
+ * that none is.
  */
-void svc_rdma_conn_collect(struct rpcrdma_svc_conn *conn);
+void svc_rdma_conn_collect(struct rpcrdma_svc_conn *conn, bool woke);
 
 /*
  * rpcrdma_svc_reply_payload() whose bytes are sent from @mem, a registration

@@ -377,7 +377,7 @@ static bool_t tconn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 {
 	struct tconn *tc = tconn_of(xprt);
 	struct rpcrdma_svc_call *call;
-
+	bool woke = tc->armed;
 	uint64_t owed;
 
 	tconn_finish_cur(tc);
@@ -386,9 +386,9 @@ static bool_t tconn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 	if (tc->wake_raised && read(tc->wake_fd, &owed, sizeof(owed)) < 0 && errno != EAGAIN)
 		rpcrdma_dbg("tirpc: wake: %s", strerror(errno));
 	tc->wake_raised = false;
-	/* svc_run() found our descriptor ready: which of the engine's channels is? */
+	/* Armed, svc_run() found our descriptor ready: which of the engine's channels is? */
 	if (!tc->svc->nthreads && !tc->closed)
-		svc_rdma_conn_collect(tc->conn);
+		svc_rdma_conn_collect(tc->conn, woke);
 	while (!tc->closed) {
 		/* Under rpcrdma_svc_run() the thread's poller pass queued the calls. */
 		if (!tc->qlen && !tc->svc->nthreads)

@@ -23,11 +23,11 @@ int64_t rpcrdma_now_us(void);
 
 /*
  * A busy poller hears of rare events (a disconnect, a new connection, a
- * sleeping connection's wake-up) only through a system call. It makes that
- * call on every RPCRDMA_PACE_POLLS-th poll; where nothing is waiting to be
- * heard of but rare events, only if @gap_us have also passed since the
+ * sleeping connection's wake-up, an async event) only through a system
+ * call. It makes that call on every @every-th poll; where nothing is waiting
+ * to be heard of but rare events, only if @gap_us have also passed since the
  * last. Then a poller that finishes an RPC per microsecond makes one system
- * call per thousand RPCs, where the count alone would make one per sixteen.
+ * call per thousand RPCs, where the count alone would make one per @every.
  */
 #define RPCRDMA_PACE_POLLS 16u
 
@@ -36,10 +36,10 @@ struct rpcrdma_pace {
 	int64_t next_us;	/* with a gap: no call before this */
 };
 
-/* One more poll: is it an RPCRDMA_PACE_POLLS-th? */
-static inline bool rpcrdma_pace_tick(struct rpcrdma_pace *pc)
+/* One more poll: is it an @every-th? */
+static inline bool rpcrdma_pace_tick(struct rpcrdma_pace *pc, unsigned int every)
 {
-	if (likely(++pc->polls < RPCRDMA_PACE_POLLS))
+	if (likely(++pc->polls < every))
 		return false;
 	pc->polls = 0;
 	return true;
@@ -48,9 +48,9 @@ static inline bool rpcrdma_pace_tick(struct rpcrdma_pace *pc)
 /* Have @gap_us passed since it last said so? */
 bool rpcrdma_pace_clock(struct rpcrdma_pace *pc, int64_t gap_us);
 
-static inline bool rpcrdma_pace_due(struct rpcrdma_pace *pc, int64_t gap_us)
+static inline bool rpcrdma_pace_due(struct rpcrdma_pace *pc, unsigned int every, int64_t gap_us)
 {
-	return rpcrdma_pace_tick(pc) && rpcrdma_pace_clock(pc, gap_us);
+	return rpcrdma_pace_tick(pc, every) && rpcrdma_pace_clock(pc, gap_us);
 }
 
 /* Internal log, routed through rpcrdma_set_log(). */
