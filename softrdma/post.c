@@ -151,7 +151,12 @@ int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 	} else {
 		engine_activate_locked(sqp);
 		fab_run_posted_locked(sqp);
-		if (sqp->active || sqp->rd_outstanding)
+		/*
+		 * What is left for the progress thread: WQEs not yet executed. A
+		 * Read in flight needs it only in this process, where queueing its
+		 * response kicked it already; to another process it awaits an answer.
+		 */
+		if (sqp->active)
 			fab_kick_locked();
 	}
 	fab_unlock();

@@ -697,7 +697,8 @@ void shm_link_awake_locked(struct net_link *link)
 		atomic_store_explicit(&link->shm->rx->sleeping, 0, memory_order_relaxed);
 }
 
-bool shm_link_drain_locked(struct net_link *link)
+/* Run a batch of what @link's ring holds: true if it held anything, *@left if some is left. */
+static bool drain_batch(struct net_link *link, bool *left)
 {
 	struct shm_ring *r = link->shm ? link->shm->rx : NULL;
 	uint64_t head, tail;
@@ -737,13 +738,23 @@ bool shm_link_drain_locked(struct net_link *link)
 	/*
 	 * A token fired for no event here is stale, but only once the ring is
 	 * empty: a writer that found FIRED rang nobody for a record it added
-	 * since. One added while we look is drained by our net thread.
+	 * since.
 	 */
 	if (head == atomic_load_explicit(&r->tail, memory_order_seq_cst))
 		fired_unused(link->shm);
-	if (head != atomic_load_explicit(&r->tail, memory_order_seq_cst))
-		signal_add_locked(&link->shm->rx_kick, 1);
+	*left = head != atomic_load_explicit(&r->tail, memory_order_seq_cst);
 	return true;
+}
+
+bool shm_link_drain_locked(struct net_link *link)
+{
+	bool left = false;
+	bool held = drain_batch(link, &left);
+
+	/* One added while we looked is drained by our net thread. */
+	if (left)
+		signal_add_locked(&link->shm->rx_kick, 1);
+	return held;
 }
 
 bool shm_pending(void)
@@ -756,21 +767,52 @@ bool shm_pending(void)
  * thread that sleeps lazily on the pollers' account must go back to its
  * doorbells, or a record that raises no event here (a Read request this
  * process answers, while its caller waits for the reply) waits out
- * SHM_LAZY_MS: half a millisecond per RDMA Read on average.
+ * SHM_LAZY_MS: half a millisecond per RDMA Read on average. It sleeps in
+ * poll() on them already: telling the writers to ring is enough, and costs
+ * nothing to a poller that arms and polls on, as a server's poller does
+ * with a connection it finds idle. A record published before the writer
+ * could see that is caught here (the same store-then-load as the writer's).
  */
 void shm_poller_sleeps_locked(void)
 {
+	struct list_node *pos, *tmp;
+	bool pending = false;
+
 	if (!shm.net_lazy)
 		return;
 	shm.net_lazy = false;
 	shm.polled_ns = 0;
-	net_kick_locked();
+	list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_ring *r = list_entry(pos, struct shm_link, node)->rx;
+
+		atomic_store_explicit(&r->sleeping, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&r->tail, memory_order_seq_cst) !=
+		    atomic_load_explicit(&r->head, memory_order_relaxed))
+			pending = true;
+	}
+	if (pending)
+		net_kick_locked();
 }
 
+/*
+ * A busy poller leaves what came in while it looked to its own next poll:
+ * kicking the net thread for it would wake a thread for nothing. Should
+ * this poll be its last, the net thread finds it as it finds what comes
+ * after: at its next look (lazy, within SHM_LAZY_MS) or by its doorbell.
+ */
 void shm_poll_locked(void)
 {
+	struct list_node *pos, *tmp;
+	bool left;
+
 	shm.polled_ns = soft_now_ns();
-	shm_drain_all_locked();
+	list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_link *s = list_entry(pos, struct shm_link, node);
+
+		if (atomic_load_explicit(&s->rx->tail, memory_order_acquire) !=
+		    atomic_load_explicit(&s->rx->head, memory_order_relaxed))
+			drain_batch(s->link, &left);
+	}
 }
 
 void shm_drain_all_locked(void)
