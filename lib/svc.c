@@ -32,7 +32,7 @@ static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_
 	if (rc)
 		return rc;
 	if (!a->addr || !a->on_call ||
-	    (a->flags & ~(uint32_t)(RPCRDMA_SVC_WORKERS | RPCRDMA_SVC_SRQ)))
+	    (a->flags & ~(uint32_t)(RPCRDMA_SVC_WORKERS | RPCRDMA_SVC_SRQ | RPCRDMA_SVC_BUSY_POLL)))
 		return -EINVAL;
 	len = rpcrdma_sockaddr_len(a->addr);
 	if (!len)

@@ -304,6 +304,9 @@ int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget)
 	return n;
 }
 
+/* With RPCRDMA_SVC_BUSY_POLL, a drained connection is armed after this many visits. */
+#define SVC_RDMA_GRACE_VISITS 64u
+
 int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 {
 	/* The visit may free the connection: its poller outlives it. */
@@ -331,8 +334,14 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 	}
 	if (n > 0 || rdma->sc_ep.close_pending) {
 		/* Busy: look again next pass; a pass that finds nothing arms. */
+		rdma->sc_idle_visits = 0;
+		svc_rdma_mark_ready(rdma);
+	} else if (p && svc_rdma_caller_spins(p) &&
+		   ++rdma->sc_idle_visits < SVC_RDMA_GRACE_VISITS) {
+		/* The next call may be a pass or two away: an arm would cost its event. */
 		svc_rdma_mark_ready(rdma);
 	} else {
+		rdma->sc_idle_visits = 0;
 		/*
 		 * Armed before the deferred work: what it posts completes into an
 		 * armed CQ. Already armed, the arm takes a late event.

@@ -128,6 +128,7 @@ static int svc_rdma_poller_init(struct rpcrdma_svc *svc, struct svc_rdma_poller 
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = p };
 
 	p->svc = svc;
+	p->busy_poll = (svc->sv_attr.flags & RPCRDMA_SVC_BUSY_POLL) != 0;
 	p->epfd = -1;
 	p->wake_fd = -1;
 	p->ka_fd = -1;
@@ -423,14 +424,16 @@ static int svc_rdma_take_wakeups(struct svc_rdma_poller *p)
 
 /*
  * Should this idle pass read the wake-ups? A pass of the caller's always
- * does: it may come right after what it is to find. The library's own
- * spinning (svc_rdma_poller_spin()) would otherwise spin on epoll_wait():
- * there one idle pass in RPCRDMA_PACE_POLLS reads them, and new work is
- * heard of a few passes late at most.
+ * does: it may come right after what it is to find, woken from a sleep on
+ * the descriptor. Spinning, the library's own (svc_rdma_poller_spin()) or
+ * the caller's (RPCRDMA_SVC_BUSY_POLL), would otherwise spin on
+ * epoll_wait(): there one idle pass in RPCRDMA_PACE_POLLS reads them, and
+ * new work is heard of a few passes late at most.
  */
 static bool svc_rdma_idle_pace(const struct svc_rdma_poller *p)
 {
-	return !p->spinning || p->idle_passes % RPCRDMA_PACE_POLLS == 0;
+	return !(p->spinning || svc_rdma_caller_spins(p)) ||
+	       p->idle_passes % RPCRDMA_PACE_POLLS == 0;
 }
 
 /*
@@ -528,13 +531,18 @@ int svc_rdma_poller_wait(struct svc_rdma_poller *p, int timeout_ms)
 	struct epoll_event ev;
 	int n;
 
+	/* Its passes arm what they find drained: it may sleep after them. */
+	p->waiting = true;
 	n = svc_rdma_poller_wait_pass(p);
 	if (n == 0)
 		n = svc_rdma_poller_spin(p);
-	if (n != 0)
-		return n;
-	rpcrdma_stat_tick(&p->stat, true);
-	if (epoll_wait(p->epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
-		return -errno;
-	return svc_rdma_poller_poll(p, 64);
+	if (n == 0) {
+		rpcrdma_stat_tick(&p->stat, true);
+		if (epoll_wait(p->epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
+			n = -errno;
+		else
+			n = svc_rdma_poller_poll(p, 64);
+	}
+	p->waiting = false;
+	return n;
 }

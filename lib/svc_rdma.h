@@ -170,6 +170,7 @@ struct svcxprt_rdma {
 	struct svc_rdma_poller *sc_poller;	/* owns it once adopted */
 	struct list_node sc_ready_node;		/* the poller's ready, if sc_ready */
 	bool sc_ready;				/* rpcrdma_svc_poll() visits it next */
+	unsigned int sc_idle_visits;		/* found drained in a row, left unarmed */
 	bool sc_cm_due;				/* its poller saw the CM channel readable */
 	int sc_state;
 	bool sc_announced;			/* on_conn(ESTABLISHED) was reported */
@@ -277,6 +278,8 @@ struct svc_rdma_poller {
 	unsigned int visits;			/* connections the last pass visited */
 	unsigned int idle_passes;		/* passes in a row that found no work */
 	bool spinning;				/* inside svc_rdma_poller_spin() */
+	bool busy_poll;				/* RPCRDMA_SVC_BUSY_POLL */
+	bool waiting;				/* inside svc_rdma_poller_wait() */
 };
 
 struct rpcrdma_svc {
@@ -298,6 +301,16 @@ struct rpcrdma_svc {
 	unsigned int sv_next_poller;		/* the next accepted connection's */
 	int sv_listen_epfd;			/* with workers: the CM channel and poller 0's wake */
 };
+
+/*
+ * A pass of an application busy polling with RPCRDMA_SVC_BUSY_POLL, which
+ * polls again at once: drained connections stay unarmed for a while, idle
+ * passes read the epoll set seldom. A wait's passes arm, as it may sleep.
+ */
+static inline bool svc_rdma_caller_spins(const struct svc_rdma_poller *p)
+{
+	return p->busy_poll && !p->waiting;
+}
 
 /* svc_handoff.c: a worker thread's reply, run by the poller. */
 enum svc_rdma_handoff_op {

@@ -92,6 +92,21 @@ enum rpcrdma_conn_event {
  */
 #define RPCRDMA_SVC_SRQ 0x2u
 
+/*
+ * Busy polling. With RPCRDMA_SVC_BUSY_POLL, for an application that calls
+ * rpcrdma_svc_poll() (or rpcrdma_svc_poller_poll()) in a loop: a connection
+ * a poll finds drained stays polled, not armed, for 64 more polls, so that
+ * a client's next call costs no completion event; and polls that find
+ * nothing read the epoll set (a system call) one in 16. Such a loop makes
+ * almost no system calls. rpcrdma_svc_wait() and rpcrdma_svc_poller_wait()
+ * still arm every drained connection before they sleep; an application
+ * that sleeps on rpcrdma_svc_fd() itself must do so only once
+ * rpcrdma_svc_arm() has returned 0 (which it does once the connections
+ * polled on have been armed), and must not sleep on
+ * rpcrdma_svc_poller_fd() at all.
+ */
+#define RPCRDMA_SVC_BUSY_POLL 0x4u
+
 /**
  * struct rpcrdma_svc_attr - how to listen
  * @struct_size: set by the caller: RPCRDMA_SIZED() (rpcrdma.h)
@@ -107,8 +122,9 @@ enum rpcrdma_conn_event {
  * @on_conn: a connection was established or closed; optional
  * @arg: passed to the callbacks
  * @flags: 0, or RPCRDMA_SVC_WORKERS: calls may be answered from other
- *	threads (see "Threads" below), and RPCRDMA_SVC_SRQ: shared receive
- *	queues (see "Shared receive queues" above)
+ *	threads (see "Threads" below), RPCRDMA_SVC_SRQ: shared receive
+ *	queues (see "Shared receive queues" above), and RPCRDMA_SVC_BUSY_POLL
+ *	(see "Busy polling" above)
  * @max_read: largest call the server pulls by RDMA Read (all of a call's
  *	Read chunks together; default 64 MiB): larger ones get ERR_CHUNK
  * @max_reply: largest reply sent through a client's Reply chunk (default

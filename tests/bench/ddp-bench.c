@@ -88,8 +88,12 @@ static void on_call(struct rpcrdma_svc_call *call, void *arg)
 	rpcrdma_svc_reply(call, reply, sizeof(reply));
 }
 
-/* --busy: both sides poll without sleeping (softrdma's rings run in the pollers). */
-static bool busy;
+/*
+ * --busy: both sides poll without sleeping (softrdma's rings run in the
+ * pollers), the server with RPCRDMA_SVC_BUSY_POLL; --busy-arm: the same
+ * without the flag, so that a drained connection is armed at each gap.
+ */
+static bool busy, busy_flag = true;
 
 static void server_turn(struct server *s)
 {
@@ -119,6 +123,8 @@ static int server_start(struct server *s, size_t size, struct sockaddr_storage *
 	sattr.addr = (struct sockaddr *)&sin;
 	sattr.on_call = on_call;
 	sattr.arg = s;
+	if (busy && busy_flag)
+		sattr.flags = RPCRDMA_SVC_BUSY_POLL;
 	s->size = size;
 	s->source = aligned_alloc(4096, size);
 	if (!s->source || rpcrdma_svc_listen(&sattr, &s->svc))
@@ -248,6 +254,7 @@ int main(int argc, char **argv)
 		{ "runs", required_argument, NULL, 'r' },
 		{ "procs", no_argument, NULL, 'p' },
 		{ "busy", no_argument, NULL, 'b' },
+		{ "busy-arm", no_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rpcrdma_clnt_attr cattr = { RPCRDMA_SIZED(cattr) };
@@ -261,13 +268,16 @@ int main(int argc, char **argv)
 	double rd[32], wr[32], mc[32];
 	unsigned char *cbuf, *mdst;
 	unsigned long before;
+	long long sys0;
+	double sys_per_rpc;
 	uint32_t xid = 1;
 	char rdv[] = "/tmp/ddp-bench-XXXXXX";
 	bool procs = false;
 	pid_t child = -1;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "s:n:r:pb", opts, NULL)) != -1) {
+	bench_syscalls();	/* before the server's thread or process: it counts those too */
+	while ((opt = getopt_long(argc, argv, "s:n:r:pba", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			size = strtoul(optarg, NULL, 0);
@@ -278,6 +288,9 @@ int main(int argc, char **argv)
 		case 'r':
 			runs = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
+		case 'a':
+			busy_flag = false;
+			/* fall through */
 		case 'b':
 			busy = true;
 			break;
@@ -285,8 +298,8 @@ int main(int argc, char **argv)
 			procs = true;
 			break;
 		default:
-			fprintf(stderr, "usage: %s [--size BYTES] [--calls N] [--runs R<=32] [--procs] [--busy]\n",
-				argv[0]);
+			fprintf(stderr, "usage: %s [--size BYTES] [--calls N] [--runs R<=32] [--procs] "
+				"[--busy|--busy-arm]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -324,12 +337,16 @@ int main(int argc, char **argv)
 		return 1;
 	printf("DDP over softrdma, %zu-byte payloads, registered buffers, one RPC in flight%s%s\n",
 	       size, procs ? ",\n  client and server in two processes" : "",
-	       busy ? ",\n  both sides polling without sleeping (--busy)" : "");
+	       !busy ? "" : busy_flag ? ",\n  both sides polling without sleeping (--busy)" :
+	       ",\n  both sides polling without sleeping, the server arming at each gap (--busy-arm)");
 	before = atomic_load(&lib_copied);
+	sys0 = bench_syscalls();
 	run_op(clnt, OP_READ, cbuf, size, calls, &xid);
+	sys_per_rpc = bench_syscalls_per(sys0, calls);
 	printf("  READ-like:  library copied %.6f bytes per payload byte (%lu bytes over %u RPCs)\n",
 	       (double)(atomic_load(&lib_copied) - before) / ((double)size * calls),
 	       atomic_load(&lib_copied) - before, calls);
+	printf("  READ-like:  %.2f system calls per RPC, both sides (nan: not counted)\n", sys_per_rpc);
 	before = atomic_load(&lib_copied);
 	run_op(clnt, OP_WRITE, cbuf, size, calls, &xid);
 	printf("  WRITE-like: library copied %.6f bytes per payload byte (%lu bytes over %u RPCs)\n",

@@ -219,6 +219,8 @@ int harness_server_listen(struct harness_server *hs, struct harness_shared *sh,
 	/* Set by a test before it starts the server (a server process inherits them). */
 	if (getenv("E2E_SVC_KEEPALIVE_MS"))
 		hs->attr.keepalive_ms = atoi(getenv("E2E_SVC_KEEPALIVE_MS"));
+	if (getenv("E2E_SVC_BUSY_POLL"))
+		hs->attr.flags |= RPCRDMA_SVC_BUSY_POLL;
 	if (getenv("E2E_SVC_IDLE_MS"))
 		hs->attr.idle_timeout_ms = atoi(getenv("E2E_SVC_IDLE_MS"));
 	rc = rpcrdma_svc_listen(&hs->attr, &hs->svc);

@@ -17,6 +17,7 @@
 
 #include <dlfcn.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <time.h>
@@ -236,6 +237,94 @@ static void t_sleeper_heard_while_busy(void **state)
 	fixture_down(&fx);
 }
 
+/* One call on the busy client, then @think server passes with nothing to do. */
+static unsigned int call_then_think(struct fixture *fx, uint32_t xid, unsigned int think)
+{
+	unsigned int passes = busy_call(fx, xid), i;
+
+	for (i = 0; i < think; i++) {
+		softrdma_progress_all();
+		rpcrdma_svc_poll(fx->hs.svc, 64);
+	}
+	return passes + think;
+}
+
+/* Over @calls calls with @think idle passes after each: the server's arms and epoll_waits. */
+static void think_calls(struct fixture *fx, unsigned int calls, unsigned int think,
+			unsigned long *arms, unsigned int *waits, unsigned int *passes)
+{
+	struct softrdma_qp_stats c0, s0, c1, s1;
+	unsigned int i;
+
+	for (i = 0; i < 100; i++)
+		call_then_think(fx, 0x6000 + i, think);
+	softrdma_qp_stats_sum(&c0, &s0);
+	epoll_waits = 0;
+	counting = true;
+	for (i = 0, *passes = 0; i < calls; i++)
+		*passes += call_then_think(fx, 0x7000 + i, think);
+	counting = false;
+	softrdma_qp_stats_sum(&c1, &s1);
+	*arms = s1.recv_cq_arms - s0.recv_cq_arms;
+	*waits = epoll_waits;
+}
+
+/*
+ * A client that calls one at a time leaves the server a few idle passes
+ * between calls. Without RPCRDMA_SVC_BUSY_POLL each idle pass of the
+ * caller's reads the epoll set and the connection is armed at each gap;
+ * with it, the connection stays polled through the gap and idle passes
+ * read one in 16. A wait still arms it before it sleeps, and a call wakes
+ * it.
+ */
+static void t_busy_poll_flag(void **state)
+{
+	struct fixture fx;
+	struct paced_call c;
+	unsigned long arms;
+	unsigned int waits, passes, i;
+
+	(void)state;
+	harness_skip_srq("with shared CQs every pass reads the epoll set");
+	fixture_up(&fx, false);
+	think_calls(&fx, 500, 8, &arms, &waits, &passes);
+	print_message("without the flag: %u passes, %lu arms, %u epoll_wait\n", passes, arms, waits);
+	assert_true(arms >= 500);
+	assert_true(waits >= 500 * 6);	/* every idle pass but the first, busy one */
+	fixture_down(&fx);
+
+	setenv("E2E_SVC_BUSY_POLL", "1", 1);
+	fixture_up(&fx, false);
+	unsetenv("E2E_SVC_BUSY_POLL");
+	think_calls(&fx, 500, 8, &arms, &waits, &passes);
+	print_message("with RPCRDMA_SVC_BUSY_POLL: %u passes, %lu arms, %u epoll_wait\n", passes,
+		      arms, waits);
+	assert_int_equal(arms, 0);
+	assert_true(waits <= passes / 16 + 2);
+
+	/* A wait arms at once; a call then wakes it. */
+	{
+		struct softrdma_qp_stats cb, sb, ca, sa;
+
+		softrdma_qp_stats_sum(&cb, &sb);
+		softrdma_progress_all();
+		assert_int_equal(rpcrdma_svc_wait(fx.hs.svc, 0), 0);
+		softrdma_qp_stats_sum(&ca, &sa);
+		assert_true(sa.recv_cq_arms > sb.recv_cq_arms);
+		assert_int_equal(rpcrdma_svc_arm(fx.hs.svc), 0);
+	}
+	submit(fx.busy, &c, 0x8000);
+	for (i = 0; i < 50 && !c.done; i++) {
+		softrdma_progress_all();
+		rpcrdma_svc_wait(fx.hs.svc, 0);
+		softrdma_progress_all();
+		rpcrdma_clnt_poll(fx.busy, 16);
+	}
+	assert_true(c.done);
+	assert_int_equal(c.call.status, 0);
+	fixture_down(&fx);
+}
+
 int main(void)
 {
 	if (harness_fabric() != HARNESS_FABRIC_THREAD) {
@@ -246,6 +335,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_busy_poller_quiet),
 		cmocka_unit_test(t_sleeper_heard_while_busy),
+		cmocka_unit_test(t_busy_poll_flag),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
