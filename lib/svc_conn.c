@@ -304,8 +304,31 @@ int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget)
 	return n;
 }
 
-/* With RPCRDMA_SVC_BUSY_POLL, a drained connection is armed after this many visits. */
-#define SVC_RDMA_GRACE_VISITS 64u
+/*
+ * With RPCRDMA_SVC_BUSY_POLL, a connection is armed once it has been found
+ * drained for a millisecond: polled, not armed, it costs a CQ poll per pass
+ * and its next call no completion event, nor the epoll_wait that hears of
+ * that event. The clock is read on one idle visit in RPCRDMA_PACE_POLLS.
+ */
+#define SVC_RDMA_GRACE_US 1000
+
+static bool svc_rdma_in_grace(struct svcxprt_rdma *rdma)
+{
+	int64_t now;
+
+	if (++rdma->sc_idle_visits % RPCRDMA_PACE_POLLS)
+		return true;
+	now = rpcrdma_now_us();
+	if (!rdma->sc_grace_end)
+		rdma->sc_grace_end = now + SVC_RDMA_GRACE_US;
+	return now < rdma->sc_grace_end;
+}
+
+static void svc_rdma_grace_end(struct svcxprt_rdma *rdma)
+{
+	rdma->sc_idle_visits = 0;
+	rdma->sc_grace_end = 0;
+}
 
 int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 {
@@ -334,14 +357,13 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 	}
 	if (n > 0 || rdma->sc_ep.close_pending) {
 		/* Busy: look again next pass; a pass that finds nothing arms. */
-		rdma->sc_idle_visits = 0;
+		svc_rdma_grace_end(rdma);
 		svc_rdma_mark_ready(rdma);
-	} else if (p && svc_rdma_caller_spins(p) &&
-		   ++rdma->sc_idle_visits < SVC_RDMA_GRACE_VISITS) {
+	} else if (p && svc_rdma_caller_spins(p) && svc_rdma_in_grace(rdma)) {
 		/* The next call may be a pass or two away: an arm would cost its event. */
 		svc_rdma_mark_ready(rdma);
 	} else {
-		rdma->sc_idle_visits = 0;
+		svc_rdma_grace_end(rdma);
 		/*
 		 * Armed before the deferred work: what it posts completes into an
 		 * armed CQ. Already armed, the arm takes a late event.

@@ -425,15 +425,20 @@ static int svc_rdma_take_wakeups(struct svc_rdma_poller *p)
 /*
  * Should this idle pass read the wake-ups? A pass of the caller's always
  * does: it may come right after what it is to find, woken from a sleep on
- * the descriptor. Spinning, the library's own (svc_rdma_poller_spin()) or
- * the caller's (RPCRDMA_SVC_BUSY_POLL), would otherwise spin on
- * epoll_wait(): there one idle pass in RPCRDMA_PACE_POLLS reads them, and
- * new work is heard of a few passes late at most.
+ * the descriptor. The library's own spinning (svc_rdma_poller_spin())
+ * would otherwise spin on epoll_wait(): there one idle pass in
+ * RPCRDMA_PACE_POLLS reads them, and new work is heard of a few passes
+ * late at most. A caller spinning with RPCRDMA_SVC_BUSY_POLL, whose idle
+ * passes take some tens of nanoseconds, reads them at most every
+ * SVC_RDMA_IDLE_GAP_US.
  */
-static bool svc_rdma_idle_pace(const struct svc_rdma_poller *p)
+#define SVC_RDMA_IDLE_GAP_US 20
+static bool svc_rdma_idle_pace(struct svc_rdma_poller *p)
 {
-	return !(p->spinning || svc_rdma_caller_spins(p)) ||
-	       p->idle_passes % RPCRDMA_PACE_POLLS == 0;
+	/* What it would hear of there has slept a millisecond: it can wait a little longer. */
+	if (svc_rdma_caller_spins(p))
+		return rpcrdma_pace_due(&p->idle_pace, RPCRDMA_PACE_POLLS, SVC_RDMA_IDLE_GAP_US);
+	return !p->spinning || p->idle_passes % RPCRDMA_PACE_POLLS == 0;
 }
 
 /*

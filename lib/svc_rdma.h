@@ -171,6 +171,7 @@ struct svcxprt_rdma {
 	struct list_node sc_ready_node;		/* the poller's ready, if sc_ready */
 	bool sc_ready;				/* rpcrdma_svc_poll() visits it next */
 	unsigned int sc_idle_visits;		/* found drained in a row, left unarmed */
+	int64_t sc_grace_end;			/* then armed once this passes (0: not timed yet) */
 	bool sc_cm_due;				/* its poller saw the CM channel readable */
 	int sc_state;
 	bool sc_announced;			/* on_conn(ESTABLISHED) was reported */
@@ -280,6 +281,7 @@ struct svc_rdma_poller {
 	bool spinning;				/* inside svc_rdma_poller_spin() */
 	bool busy_poll;				/* RPCRDMA_SVC_BUSY_POLL */
 	bool waiting;				/* inside svc_rdma_poller_wait() */
+	struct rpcrdma_pace idle_pace;		/* busy polling: idle passes' epoll_waits */
 };
 
 struct rpcrdma_svc {

@@ -95,10 +95,11 @@ enum rpcrdma_conn_event {
 /*
  * Busy polling. With RPCRDMA_SVC_BUSY_POLL, for an application that calls
  * rpcrdma_svc_poll() (or rpcrdma_svc_poller_poll()) in a loop: a connection
- * a poll finds drained stays polled, not armed, for 64 more polls, so that
- * a client's next call costs no completion event; and polls that find
- * nothing read the epoll set (a system call) one in 16. Such a loop makes
- * almost no system calls. rpcrdma_svc_wait() and rpcrdma_svc_poller_wait()
+ * a poll finds drained stays polled, not armed, until it has been drained
+ * for a millisecond, so that a client's next call costs no completion
+ * event; and polls that find nothing read the epoll set (a system call)
+ * at most every 20 us, so a connection idle for longer than a millisecond
+ * is heard of up to 20 us late. Such a loop makes almost no system calls. rpcrdma_svc_wait() and rpcrdma_svc_poller_wait()
  * still arm every drained connection before they sleep; an application
  * that sleeps on rpcrdma_svc_fd() itself must do so only once
  * rpcrdma_svc_arm() has returned 0 (which it does once the connections
