@@ -13,11 +13,12 @@
  * library's copies are then the client's only.
  * A program that prints figures, not a test.
  *
- * With --busy both sides poll without sleeping, as RDMA programs often do;
- * across processes, softrdma's rings are then run by the pollers instead of
- * its net threads.
+ * With --busy both sides poll without sleeping, as RDMA programs often do,
+ * the server with RPCRDMA_SVC_BUSY_POLL (--busy-arm: without it); across
+ * processes, softrdma's rings are then run by the pollers instead of its
+ * net threads. It prints the system calls per RPC of both sides.
  *
- *   ddp-bench [--size BYTES] [--calls N] [--runs R] [--procs] [--busy]
+ *   ddp-bench [--size BYTES] [--calls N] [--runs R] [--procs] [--busy|--busy-arm]
  */
 #include <arpa/inet.h>
 #include <dirent.h>
