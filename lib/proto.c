@@ -767,23 +767,69 @@ static inline int encode_read_head(unsigned char *p, const unsigned char *src, u
 }
 
 #ifdef PROTO_SSSE3
-/* encode_read_list()'s loop, each entry's segment reversed with one PSHUFB. */
-__attribute__((target("ssse3"))) static unsigned char *
-encode_read_list_ssse3(unsigned char *p, const unsigned char *src, size_t bytes)
+/*
+ * Two Read list entries are three 16-byte blocks, in host form (position,
+ * padding, handle, length | offset, position, padding | handle, length,
+ * offset) as on the wire (discriminator, position, handle, length | offset,
+ * discriminator, position | handle, length, offset): one PSHUFB a block, the
+ * discriminators ORed in. ORed, not stored on their own, so that a decoder's
+ * 8-byte load of a discriminator and position is forwarded from one store.
+ */
+struct read_shuffle {
+	__m128i first, middle, last, first_disc, middle_disc;
+};
+
+__attribute__((target("ssse3"))) static inline void
+read_shuffle_init(struct read_shuffle *s)
 {
-	const __m128i reverse = _mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4,
-					      15, 14, 13, 12, 11, 10, 9, 8);
-	uint32_t prev = 0, misaligned = 0;
+	s->first = _mm_setr_epi8(-1, -1, -1, -1, 3, 2, 1, 0, 11, 10, 9, 8, 15, 14, 13, 12);
+	s->middle = _mm_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, -1, -1, -1, -1, 11, 10, 9, 8);
+	s->last = _mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 15, 14, 13, 12, 11, 10, 9, 8);
+	s->first_disc = _mm_setr_epi32((int)XDR_ONE, 0, 0, 0);
+	s->middle_disc = _mm_setr_epi32(0, 0, (int)XDR_ONE, 0);
+}
+
+/* The 16-byte block at @src, stored at @p through @mask with @disc ORed in. */
+__attribute__((target("ssse3"))) static inline void
+read_block(unsigned char *p, const unsigned char *src, __m128i mask, __m128i disc)
+{
+	__m128i block = _mm_loadu_si128((const __m128i *)(const void *)src);
+
+	_mm_storeu_si128((__m128i *)(void *)p, _mm_or_si128(_mm_shuffle_epi8(block, mask), disc));
+}
+
+/* encode_read_list()'s loop, two entries at a time. */
+__attribute__((target("ssse3"))) static unsigned char *
+encode_read_list_ssse3(unsigned char *p, const unsigned char *src, uint32_t nsegs)
+{
+	const size_t pairs = (size_t)(nsegs / 2) * 2 * RPCRDMA_READ_ENTRY_LEN;
+	uint32_t prev = 0, misaligned = 0, pos, next;
+	struct read_shuffle s;
 	size_t off;
 
-	for (off = 0; off != bytes; off += RPCRDMA_READ_ENTRY_LEN) {
-		__m128i seg = _mm_loadu_si128((const __m128i *)(const void *)(src + off + 8));
-
-		if (unlikely(!encode_read_head(p + off, src + off, &prev, &misaligned)))
+	read_shuffle_init(&s);
+	_Pragma("GCC unroll 2")
+	for (off = 0; off != pairs; off += 2 * RPCRDMA_READ_ENTRY_LEN) {
+		pos = load_raw32(src + off);
+		next = load_raw32(src + off + RPCRDMA_READ_ENTRY_LEN);
+		if (unlikely(pos < prev || next < pos))
 			return NULL;
-		_mm_storeu_si128((__m128i *)(void *)(p + off + 8), _mm_shuffle_epi8(seg, reverse));
+		misaligned |= pos | next;
+		prev = next;
+		read_block(p + off, src + off, s.first, s.first_disc);
+		read_block(p + off + 16, src + off + 16, s.middle, s.middle_disc);
+		read_block(p + off + 32, src + off + 32, s.last, _mm_setzero_si128());
 	}
-	return misaligned & 3 ? NULL : p + bytes;
+	if (nsegs & 1) {
+		/* The odd entry: its first block, then its offset (the array ends there). */
+		pos = load_raw32(src + pairs);
+		if (unlikely(pos < prev))
+			return NULL;
+		misaligned |= pos;
+		read_block(p + pairs, src + pairs, s.first, s.first_disc);
+		put_be64(p + pairs + 16, load_raw64(src + pairs + 16));
+	}
+	return misaligned & 3 ? NULL : p + (size_t)nsegs * RPCRDMA_READ_ENTRY_LEN;
 }
 #endif
 
@@ -801,7 +847,7 @@ static unsigned char *encode_read_list(unsigned char *p, const struct rpcrdma_re
 
 #ifdef PROTO_SSSE3
 	if (nsegs > 1 && likely(proto_ssse3))
-		return encode_read_list_ssse3(p, src, bytes);
+		return encode_read_list_ssse3(p, src, nsegs);
 #endif
 	for (off = 0; off != bytes; off += RPCRDMA_READ_ENTRY_LEN) {
 		if (unlikely(!encode_read_head(p + off, src + off, &prev, &misaligned)))
