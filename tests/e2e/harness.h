@@ -53,6 +53,12 @@ enum harness_fabric {
 
 enum harness_fabric harness_fabric(void);
 const char *harness_fabric_name(void);
+/*
+ * A white-box suite (both sides in this process, the fabric stepped by its
+ * tests) runs once, with E2E_FABRIC=thread: under any other fabric this
+ * says why and returns true, and main() returns 77 (skip).
+ */
+bool harness_white_box_skip(void);
 /* The mode a test that stepped for a while returns to: THREAD, or ASYNC. */
 enum softrdma_mode harness_run_mode(void);
 

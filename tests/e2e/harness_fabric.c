@@ -49,6 +49,16 @@ enum harness_fabric harness_fabric(void)
 	return fabric;
 }
 
+bool harness_white_box_skip(void)
+{
+	if (harness_fabric() == HARNESS_FABRIC_THREAD)
+		return false;
+	/* Each test sets the modes it needs and steps the fabric itself. */
+	fprintf(stderr, "skipped with E2E_FABRIC=%s: white box, both sides in this "
+		"process, the fabric stepped by the test\n", harness_fabric_name());
+	return true;
+}
+
 const char *harness_fabric_name(void)
 {
 	static const char *const names[] = { "thread", "step", "proc" };

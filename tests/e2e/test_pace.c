@@ -327,11 +327,8 @@ static void t_busy_poll_flag(void **state)
 
 int main(void)
 {
-	if (harness_fabric() != HARNESS_FABRIC_THREAD) {
-		fprintf(stderr, "skipped with E2E_FABRIC=%s: white box, both sides in this "
-			"process, the fabric stepped by the test\n", harness_fabric_name());
+	if (harness_white_box_skip())
 		return 77;
-	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_busy_poller_quiet),
 		cmocka_unit_test(t_sleeper_heard_while_busy),

@@ -712,12 +712,8 @@ static void t_arm_then_poll_again(void **state)
 
 int main(void)
 {
-	if (harness_fabric() != HARNESS_FABRIC_THREAD) {
-		/* Each test sets the modes it needs and steps the fabric itself. */
-		fprintf(stderr, "skipped with E2E_FABRIC=%s: white box, both sides in this "
-			"process, the fabric stepped by the test\n", harness_fabric_name());
+	if (harness_white_box_skip())
 		return 77;
-	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_sq_waiters_fifo),
 		cmocka_unit_test(t_sq_waiters_released_on_close),
