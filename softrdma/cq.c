@@ -81,6 +81,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	scq->cq.cqe = cqe;
 	pthread_mutex_init(&scq->cq.mutex, NULL);
 	pthread_cond_init(&scq->cq.cond, NULL);
+	pthread_mutex_init(&scq->poll_lock, NULL);
 	fab_lock();
 	if (channel)
 		container_of(channel, struct soft_comp_channel, ch)->cqs++;
@@ -94,26 +95,32 @@ int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
 	struct soft_cq *scq = to_scq(cq);
 	struct ibv_wc *ring;
-	uint32_t i;
+	uint32_t i, count;
 
 	if (cqe < 1 || cqe > soft_profile()->max_cqe)
 		return EINVAL;
 	ring = calloc((size_t)cqe, sizeof(*ring));
 	if (!ring)
 		return ENOMEM;
+	/* fab.lock stops the producers, poll_lock the pollers. */
 	fab_lock();
-	if ((uint32_t)cqe < scq->count) {
+	pthread_mutex_lock(&scq->poll_lock);
+	count = (uint32_t)(scq->tail - scq->head);
+	if ((uint32_t)cqe < count) {
+		pthread_mutex_unlock(&scq->poll_lock);
 		fab_unlock();
 		free(ring);
 		return EINVAL;
 	}
-	for (i = 0; i < scq->count; i++)
+	for (i = 0; i < count; i++)
 		ring[i] = scq->ring[(scq->head + i) % scq->size];
 	free(scq->ring);
 	scq->ring = ring;
-	scq->head = 0;
+	__atomic_store_n(&scq->head, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&scq->tail, count, __ATOMIC_RELAXED);
 	scq->size = (uint32_t)cqe;
 	cq->cqe = cqe;
+	pthread_mutex_unlock(&scq->poll_lock);
 	fab_unlock();
 	return 0;
 }
@@ -142,6 +149,7 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	fab_unlock();
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);
+	pthread_mutex_destroy(&scq->poll_lock);
 	free(scq->ring);
 	free(scq);
 	return 0;
@@ -181,84 +189,132 @@ void wc_success(struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_opcode opcode, ui
 	wc->vendor_err = 0;
 }
 
+/* The producer's half of the arm: true if this completion takes it (and raises the event). */
+static bool cq_disarm(struct soft_cq *scq, bool solicited)
+{
+	unsigned int arm = __atomic_load_n(&scq->arm, __ATOMIC_SEQ_CST);
+
+	while (arm == CQ_ARM_ANY || (arm == CQ_ARM_SOLICITED && solicited)) {
+		if (__atomic_compare_exchange_n(&scq->arm, &arm, CQ_ARM_IDLE, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			return true;
+	}
+	return false;
+}
+
+static void cq_raise_locked(struct soft_cq *scq)
+{
+	bool presignaled = shm_cq_raised_locked(scq);
+	struct soft_comp_channel *sch;
+
+	if (!scq->cq.channel)
+		return;
+	sch = container_of(scq->cq.channel, struct soft_comp_channel, ch);
+	evq_raise_locked(&sch->q, &scq->comp_event, !presignaled);
+}
+
 bool cq_push_locked(struct soft_cq *scq, const struct ibv_wc *wc, bool solicited)
 {
+	uint64_t tail = scq->tail;
+
 	if (scq->overrun)
 		return false;
-	if (scq->count == scq->size) {
+	if (tail - __atomic_load_n(&scq->head, __ATOMIC_ACQUIRE) == scq->size) {
 		/* An overrun CQ is broken for good, as on hardware. */
 		scq->overrun = true;
 		async_event_locked(scq->cq.context, IBV_EVENT_CQ_ERR, &scq->cq);
 		return false;
 	}
-	scq->ring[(scq->head + scq->count) % scq->size] = *wc;
-	__atomic_store_n(&scq->count, scq->count + 1, __ATOMIC_RELAXED);
-	if (scq->armed && (!scq->solicited_only || solicited || wc->status != IBV_WC_SUCCESS)) {
-		bool presignaled = shm_cq_raised_locked(scq);
-
-		scq->armed = false;
-		if (scq->cq.channel) {
-			struct soft_comp_channel *sch =
-				container_of(scq->cq.channel, struct soft_comp_channel, ch);
-
-			evq_raise_locked(&sch->q, &scq->comp_event, !presignaled);
-		}
-	}
+	scq->ring[tail % scq->size] = *wc;
+	/* seq_cst: published before the arm is looked at (the arm's rule, soft.h). */
+	__atomic_store_n(&scq->tail, tail + 1, __ATOMIC_SEQ_CST);
+	if (cq_disarm(scq, solicited || wc->status != IBV_WC_SUCCESS))
+		cq_raise_locked(scq);
 	return true;
+}
+
+bool cq_armed(struct soft_cq *scq)
+{
+	return __atomic_load_n(&scq->arm, __ATOMIC_SEQ_CST) != CQ_ARM_IDLE;
+}
+
+static bool cq_empty(struct soft_cq *scq)
+{
+	return __atomic_load_n(&scq->tail, __ATOMIC_SEQ_CST) ==
+	       __atomic_load_n(&scq->head, __ATOMIC_RELAXED);
 }
 
 int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
 	struct soft_cq *scq = to_scq(cq);
+	uint64_t head, tail;
 	int n = 0;
 
 	/*
-	 * Busy pollers find an empty CQ without the fabric lock, so that they
-	 * do not fight the progress thread for it. A completion added meanwhile
-	 * is found by the next poll, as on hardware.
+	 * Only pollers take poll_lock, so a poller never waits for the engine.
+	 * Between processes, a poller that finds the CQ empty runs what came
+	 * in the rings itself, which takes fab.lock (then this CQ's lock).
 	 */
-	if (!__atomic_load_n(&scq->count, __ATOMIC_RELAXED)) {
-		/* Between processes, a busy poller runs what came in rings itself. */
+	if (cq_empty(scq)) {
 		if (!shm_pending())
 			return 0;
 		fab_lock();
 		shm_poll_locked();
-		if (!scq->count) {
-			fab_unlock();
+		fab_unlock();
+		if (cq_empty(scq))
 			return 0;
-		}
-	} else {
-		fab_lock();
 	}
-	while (n < num_entries && scq->count) {
-		wc[n++] = scq->ring[scq->head];
-		scq->head = (scq->head + 1) % scq->size;
-		__atomic_store_n(&scq->count, scq->count - 1, __ATOMIC_RELAXED);
-	}
-	fab_unlock();
+	pthread_mutex_lock(&scq->poll_lock);
+	head = scq->head;
+	tail = __atomic_load_n(&scq->tail, __ATOMIC_ACQUIRE);
+	while (n < num_entries && head != tail)
+		wc[n++] = scq->ring[head++ % scq->size];
+	/* Release: the producer may reuse the slots once it sees the new head. */
+	__atomic_store_n(&scq->head, head, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&scq->poll_lock);
 	return n;
+}
+
+/* The arming thread's half: widen the arm to @want, never narrow it. */
+static void cq_arm(struct soft_cq *scq, unsigned int want)
+{
+	unsigned int arm = __atomic_load_n(&scq->arm, __ATOMIC_RELAXED);
+
+	/* Stored even unchanged: the seq_cst write orders the arm before the next poll. */
+	while (!__atomic_compare_exchange_n(&scq->arm, &arm, arm > want ? arm : want, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		;
+}
+
+/*
+ * Between processes the peer rings our channel itself (wire_shm.c): it must
+ * learn of the arm, under fab.lock, unless a completion took the arm first.
+ */
+static void cq_arm_shm(struct soft_cq *scq)
+{
+	fab_lock();
+	/*
+	 * Records that came before the arm wake nobody now: run them, so that
+	 * what they complete here raises the event the caller will wait for.
+	 */
+	if (cq_armed(scq) && shm_cq_armed_locked(scq))
+		shm_drain_all_locked();
+	shm_poller_sleeps_locked();
+	fab_unlock();
 }
 
 int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
 	struct soft_cq *scq = to_scq(cq);
 
-	fab_lock();
-	/* Arming for any completion widens an earlier solicited-only arm. */
-	if (!scq->armed)
-		scq->solicited_only = solicited_only != 0;
-	else if (!solicited_only)
-		scq->solicited_only = false;
-	scq->armed = true;
-	scq->arms++;
+	__atomic_add_fetch(&scq->arms, 1, __ATOMIC_RELAXED);
+	cq_arm(scq, solicited_only ? CQ_ARM_SOLICITED : CQ_ARM_ANY);
 	/*
-	 * Records that came before the arm wake nobody now: run them, so that
-	 * what they complete here raises the event the caller will wait for.
+	 * Read after the arm: a link made meanwhile either shows here or finds
+	 * the arm when it binds the CQ (shm_link_bind_qp_locked).
 	 */
-	if (shm_cq_armed_locked(scq))
-		shm_drain_all_locked();
-	shm_poller_sleeps_locked();
-	fab_unlock();
+	if (shm_pending())
+		cq_arm_shm(scq);
 	return 0;
 }
 

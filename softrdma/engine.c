@@ -195,6 +195,7 @@ void engine_complete_recv_locked(struct soft_qp *qp, const struct ibv_wc *wc, bo
 
 void engine_flush_locked(struct soft_qp *qp)
 {
+	struct soft_recv_wqe *rwqe;
 	struct ibv_wc wc;
 
 	engine_deactivate_locked(qp);
@@ -212,14 +213,10 @@ void engine_flush_locked(struct soft_qp *qp)
 	qp->sq_comp = qp->sq_exec;
 	qp->sq_head = qp->sq_exec;
 	/* An SRQ's receives belong to the SRQ, not to this QP: they stay. */
-	while (qp->rq.count) {
-		struct soft_recv_wqe *rwqe = &qp->rq.slots[qp->rq.head];
-
+	while ((rwqe = rq_peek_locked(&qp->rq))) {
 		wc_error(&wc, rwqe->wr_id, IBV_WC_WR_FLUSH_ERR, qp->qp.qp_num);
+		rq_pop_locked(&qp->rq);
 		cq_push_locked(qp->rcq, &wc, true);
-		qp->rq.head = (qp->rq.head + 1) % qp->rq.size;
-		qp->rq.count--;
-		fab.counts.recv_wrs--;
 	}
 }
 

@@ -10,6 +10,7 @@ void softrdma_get_counts(struct softrdma_counts *counts)
 {
 	fab_lock();
 	*counts = fab.counts;
+	counts->recv_wrs = __atomic_load_n(&fab.recv_wrs, __ATOMIC_RELAXED);
 	fab_unlock();
 }
 
@@ -135,11 +136,15 @@ unsigned long softrdma_qp_resends(struct ibv_qp *qp)
 }
 
 /* A QP's counters, with its receive CQ's arms. */
-static struct softrdma_qp_stats qp_stats_locked(const struct soft_qp *sqp)
+static struct softrdma_qp_stats qp_stats_locked(struct soft_qp *sqp)
 {
-	struct softrdma_qp_stats st = sqp->stats;
+	struct softrdma_qp_stats st;
 
-	st.recv_cq_arms = sqp->rcq ? sqp->rcq->arms : 0;
+	/* The receive counters are the posters', who hold only the RQ's lock. */
+	pthread_mutex_lock(&sqp->rq.lock);
+	st = sqp->stats;
+	pthread_mutex_unlock(&sqp->rq.lock);
+	st.recv_cq_arms = sqp->rcq ? __atomic_load_n(&sqp->rcq->arms, __ATOMIC_RELAXED) : 0;
 	return st;
 }
 

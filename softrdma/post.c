@@ -163,65 +163,70 @@ int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 	return ret;
 }
 
-static int enqueue_recv_wr(struct soft_rq *rq, const struct ibv_recv_wr *wr)
+/*
+ * Posts that need the engine: the QP is in ERR (what was added flushes) or
+ * an RNR NAK stalled a requester that this receive lets go on.
+ */
+static void recv_posted(struct soft_qp *sqp)
 {
-	struct soft_recv_wqe *wqe;
-
-	if (rq->count >= rq->size)
-		return ENOMEM;
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge)
-		return EINVAL;
-	wqe = &rq->slots[(rq->head + rq->count) % rq->size];
-	wqe->wr_id = wr->wr_id;
-	wqe->num_sge = (uint32_t)wr->num_sge;
-	/* A WR without SGEs may carry no sg_list at all (drain markers do). */
-	if (wr->num_sge)
-		memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
-	rq->count++;
-	fab.counts.recv_wrs++;
-	return 0;
+	fab_lock();
+	if (sqp->attr.qp_state == IBV_QPS_ERR)
+		engine_flush_locked(sqp);
+	else
+		engine_recv_posted_locked(sqp);
+	fab_unlock();
 }
 
+/* Under the RQ's lock alone (soft.h): the engine takes fab.lock only when it must. */
 int soft_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct soft_qp *sqp = to_sqp(qp);
+	struct soft_rq *rq = &sqp->rq;
+	bool engine;
 	int ret = 0;
 
-	fab_lock();
+	pthread_mutex_lock(&rq->lock);
 	sqp->stats.recv_posts++;
 	for (; wr; wr = wr->next) {
 		/* Receives may be posted from INIT on; a QP on an SRQ has no RQ. */
-		ret = sqp->attr.qp_state == IBV_QPS_RESET || sqp->srq ? EINVAL :
-			enqueue_recv_wr(&sqp->rq, wr);
+		ret = rq->post == RQ_REFUSE ? EINVAL : rq_add(rq, wr);
 		if (ret) {
 			*bad_wr = wr;
 			break;
 		}
 		sqp->stats.recv_wrs++;
 	}
-	if (sqp->attr.qp_state == IBV_QPS_ERR)
-		engine_flush_locked(sqp);
-	else
-		engine_recv_posted_locked(sqp);
-	fab_unlock();
+	engine = rq->post == RQ_ADD_FLUSH || rq->rnr_nak;
+	rq->rnr_nak = false;
+	pthread_mutex_unlock(&rq->lock);
+	if (engine)
+		recv_posted(sqp);
 	return ret;
 }
 
 int soft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct soft_srq *ssrq = to_ssrq(srq);
+	struct soft_rq *rq = &ssrq->rq;
+	bool stalled;
 	int ret = 0;
 
-	fab_lock();
+	pthread_mutex_lock(&rq->lock);
 	for (; wr; wr = wr->next) {
-		ret = enqueue_recv_wr(&ssrq->rq, wr);
+		ret = rq_add(rq, wr);
 		if (ret) {
 			*bad_wr = wr;
 			break;
 		}
 	}
+	stalled = rq->rnr_nak;
+	rq->rnr_nak = false;
+	pthread_mutex_unlock(&rq->lock);
 	/* Requesters stalled on an RNR toward any QP of this SRQ go again. */
-	engine_srq_posted_locked(ssrq);
-	fab_unlock();
+	if (stalled) {
+		fab_lock();
+		engine_srq_posted_locked(ssrq);
+		fab_unlock();
+	}
 	return ret;
 }

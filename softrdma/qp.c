@@ -13,6 +13,7 @@ int rq_init(struct soft_rq *rq, uint32_t size, uint32_t max_sge)
 	uint32_t per = max_sge ? max_sge : 1;
 
 	memset(rq, 0, sizeof(*rq));
+	pthread_mutex_init(&rq->lock, NULL);
 	rq->slots = calloc(n, sizeof(*rq->slots));
 	rq->sges = calloc((size_t)n * per, sizeof(*rq->sges));
 	if (!rq->slots || !rq->sges) {
@@ -28,10 +29,83 @@ int rq_init(struct soft_rq *rq, uint32_t size, uint32_t max_sge)
 
 void rq_fini(struct soft_rq *rq)
 {
+	pthread_mutex_destroy(&rq->lock);
 	free(rq->slots);
 	free(rq->sges);
 	rq->slots = NULL;
 	rq->sges = NULL;
+}
+
+void fab_recv_wrs_add(int delta)
+{
+	__atomic_add_fetch(&fab.recv_wrs, (unsigned int)delta, __ATOMIC_RELAXED);
+}
+
+int rq_add(struct soft_rq *rq, const struct ibv_recv_wr *wr)
+{
+	struct soft_recv_wqe *wqe;
+
+	if (rq->tail - __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE) >= rq->size)
+		return ENOMEM;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge)
+		return EINVAL;
+	wqe = &rq->slots[rq->tail % rq->size];
+	wqe->wr_id = wr->wr_id;
+	wqe->num_sge = (uint32_t)wr->num_sge;
+	/* A WR without SGEs may carry no sg_list at all (drain markers do). */
+	if (wr->num_sge)
+		memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
+	__atomic_store_n(&rq->tail, rq->tail + 1, __ATOMIC_RELEASE);
+	fab_recv_wrs_add(1);
+	return 0;
+}
+
+uint32_t rq_count(const struct soft_rq *rq)
+{
+	return (uint32_t)(__atomic_load_n(&rq->tail, __ATOMIC_ACQUIRE) -
+			  __atomic_load_n(&rq->head, __ATOMIC_RELAXED));
+}
+
+struct soft_recv_wqe *rq_peek_locked(struct soft_rq *rq)
+{
+	return rq_count(rq) ? &rq->slots[rq->head % rq->size] : NULL;
+}
+
+void rq_pop_locked(struct soft_rq *rq)
+{
+	/* Release: a poster may refill the slot once it sees the new head. */
+	__atomic_store_n(&rq->head, rq->head + 1, __ATOMIC_RELEASE);
+	fab_recv_wrs_add(-1);
+}
+
+uint32_t rq_clear_locked(struct soft_rq *rq)
+{
+	uint64_t tail = __atomic_load_n(&rq->tail, __ATOMIC_ACQUIRE);
+	uint32_t n = (uint32_t)(tail - rq->head);
+
+	__atomic_store_n(&rq->head, tail, __ATOMIC_RELEASE);
+	fab_recv_wrs_add(-(int)n);
+	return n;
+}
+
+bool rq_nak_rnr_locked(struct soft_rq *rq, bool forced)
+{
+	bool nak;
+
+	/* Under the posters' lock: a post either came before this look or sees the flag. */
+	pthread_mutex_lock(&rq->lock);
+	nak = forced || !rq_count(rq);
+	if (nak)
+		rq->rnr_nak = true;
+	pthread_mutex_unlock(&rq->lock);
+	return nak;
+}
+
+void rq_set_post_locked(struct soft_rq *rq, enum soft_rq_post post)
+{
+	pthread_mutex_lock(&rq->lock);
+	rq->post = post;
+	pthread_mutex_unlock(&rq->lock);
 }
 
 static int sq_init(struct soft_qp *sqp)
@@ -208,7 +282,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 		fab.cm_ops->qp_destroyed(sqp->cm_id);
 	engine_cancel_reads_locked(sqp, false);
 	fab.counts.send_wrs -= sqp->sq_tail - sqp->sq_comp;
-	fab.counts.recv_wrs -= sqp->rq.count;
+	rq_clear_locked(&sqp->rq);
 	sqp->pd->users--;
 	sqp->scq->users--;
 	sqp->rcq->users--;
@@ -305,15 +379,27 @@ static bool values_valid(const struct ibv_qp_attr *attr, int mask)
 	return true;
 }
 
+/* The state, and what it lets ibv_post_recv do (its RQ's own copy). */
+static void qp_set_state_locked(struct soft_qp *sqp, enum ibv_qp_state state)
+{
+	enum soft_rq_post post = RQ_ADD;
+
+	sqp->attr.qp_state = state;
+	if (state == IBV_QPS_RESET || sqp->srq)
+		post = RQ_REFUSE;
+	else if (state == IBV_QPS_ERR)
+		post = RQ_ADD_FLUSH;
+	if (post != sqp->rq.post)
+		rq_set_post_locked(&sqp->rq, post);
+}
+
 static void qp_reset_locked(struct soft_qp *sqp)
 {
 	engine_deactivate_locked(sqp);
 	engine_cancel_reads_locked(sqp, false);
 	fab.counts.send_wrs -= sqp->sq_tail - sqp->sq_comp;
-	fab.counts.recv_wrs -= sqp->rq.count;
 	sqp->sq_head = sqp->sq_comp = sqp->sq_exec = sqp->sq_tail = 0;
-	sqp->rq.head = 0;
-	sqp->rq.count = 0;
+	rq_clear_locked(&sqp->rq);
 	sqp->comm_est = false;
 	sqp->rnr_gate = false;
 	sqp->max_inflight = 0;
@@ -379,7 +465,7 @@ int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
 		qp_to_error_locked(sqp);
 		return 0;
 	}
-	sqp->attr.qp_state = next;
+	qp_set_state_locked(sqp, next);
 	if (next == IBV_QPS_RTR)
 		wire_attach_locked(sqp, NULL);
 	if (next == IBV_QPS_RESET)
@@ -404,7 +490,8 @@ void qp_to_error_locked(struct soft_qp *sqp)
 {
 	if (sqp->attr.qp_state == IBV_QPS_ERR)
 		return;
-	sqp->attr.qp_state = IBV_QPS_ERR;
+	/* Posters see ERR before the flush: what they add later they flush themselves. */
+	qp_set_state_locked(sqp, IBV_QPS_ERR);
 	engine_flush_locked(sqp);
 	/* Requesters stalled on our receives now get no answer and time out. */
 	engine_recv_posted_locked(sqp);

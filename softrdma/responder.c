@@ -23,9 +23,7 @@ static struct soft_rq *recv_ring(struct soft_qp *qp)
 
 static void consume_recv(struct soft_qp *qp, struct soft_rq *rq)
 {
-	rq->head = (rq->head + 1) % rq->size;
-	rq->count--;
-	fab.counts.recv_wrs--;
+	rq_pop_locked(rq);
 	if (qp->srq)
 		srq_consumed_locked(qp->srq);
 }
@@ -35,7 +33,7 @@ static void fail_recv(struct soft_qp *qp, struct soft_rq *rq, enum ibv_wc_status
 {
 	struct ibv_wc wc;
 
-	wc_error(&wc, rq->slots[rq->head].wr_id, status, qp->qp.qp_num);
+	wc_error(&wc, rq_peek_locked(rq)->wr_id, status, qp->qp.qp_num);
 	consume_recv(qp, rq);
 	engine_complete_recv_locked(qp, &wc, true);
 	qp_to_error_locked(qp);
@@ -96,6 +94,7 @@ static bool recv_fault(struct soft_qp *qp, struct soft_rq *rq, struct wire_resp 
 		resp->status = WIRE_NAK_REM_OP;
 		return true;
 	case SOFTRDMA_FAULT_RNR:
+		rq_nak_rnr_locked(rq, true);
 		resp->status = WIRE_NAK_RNR;
 		return true;
 	case SOFTRDMA_FAULT_QP_ERROR:
@@ -117,21 +116,31 @@ static bool recv_fault(struct soft_qp *qp, struct soft_rq *rq, struct wire_resp 
 	return false;
 }
 
+/*
+ * The ring looked empty: NAK RNR, where the next post finds it, unless a
+ * receive came meanwhile, which is returned.
+ */
+static struct soft_recv_wqe *no_receive(struct soft_rq *rq, struct wire_resp *resp)
+{
+	if (rq_nak_rnr_locked(rq, false)) {
+		resp->status = WIRE_NAK_RNR;
+		return NULL;
+	}
+	return rq_peek_locked(rq);
+}
+
 /* SEND, SEND with immediate, SEND with invalidate: consume the oldest receive. */
 static void receive_message(struct soft_qp *qp, const struct wire_req *req,
 			    struct wire_resp *resp)
 {
 	struct soft_rq *rq = recv_ring(qp);
-	struct soft_recv_wqe *rwqe;
+	struct soft_recv_wqe *rwqe = rq_peek_locked(rq);
 	struct ibv_wc wc;
 
-	if (!rq->count) {
-		resp->status = WIRE_NAK_RNR;
+	if (!rwqe && (rwqe = no_receive(rq, resp)) == NULL)
 		return;
-	}
 	if (recv_fault(qp, rq, resp))
 		return;
-	rwqe = &rq->slots[rq->head];
 	if (req->length > recv_capacity(rwqe)) {
 		fail_recv(qp, rq, IBV_WC_LOC_LEN_ERR);
 		resp->status = WIRE_NAK_INV_REQ;
@@ -178,10 +187,8 @@ static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wi
 	}
 	/* rxe's order: the receive a Write with immediate needs (RNR), then the rkey. */
 	if (req->op == WIRE_WRITE_IMM) {
-		if (!rq->count) {
-			resp->status = WIRE_NAK_RNR;
+		if (!rq_peek_locked(rq) && !no_receive(rq, resp))
 			return;
-		}
 		if (recv_fault(qp, rq, resp))
 			return;
 	}
@@ -200,7 +207,7 @@ static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wi
 	if (req->op == WIRE_WRITE_IMM) {
 		struct ibv_wc wc;
 
-		wc_success(&wc, rq->slots[rq->head].wr_id, IBV_WC_RECV_RDMA_WITH_IMM,
+		wc_success(&wc, rq_peek_locked(rq)->wr_id, IBV_WC_RECV_RDMA_WITH_IMM,
 			   qp->qp.qp_num);
 		wc.byte_len = req->length;
 		wc.wc_flags = IBV_WC_WITH_IMM;

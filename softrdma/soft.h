@@ -2,10 +2,17 @@
 /*
  * Internal state of the softrdma fabric, shared by its files.
  *
- * One mutex, fab.lock, guards every object below. Exported entry points take
- * it; functions named *_locked expect it held. Nothing here calls back into
- * application code, so the lock is never held across user code, and blocking
- * waits (event acks, idle) use condition variables on that same lock.
+ * One mutex, fab.lock, guards every object below but two rings, which have
+ * locks of their own so that the hot verbs do not queue behind the engine:
+ * a CQ's completion ring (polled under soft_cq.poll_lock) and a receive ring
+ * (posted to under soft_rq.lock). Each ring has one side that holds fab.lock
+ * (a CQ's producers, a receive ring's consumers) and one side that holds the
+ * ring's lock, and they meet only through the ring's atomic counters. The
+ * order is fab.lock, then a ring's lock, never the reverse; no two ring locks
+ * are held at once. Exported entry points take fab.lock unless they say
+ * otherwise; functions named *_locked expect it held. Nothing here calls
+ * back into application code, so no lock is held across user code, and
+ * blocking waits (event acks, idle) use condition variables on fab.lock.
  */
 #ifndef SOFT_H
 #define SOFT_H
@@ -207,6 +214,8 @@ struct soft_fabric {
 	struct soft_key_slot *key_chunks[SOFT_MAX_KEYS / SOFT_KEY_CHUNK];
 	uint32_t nkeys;
 	uint32_t key_hint;
+	/* atomic: counts.recv_wrs, kept apart because posters change it without the lock */
+	unsigned int recv_wrs;
 	/* fault.c */
 	struct list_node faults;
 	int next_fault_id;
@@ -389,14 +398,28 @@ struct soft_comp_channel {
 	unsigned int cqs;
 };
 
+/* What the next completion must be to raise the channel event; an arm only widens. */
+enum soft_cq_arm { CQ_ARM_IDLE, CQ_ARM_SOLICITED, CQ_ARM_ANY };
+
+/*
+ * The ring has one producer at a time, a fab.lock holder, and consumers
+ * that hold only poll_lock: the producer writes an entry, then publishes
+ * tail; the poller reads up to tail, then publishes head, which frees the
+ * slots. Counters run free (slot = counter % size); resizing holds both
+ * locks. The arm is one atomic word too, set by ibv_req_notify_cq without
+ * any lock and cleared by the producer that raises the event: each side
+ * stores its word, then loads the other's (seq_cst), so an arm followed by
+ * a completion always raises it, and a poll after arming sees what an arm
+ * came too late for.
+ */
 struct soft_cq {
 	struct ibv_cq cq;
+	pthread_mutex_t poll_lock;	/* pollers: head and the entries before tail */
 	struct ibv_wc *ring;
 	uint32_t size;
-	uint32_t head;
-	uint32_t count;
-	bool armed;
-	bool solicited_only;
+	uint64_t head;			/* atomic; written under poll_lock */
+	uint64_t tail;			/* atomic; written under fab.lock */
+	unsigned int arm;		/* atomic: enum soft_cq_arm */
 	bool overrun;
 	struct soft_event comp_event;	/* on its channel's queue while raised */
 	struct soft_async_event err_event;	/* IBV_EVENT_CQ_ERR */
@@ -406,7 +429,7 @@ struct soft_cq {
 	unsigned int comp_acked;
 	unsigned int async_read;
 	unsigned int async_acked;
-	unsigned long arms;		/* ibv_req_notify_cq calls (softrdma_qp_stats) */
+	unsigned long arms;		/* atomic: ibv_req_notify_cq calls (softrdma_qp_stats) */
 };
 
 static inline struct soft_cq *to_scq(struct ibv_cq *cq)
@@ -419,6 +442,8 @@ static inline struct soft_cq *to_scq(struct ibv_cq *cq)
  * IBV_EVENT_CQ_ERR was raised).
  */
 bool cq_push_locked(struct soft_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* Is an arm waiting for a completion? (Any thread, any lock.) */
+bool cq_armed(struct soft_cq *cq);
 /* Fill an error completion: only wr_id, status, qp_num and vendor_err are valid. */
 void wc_error(struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_status status, uint32_t qp_num);
 /*
@@ -441,18 +466,51 @@ struct soft_recv_wqe {
 	struct ibv_sge *sge;
 };
 
-/* A receive ring: a QP's RQ or an SRQ. */
+/* What ibv_post_recv does with a QP's RQ, by its state: mirrored under soft_rq.lock. */
+enum soft_rq_post {
+	RQ_REFUSE,			/* RESET (and an SRQ's QP, which has no RQ): EINVAL */
+	RQ_ADD,
+	RQ_ADD_FLUSH,			/* ERR: what is added flushes */
+};
+
+/*
+ * A receive ring: a QP's RQ or an SRQ. Posters hold lock and add at tail;
+ * the consumers (the responder, flushes, resets) hold fab.lock and take
+ * from head, without lock: each side publishes its counter with release
+ * and reads the other's with acquire. Counters run free (slot = counter %
+ * size).
+ */
 struct soft_rq {
+	pthread_mutex_t lock;		/* posters, and the fields marked lock */
 	struct soft_recv_wqe *slots;
 	struct ibv_sge *sges;
 	uint32_t size;
 	uint32_t max_sge;
-	uint32_t head;
-	uint32_t count;
+	uint64_t head;			/* atomic; written under fab.lock */
+	uint64_t tail;			/* atomic; written under lock */
+	enum soft_rq_post post;		/* lock; written with fab.lock held too */
+	/*
+	 * lock: an RNR NAK went out since a post last looked. The poster that
+	 * finds it takes fab.lock to wake the requesters it stalled.
+	 */
+	bool rnr_nak;
 };
 
 int rq_init(struct soft_rq *rq, uint32_t size, uint32_t max_sge);
 void rq_fini(struct soft_rq *rq);
+/* Add one WR; rq->lock held. 0, ENOMEM (full) or EINVAL (SGEs). */
+int rq_add(struct soft_rq *rq, const struct ibv_recv_wr *wr);
+uint32_t rq_count(const struct soft_rq *rq);
+/* The oldest receive WQE, or NULL: it stays put until rq_pop_locked(). */
+struct soft_recv_wqe *rq_peek_locked(struct soft_rq *rq);
+void rq_pop_locked(struct soft_rq *rq);
+/* Drop every WQE (RESET, destruction); returns how many. */
+uint32_t rq_clear_locked(struct soft_rq *rq);
+/* Record an RNR NAK for the next post; true if the ring is still empty (or @forced). */
+bool rq_nak_rnr_locked(struct soft_rq *rq, bool forced);
+void rq_set_post_locked(struct soft_rq *rq, enum soft_rq_post post);
+/* Receive WRs posted and not consumed, all rings (softrdma_counts.recv_wrs). */
+void fab_recv_wrs_add(int delta);
 
 struct soft_srq {
 	struct ibv_srq srq;

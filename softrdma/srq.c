@@ -76,7 +76,7 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 	while (ssrq->async_acked < ssrq->async_read)
 		fab_wait_locked(&fab.ack_cv, NULL);
 	async_forget_locked(srq->context, srq);
-	fab.counts.recv_wrs -= ssrq->rq.count;
+	rq_clear_locked(&ssrq->rq);
 	ssrq->pd->users--;
 	fab.counts.srqs--;
 	fab_unlock();
@@ -90,7 +90,7 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 void srq_consumed_locked(struct soft_srq *ssrq)
 {
 	/* The limit event fires once, then the SRQ must be armed again. */
-	if (ssrq->limit && ssrq->rq.count < ssrq->limit) {
+	if (ssrq->limit && rq_count(&ssrq->rq) < ssrq->limit) {
 		ssrq->limit = 0;
 		async_event_locked(ssrq->srq.context, IBV_EVENT_SRQ_LIMIT_REACHED, &ssrq->srq);
 	}

@@ -687,7 +687,7 @@ static void fired_unused(struct shm_link *s)
 
 	if (s->app_cq)
 		atomic_compare_exchange_strong_explicit(&s->rx->arm, &want,
-							s->app_cq->armed ? ARM_ARMED : ARM_IDLE,
+							cq_armed(s->app_cq) ? ARM_ARMED : ARM_IDLE,
 							memory_order_seq_cst, memory_order_seq_cst);
 }
 
@@ -759,7 +759,8 @@ bool shm_link_drain_locked(struct net_link *link)
 
 bool shm_pending(void)
 {
-	return atomic_load_explicit(&shm.nlinks, memory_order_relaxed) != 0;
+	/* seq_cst: ibv_req_notify_cq reads it after its arm (soft_req_notify_cq). */
+	return atomic_load_explicit(&shm.nlinks, memory_order_seq_cst) != 0;
 }
 
 /*
@@ -927,7 +928,7 @@ void shm_link_bind_qp_locked(struct net_link *link, struct soft_qp *qp)
 	s->app_qp = qp;
 	s->app_cq = qp->rcq;
 	qp->rcq->shm_links++;
-	if (qp->rcq->armed)
+	if (cq_armed(qp->rcq))
 		atomic_store_explicit(&s->rx->arm, ARM_ARMED, memory_order_seq_cst);
 	net_send_locked(link, buf);
 }
