@@ -269,10 +269,18 @@ int rpcrdma_buf_reg_prefix(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t le
 {
 	size_t bytes = (len + RPCRDMA_PAGE - 1) & ~(size_t)(RPCRDMA_PAGE - 1);
 
-	if (!buf->map_len || buf->mr || bytes > buf->map_len)
+	if (!buf->map_len || bytes > buf->map_len)
 		return -EINVAL;
 	if (!bytes)
 		bytes = RPCRDMA_PAGE;
+	/* A reused buffer keeps the registration of an earlier reply when it is long enough. */
+	if (buf->mr && buf->len >= bytes)
+		return 0;
+	if (buf->mr) {
+		rpcrdma_buf_dereg(buf, stats);
+		rpcrdma_count_sub(stats->heap_bytes, rpcrdma_buf_bytes(buf));
+	}
+	buf->len = 0;
 	buf->mr = ibv_reg_mr(pd, buf->data, bytes, access);
 	if (!buf->mr)
 		return rpcrdma_errno(-ENOMEM);

@@ -118,7 +118,11 @@ void rpcrdma_buf_free(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats);
  * but whose length only the application knows. Never detached.
  */
 int rpcrdma_buf_reserve(struct rpcrdma_buf *buf, size_t len);
-/* Register and account the first @len bytes of a reserved @buf (once). */
+/*
+ * Register and account at least the first @len bytes of a reserved @buf: a
+ * buffer reused for another reply keeps its registration when it covers
+ * them, and is registered anew, longer, when it does not.
+ */
 int rpcrdma_buf_reg_prefix(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t len, int access,
 			   struct rpcrdma_stats *stats);
 /* Deregister, keeping the memory until rpcrdma_buf_free(). */

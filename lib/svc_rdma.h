@@ -230,6 +230,7 @@ struct svcxprt_rdma {
 
 	struct rpcrdma_buf sc_sinks[SVC_RDMA_SINK_CACHE];	/* registered Read sinks for reuse */
 	unsigned int sc_nsinks;
+	struct rpcrdma_buf sc_long_kept;	/* the last long reply's buffer, for the next */
 	uint32_t sc_calls_held;			/* calls lent to the application or pulling */
 	uint64_t sc_recvd;			/* messages received (with the SRQ: sc_srq_recvd) */
 	void *sc_app_ctx;
@@ -579,7 +580,10 @@ void svc_rdma_recv_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt
 /* svc_rw.c: RDMA Reads that pull Read chunks; Write WRs for the reply. */
 int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
 void svc_rdma_sink_put(struct svcxprt_rdma *rdma, struct rpcrdma_buf *buf);
+/* Read sinks and the long-reply buffer kept for reuse: freed at the connection's end. */
 void svc_rdma_sinks_free(struct svcxprt_rdma *rdma);
+int svc_rdma_long_reply_get(struct svcxprt_rdma *rdma, struct rpcrdma_buf *buf, size_t room);
+void svc_rdma_long_reply_put(struct svcxprt_rdma *rdma, struct rpcrdma_buf *buf);
 void svc_rdma_read_complete(struct svcxprt_rdma *rdma);
 void svc_rdma_wc_read_done(struct ibv_cq *cq, struct ibv_wc *wc);
 void svc_rdma_wc_read(struct ibv_cq *cq, struct ibv_wc *wc);

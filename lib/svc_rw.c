@@ -176,10 +176,41 @@ void svc_rdma_sink_put(struct svcxprt_rdma *rdma, struct rpcrdma_buf *buf)
 	rpcrdma_buf_free(buf, rdma->sc_stats);
 }
 
+/*
+ * A long reply's buffer: the one kept from the last long reply when its
+ * mapping has the room, else a new reservation. A fresh mapping costs a
+ * page fault per page written and a registration per reply; a reused one
+ * has both done already.
+ */
+int svc_rdma_long_reply_get(struct svcxprt_rdma *rdma, struct rpcrdma_buf *buf, size_t room)
+{
+	struct rpcrdma_buf *kept = &rdma->sc_long_kept;
+
+	if (kept->data && kept->map_len >= room) {
+		*buf = *kept;
+		memset(kept, 0, sizeof(*kept));
+		return 0;
+	}
+	return rpcrdma_buf_reserve(buf, room);
+}
+
+/* A long reply's buffer is done with (its Send completed, or it never went): keep it. */
+void svc_rdma_long_reply_put(struct svcxprt_rdma *rdma, struct rpcrdma_buf *buf)
+{
+	if (buf->map_len && rdma->sc_state < SVCXPRT_CLOSING) {
+		rpcrdma_buf_free(&rdma->sc_long_kept, rdma->sc_stats);
+		rdma->sc_long_kept = *buf;
+		memset(buf, 0, sizeof(*buf));
+		return;
+	}
+	rpcrdma_buf_free(buf, rdma->sc_stats);
+}
+
 void svc_rdma_sinks_free(struct svcxprt_rdma *rdma)
 {
 	while (rdma->sc_nsinks)
 		rpcrdma_buf_free(&rdma->sc_sinks[--rdma->sc_nsinks], rdma->sc_stats);
+	rpcrdma_buf_free(&rdma->sc_long_kept, rdma->sc_stats);
 }
 
 int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)

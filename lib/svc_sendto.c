@@ -81,7 +81,7 @@ void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt
 	for (i = 0; i < ctxt->sc_nreleases; i++) {
 		struct svc_rdma_release *rel = &ctxt->sc_releases[i];
 
-		rpcrdma_buf_free(&rel->buf, rdma->sc_stats);
+		svc_rdma_long_reply_put(rdma, &rel->buf);
 		if (rel->mem)
 			rel->mem->rm_users--;
 		if (rel->release)
@@ -624,7 +624,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **b
 		if (room > svc_rdma_max_reply(rdma))
 			room = svc_rdma_max_reply(rdma);
 		if (!call->long_reply.data) {
-			rc = rpcrdma_buf_reserve(&call->long_reply, room ? room : 4);
+			rc = svc_rdma_long_reply_get(rdma, &call->long_reply, room ? room : 4);
 			if (rc)
 				return rc;
 			call->long_room = room;

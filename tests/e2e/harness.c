@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE	/* RUSAGE_THREAD */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <stdarg.h>
@@ -58,6 +60,14 @@ static void harness_note_max(atomic_ullong *max, uint64_t v)
 		;
 }
 
+/* Page faults this thread has taken so far. */
+static uint64_t harness_faults(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) == 0 ? (uint64_t)ru.ru_minflt + ru.ru_majflt : 0;
+}
+
 static void harness_echo(struct harness_server *hs, struct rpcrdma_svc_call *call, bool in_place)
 {
 	size_t len, max;
@@ -66,12 +76,13 @@ static void harness_echo(struct harness_server *hs, struct rpcrdma_svc_call *cal
 	int rc;
 
 	if (in_place) {
-		uint64_t before = harness_registered(hs);
+		uint64_t before = harness_registered(hs), faults = harness_faults();
 
 		rc = rpcrdma_svc_reply_buf(call, &buf, &max);
 		harness_note_max(&hs->sh->reply_buf_registered, harness_registered(hs) - before);
 		if (rc == 0 && len <= max) {
 			memcpy(buf, msg, len);
+			atomic_fetch_add(&hs->sh->reply_buf_faults, harness_faults() - faults);
 			rc = rpcrdma_svc_reply_commit(call, len);
 		} else {
 			rpcrdma_svc_call_drop(call);

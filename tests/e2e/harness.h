@@ -125,6 +125,7 @@ struct harness_shared {
 	atomic_uint held_max;
 	atomic_int reply_errors;
 	atomic_ullong reply_buf_registered;	/* most registered by one rpcrdma_svc_reply_buf() */
+	atomic_ullong reply_buf_faults;		/* page faults encoding replies in place */
 
 	/* Requests from the test, served by the server thread. */
 	atomic_uint release_requests;	/* answer every held call */

@@ -144,6 +144,51 @@ static void t_reply_in_place_huge_chunk(void **state)
 }
 
 /*
+ * Long replies encoded in place, one after another on a connection: each
+ * reuses the buffer of the one before, whose pages are written already.
+ * A fresh mapping for every reply took a page fault per 4 KiB written, 16
+ * per 64 KiB reply, and a registration. A longer reply than the kept
+ * buffer's registration covers is registered anew and arrives whole.
+ */
+static void t_long_reply_buf_kept(void **state)
+{
+	const size_t big = 64u << 10;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	unsigned char *msg = malloc(2 * big), *reply = malloc(2 * big);
+	unsigned long long warm;
+	uint32_t i;
+
+	assert_non_null(msg);
+	assert_non_null(reply);
+	assert_int_equal(harness_server_start(&hs, 0, 0, HARNESS_ECHO_BUF), 0);
+	harness_clnt_attr(&hs, &attr);
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
+	for (i = 0; i < 101; i++) {
+		/* Every call offers the same room; the last one uses all of it. */
+		size_t len = i == 100 ? 2 * big : big - 4 * (i % 8), rlen = 2 * big;
+
+		if (i == 1)
+			warm = atomic_load(&hs.sh->reply_buf_faults);
+		harness_fill_msg(msg, len, i + 11, i);
+		assert_int_equal(rpcrdma_clnt_call(clnt, msg, len, reply, &rlen, 0), 0);
+		assert_int_equal(rlen, len);
+		assert_memory_equal(reply, msg, len);
+	}
+	assert_int_equal(harness_server_stats(&hs).reply_chunks, 101);
+	/* 99 replies of up to 64 KiB after the first: none should fault (16 each, fresh). */
+	if (atomic_load(&hs.sh->reply_buf_faults) - warm > 2 * big / 4096 + 20)
+		fail_msg("%llu page faults encoding 100 long replies in place after the first",
+			 atomic_load(&hs.sh->reply_buf_faults) - warm);
+	rpcrdma_clnt_destroy(clnt);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+	free(msg);
+	free(reply);
+}
+
+/*
  * 64 calls in flight against a server granting 8 credits, with rnr_retry 0:
  * a single call beyond the grant would find no receive and fail the
  * connection. The server holds calls, so the grant is used to the full.
@@ -235,6 +280,7 @@ int main(void)
 		cmocka_unit_test(t_roundtrip_10000),
 		cmocka_unit_test(t_reply_in_place),
 		cmocka_unit_test(t_reply_in_place_huge_chunk),
+		cmocka_unit_test(t_long_reply_buf_kept),
 		cmocka_unit_test(t_credits_64_over_8),
 	};
 
