@@ -8,40 +8,6 @@
 
 #include "xprt_rdma.h"
 
-static uint32_t xprt_rdma_xid_slot(const struct rpcrdma_xprt *x, uint32_t xid)
-{
-	/* XIDs are usually sequential: a multiplicative hash spreads them. */
-	return (xid * 2654435761u) & x->rx_hash_mask;
-}
-
-struct rpcrdma_req *xprt_rdma_lookup(struct rpcrdma_xprt *x, uint32_t xid)
-{
-	struct rpcrdma_req *req = x->rx_hash[xprt_rdma_xid_slot(x, xid)];
-
-	while (req && req->rl_xid != xid)
-		req = req->rl_hash_next;
-	return req;
-}
-
-void xprt_rdma_hash_add(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
-{
-	struct rpcrdma_req **slot = &x->rx_hash[xprt_rdma_xid_slot(x, req->rl_xid)];
-
-	req->rl_hash_next = *slot;
-	*slot = req;
-}
-
-void xprt_rdma_hash_del(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
-{
-	struct rpcrdma_req **pp = &x->rx_hash[xprt_rdma_xid_slot(x, req->rl_xid)];
-
-	while (*pp && *pp != req)
-		pp = &(*pp)->rl_hash_next;
-	if (*pp)
-		*pp = req->rl_hash_next;
-	req->rl_hash_next = NULL;
-}
-
 /*
  * The call is over as far as the connection is concerned; done() runs from
  * xprt_rdma_run_done() once the current batch of completions is handled.
@@ -164,14 +130,13 @@ static void xprt_rdma_send_signal(struct rpcrdma_xprt *x, struct rpcrdma_req *re
 	wr->send_flags |= IBV_SEND_SIGNALED;
 }
 
-/* A credit and the chain's slots are taken: post the call. */
+/* A credit and the chain's slots are taken: post the call (on no list yet). */
 static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
 	uint32_t posted;
 	int rc;
 
 	req->rl_flags |= RPCRDMA_REQ_SENT;
-	list_del(&req->rl_list);
 	list_add_tail(&req->rl_list, &x->rb_inflight);
 	rpcrdma_count_inc(x->rx_stats.calls);
 	xprt_rdma_send_signal(x, req);
@@ -201,6 +166,7 @@ static void xprt_rdma_sq_send(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter *w
 	struct rpcrdma_req *req = container_of(w, struct rpcrdma_req, rl_sqw);
 
 	req->rl_flags &= ~RPCRDMA_REQ_SQ_WAIT;
+	list_del(&req->rl_list);
 	xprt_rdma_send(container_of(ep, struct rpcrdma_xprt, rx_ep), req);
 }
 
@@ -213,11 +179,12 @@ static void xprt_rdma_sq_unsent(struct rpcrdma_ep *ep, struct rpcrdma_sq_waiter 
 	container_of(ep, struct rpcrdma_xprt, rx_ep)->rx_outstanding--;
 }
 
-/* A call that holds a credit goes now, or waits on rb_pending for its slots. */
+/* A call on rb_pending that holds a credit goes now, or waits there for its slots. */
 static void xprt_rdma_sq_wait(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
 	x->rx_outstanding++;
 	if (likely(rpcrdma_sq_get(&x->rx_ep, req->rl_sqecount))) {
+		list_del(&req->rl_list);
 		xprt_rdma_send(x, req);
 		return;
 	}
@@ -229,21 +196,20 @@ static void xprt_rdma_sq_wait(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 }
 
 /*
- * A new call joins rb_pending. Alone there, with the grant and the send
- * queue letting it go and no chain waiting for slots, it goes now: what
- * xprt_rdma_kick() would do with it, without the walk.
+ * A new call goes now when nothing waits ahead of it, the grant and the
+ * send queue let it and no chain waits for slots: what xprt_rdma_kick()
+ * would do with it, without rb_pending. Else it joins rb_pending.
  */
 void xprt_rdma_enqueue(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
-	bool alone = list_empty(&x->rb_pending);
-
-	list_add_tail(&req->rl_list, &x->rb_pending);
-	if (likely(alone && x->rx_connected && list_empty(&x->rx_ep.sq_waiters) &&
+	if (likely(list_empty(&x->rb_pending) && x->rx_connected &&
 		   x->rx_outstanding < x->rx_credits && !x->rx_ep.close_pending &&
-		   req->rl_sqecount <= x->rx_sq_depth)) {
-		xprt_rdma_sq_wait(x, req);
+		   rpcrdma_sq_get(&x->rx_ep, req->rl_sqecount))) {
+		x->rx_outstanding++;
+		xprt_rdma_send(x, req);
 		return;
 	}
+	list_add_tail(&req->rl_list, &x->rb_pending);
 	xprt_rdma_kick(x);
 }
 

@@ -26,22 +26,6 @@ static int rpcrdma_verbs_err(int rc)
 	return rpcrdma_errno(-EIO);
 }
 
-int64_t rpcrdma_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t rpcrdma_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 bool rpcrdma_pace_clock(struct rpcrdma_pace *pc, int64_t gap_us)
 {
 	int64_t now = rpcrdma_now_us();
@@ -487,16 +471,12 @@ int rpcrdma_ep_post_recvs(struct rpcrdma_ep *ep, struct list_node *free, uint32_
 	return rc;
 }
 
-int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint32_t sqecount,
-			 uint32_t *posted)
+int rpcrdma_ep_post_failed(struct rpcrdma_ep *ep, struct ibv_send_wr *first,
+			   struct ibv_send_wr *bad, int rc, uint32_t sqecount, uint32_t *posted)
 {
-	struct ibv_send_wr *bad = NULL, *wr;
+	struct ibv_send_wr *wr;
 	uint32_t n = 0;
-	int rc;
 
-	rc = ibv_post_send(ep->qp, first, &bad);
-	if (likely(rc == 0))
-		return 0;
 	rpcrdma_err("post_send failed: %s", strerror(-rpcrdma_verbs_err(rc)));
 	ep->close_pending = true;
 	for (wr = first; wr && wr != bad; wr = wr->next)

@@ -285,8 +285,19 @@ uint32_t rpcrdma_recv_chain_posted(struct list_node *free, struct ibv_recv_wr *f
  * tells how many WRs went: their completions, flushes included, are still
  * to come.
  */
-int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first, uint32_t sqecount,
-			 uint32_t *posted);
+int rpcrdma_ep_post_failed(struct rpcrdma_ep *ep, struct ibv_send_wr *first,
+			   struct ibv_send_wr *bad, int rc, uint32_t sqecount, uint32_t *posted);
+
+static inline int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr *first,
+				       uint32_t sqecount, uint32_t *posted)
+{
+	struct ibv_send_wr *bad = NULL;
+	int rc = ibv_post_send(ep->qp, first, &bad);
+
+	if (likely(rc == 0))
+		return 0;
+	return rpcrdma_ep_post_failed(ep, first, bad, rc, sqecount, posted);
+}
 
 /*
  * Send-queue slots. Every WR a side posts takes a slot from sq_avail, and

@@ -255,18 +255,12 @@ int frwr_map(struct rpcrdma_xprt *x, struct rpcrdma_req *req, enum rpcrdma_bounc
 			 to_server ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE, segs, nsegs);
 }
 
-/*
- * Post the call: the binds of its windows first on the send queue,
- * unsignaled, the Send last. The caller has taken rl_sqecount slots.
- * Returns as rpcrdma_ep_post_send().
- */
-int frwr_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t *posted)
+/* frwr_send() of a call with windows: chain their binds ahead of the Send. */
+int frwr_send_binds(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t *posted)
 {
 	struct ibv_send_wr *first = &req->rl_send_wr, **link = &first;
 	struct list_node *pos;
 
-	if (likely(!req->rl_nmws))
-		return rpcrdma_ep_post_send(&x->rx_ep, first, 1, posted);
 	list_for_each(pos, &req->rl_registered) {
 		struct rpcrdma_mw *mw = list_entry(pos, struct rpcrdma_mw, mw_list);
 
@@ -362,8 +356,8 @@ static void frwr_put_all(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 		frwr_mw_put(x, list_first_entry(&req->rl_registered, struct rpcrdma_mw, mw_list));
 }
 
-/* After the reply: invalidate what the server did not, without waiting here. */
-void frwr_unmap_async(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+/* frwr_unmap_async() of a call that exposed memory. */
+void frwr_unmap_segments(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
 	if (x->rx_reg == RPCRDMA_REG_PER_CALL)
 		frwr_put_all(x, req);
@@ -418,21 +412,12 @@ int frwr_unmap_sync(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	return 0;
 }
 
-/*
- * The call is finished: bring back what the server placed in bounce
- * buffers (fenced by now), no more than the reply's chunk echoes said it
- * wrote, free them, unpin registrations, and let go of
- * any window still listed (never posted, or of unknown state after a flush).
- */
-void frwr_release(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+/* frwr_release() of a call that has bounce buffers, registrations or windows. */
+void frwr_release_regions(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
 	struct rpcrdma_call *call = req->rl_call;
 	unsigned int k;
 
-	req->rl_flags &= ~RPCRDMA_REQ_MAPPED;
-	/* No chunk, no window: an inline call has nothing to release. */
-	if (likely(!req->rl_regions))
-		return;
 	if (call && req->rl_status == 0) {
 		struct rpcrdma_buf *b = &req->rl_bounce[RPCRDMA_BOUNCE_RESULT];
 

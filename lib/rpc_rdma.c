@@ -20,20 +20,6 @@ static uint32_t rpcrdma_nsegs(const struct rpcrdma_xprt *x, size_t len)
 	return (uint32_t)((len + x->rx_attr.max_segment - 1) / x->rx_attr.max_segment);
 }
 
-int rpcrdma_check_call(const struct rpcrdma_xprt *x, const struct rpcrdma_call *call)
-{
-	size_t max = (size_t)x->rx_attr.max_segment * RPCRDMA_CLNT_MAX_SEGS;
-
-	if ((call->payload_len && !call->payload) || (call->result_max && !call->result))
-		return -EINVAL;
-	if (call->payload_len && ((call->payload_pos & 3) || call->payload_pos > call->msg_len))
-		return -EINVAL;
-	if (call->msg_len > max || call->payload_len > max || call->result_max > max ||
-	    call->reply_max > max)
-		return -EMSGSIZE;
-	return 0;
-}
-
 /* Bytes of the header for these chunk shapes: at most one Write chunk, one Reply chunk. */
 static uint32_t rpcrdma_hdr_len_call(uint32_t nreads, uint32_t nwrite, uint32_t nreply)
 {
@@ -73,7 +59,7 @@ void rpcrdma_marshal_prefix(struct rpcrdma_xprt *x)
  * general path below, taken from the sizes alone. Returns false when the
  * call is not one of these.
  */
-static bool rpcrdma_marshal_inline(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+bool rpcrdma_marshal_inline(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
 	const struct rpcrdma_call *call = req->rl_call;
 	uint32_t send_max = x->rx_inline.send_max, xid = htonl(req->rl_xid);
@@ -106,7 +92,7 @@ static bool rpcrdma_marshal_inline(struct rpcrdma_xprt *x, struct rpcrdma_req *r
  * kept, and goes as a long call from there if it no longer fits. Returns 0
  * or -errno.
  */
-static int rpcrdma_marshal_chunks(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
+int rpcrdma_marshal_chunks(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
 {
 	struct rpcrdma_call *call = req->rl_call;
 	const void *msg = rpcrdma_msg_source(req, remap);
@@ -197,13 +183,6 @@ static int rpcrdma_marshal_chunks(struct rpcrdma_xprt *x, struct rpcrdma_req *re
 	req->rl_sqecount = 1 + req->rl_nmws;
 	req->rl_flags |= RPCRDMA_REQ_MAPPED;
 	return 0;
-}
-
-int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
-{
-	if (!remap && rpcrdma_marshal_inline(x, req))
-		return 0;
-	return rpcrdma_marshal_chunks(x, req, remap);
 }
 
 /* A grant of 0 would deadlock; more than our slots is meaningless. */

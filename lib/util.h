@@ -12,14 +12,28 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <rpcrdma/base.h>
 
 #include "compiler.h"
 
-/* Monotonic clock in milliseconds, and in microseconds. */
-int64_t rpcrdma_now_ms(void);
-int64_t rpcrdma_now_us(void);
+/* Monotonic clock in milliseconds, and in microseconds (inline: every call reads it). */
+static inline int64_t rpcrdma_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline int64_t rpcrdma_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 /*
  * A busy poller hears of rare events (a disconnect, a new connection, a

@@ -202,6 +202,7 @@ struct rpcrdma_xprt {
 
 	bool rx_destroying;
 	int64_t rx_next_deadline;		/* earliest deadline to check, or INT64_MAX */
+	struct rpcrdma_pace rx_clock_pace;	/* polls that found work, to pace the clock */
 	int64_t rx_last_submit_ms;		/* when the last call was submitted */
 	struct rpcrdma_stats rx_stats;
 	struct rpcrdma_stat_src rx_stat;	/* rx_stats, as rpcrdma-stat sees them */
@@ -238,9 +239,37 @@ void xprt_rdma_process_replies(struct rpcrdma_xprt *x);
 void xprt_rdma_post_reps(struct rpcrdma_xprt *x);
 
 /* rpc_rdma.c: the marshal of a call, and the replies' checks. */
-int rpcrdma_check_call(const struct rpcrdma_xprt *x, const struct rpcrdma_call *call);
 void rpcrdma_marshal_prefix(struct rpcrdma_xprt *x);
-int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap);
+bool rpcrdma_marshal_inline(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
+int rpcrdma_marshal_chunks(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap);
+
+/* The sizes and buffers of a call the application submits: 0, -EINVAL or -EMSGSIZE. */
+static inline int rpcrdma_check_call(const struct rpcrdma_xprt *x,
+				     const struct rpcrdma_call *call)
+{
+	size_t max = (size_t)x->rx_attr.max_segment * RPCRDMA_CLNT_MAX_SEGS;
+
+	if ((call->payload_len && !call->payload) || (call->result_max && !call->result))
+		return -EINVAL;
+	if (call->payload_len && ((call->payload_pos & 3) || call->payload_pos > call->msg_len))
+		return -EINVAL;
+	if (call->msg_len > max || call->payload_len > max || call->result_max > max ||
+	    call->reply_max > max)
+		return -EMSGSIZE;
+	return 0;
+}
+
+/*
+ * Prepare a call for the current connection (rpc_rdma.c): the common
+ * chunkless inline call first, then the general marshal. Returns 0 or
+ * -errno.
+ */
+static inline int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap)
+{
+	if (!remap && rpcrdma_marshal_inline(x, req))
+		return 0;
+	return rpcrdma_marshal_chunks(x, req, remap);
+}
 void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep);
 
 /* frwr.c: memory windows for a call's chunks, and their invalidation. */
@@ -249,11 +278,45 @@ int frwr_mr_access(const struct rpcrdma_xprt *x);
 int frwr_map(struct rpcrdma_xprt *x, struct rpcrdma_req *req, enum rpcrdma_bounce kind,
 	     const void *buf, size_t len, bool to_server, struct rpcrdma_segment *segs,
 	     uint32_t *nsegs);
-int frwr_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t *posted);
+int frwr_send_binds(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t *posted);
+
+/*
+ * Post the call: the binds of its windows first on the send queue,
+ * unsignaled, the Send last. The caller has taken rl_sqecount slots.
+ * Returns as rpcrdma_ep_post_send().
+ */
+static inline int frwr_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t *posted)
+{
+	if (likely(!req->rl_nmws))
+		return rpcrdma_ep_post_send(&x->rx_ep, &req->rl_send_wr, 1, posted);
+	return frwr_send_binds(x, req, posted);
+}
 bool frwr_reminv(struct rpcrdma_xprt *x, struct rpcrdma_req *req, uint32_t rkey);
-void frwr_unmap_async(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
+void frwr_unmap_segments(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 int frwr_unmap_sync(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
-void frwr_release(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
+void frwr_release_regions(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
+
+/* After the reply: invalidate what the server did not, without waiting here. */
+static inline void frwr_unmap_async(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	/* Most calls have no chunk: nothing was exposed. */
+	if (unlikely(req->rl_nmws || x->rx_reg == RPCRDMA_REG_PER_CALL))
+		frwr_unmap_segments(x, req);
+}
+
+/*
+ * The call is finished: bring back what the server placed in bounce
+ * buffers (fenced by now), no more than the reply's chunk echoes said it
+ * wrote, free them, unpin registrations, and let go of any window still
+ * listed (never posted, or of unknown state after a flush).
+ */
+static inline void frwr_release(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	req->rl_flags &= ~RPCRDMA_REQ_MAPPED;
+	/* No chunk, no window: an inline call has nothing to release. */
+	if (unlikely(req->rl_regions))
+		frwr_release_regions(x, req);
+}
 void frwr_conn_lost(struct rpcrdma_xprt *x);
 void frwr_destroy_all(struct rpcrdma_xprt *x);
 void frwr_wc_fastreg(struct ibv_cq *cq, struct ibv_wc *wc);
@@ -263,9 +326,40 @@ void frwr_wc_localinv_wake(struct ibv_cq *cq, struct ibv_wc *wc);
 
 /* clnt_send.c: XID table, sending within the credit grant, finishing calls. */
 void xprt_rdma_req_ready(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
-struct rpcrdma_req *xprt_rdma_lookup(struct rpcrdma_xprt *x, uint32_t xid);
-void xprt_rdma_hash_add(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
-void xprt_rdma_hash_del(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
+
+static inline struct rpcrdma_req **xprt_rdma_xid_slot(const struct rpcrdma_xprt *x, uint32_t xid)
+{
+	/* XIDs are usually sequential: a multiplicative hash spreads them. */
+	return &x->rx_hash[(xid * 2654435761u) & x->rx_hash_mask];
+}
+
+static inline struct rpcrdma_req *xprt_rdma_lookup(const struct rpcrdma_xprt *x, uint32_t xid)
+{
+	struct rpcrdma_req *req = *xprt_rdma_xid_slot(x, xid);
+
+	while (req && req->rl_xid != xid)
+		req = req->rl_hash_next;
+	return req;
+}
+
+static inline void xprt_rdma_hash_add(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	struct rpcrdma_req **slot = xprt_rdma_xid_slot(x, req->rl_xid);
+
+	req->rl_hash_next = *slot;
+	*slot = req;
+}
+
+static inline void xprt_rdma_hash_del(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	struct rpcrdma_req **pp = xprt_rdma_xid_slot(x, req->rl_xid);
+
+	while (*pp && *pp != req)
+		pp = &(*pp)->rl_hash_next;
+	if (*pp)
+		*pp = req->rl_hash_next;
+	req->rl_hash_next = NULL;
+}
 void xprt_rdma_kick_pending(struct rpcrdma_xprt *x);
 void xprt_rdma_enqueue(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 

@@ -259,8 +259,10 @@ int rpcrdma_mem_deregister(struct rpcrdma_mem *mem);
  * @clnt: the client
  * @budget: most completions to process (> 0)
  *
- * Processes completions, sends queued calls, expires timed-out calls, and
- * runs the @done callbacks of finished calls, and reads the connection's
+ * Processes completions, sends queued calls, expires timed-out calls (a
+ * poll that finds no completion reads the clock for them, and so does
+ * every 16th poll that finds some), runs the @done callbacks of finished
+ * calls, and reads the connection's
  * events (a disconnect): a system call on every device, which it makes
  * only on every 16th poll (a disconnect is seen within 16 polls), or when
  * rpcrdma_clnt_wait() has just found one ready. rpcrdma_clnt_arm() reads
