@@ -29,8 +29,11 @@
  * 16 segments ahead of it, or a reply's LOCAL_INVs; calls wait when full.
  */
 #define RPCRDMA_CLNT_SQ_MIN 256u
-/* Receives beyond one per slot: slack for replies racing a reconnect. */
-#define RPCRDMA_CLNT_EXTRA_RECVS 4
+/*
+ * Receives beyond one per slot: slack for replies racing a reconnect, and
+ * the batch they are posted again in (one post per batch).
+ */
+#define RPCRDMA_CLNT_EXTRA_RECVS 8
 
 static int xprt_rdma_attr_fill(struct rpcrdma_xprt *x, const struct rpcrdma_clnt_attr *in)
 {
@@ -262,13 +265,17 @@ static void xprt_rdma_fail_pending(struct rpcrdma_xprt *x, int status)
  */
 static void xprt_rdma_after_batch(struct rpcrdma_xprt *x, bool clock)
 {
-	if (x->rx_have_ep) {
+	if (x->rx_have_ep)
 		xprt_rdma_process_replies(x);
-		if (x->rx_connected && !x->rx_ep.close_pending)
-			xprt_rdma_post_reps(x);
-	}
 	if (clock)
 		xprt_rdma_check_timeouts(x);
+	/* Connected, and no close asked for: no state to move, receives to refill. */
+	if (likely(x->rx_connected && !x->rx_ep.close_pending)) {
+		xprt_rdma_post_reps(x);
+		xprt_rdma_kick(x);
+		xprt_rdma_run_done(x);
+		return;
+	}
 	if (x->rx_have_ep) {
 		if (x->rx_ep.close_pending && x->rx_ep.state != RPCRDMA_EP_CLOSING &&
 		    x->rx_ep.state != RPCRDMA_EP_DRAINED) {

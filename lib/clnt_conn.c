@@ -341,7 +341,7 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 				   RPCRDMA_REQ_REPLIED);
 		req->rl_linv_pending = 0;
 		if (req->rl_flags & RPCRDMA_REQ_CANCELED) {
-			xprt_rdma_hash_del(x, req);
+			xprt_rdma_hash_del(req);
 			frwr_release(x, req);
 			req->rl_flags = 0;
 			list_add_tail(&req->rl_list, &x->rb_reqs_free);
@@ -355,7 +355,7 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 			req->rl_retries--;
 			rpcrdma_count_inc(x->rx_stats.retransmits);
 			/* A reply consumed before the loss took it out of the XID table. */
-			xprt_rdma_hash_del(x, req);
+			xprt_rdma_hash_del(req);
 			xprt_rdma_hash_add(x, req);
 			list_add_tail(&req->rl_list, &retry);
 		} else {

@@ -34,17 +34,3 @@ void xprt_rdma_process_replies(struct rpcrdma_xprt *x)
 	}
 }
 
-/*
- * Post every unposted receive buffer in one chain, once the receives still
- * posted are down to one per slot: those cover every call the grant lets
- * be in flight (at most rx_nreqs), so the slack comes back in batches of
- * RPCRDMA_CLNT_EXTRA_RECVS, one post each, as xprtrdma's
- * rpcrdma_post_recvs does with its RPCRDMA_MAX_RECV_BATCH.
- */
-void xprt_rdma_post_reps(struct rpcrdma_xprt *x)
-{
-	if (x->rx_ep.recv_posted > x->rx_nreqs)
-		return;
-	rpcrdma_ep_post_recvs(&x->rx_ep, &x->rb_reps_free, UINT32_MAX,
-			      RPCRDMA_RECV_WR_OFF(struct rpcrdma_rep, rr_list, rr_recv_wr));
-}

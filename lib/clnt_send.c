@@ -14,7 +14,7 @@
  */
 void xprt_rdma_finish(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int status)
 {
-	xprt_rdma_hash_del(x, req);
+	xprt_rdma_hash_del(req);
 	if (unlikely(req->rl_flags & RPCRDMA_REQ_SQ_WAIT)) {
 		/* Timed out or canceled while queued for the send queue. */
 		rpcrdma_sq_unwait(&req->rl_sqw);
@@ -33,7 +33,7 @@ void xprt_rdma_finish(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int statu
 /* A slot whose call is gone (canceled) and whose last WR is done: reusable. */
 static void xprt_rdma_free_slot(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
-	xprt_rdma_hash_del(x, req);
+	xprt_rdma_hash_del(req);
 	frwr_release(x, req);
 	req->rl_flags = 0;
 	list_del(&req->rl_list);

@@ -295,33 +295,8 @@ bool rpcrdma_ep_cm_due_arm(struct rpcrdma_ep *ep)
 	return !(ep->ready & RPCRDMA_READY_KNOWN);
 }
 
-/*
- * Every this many idle polls, and then at most once a millisecond, a busy
- * poller looks at the async events (rpcrdma_pace_due()): a poller spinning
- * for work would otherwise read them every few microseconds.
- */
-#define RPCRDMA_ASYNC_PACE 256u
-#define RPCRDMA_ASYNC_GAP_US 1000
 /* And every this many arms whose wait knew nothing of them. */
 #define RPCRDMA_ASYNC_PACE_ARMS 16
-
-int rpcrdma_ep_poll(struct rpcrdma_ep *ep, int budget)
-{
-	int n = rpcrdma_cq_poll(ep->cq, budget);
-
-	/*
-	 * A completion seen after arming may have raised a channel event (or
-	 * may not, if it raced with the arm): either way the arm is spent.
-	 */
-	if (n > 0)
-		ep->armed = false;
-	else if (unlikely(rpcrdma_pace_due(&ep->async_pace, RPCRDMA_ASYNC_PACE,
-					   RPCRDMA_ASYNC_GAP_US)))
-		rpcrdma_async_poll(ep->id->verbs);
-	if (unlikely(atomic_load_explicit(&ep->async_error, memory_order_relaxed)))
-		ep->close_pending = true;
-	return n;
-}
 
 int rpcrdma_ep_arm(struct rpcrdma_ep *ep, int budget)
 {

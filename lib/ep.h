@@ -225,11 +225,41 @@ static inline bool rpcrdma_ep_drained(const struct rpcrdma_ep *ep)
 	return ep->srq && ep->sq_drained && atomic_load(&ep->last_wqe);
 }
 
+/* Async events (async.c): register endpoints so events can find them. */
+void rpcrdma_async_register(struct rpcrdma_ep *ep);
+void rpcrdma_async_unregister(struct rpcrdma_ep *ep);
+/* Read @ctx's pending async events without blocking and flag their endpoints. */
+void rpcrdma_async_poll(struct ibv_context *ctx);
+
+/*
+ * Every this many idle polls, and then at most once a millisecond, a busy
+ * poller looks at the async events (rpcrdma_pace_due()): a poller spinning
+ * for work would otherwise read them every few microseconds.
+ */
+#define RPCRDMA_ASYNC_PACE 256u
+#define RPCRDMA_ASYNC_GAP_US 1000
+
 /*
  * Busy poll: dispatch up to @budget completions. Returns the number
  * dispatched or -errno. Never arms the CQ.
  */
-int rpcrdma_ep_poll(struct rpcrdma_ep *ep, int budget);
+static inline int rpcrdma_ep_poll(struct rpcrdma_ep *ep, int budget)
+{
+	int n = rpcrdma_cq_poll(ep->cq, budget);
+
+	/*
+	 * A completion seen after arming may have raised a channel event (or
+	 * may not, if it raced with the arm): either way the arm is spent.
+	 */
+	if (n > 0)
+		ep->armed = false;
+	else if (unlikely(rpcrdma_pace_due(&ep->async_pace, RPCRDMA_ASYNC_PACE,
+					   RPCRDMA_ASYNC_GAP_US)))
+		rpcrdma_async_poll(ep->id->verbs);
+	if (unlikely(atomic_load_explicit(&ep->async_error, memory_order_relaxed)))
+		ep->close_pending = true;
+	return n;
+}
 
 /*
  * Prepare to sleep on the channel fd: take the events raised so far, arm
@@ -384,10 +414,5 @@ static inline void rpcrdma_send_inline(const struct rpcrdma_ep *ep, struct ibv_s
 		wr->send_flags &= ~(unsigned int)IBV_SEND_INLINE;
 }
 
-/* Async events (async.c): register endpoints so events can find them. */
-void rpcrdma_async_register(struct rpcrdma_ep *ep);
-void rpcrdma_async_unregister(struct rpcrdma_ep *ep);
-/* Read @ctx's pending async events without blocking and flag their endpoints. */
-void rpcrdma_async_poll(struct ibv_context *ctx);
 
 #endif /* RPCRDMA_EP_H */

@@ -262,6 +262,10 @@ static bool rpcrdma_reply_accept(struct rpcrdma_xprt *x, const struct rpcrdma_hd
 	int64_t n = 0;
 
 	memset(v, 0, sizeof(*v));
+	/* Most replies come inline with no chunk list: straight to the checks of that. */
+	if (likely(hdr->proc == RPCRDMA_MSG && !(hdr->read_segs | hdr->write_chunks) &&
+		   !hdr->has_reply))
+		goto inline_reply;
 	if (hdr->proc == RPCRDMA_ERROR) {
 		rpcrdma_count_inc(x->rx_stats.rdma_errors);
 		if (hdr->err == RPCRDMA_ERR_VERS) {
@@ -292,7 +296,10 @@ static bool rpcrdma_reply_accept(struct rpcrdma_xprt *x, const struct rpcrdma_hd
 		return true;
 	}
 	/* Inline: a Reply chunk may come back, but unused (RFC 8166 4.3.3). */
-	if (n || len < sizeof(rpc_xid))
+	if (n)
+		return false;
+inline_reply:
+	if (len < sizeof(rpc_xid))
 		return false;
 	memcpy(&rpc_xid, rep->rr_buf + hdr->hdr_len, sizeof(rpc_xid));
 	if (ntohl(rpc_xid) != hdr->xid)
@@ -336,7 +343,7 @@ static void rpcrdma_complete_rqst(struct rpcrdma_xprt *x, struct rpcrdma_req *re
 	req->rl_flags |= RPCRDMA_REQ_REPLIED;
 	req->rl_flags &= ~RPCRDMA_REQ_SENT;
 	x->rx_outstanding--;
-	xprt_rdma_hash_del(x, req);
+	xprt_rdma_hash_del(req);
 	req->rl_status = v->status;
 	/* Fence the call's memory before anyone looks at the reply (RFC 8166). */
 	if (rep->rr_with_inv && !frwr_reminv(x, req, rep->rr_inv_rkey)) {

@@ -174,7 +174,8 @@ void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_
 	svc_rdma_free_mem(rdma, call->chunks, call->hdr->read_chunks * sizeof(*call->chunks));
 	call->chunks = NULL;
 	call->nchunks = 0;
-	svc_rdma_long_reply_put(rdma, &call->long_reply);
+	if (call->long_reply.data)
+		svc_rdma_long_reply_put(rdma, &call->long_reply);
 }
 
 /* Hand a complete call up: its message is in place, inline or pulled. */

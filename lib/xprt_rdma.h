@@ -113,7 +113,8 @@ struct rpcrdma_req {
 	struct rpcrdma_cqe rl_cqe;		/* rpcrdma_wc_send */
 	struct list_node rl_list;		/* free, pending, in flight or done */
 	struct rpcrdma_sq_waiter rl_sqw;	/* its Send chain or its LOCAL_INVs, queued */
-	struct rpcrdma_req *rl_hash_next;
+	struct rpcrdma_req *rl_hash_next;	/* the XID table's chain */
+	struct rpcrdma_req **rl_hash_pprev;	/* what points to it there; NULL: not in it */
 	struct rpcrdma_call *rl_call;
 	struct ibv_send_wr rl_send_wr;
 	struct ibv_sge rl_sge;
@@ -236,7 +237,21 @@ void xprt_rdma_free_buffers(struct rpcrdma_xprt *x);
 
 /* clnt_reply.c: receive completions, keeping receives posted. */
 void xprt_rdma_process_replies(struct rpcrdma_xprt *x);
-void xprt_rdma_post_reps(struct rpcrdma_xprt *x);
+
+/*
+ * Post every unposted receive buffer in one chain, once the receives still
+ * posted are down to one per slot: those cover every call the grant lets
+ * be in flight (at most rx_nreqs), so the slack comes back in batches of
+ * RPCRDMA_CLNT_EXTRA_RECVS, one post each, as xprtrdma's
+ * rpcrdma_post_recvs does with its RPCRDMA_MAX_RECV_BATCH.
+ */
+static inline void xprt_rdma_post_reps(struct rpcrdma_xprt *x)
+{
+	if (x->rx_ep.recv_posted > x->rx_nreqs)
+		return;
+	rpcrdma_ep_post_recvs(&x->rx_ep, &x->rb_reps_free, UINT32_MAX,
+			      RPCRDMA_RECV_WR_OFF(struct rpcrdma_rep, rr_list, rr_recv_wr));
+}
 
 /* rpc_rdma.c: the marshal of a call, and the replies' checks. */
 void rpcrdma_marshal_prefix(struct rpcrdma_xprt *x);
@@ -347,18 +362,22 @@ static inline void xprt_rdma_hash_add(struct rpcrdma_xprt *x, struct rpcrdma_req
 	struct rpcrdma_req **slot = xprt_rdma_xid_slot(x, req->rl_xid);
 
 	req->rl_hash_next = *slot;
+	if (*slot)
+		(*slot)->rl_hash_pprev = &req->rl_hash_next;
 	*slot = req;
+	req->rl_hash_pprev = slot;
 }
 
-static inline void xprt_rdma_hash_del(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+/* Out of the XID table, if it is there: no walk, as the kernel's hlist_del_init(). */
+static inline void xprt_rdma_hash_del(struct rpcrdma_req *req)
 {
-	struct rpcrdma_req **pp = xprt_rdma_xid_slot(x, req->rl_xid);
-
-	while (*pp && *pp != req)
-		pp = &(*pp)->rl_hash_next;
-	if (*pp)
-		*pp = req->rl_hash_next;
+	if (!req->rl_hash_pprev)
+		return;
+	*req->rl_hash_pprev = req->rl_hash_next;
+	if (req->rl_hash_next)
+		req->rl_hash_next->rl_hash_pprev = req->rl_hash_pprev;
 	req->rl_hash_next = NULL;
+	req->rl_hash_pprev = NULL;
 }
 void xprt_rdma_kick_pending(struct rpcrdma_xprt *x);
 void xprt_rdma_enqueue(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
