@@ -23,14 +23,3 @@ void rpcrdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 	rep->rr_inv_rkey = rep->rr_with_inv ? wc->invalidated_rkey : 0;
 	list_add_tail(&rep->rr_list, &x->rb_reps_ready);
 }
-
-void xprt_rdma_process_replies(struct rpcrdma_xprt *x)
-{
-	struct rpcrdma_rep *rep;
-
-	while ((rep = list_pop_entry(&x->rb_reps_ready, struct rpcrdma_rep, rr_list))) {
-		rpcrdma_reply_handler(x, rep);
-		list_add_tail(&rep->rr_list, &x->rb_reps_free);
-	}
-}
-

@@ -61,18 +61,8 @@ void xprt_rdma_run_done(struct rpcrdma_xprt *x)
 {
 	struct rpcrdma_req *req;
 
-	while ((req = list_pop_entry(&x->rb_done, struct rpcrdma_req, rl_list))) {
-		struct rpcrdma_call *call = req->rl_call;
-
-		/* Bounced results and replies come back now, past the fence. */
-		frwr_release(x, req);
-		call->status = req->rl_status;
-		req->rl_call = NULL;
-		req->rl_flags = 0;
-		/* Free the slot first: done() may submit the next call. */
-		list_add_tail(&req->rl_list, &x->rb_reqs_free);
-		call->done(call);
-	}
+	while ((req = list_pop_entry(&x->rb_done, struct rpcrdma_req, rl_list)))
+		xprt_rdma_done(x, req);
 }
 
 /*
@@ -131,7 +121,7 @@ static void xprt_rdma_send_signal(struct rpcrdma_xprt *x, struct rpcrdma_req *re
 }
 
 /* A credit and the chain's slots are taken: post the call (on no list yet). */
-static void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
 	uint32_t posted;
 	int rc;
@@ -193,24 +183,6 @@ static void xprt_rdma_sq_wait(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	req->rl_sqw.post = xprt_rdma_sq_send;
 	req->rl_sqw.abort = xprt_rdma_sq_unsent;
 	rpcrdma_sq_post(&x->rx_ep, &req->rl_sqw);
-}
-
-/*
- * A new call goes now when nothing waits ahead of it, the grant and the
- * send queue let it and no chain waits for slots: what xprt_rdma_kick()
- * would do with it, without rb_pending. Else it joins rb_pending.
- */
-void xprt_rdma_enqueue(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
-{
-	if (likely(list_empty(&x->rb_pending) && x->rx_connected &&
-		   x->rx_outstanding < x->rx_credits && !x->rx_ep.close_pending &&
-		   rpcrdma_sq_get(&x->rx_ep, req->rl_sqecount))) {
-		x->rx_outstanding++;
-		xprt_rdma_send(x, req);
-		return;
-	}
-	list_add_tail(&req->rl_list, &x->rb_pending);
-	xprt_rdma_kick(x);
 }
 
 /* The calls on rb_pending go, in order, while the grant allows. */

@@ -13,6 +13,7 @@
 
 #include <rpcrdma/proto.h>
 
+#include "proto_plain.h"
 #include "xprt_rdma.h"
 
 static uint32_t rpcrdma_nsegs(const struct rpcrdma_xprt *x, size_t len)
@@ -51,36 +52,6 @@ void rpcrdma_marshal_prefix(struct rpcrdma_xprt *x)
 	struct rpcrdma_hdr_enc enc = { .credit = x->rx_nreqs, .proc = RPCRDMA_MSG };
 
 	rpcrdma_hdr_encode(x->rx_hdr_msg, sizeof(x->rx_hdr_msg), &enc);
-}
-
-/*
- * The common call, marshalled first: no Read or Write chunk, message and
- * reply inline (so no Reply chunk either). The same decisions as the
- * general path below, taken from the sizes alone. Returns false when the
- * call is not one of these.
- */
-bool rpcrdma_marshal_inline(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
-{
-	const struct rpcrdma_call *call = req->rl_call;
-	uint32_t send_max = x->rx_inline.send_max, xid = htonl(req->rl_xid);
-
-	if (send_max > x->rx_send_slab.bufsize)
-		send_max = (uint32_t)x->rx_send_slab.bufsize;
-	if ((call->payload_len | call->result_max) ||
-	    call->reply_max > x->rx_inline.recv_max - RPCRDMA_HDR_MIN_LEN ||
-	    RPCRDMA_HDR_MIN_LEN + call->msg_len > send_max)
-		return false;
-	memcpy(req->rl_buf, x->rx_hdr_msg, RPCRDMA_HDR_MIN_LEN);
-	memcpy(req->rl_buf, &xid, sizeof(xid));
-	memcpy(req->rl_buf + RPCRDMA_HDR_MIN_LEN, call->msg, call->msg_len);
-	req->rl_nreads = req->rl_nwrite = req->rl_nreply = 0;
-	req->rl_hdr_len = RPCRDMA_HDR_MIN_LEN;
-	req->rl_long_call = false;
-	req->rl_msg_copied = true;
-	req->rl_sge.length = RPCRDMA_HDR_MIN_LEN + (uint32_t)call->msg_len;
-	req->rl_sqecount = 1 + req->rl_nmws;
-	req->rl_flags |= RPCRDMA_REQ_MAPPED;
-	return true;
 }
 
 /*
@@ -249,6 +220,31 @@ static bool rpcrdma_reply_write_list(const struct rpcrdma_hdr *hdr, const struct
 }
 
 /*
+ * An inline reply of @len bytes at @body, to call @xid: it must carry the
+ * same RPC XID; one longer than the caller's buffer ends the call with
+ * -EMSGSIZE. Returns false to drop it.
+ */
+static bool rpcrdma_reply_inline(const struct rpcrdma_req *req, uint32_t xid,
+				 const unsigned char *body, size_t len,
+				 struct rpcrdma_reply_view *v)
+{
+	uint32_t rpc_xid;
+
+	if (len < sizeof(rpc_xid))
+		return false;
+	memcpy(&rpc_xid, body, sizeof(rpc_xid));
+	if (ntohl(rpc_xid) != xid)
+		return false;
+	if (len > req->rl_call->reply_max) {
+		v->status = -EMSGSIZE;
+		return true;
+	}
+	v->body = body;
+	v->reply_len = len;
+	return true;
+}
+
+/*
  * Decide whether the reply can be accepted for @req (RFC 8166 4.5: a
  * Requester silently discards what it cannot accept, and the call waits on
  * for a valid reply or its timeout). Returns true with @v filled, or false.
@@ -258,7 +254,6 @@ static bool rpcrdma_reply_accept(struct rpcrdma_xprt *x, const struct rpcrdma_hd
 				 struct rpcrdma_reply_view *v)
 {
 	size_t len = rep->rr_byte_len - hdr->hdr_len;
-	uint32_t rpc_xid;
 	int64_t n = 0;
 
 	memset(v, 0, sizeof(*v));
@@ -289,7 +284,7 @@ static bool rpcrdma_reply_accept(struct rpcrdma_xprt *x, const struct rpcrdma_hd
 	}
 	if (hdr->proc == RPCRDMA_NOMSG) {
 		/* The whole reply came by RDMA Write into the Reply chunk. */
-		if (!hdr->has_reply || n < (int64_t)sizeof(rpc_xid))
+		if (!hdr->has_reply || n < (int64_t)sizeof(uint32_t))
 			return false;
 		v->reply_len = (size_t)n;
 		v->reply_chunk_len = (uint32_t)n;
@@ -299,18 +294,7 @@ static bool rpcrdma_reply_accept(struct rpcrdma_xprt *x, const struct rpcrdma_hd
 	if (n)
 		return false;
 inline_reply:
-	if (len < sizeof(rpc_xid))
-		return false;
-	memcpy(&rpc_xid, rep->rr_buf + hdr->hdr_len, sizeof(rpc_xid));
-	if (ntohl(rpc_xid) != hdr->xid)
-		return false;
-	if (len > req->rl_call->reply_max) {
-		v->status = -EMSGSIZE;
-		return true;
-	}
-	v->body = rep->rr_buf + hdr->hdr_len;
-	v->reply_len = len;
-	return true;
+	return rpcrdma_reply_inline(req, hdr->xid, rep->rr_buf + hdr->hdr_len, len, v);
 }
 
 /* A reply not accepted: count it; a window the server invalidated with it is gone all the same. */
@@ -351,7 +335,42 @@ static void rpcrdma_complete_rqst(struct rpcrdma_xprt *x, struct rpcrdma_req *re
 		rpcrdma_count_inc(x->rx_stats.dropped);
 	}
 	frwr_unmap_async(x, req);
+	/*
+	 * Replies are handled after the batch, outside the handlers: a call
+	 * that is over with its reply (no signaled Send, no window to
+	 * invalidate) returns now, the rest when their last completion comes.
+	 */
+	if (likely(!(req->rl_flags & (RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_LINV_PENDING |
+				      RPCRDMA_REQ_LINV_FAILED | RPCRDMA_REQ_CANCELED)))) {
+		list_del(&req->rl_list);
+		xprt_rdma_done(x, req);
+		return;
+	}
 	xprt_rdma_req_ready(x, req);
+}
+
+/*
+ * The commonest reply, inline with no chunk list, to a call that waits for
+ * it and got no Send With Invalidate, taken without the general decode.
+ * Returns false for anything else, which rpcrdma_reply_handler()'s general
+ * path then decides, the same way as it would have.
+ */
+static bool rpcrdma_reply_plain(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep)
+{
+	struct rpcrdma_reply_view v = { 0 };
+	struct rpcrdma_req *req;
+	uint32_t xid, credit;
+
+	if (!rpcrdma_hdr_plain(rep->rr_buf, rep->rr_byte_len, &xid, &credit) || rep->rr_with_inv)
+		return false;
+	req = xprt_rdma_lookup(x, xid);
+	if (!req || (req->rl_flags & (RPCRDMA_REQ_SENT | RPCRDMA_REQ_CANCELED)) != RPCRDMA_REQ_SENT ||
+	    !rpcrdma_reply_inline(req, xid, rep->rr_buf + RPCRDMA_HDR_MIN_LEN,
+				  rep->rr_byte_len - RPCRDMA_HDR_MIN_LEN, &v))
+		return false;
+	x->rx_credits = rpcrdma_clamp_credits(x, credit);
+	rpcrdma_complete_rqst(x, req, rep, &v);
+	return true;
 }
 
 void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep)
@@ -361,6 +380,8 @@ void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep
 	struct rpcrdma_req *req;
 	int rc;
 
+	if (likely(rpcrdma_reply_plain(x, rep)))
+		return;
 	rc = rpcrdma_hdr_decode(rep->rr_buf, rep->rr_byte_len, NULL, &hdr);
 	if (rc == -ENODATA || rc == -EPROTONOSUPPORT) {
 		/* No XID to match, or a version we cannot parse: drop it. */

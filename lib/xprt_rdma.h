@@ -3,10 +3,12 @@
 #ifndef RPCRDMA_XPRT_RDMA_H
 #define RPCRDMA_XPRT_RDMA_H
 
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include <rpcrdma/clnt.h>
@@ -235,8 +237,21 @@ int xprt_rdma_keepalive_init(struct rpcrdma_xprt *x);
 bool xprt_rdma_keepalive(struct rpcrdma_xprt *x);
 void xprt_rdma_free_buffers(struct rpcrdma_xprt *x);
 
+/* rpc_rdma.c: check a reply against its call; the call takes its results. */
+void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep);
+
 /* clnt_reply.c: receive completions, keeping receives posted. */
-void xprt_rdma_process_replies(struct rpcrdma_xprt *x);
+
+/* The replies received in the last batch, in order, to rpcrdma_reply_handler(). */
+static inline void xprt_rdma_process_replies(struct rpcrdma_xprt *x)
+{
+	struct rpcrdma_rep *rep;
+
+	while ((rep = list_pop_entry(&x->rb_reps_ready, struct rpcrdma_rep, rr_list))) {
+		rpcrdma_reply_handler(x, rep);
+		list_add_tail(&rep->rr_list, &x->rb_reps_free);
+	}
+}
 
 /*
  * Post every unposted receive buffer in one chain, once the receives still
@@ -255,7 +270,6 @@ static inline void xprt_rdma_post_reps(struct rpcrdma_xprt *x)
 
 /* rpc_rdma.c: the marshal of a call, and the replies' checks. */
 void rpcrdma_marshal_prefix(struct rpcrdma_xprt *x);
-bool rpcrdma_marshal_inline(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 int rpcrdma_marshal_chunks(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool remap);
 
 /* The sizes and buffers of a call the application submits: 0, -EINVAL or -EMSGSIZE. */
@@ -275,6 +289,36 @@ static inline int rpcrdma_check_call(const struct rpcrdma_xprt *x,
 }
 
 /*
+ * The common call, marshalled first: no Read or Write chunk, message and
+ * reply inline (so no Reply chunk either). The same decisions as the
+ * general path below, taken from the sizes alone. Returns false when the
+ * call is not one of these.
+ */
+static inline bool rpcrdma_marshal_inline(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	const struct rpcrdma_call *call = req->rl_call;
+	uint32_t send_max = x->rx_inline.send_max, xid = htonl(req->rl_xid);
+
+	if (send_max > x->rx_send_slab.bufsize)
+		send_max = (uint32_t)x->rx_send_slab.bufsize;
+	if ((call->payload_len | call->result_max) ||
+	    call->reply_max > x->rx_inline.recv_max - RPCRDMA_HDR_MIN_LEN ||
+	    RPCRDMA_HDR_MIN_LEN + call->msg_len > send_max)
+		return false;
+	memcpy(req->rl_buf, x->rx_hdr_msg, RPCRDMA_HDR_MIN_LEN);
+	memcpy(req->rl_buf, &xid, sizeof(xid));
+	memcpy(req->rl_buf + RPCRDMA_HDR_MIN_LEN, call->msg, call->msg_len);
+	req->rl_nreads = req->rl_nwrite = req->rl_nreply = 0;
+	req->rl_hdr_len = RPCRDMA_HDR_MIN_LEN;
+	req->rl_long_call = false;
+	req->rl_msg_copied = true;
+	req->rl_sge.length = RPCRDMA_HDR_MIN_LEN + (uint32_t)call->msg_len;
+	req->rl_sqecount = 1 + req->rl_nmws;
+	req->rl_flags |= RPCRDMA_REQ_MAPPED;
+	return true;
+}
+
+/*
  * Prepare a call for the current connection (rpc_rdma.c): the common
  * chunkless inline call first, then the general marshal. Returns 0 or
  * -errno.
@@ -285,7 +329,6 @@ static inline int rpcrdma_marshal_req(struct rpcrdma_xprt *x, struct rpcrdma_req
 		return 0;
 	return rpcrdma_marshal_chunks(x, req, remap);
 }
-void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep);
 
 /* frwr.c: memory windows for a call's chunks, and their invalidation. */
 void frwr_choose_mode(struct rpcrdma_xprt *x, struct ibv_context *verbs);
@@ -380,7 +423,7 @@ static inline void xprt_rdma_hash_del(struct rpcrdma_req *req)
 	req->rl_hash_pprev = NULL;
 }
 void xprt_rdma_kick_pending(struct rpcrdma_xprt *x);
-void xprt_rdma_enqueue(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
+void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
 
 /*
  * Chains queued for the send queue first (Sends and LOCAL_INVs, in order),
@@ -394,7 +437,44 @@ static inline void xprt_rdma_kick(struct rpcrdma_xprt *x)
 	if (!list_empty(&x->rb_pending))
 		xprt_rdma_kick_pending(x);
 }
+
+/*
+ * A new call goes now when nothing waits ahead of it, the grant and the
+ * send queue let it and no chain waits for slots: what xprt_rdma_kick()
+ * would do with it, without rb_pending. Else it joins rb_pending.
+ */
+static inline void xprt_rdma_enqueue(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	if (likely(list_empty(&x->rb_pending) && x->rx_connected &&
+		   x->rx_outstanding < x->rx_credits && !x->rx_ep.close_pending &&
+		   rpcrdma_sq_get(&x->rx_ep, req->rl_sqecount))) {
+		x->rx_outstanding++;
+		xprt_rdma_send(x, req);
+		return;
+	}
+	list_add_tail(&req->rl_list, &x->rb_pending);
+	xprt_rdma_kick(x);
+}
+
 void xprt_rdma_finish(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int status);
 void xprt_rdma_run_done(struct rpcrdma_xprt *x);
+
+/*
+ * The call is over (its req on no list): its slot is free again, then
+ * done() runs. Never from inside a completion handler.
+ */
+static inline void xprt_rdma_done(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	struct rpcrdma_call *call = req->rl_call;
+
+	/* Bounced results and replies come back now, past the fence. */
+	frwr_release(x, req);
+	call->status = req->rl_status;
+	req->rl_call = NULL;
+	req->rl_flags = 0;
+	/* Free the slot first: done() may submit the next call. */
+	list_add_tail(&req->rl_list, &x->rb_reqs_free);
+	call->done(call);
+}
 
 #endif /* RPCRDMA_XPRT_RDMA_H */
