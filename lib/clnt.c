@@ -105,8 +105,11 @@ static int xprt_rdma_alloc(struct rpcrdma_xprt *x)
 		req->rl_cqe.done = rpcrdma_wc_send;
 		rpcrdma_send_wr_init(&req->rl_send_wr, &req->rl_cqe, &req->rl_sge);
 		list_init(&req->rl_registered);
-		list_add_tail(&req->rl_list, &x->rb_reqs_free);
+		list_init(&req->rl_list);
 	}
+	/* Slot 0 on top, so that a client's first calls use the first slots. */
+	for (i = x->rx_nreqs; i > 0; i--)
+		xprt_rdma_req_put(x, &x->rx_reqs[i - 1]);
 	for (i = 0; i < x->rx_nreps; i++) {
 		struct rpcrdma_rep *rep = &x->rx_reps[i];
 
@@ -152,7 +155,6 @@ int rpcrdma_clnt_connect_0_2(const struct rpcrdma_clnt_attr *attr,
 	x->rx_epfd = -1;
 	x->rx_ka_fd = -1;
 	x->rx_next_deadline = INT64_MAX;
-	list_init(&x->rb_reqs_free);
 	list_init(&x->rb_pending);
 	list_init(&x->rb_inflight);
 	list_init(&x->rb_done);
@@ -259,23 +261,9 @@ static void xprt_rdma_fail_pending(struct rpcrdma_xprt *x, int status)
 		xprt_rdma_finish(x, req, status);
 }
 
-/*
- * Work after a batch of completions: the steps handlers deferred to us.
- * With @clock, calls past their deadline are expired too.
- */
-static void xprt_rdma_after_batch(struct rpcrdma_xprt *x, bool clock)
+/* xprt_rdma_after_batch() of a client that is not connected, or is to close. */
+static void xprt_rdma_after_batch_state(struct rpcrdma_xprt *x)
 {
-	if (x->rx_have_ep)
-		xprt_rdma_process_replies(x);
-	if (clock)
-		xprt_rdma_check_timeouts(x);
-	/* Connected, and no close asked for: no state to move, receives to refill. */
-	if (likely(x->rx_connected && !x->rx_ep.close_pending)) {
-		xprt_rdma_post_reps(x);
-		xprt_rdma_kick(x);
-		xprt_rdma_run_done(x);
-		return;
-	}
 	if (x->rx_have_ep) {
 		if (x->rx_ep.close_pending && x->rx_ep.state != RPCRDMA_EP_CLOSING &&
 		    x->rx_ep.state != RPCRDMA_EP_DRAINED) {
@@ -297,16 +285,39 @@ static void xprt_rdma_after_batch(struct rpcrdma_xprt *x, bool clock)
 	xprt_rdma_run_done(x);
 }
 
+/*
+ * Work after a batch of completions: the steps handlers deferred to us.
+ * With @clock, calls past their deadline are expired too.
+ */
+static rpcrdma_always_inline void xprt_rdma_after_batch(struct rpcrdma_xprt *x, bool clock)
+{
+	if (x->rx_have_ep)
+		xprt_rdma_process_replies(x);
+	if (clock)
+		xprt_rdma_check_timeouts(x);
+	/* Connected, and no close asked for: no state to move, receives to refill. */
+	if (likely(x->rx_connected && !x->rx_ep.close_pending)) {
+		xprt_rdma_post_reps(x);
+		xprt_rdma_kick(x);
+		xprt_rdma_run_done(x);
+		return;
+	}
+	xprt_rdma_after_batch_state(x);
+}
+
 RPCRDMA_EXPORT int rpcrdma_clnt_poll(struct rpcrdma_clnt *clnt, int budget)
 {
 	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
+	bool tick;
 	int n = 0;
 
 	if (!clnt || budget <= 0)
 		return -EINVAL;
 	XPRT_RDMA_GUARD(x, return -EBUSY);
+	/* One count paces the CM channel's reads and the clock's (below). */
+	tick = rpcrdma_pace_tick(&x->rx_poll_pace, RPCRDMA_PACE_POLLS);
 	if (x->rx_have_ep) {
-		if (rpcrdma_ep_cm_due(&x->rx_ep))
+		if (rpcrdma_ep_cm_due_tick(&x->rx_ep, tick))
 			xprt_rdma_process_cm(x);
 		n = rpcrdma_ep_poll(&x->rx_ep, budget);
 		if (n < 0) {
@@ -318,7 +329,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_poll(struct rpcrdma_clnt *clnt, int budget)
 	 * A call times out only while nothing answers it: a poll that finds
 	 * nothing reads the clock, and one in 16 of those that find work.
 	 */
-	xprt_rdma_after_batch(x, n == 0 || rpcrdma_pace_tick(&x->rx_clock_pace, RPCRDMA_PACE_POLLS));
+	xprt_rdma_after_batch(x, n == 0 || tick);
 	rpcrdma_stat_tick(&x->rx_stat, false);
 	return n;
 }
@@ -360,7 +371,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 		if (rc)
 			return rc == -ETIMEDOUT ? -ETIMEDOUT : -ENOTCONN;
 	}
-	req = list_pop_entry(&x->rb_reqs_free, struct rpcrdma_req, rl_list);
+	req = xprt_rdma_req_get(x);
 	if (!req)
 		return -EAGAIN;
 
@@ -376,7 +387,7 @@ int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call
 	if (rc) {
 		frwr_release(x, req);
 		req->rl_call = NULL;
-		list_add_tail(&req->rl_list, &x->rb_reqs_free);
+		xprt_rdma_req_put(x, req);
 		return rc;
 	}
 	req->rl_retries = x->rx_attr.retries;

@@ -344,7 +344,7 @@ void xprt_rdma_conn_lost(struct rpcrdma_xprt *x)
 			xprt_rdma_hash_del(req);
 			frwr_release(x, req);
 			req->rl_flags = 0;
-			list_add_tail(&req->rl_list, &x->rb_reqs_free);
+			xprt_rdma_req_put(x, req);
 		} else if (answered) {
 			xprt_rdma_finish(x, req, req->rl_status);
 		} else if (req->rl_flags & RPCRDMA_REQ_TIMEDOUT) {

@@ -37,7 +37,7 @@ static void xprt_rdma_free_slot(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	frwr_release(x, req);
 	req->rl_flags = 0;
 	list_del(&req->rl_list);
-	list_add_tail(&req->rl_list, &x->rb_reqs_free);
+	xprt_rdma_req_put(x, req);
 }
 
 /*
@@ -57,7 +57,7 @@ void xprt_rdma_req_ready(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 		xprt_rdma_finish(x, req, req->rl_status);
 }
 
-void xprt_rdma_run_done(struct rpcrdma_xprt *x)
+void xprt_rdma_run_done_list(struct rpcrdma_xprt *x)
 {
 	struct rpcrdma_req *req;
 
@@ -95,44 +95,9 @@ void xprt_rdma_wc_send_unsignaled(struct ibv_cq *cq, struct ibv_wc *wc)
 	rpcrdma_ep_wc_error(&x->rx_ep, wc, "client send");
 }
 
-/*
- * An inline Send without binds holds nothing once posted (the device took
- * its bytes with the WR), so it may go unsignaled while the held slots stay
- * within rx_unsig_max. A signaled Send gives back the held slots when it
- * completes.
- */
-static void xprt_rdma_send_signal(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+/* The post of xprt_rdma_send() failed with @rc. */
+void xprt_rdma_send_failed(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int rc)
 {
-	struct ibv_send_wr *wr = &req->rl_send_wr;
-
-	rpcrdma_send_inline(&x->rx_ep, wr);
-	if ((wr->send_flags & IBV_SEND_INLINE) && req->rl_sqecount == 1 &&
-	    x->rx_unsig_held < x->rx_unsig_max) {
-		x->rx_unsig_held++;
-		wr->wr_id = rpcrdma_cqe_id(&x->rx_unsig_cqe);
-		wr->send_flags &= ~(unsigned int)IBV_SEND_SIGNALED;
-		return;
-	}
-	req->rl_flags |= RPCRDMA_REQ_SEND_PENDING;
-	req->rl_sq_extra = x->rx_unsig_held;
-	x->rx_unsig_held = 0;
-	wr->wr_id = rpcrdma_cqe_id(&req->rl_cqe);
-	wr->send_flags |= IBV_SEND_SIGNALED;
-}
-
-/* A credit and the chain's slots are taken: post the call (on no list yet). */
-void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
-{
-	uint32_t posted;
-	int rc;
-
-	req->rl_flags |= RPCRDMA_REQ_SENT;
-	list_add_tail(&req->rl_list, &x->rb_inflight);
-	rpcrdma_count_inc(x->rx_stats.calls);
-	xprt_rdma_send_signal(x, req);
-	rc = frwr_send(x, req, &posted);
-	if (likely(rc == 0))
-		return;
 	if (rc == -EINPROGRESS) {
 		/* Binds went out, the Send did not: the loss of the connection settles it. */
 		req->rl_flags &= ~RPCRDMA_REQ_SEND_PENDING;

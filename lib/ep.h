@@ -142,8 +142,11 @@ static inline bool rpcrdma_ep_close_due(const struct rpcrdma_ep *ep)
  */
 #define RPCRDMA_CM_GAP_US 1000
 
-/* Should this poll read the CM channel? (clears the readiness it used) */
-static inline bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep)
+/*
+ * Should this poll read the CM channel? (clears the readiness it used)
+ * @tick: this poll is an RPCRDMA_PACE_POLLS-th, by the owner's count.
+ */
+static inline bool rpcrdma_ep_cm_due_tick(struct rpcrdma_ep *ep, bool tick)
 {
 	if (ep->ready & RPCRDMA_READY_CM) {
 		ep->ready &= ~RPCRDMA_READY_CM;
@@ -156,7 +159,15 @@ static inline bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep)
 	 * a peer leaves, reads the channel (a system call) seldom. An arm
 	 * before a sleep still reads it at once.
 	 */
-	return rpcrdma_pace_due(&ep->cm_pace, RPCRDMA_PACE_POLLS, RPCRDMA_CM_GAP_US);
+	return tick && rpcrdma_pace_clock(&ep->cm_pace, RPCRDMA_CM_GAP_US);
+}
+
+/* The same, counting the polls in the endpoint. */
+static inline bool rpcrdma_ep_cm_due(struct rpcrdma_ep *ep)
+{
+	if (ep->ready & (RPCRDMA_READY_CM | RPCRDMA_READY_KNOWN))
+		return rpcrdma_ep_cm_due_tick(ep, false);
+	return rpcrdma_ep_cm_due_tick(ep, rpcrdma_pace_tick(&ep->cm_pace, RPCRDMA_PACE_POLLS));
 }
 /* And an arm, before a sleep: unless a wait said it holds nothing. */
 bool rpcrdma_ep_cm_due_arm(struct rpcrdma_ep *ep);

@@ -312,8 +312,10 @@ static void rpcrdma_reply_drop(struct rpcrdma_xprt *x, const struct rpcrdma_rep 
  * The reply is accepted: the call takes its results, leaves the XID table,
  * and completes once its memory is fenced and its Send is done.
  */
-static void rpcrdma_complete_rqst(struct rpcrdma_xprt *x, struct rpcrdma_req *req,
-				  const struct rpcrdma_rep *rep, const struct rpcrdma_reply_view *v)
+static rpcrdma_always_inline void rpcrdma_complete_rqst(struct rpcrdma_xprt *x,
+							struct rpcrdma_req *req,
+							const struct rpcrdma_rep *rep,
+							const struct rpcrdma_reply_view *v)
 {
 	if (v->body)
 		memcpy(req->rl_call->reply, v->body, v->reply_len);
@@ -352,10 +354,10 @@ static void rpcrdma_complete_rqst(struct rpcrdma_xprt *x, struct rpcrdma_req *re
 /*
  * The commonest reply, inline with no chunk list, to a call that waits for
  * it and got no Send With Invalidate, taken without the general decode.
- * Returns false for anything else, which rpcrdma_reply_handler()'s general
- * path then decides, the same way as it would have.
+ * Returns false for anything else, which rpcrdma_reply_handler() then
+ * decides, the same way as it would have.
  */
-static bool rpcrdma_reply_plain(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep)
+bool rpcrdma_reply_plain(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep)
 {
 	struct rpcrdma_reply_view v = { 0 };
 	struct rpcrdma_req *req;
@@ -364,7 +366,8 @@ static bool rpcrdma_reply_plain(struct rpcrdma_xprt *x, const struct rpcrdma_rep
 	if (!rpcrdma_hdr_plain(rep->rr_buf, rep->rr_byte_len, &xid, &credit) || rep->rr_with_inv)
 		return false;
 	req = xprt_rdma_lookup(x, xid);
-	if (!req || (req->rl_flags & (RPCRDMA_REQ_SENT | RPCRDMA_REQ_CANCELED)) != RPCRDMA_REQ_SENT ||
+	if (!req || (req->rl_flags & (RPCRDMA_REQ_SENT | RPCRDMA_REQ_CANCELED)) !=
+			    RPCRDMA_REQ_SENT ||
 	    !rpcrdma_reply_inline(req, xid, rep->rr_buf + RPCRDMA_HDR_MIN_LEN,
 				  rep->rr_byte_len - RPCRDMA_HDR_MIN_LEN, &v))
 		return false;
@@ -380,8 +383,6 @@ void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep
 	struct rpcrdma_req *req;
 	int rc;
 
-	if (likely(rpcrdma_reply_plain(x, rep)))
-		return;
 	rc = rpcrdma_hdr_decode(rep->rr_buf, rep->rr_byte_len, NULL, &hdr);
 	if (rc == -ENODATA || rc == -EPROTONOSUPPORT) {
 		/* No XID to match, or a version we cannot parse: drop it. */

@@ -113,8 +113,9 @@ enum rpcrdma_req_flags {
  */
 struct rpcrdma_req {
 	struct rpcrdma_cqe rl_cqe;		/* rpcrdma_wc_send */
-	struct list_node rl_list;		/* free, pending, in flight or done */
+	struct list_node rl_list;		/* pending, in flight or done; self-linked when free */
 	struct rpcrdma_sq_waiter rl_sqw;	/* its Send chain or its LOCAL_INVs, queued */
+	struct rpcrdma_req *rl_free_next;	/* rx_free_reqs, while free */
 	struct rpcrdma_req *rl_hash_next;	/* the XID table's chain */
 	struct rpcrdma_req **rl_hash_pprev;	/* what points to it there; NULL: not in it */
 	struct rpcrdma_call *rl_call;
@@ -182,7 +183,7 @@ struct rpcrdma_xprt {
 	struct rpcrdma_req **rx_hash;
 	uint32_t rx_hash_mask;
 
-	struct list_node rb_reqs_free;
+	struct rpcrdma_req *rx_free_reqs;	/* free slots: xprt_rdma_req_get/put */
 	struct list_node rb_pending;		/* waiting for a credit or a connection */
 	struct list_node rb_inflight;		/* sent, reply not consumed */
 	struct list_node rb_done;		/* finished; done() still to run */
@@ -205,7 +206,7 @@ struct rpcrdma_xprt {
 
 	bool rx_destroying;
 	int64_t rx_next_deadline;		/* earliest deadline to check, or INT64_MAX */
-	struct rpcrdma_pace rx_clock_pace;	/* polls that found work, to pace the clock */
+	struct rpcrdma_pace rx_poll_pace;	/* polls, to pace the CM channel and the clock */
 	int64_t rx_last_submit_ms;		/* when the last call was submitted */
 	struct rpcrdma_stats rx_stats;
 	struct rpcrdma_stat_src rx_stat;	/* rx_stats, as rpcrdma-stat sees them */
@@ -237,7 +238,11 @@ int xprt_rdma_keepalive_init(struct rpcrdma_xprt *x);
 bool xprt_rdma_keepalive(struct rpcrdma_xprt *x);
 void xprt_rdma_free_buffers(struct rpcrdma_xprt *x);
 
-/* rpc_rdma.c: check a reply against its call; the call takes its results. */
+/*
+ * rpc_rdma.c: check a reply against its call; the call takes its results.
+ * The commonest replies first (rpcrdma_reply_plain()), then the rest.
+ */
+bool rpcrdma_reply_plain(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep);
 void rpcrdma_reply_handler(struct rpcrdma_xprt *x, const struct rpcrdma_rep *rep);
 
 /* clnt_reply.c: receive completions, keeping receives posted. */
@@ -248,7 +253,8 @@ static inline void xprt_rdma_process_replies(struct rpcrdma_xprt *x)
 	struct rpcrdma_rep *rep;
 
 	while ((rep = list_pop_entry(&x->rb_reps_ready, struct rpcrdma_rep, rr_list))) {
-		rpcrdma_reply_handler(x, rep);
+		if (!rpcrdma_reply_plain(x, rep))
+			rpcrdma_reply_handler(x, rep);
 		list_add_tail(&rep->rr_list, &x->rb_reps_free);
 	}
 }
@@ -423,7 +429,47 @@ static inline void xprt_rdma_hash_del(struct rpcrdma_req *req)
 	req->rl_hash_pprev = NULL;
 }
 void xprt_rdma_kick_pending(struct rpcrdma_xprt *x);
-void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
+void xprt_rdma_send_failed(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int rc);
+
+/*
+ * An inline Send without binds holds nothing once posted (the device took
+ * its bytes with the WR), so it may go unsignaled while the held slots stay
+ * within rx_unsig_max. A signaled Send gives back the held slots when it
+ * completes.
+ */
+static inline void xprt_rdma_send_signal(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	struct ibv_send_wr *wr = &req->rl_send_wr;
+
+	rpcrdma_send_inline(&x->rx_ep, wr);
+	if ((wr->send_flags & IBV_SEND_INLINE) && req->rl_sqecount == 1 &&
+	    x->rx_unsig_held < x->rx_unsig_max) {
+		x->rx_unsig_held++;
+		wr->wr_id = rpcrdma_cqe_id(&x->rx_unsig_cqe);
+		wr->send_flags &= ~(unsigned int)IBV_SEND_SIGNALED;
+		return;
+	}
+	req->rl_flags |= RPCRDMA_REQ_SEND_PENDING;
+	req->rl_sq_extra = x->rx_unsig_held;
+	x->rx_unsig_held = 0;
+	wr->wr_id = rpcrdma_cqe_id(&req->rl_cqe);
+	wr->send_flags |= IBV_SEND_SIGNALED;
+}
+
+/* A credit and the chain's slots are taken: post the call (on no list yet). */
+static inline void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	uint32_t posted;
+	int rc;
+
+	req->rl_flags |= RPCRDMA_REQ_SENT;
+	list_add_tail(&req->rl_list, &x->rb_inflight);
+	rpcrdma_count_inc(x->rx_stats.calls);
+	xprt_rdma_send_signal(x, req);
+	rc = frwr_send(x, req, &posted);
+	if (unlikely(rc))
+		xprt_rdma_send_failed(x, req, rc);
+}
 
 /*
  * Chains queued for the send queue first (Sends and LOCAL_INVs, in order),
@@ -457,7 +503,26 @@ static inline void xprt_rdma_enqueue(struct rpcrdma_xprt *x, struct rpcrdma_req 
 }
 
 void xprt_rdma_finish(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int status);
-void xprt_rdma_run_done(struct rpcrdma_xprt *x);
+void xprt_rdma_run_done_list(struct rpcrdma_xprt *x);
+
+/*
+ * Free call slots are a stack: the slot freed last, warm in the cache, is
+ * the next one taken. A free slot's rl_list is self-linked.
+ */
+static inline void xprt_rdma_req_put(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	req->rl_free_next = x->rx_free_reqs;
+	x->rx_free_reqs = req;
+}
+
+static inline struct rpcrdma_req *xprt_rdma_req_get(struct rpcrdma_xprt *x)
+{
+	struct rpcrdma_req *req = x->rx_free_reqs;
+
+	if (req)
+		x->rx_free_reqs = req->rl_free_next;
+	return req;
+}
 
 /*
  * The call is over (its req on no list): its slot is free again, then
@@ -473,8 +538,15 @@ static inline void xprt_rdma_done(struct rpcrdma_xprt *x, struct rpcrdma_req *re
 	req->rl_call = NULL;
 	req->rl_flags = 0;
 	/* Free the slot first: done() may submit the next call. */
-	list_add_tail(&req->rl_list, &x->rb_reqs_free);
+	xprt_rdma_req_put(x, req);
 	call->done(call);
+}
+
+/* Run done() for the calls finished in handlers or by timeouts (rb_done), in order. */
+static inline void xprt_rdma_run_done(struct rpcrdma_xprt *x)
+{
+	if (unlikely(!list_empty(&x->rb_done)))
+		xprt_rdma_run_done_list(x);
 }
 
 #endif /* RPCRDMA_XPRT_RDMA_H */
