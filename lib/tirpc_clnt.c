@@ -206,7 +206,7 @@ static int tclnt_spin(struct tclnt *tc, struct tcall *c, int64_t deadline)
  */
 static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t deadline)
 {
-	bool canceled = false, first = true;
+	bool canceled = false, first = true, just_sent = false;
 
 	for (;;) {
 		int n, wait;
@@ -215,7 +215,7 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t dea
 			n = rpcrdma_clnt_submit(tc->native, &c->nc);
 			tclnt_kick(tc);
 			if (!n)
-				c->submitted = true;
+				c->submitted = just_sent = true;
 			else if (n != -EAGAIN)
 				return n;
 		}
@@ -247,7 +247,12 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t dea
 			continue;
 		}
 		tc->polling = true;
-		n = rpcrdma_clnt_poll(tc->native, TCLNT_BUDGET);
+		/*
+		 * Just submitted and no window to poll in: the reply is not in
+		 * yet, and the arm below looks once more after arming.
+		 */
+		n = just_sent && !tc->spin_us ? 0 : rpcrdma_clnt_poll(tc->native, TCLNT_BUDGET);
+		just_sent = false;
 		if (n == 0 && !c->done && tc->spin_us) {
 			n = tclnt_spin(tc, c, deadline);
 			/* The sleep below must not outlast the deadline by the window. */
