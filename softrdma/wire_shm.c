@@ -105,11 +105,16 @@ struct shm_req {
  */
 enum shm_ref_state { REF_UNREAD, REF_READING, REF_DONE, REF_MOVING };
 
-/* A record of ours in the peer's ring whose spans name our memory (pinned). */
+/*
+ * A record of ours in the peer's ring whose spans name our memory (pinned),
+ * with our own copy of the spans: the record's, in shared memory, are the
+ * peer's to read, not ours to trust.
+ */
 struct shm_ref {
 	struct shm_req *rec;		/* in the peer's ring, as we map it */
 	struct soft_mr *mr[WIRE_MAX_SEGS];
 	void *bounce[WIRE_MAX_SEGS];
+	struct shm_span span[WIRE_MAX_SEGS];
 	uint32_t nspans;
 	bool used;
 };
@@ -429,6 +434,34 @@ static struct shm_span span_of(const struct wire_seg *seg)
 	return sp;
 }
 
+/* A free slot for a record of ours that names our memory, or NULL. */
+static struct shm_ref *ref_slot(struct shm_link *s)
+{
+	struct shm_ref *ref = ref_get(s);
+
+	if (ref)
+		return ref;
+	refs_reclaim(s);
+	return ref_get(s);
+}
+
+/* The reader copies from our memory later: it stays pinned until then. */
+static void ref_fill(struct shm_ref *ref, struct shm_req *m, const struct wire_req *req)
+{
+	unsigned int i;
+
+	atomic_store_explicit(&m->ref_state, REF_UNREAD, memory_order_relaxed);
+	ref->rec = m;
+	ref->nspans = req->nsegs;
+	for (i = 0; i < req->nsegs; i++) {
+		ref->span[i] = span_of(&req->segs[i]);
+		ref->mr[i] = req->segs[i].mr;
+		if (ref->mr[i])
+			mem_pin_locked(ref->mr[i], NULL);
+	}
+	ref->used = true;
+}
+
 static void shm_transmit(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
 {
 	struct shm_link *s = qp->remote->shm;
@@ -444,11 +477,8 @@ static void shm_transmit(struct soft_qp *qp, const struct wire_req *req, struct 
 	if (qp->remote->dead)
 		return;
 	/* Nothing to reclaim and every slot taken: as a packet lost, it is sent again. */
-	if (!inl && !is_read && !(ref = ref_get(s))) {
-		refs_reclaim(s);
-		if (!(ref = ref_get(s)))
-			return;
-	}
+	if (!inl && !is_read && !(ref = ref_slot(s)))
+		return;
 	m = rec_begin(s, SHM_REC_REQ, body);
 	if (!m)
 		return;
@@ -475,18 +505,8 @@ static void shm_transmit(struct soft_qp *qp, const struct wire_req *req, struct 
 		for (i = 0; i < req->nsegs; i++)
 			sp[i] = span_of(&req->segs[i]);
 	}
-	if (ref) {
-		/* The reader copies from our memory later: it stays pinned until then. */
-		atomic_store_explicit(&m->ref_state, REF_UNREAD, memory_order_relaxed);
-		ref->rec = m;
-		ref->nspans = req->nsegs;
-		for (i = 0; i < req->nsegs; i++) {
-			ref->mr[i] = req->segs[i].mr;
-			if (ref->mr[i])
-				mem_pin_locked(ref->mr[i], NULL);
-		}
-		ref->used = true;
-	}
+	if (ref)
+		ref_fill(ref, m, req);
 	rec_end(s, req_wakes(req->op));
 	resp->status = WIRE_PENDING;
 }
@@ -860,10 +880,12 @@ static void ref_detach(struct shm_ref *ref, const struct soft_mr *mr)
 
 		if (ref->mr[i] != mr)
 			continue;
-		copy = want == REF_UNREAD ? malloc(sp[i].len ? sp[i].len : 1) : NULL;
+		copy = want == REF_UNREAD ? malloc(ref->span[i].len ? ref->span[i].len : 1) : NULL;
 		if (copy) {
-			memcpy(copy, (const void *)(uintptr_t)sp[i].addr, sp[i].len);
-			sp[i].addr = (uint64_t)(uintptr_t)copy;
+			/* Our own spans: the record's, in shared memory, are the peer's to read. */
+			memcpy(copy, (const void *)(uintptr_t)ref->span[i].addr, ref->span[i].len);
+			ref->span[i].addr = (uint64_t)(uintptr_t)copy;
+			sp[i].addr = ref->span[i].addr;
 			ref->bounce[i] = copy;
 		}
 		mem_unpin_locked(ref->mr[i], NULL);
