@@ -5,6 +5,7 @@
 
 #include "cm.h"
 #include "soft.h"
+#include "wire_shm_coop.h"
 
 void softrdma_get_counts(struct softrdma_counts *counts)
 {
@@ -182,4 +183,11 @@ void softrdma_qp_stats_sum(struct softrdma_qp_stats *active, struct softrdma_qp_
 		*active = a;
 	if (passive)
 		*passive = p;
+}
+
+void softrdma_shm_stats(struct softrdma_shm_stats *stats)
+{
+	fab_lock();
+	coop_stats_locked(stats);
+	fab_unlock();
 }

@@ -203,7 +203,7 @@ static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wi
 		}
 	}
 	if (req->length)
-		wire_pull_msg(req->segs, req->nsegs, 0, dst, req->length);
+		wire_place(req, dst);
 	if (req->op == WIRE_WRITE_IMM) {
 		struct ibv_wc wc;
 

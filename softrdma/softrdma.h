@@ -323,6 +323,28 @@ const char *softrdma_profile(void);
 const char *softrdma_qp_transport(struct ibv_qp *qp);
 
 /*
+ * Cooperative copies over shared memory, since the process started
+ * (README.md, "Shared memory"). As the responder of an RDMA Write or Read
+ * of 256 KiB or more from another process, this process offers part of
+ * the copy to the requester's process, whose poller takes chunks of it
+ * while it waits: offers, their bytes, the bytes the requester copied,
+ * and the times the requester claimed chunks it did not finish (it
+ * failed, died or was stopped) and this process copied them again. As
+ * the requester, the bytes this process copied of such offers, into the
+ * responder's memory for its Writes and out of it for its Reads.
+ */
+struct softrdma_shm_stats {
+	unsigned long coop_offers;
+	uint64_t coop_offered_bytes;
+	uint64_t coop_peer_bytes;
+	unsigned long coop_takeovers;
+	uint64_t coop_helped_write_bytes;
+	uint64_t coop_helped_read_bytes;
+};
+
+void softrdma_shm_stats(struct softrdma_shm_stats *stats);
+
+/*
  * Does the calling thread hold the fabric's lock? For tests of softrdma's
  * own rules (nothing allocates, writes or blocks under it): a wrapper of
  * malloc() or write() asks. Its answer is only ever true inside softrdma.

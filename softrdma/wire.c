@@ -99,6 +99,15 @@ void wire_pull(const struct wire_seg *seg, uint32_t off, void *dst, uint32_t len
 	}
 }
 
+void wire_place(const struct wire_req *req, void *dst)
+{
+	/* Over shared memory the requester may copy part of it, from its own process. */
+	if (req->shm)
+		shm_place_locked(req, dst);
+	else
+		wire_pull_msg(req->segs, req->nsegs, 0, dst, req->length);
+}
+
 void wire_pull_msg(const struct wire_seg *segs, unsigned int nsegs, uint32_t off, void *dst,
 		   uint32_t len)
 {

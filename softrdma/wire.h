@@ -17,6 +17,7 @@
 #include <infiniband/verbs.h>
 
 struct soft_qp;
+struct shm_serving;
 
 enum wire_op {
 	WIRE_SEND,		/* payload to the oldest receive */
@@ -96,6 +97,12 @@ struct wire_req {
 	uint32_t rd_depth;	/* READ: Reads the requester has in flight, this one included */
 	unsigned int nsegs;
 	struct wire_seg segs[WIRE_MAX_SEGS];
+	/*
+	 * At the responder, a request that came over shared memory (its
+	 * record, wire_shm.c), whose requester may copy part of a large
+	 * payload itself: wire_place(). NULL otherwise.
+	 */
+	const struct shm_serving *shm;
 };
 
 enum wire_status {
@@ -170,6 +177,13 @@ bool wire_is_local_locked(struct soft_qp *qp);
  */
 void wire_transmit(struct soft_qp *requester, const struct wire_req *req,
 		   struct wire_resp *resp);
+
+/*
+ * Responder side: place a WRITE's whole payload at @dst, its validated
+ * target, before anything else of the request is done (the receive a
+ * WRITE_IMM consumes, the answer).
+ */
+void wire_place(const struct wire_req *req, void *dst);
 
 /* Responder side: execute req on qp (fabric lock held). See responder.c. */
 void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp);

@@ -30,12 +30,17 @@
 #include "soft.h"
 #include "wire_net.h"
 #include "wire_shm.h"
+#include "wire_shm_coop.h"
 
 #define SHM_RING_BYTES	(256u * 1024u)	/* data bytes of one direction's ring */
 /* Payloads up to this size travel in the ring; larger ones by reference. */
 #define SHM_INLINE_MAX	2048u
 #define SHM_DRAIN_BATCH	64u
-#define SHM_MAGIC	0x53484d31u	/* 'SHM1' */
+/* A thread of this process polls its CQs, which runs the rings: no doorbell needed. */
+#define SHM_POLLER_NS	200000ULL
+/* How often a busy poller tells the peer that it polls (shm_poll_locked()). */
+#define SHM_POLLED_NS	20000ULL
+#define SHM_MAGIC	0x53484d32u	/* 'SHM2' */
 
 struct shm_ring {
 	_Atomic uint64_t tail;		/* the writer's: bytes published */
@@ -43,7 +48,10 @@ struct shm_ring {
 	_Atomic uint64_t head;		/* the reader's: bytes consumed */
 	_Atomic uint32_t sleeping;	/* the reader's net thread waits for the doorbell */
 	_Atomic uint32_t arm;		/* the reader's channel: enum shm_arm */
-	uint8_t pad1[48];
+	_Atomic uint64_t polled_ns;	/* a busy poller of the reader last ran the rings */
+	uint8_t pad1[40];
+	/* The reader, serving a large request of this ring, shares the copy (wire_shm_coop.h). */
+	struct coop_slot coop;
 	uint8_t data[SHM_RING_BYTES];
 };
 
@@ -71,13 +79,6 @@ struct shm_rec {
 	uint32_t len;			/* bytes of body after this header */
 };
 
-/* A span of the sender's memory, read or written by the receiver. */
-struct shm_span {
-	uint64_t addr;
-	uint32_t len;
-	uint32_t pad;
-};
-
 struct shm_req {
 	uint64_t token;
 	uint64_t raddr;
@@ -94,7 +95,7 @@ struct shm_req {
 	uint32_t inline_payload;	/* the payload follows; else nspans spans do */
 	uint32_t nspans;		/* SEND/WRITE: the payload; READ: the sink */
 	_Atomic uint32_t ref_state;	/* spans: enum shm_ref_state */
-	uint32_t pad;
+	uint32_t coop;			/* the writer keeps the spans and helps copy them */
 };
 
 /*
@@ -106,9 +107,11 @@ struct shm_req {
 enum shm_ref_state { REF_UNREAD, REF_READING, REF_DONE, REF_MOVING };
 
 /*
- * A record of ours in the peer's ring whose spans name our memory (pinned),
- * with our own copy of the spans: the record's, in shared memory, are the
- * peer's to read, not ours to trust.
+ * A record of ours in the peer's ring whose spans name our memory: a
+ * Send's or Write's payload (pinned), or a large Read's sink (not pinned:
+ * the peer writes there as an HCA would). Our own copy of the spans is
+ * what we copy with when the peer offers us part of the work: the
+ * record's, in shared memory, are the peer's to read, not ours to trust.
  */
 struct shm_ref {
 	struct shm_req *rec;		/* in the peer's ring, as we map it */
@@ -116,6 +119,9 @@ struct shm_ref {
 	void *bounce[WIRE_MAX_SEGS];
 	struct shm_span span[WIRE_MAX_SEGS];
 	uint32_t nspans;
+	uint64_t token;
+	uint32_t length;
+	enum coop_op op;		/* 0: we do not help with it */
 	bool used;
 };
 
@@ -149,6 +155,7 @@ struct shm_link {
 	int peer_pid;
 	uint64_t probe_value;		/* what the peer may read of us at probe_addr */
 	uint64_t tx_next;		/* the tail after the record being written */
+	uint64_t rx_polled_ns;		/* what we last told the peer in rx->polled_ns */
 	struct shm_ref refs[SOFT_NET_WINDOW];
 	/* Reader: the CQ whose channel the peer may wake, and whether sends complete there. */
 	struct soft_cq *app_cq;
@@ -445,21 +452,40 @@ static struct shm_ref *ref_slot(struct shm_link *s)
 	return ref_get(s);
 }
 
-/* The reader copies from our memory later: it stays pinned until then. */
-static void ref_fill(struct shm_ref *ref, struct shm_req *m, const struct wire_req *req)
+/* Will we help the peer copy what @req names of our memory? (wire_shm_coop.h) */
+static enum coop_op req_coop(const struct wire_req *req)
+{
+	if (!coop_worth(req->length))
+		return 0;
+	if (req->op == WIRE_WRITE || req->op == WIRE_WRITE_IMM)
+		return COOP_WRITE;
+	return req->op == WIRE_READ ? COOP_READ : 0;
+}
+
+/*
+ * Keep what @m names of our memory until the reader is done with it: a
+ * payload's registrations stay pinned (the reader copies from them later),
+ * and our own copy of the spans lets us help with a large copy.
+ */
+static void ref_fill(struct shm_ref *ref, struct shm_req *m, const struct wire_req *req,
+		     enum coop_op coop)
 {
 	unsigned int i;
 
 	atomic_store_explicit(&m->ref_state, REF_UNREAD, memory_order_relaxed);
 	ref->rec = m;
 	ref->nspans = req->nsegs;
+	ref->token = req->token;
+	ref->length = req->length;
+	ref->op = coop;
 	for (i = 0; i < req->nsegs; i++) {
 		ref->span[i] = span_of(&req->segs[i]);
-		ref->mr[i] = req->segs[i].mr;
+		ref->mr[i] = req->op == WIRE_READ ? NULL : req->segs[i].mr;
 		if (ref->mr[i])
 			mem_pin_locked(ref->mr[i], NULL);
 	}
 	ref->used = true;
+	m->coop = coop != 0;
 }
 
 static void shm_transmit(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
@@ -469,6 +495,7 @@ static void shm_transmit(struct soft_qp *qp, const struct wire_req *req, struct 
 	bool inl = !is_read && req->length <= SHM_INLINE_MAX;
 	uint32_t body = (uint32_t)sizeof(struct shm_req) +
 		(inl ? req->length : req->nsegs * (uint32_t)sizeof(struct shm_span));
+	enum coop_op coop = req_coop(req);
 	struct shm_ref *ref = NULL;
 	struct shm_req *m;
 	unsigned int i;
@@ -479,6 +506,9 @@ static void shm_transmit(struct soft_qp *qp, const struct wire_req *req, struct 
 	/* Nothing to reclaim and every slot taken: as a packet lost, it is sent again. */
 	if (!inl && !is_read && !(ref = ref_slot(s)))
 		return;
+	/* A large Read without a slot goes all the same, without our help. */
+	if (is_read && coop)
+		ref = ref_slot(s);
 	m = rec_begin(s, SHM_REC_REQ, body);
 	if (!m)
 		return;
@@ -506,7 +536,7 @@ static void shm_transmit(struct soft_qp *qp, const struct wire_req *req, struct 
 			sp[i] = span_of(&req->segs[i]);
 	}
 	if (ref)
-		ref_fill(ref, m, req);
+		ref_fill(ref, m, req, coop);
 	rec_end(s, req_wakes(req->op));
 	resp->status = WIRE_PENDING;
 }
@@ -531,23 +561,96 @@ void shm_pull(int pid, uint64_t addr, void *dst, uint32_t len)
 		memset(dst, 0, len);
 }
 
-/* A large READ's data: straight into the requester's sink. False if it could not. */
-static bool place_read(struct shm_link *s, const struct shm_span *sink, uint32_t nspans,
-		       const struct wire_seg *data)
+/*
+ * Does a thread of the peer busy-poll (it ran the rings lately)? Only those
+ * look at offers: to a peer that sleeps (or whose ring we cannot read) an
+ * offer would cost a system call more and save nothing.
+ */
+static bool peer_polls(struct shm_link *s)
+{
+	uint64_t polled, now;
+
+	if (!s->tx)
+		return false;
+	polled = atomic_load_explicit(&s->tx->polled_ns, memory_order_relaxed);
+	now = soft_now_ns();
+	return polled && (polled > now || now - polled < SHM_POLLER_NS);
+}
+
+/* The request @m of @link's ring, which we serve, as a cooperative copy names it. */
+static void coop_job_of(struct net_link *link, const struct shm_req *m, struct coop_job *job)
+{
+	struct shm_link *s = link->shm;
+
+	job->slot = &s->rx->coop;
+	job->link = link;
+	job->peer_pid = s->peer_pid;
+	job->rec = (uint64_t)((const uint8_t *)m - s->rx->data);
+	job->token = m->token;
+	job->peer_polls = peer_polls(s);
+}
+
+/* [@off, @off + @len) of a large READ's data, into the requester's sink. */
+static bool read_chunk(const struct coop_job *job, uint32_t off, uint32_t len)
 {
 	struct iovec remote[WIRE_MAX_SEGS];
-	struct iovec local = { (void *)(uintptr_t)data->addr, data->len };
+	struct iovec local = { job->mine + off, len };
+	unsigned int n = coop_slice(job->sink, job->nspans, off, len, remote);
+
+	return process_vm_writev(job->peer_pid, &local, 1, remote, n, 0) == (ssize_t)len;
+}
+
+/* A large READ's data: straight into the requester's sink. False if it could not. */
+static bool place_read(struct net_link *link, const struct shm_req *m, const struct shm_span *sink,
+		       const struct wire_seg *data)
+{
+	struct coop_job job = {
+		.op = COOP_READ,
+		.mine = (uint8_t *)(uintptr_t)data->addr,
+		.length = data->len,
+		.copy = read_chunk,
+		.sink = sink,
+		.nspans = m->nspans,
+	};
 	uint64_t room = 0;
 	uint32_t i;
 
-	for (i = 0; i < nspans; i++) {
-		remote[i].iov_base = (void *)(uintptr_t)sink[i].addr;
-		remote[i].iov_len = sink[i].len;
+	for (i = 0; i < m->nspans; i++)
 		room += sink[i].len;
-	}
 	if (room < data->len)
 		return false;
-	return process_vm_writev(s->peer_pid, &local, 1, remote, nspans, 0) == (ssize_t)data->len;
+	coop_job_of(link, m, &job);
+	/* Only a requester that kept its sink's spans can help (ref_fill()). */
+	if (!m->coop)
+		return read_chunk(&job, 0, data->len);
+	return coop_copy_locked(&job);
+}
+
+/* [@off, @off + @len) of a WRITE's payload, from the requester's memory into its target. */
+static bool write_chunk(const struct coop_job *job, uint32_t off, uint32_t len)
+{
+	wire_pull_msg(job->req->segs, job->req->nsegs, off, job->mine + off, len);
+	return true;
+}
+
+/* What serve_req() tells shm_place_locked() of the request it serves. */
+struct shm_serving {
+	struct net_link *link;
+	const struct shm_req *m;
+};
+
+void shm_place_locked(const struct wire_req *req, void *dst)
+{
+	struct coop_job job = {
+		.op = COOP_WRITE,
+		.mine = dst,
+		.length = req->length,
+		.copy = write_chunk,
+		.req = req,
+	};
+
+	coop_job_of(req->shm->link, req->shm->m, &job);
+	coop_copy_locked(&job);
 }
 
 /* Answer on the peer's ring, or its socket if this side cannot write there. */
@@ -564,7 +667,7 @@ static void send_answer_locked(struct net_link *link, const struct shm_req *m,
 	/* As on the socket (wire_net.c): only a silenced responder's no-answer is told. */
 	if ((resp->status == WIRE_NO_ANSWER && !resp->silenced) || !s->tx)
 		return;
-	if (placed && !place_read(s, sink, m->nspans, &resp->data)) {
+	if (placed && !place_read(link, m, sink, &resp->data)) {
 		/* The requester's buffers went away under its Read: it fails. */
 		status = WIRE_NAK_REM_OP;
 		placed = false;
@@ -610,6 +713,7 @@ static void serve_req(struct net_link *link, const struct shm_req *m, uint32_t l
 {
 	const struct shm_span *sp = (const struct shm_span *)(m + 1);
 	struct wire_resp resp = { .status = WIRE_NO_ANSWER };
+	struct shm_serving serving = { link, m };
 	struct wire_req req;
 	uint64_t total = 0;
 	uint32_t i;
@@ -647,6 +751,9 @@ static void serve_req(struct net_link *link, const struct shm_req *m, uint32_t l
 		req.nsegs = m->nspans;
 		if (total != m->length)
 			return;
+		/* A WRITE's requester that kept its spans may copy part (shm_place_locked()). */
+		if (m->coop)
+			req.shm = &serving;
 	}
 	if (wire_net_respond_locked(link, &req, &resp))
 		send_answer_locked(link, m, sp, &resp);
@@ -669,9 +776,6 @@ static void take_resp(struct net_link *link, const struct shm_resp *a, uint32_t 
 	resp.placed = a->placed != 0;
 	engine_answer_locked(qp, a->token, &resp);
 }
-
-/* A thread of this process polls its CQs, which runs the rings: no doorbell needed. */
-#define SHM_POLLER_NS	200000ULL
 
 bool shm_link_sleep_locked(struct net_link *link, bool *lazy)
 {
@@ -715,6 +819,41 @@ void shm_link_awake_locked(struct net_link *link)
 {
 	if (link->shm)
 		atomic_store_explicit(&link->shm->rx->sleeping, 0, memory_order_relaxed);
+}
+
+/* The peer's ref for offer @o: the record of ours it serves, if we still hold it. */
+static struct shm_ref *ref_offered(struct shm_link *s, const struct coop_offer *o)
+{
+	unsigned int i;
+
+	for (i = 0; i < SOFT_NET_WINDOW; i++) {
+		struct shm_ref *ref = &s->refs[i];
+
+		if (ref->used && ref->op && ref->op == o->op && ref->token == o->token &&
+		    ref->length == o->length &&
+		    (uint64_t)((uint8_t *)ref->rec - s->tx->data) == o->rec)
+			return ref;
+	}
+	return NULL;
+}
+
+/*
+ * The peer, serving a large request of ours, offers part of the copy: a
+ * busy poller would only be waiting for its answer, so it takes chunks
+ * while they last. One load when there is nothing: it asks on every pass.
+ * The net thread does not look: it sleeps while pollers run, and a peer
+ * offers nothing to a process that does not poll.
+ */
+static void coop_look(struct shm_link *s)
+{
+	struct coop_offer o;
+	struct shm_ref *ref;
+
+	if (!s || !s->tx || !coop_offered(&s->tx->coop) || !coop_offer_read(&s->tx->coop, &o))
+		return;
+	ref = ref_offered(s, &o);
+	if (ref)
+		coop_help_locked(&s->tx->coop, &o, s->peer_pid, ref->span, ref->nspans);
 }
 
 /* Run a batch of what @link's ring holds: true if it held anything, *@left if some is left. */
@@ -830,6 +969,13 @@ void shm_poll_locked(void)
 	list_for_each_safe(pos, tmp, &shm.links) {
 		struct shm_link *s = list_entry(pos, struct shm_link, node);
 
+		/* The peer offers us part of its large copies while we poll (coop_job_of()). */
+		if (shm.polled_ns - s->rx_polled_ns >= SHM_POLLED_NS) {
+			s->rx_polled_ns = shm.polled_ns;
+			atomic_store_explicit(&s->rx->polled_ns, shm.polled_ns,
+					      memory_order_relaxed);
+		}
+		coop_look(s);
 		if (atomic_load_explicit(&s->rx->tail, memory_order_acquire) !=
 		    atomic_load_explicit(&s->rx->head, memory_order_relaxed))
 			drain_batch(s->link, &left);
@@ -893,6 +1039,8 @@ static void ref_detach(struct shm_ref *ref, const struct soft_mr *mr)
 	}
 	if (want == REF_UNREAD)
 		atomic_store_explicit(&ref->rec->ref_state, REF_UNREAD, memory_order_release);
+	else
+		ref->op = 0;	/* given up on: we no longer copy from it ourselves either */
 }
 
 void shm_detach_locked(const struct soft_mr *mr)

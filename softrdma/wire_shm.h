@@ -11,8 +11,9 @@
  * the data of a large RDMA Read is written straight into the requester's
  * buffers with process_vm_writev(): one copy per byte, as an HCA's DMA.
  * The doorbell costs a write() only when the receiver's net thread sleeps;
- * a busy poller of this process drains the rings itself (soft_poll_cq()).
- * Everything here runs with the fabric lock held.
+ * a busy poller of this process drains the rings itself (soft_poll_cq()),
+ * and takes its part of the large copies the peer shares with it
+ * (wire_shm_coop.h). Everything here runs with the fabric lock held.
  */
 #ifndef SOFT_WIRE_SHM_H
 #define SOFT_WIRE_SHM_H
@@ -85,5 +86,10 @@ void shm_poller_sleeps_locked(void);
  * segment). Bytes it cannot read (the sender unmapped them) read as zero.
  */
 void shm_pull(int pid, uint64_t addr, void *dst, uint32_t len);
+/*
+ * Place a WRITE that came over shared memory (@req->shm) at @dst: a large
+ * one with the requester's help (wire_shm_coop.h).
+ */
+void shm_place_locked(const struct wire_req *req, void *dst);
 
 #endif /* SOFT_WIRE_SHM_H */
