@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cooperative copy's protocol (wire_shm_coop.c), white box, in one
+ * process: the source is included here, the responder runs in a thread of
+ * its own and the test plays the requester's process on the shared slot,
+ * claiming chunks and finishing them (or not) when it chooses, so that
+ * what the two-process test (test-coop.c) can only meet by chance happens
+ * every time:
+ *
+ * - alone, the responder copies every chunk and leaves the offer closed;
+ *   to a requester that does not poll it offers nothing;
+ * - the requester's coop_help_locked() claims from the back, copies with
+ *   process_vm_writev(), counts; an offer that does not fit its spans is
+ *   left alone;
+ * - the responder does not return while a chunk the requester claimed is
+ *   not done (what makes a Send behind a Write find its bytes);
+ * - a claimed chunk whose requester hangs up, cannot copy, or never finishes
+ *   (one second) is copied again by the responder; a late "done" of an
+ *   earlier offer counts for nothing in the next.
+ */
+#include "../wire_shm_coop.c"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#define LEN	(1u << 20)
+
+/* fabric.c's clock, which the included source calls. */
+uint64_t soft_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static struct {
+	struct coop_slot slot __attribute__((aligned(64)));
+	struct net_link link;
+	int far_end;			/* the requester's end of the link */
+	uint8_t *src, *dst;
+	struct coop_job job;
+	pthread_t responder;
+	_Atomic bool returned;
+	bool result;
+	/* The responder's first chunk waits until the requester claimed (claim back < n). */
+	_Atomic bool hold_first;
+	_Atomic unsigned int copies;
+} t;
+
+static void fill(uint8_t *p, size_t len, uint8_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 13 + (i >> 12));
+}
+
+/* The responder's own chunks: a memcpy from the "requester's" source. */
+static bool copy_chunk(const struct coop_job *job, uint32_t off, uint32_t len)
+{
+	if (atomic_fetch_add(&t.copies, 1) == 0 && atomic_load(&t.hold_first))
+		while (CLAIM_BACK(atomic_load(&t.slot.claim)) == 2)
+			cpu_relax();
+	memcpy(job->mine + off, t.src + off, len);
+	return true;
+}
+
+static int setup(void **state)
+{
+	int sv[2];
+
+	(void)state;
+	memset(&t.slot, 0, sizeof(t.slot));
+	memset(&t.link, 0, sizeof(t.link));
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	t.link.fd = sv[0];
+	t.far_end = sv[1];
+	t.src = aligned_alloc(4096, LEN);
+	t.dst = aligned_alloc(4096, LEN);
+	assert_non_null(t.src);
+	assert_non_null(t.dst);
+	fill(t.src, LEN, 0x3c);
+	memset(t.dst, 0, LEN);
+	t.job = (struct coop_job){
+		.slot = &t.slot, .link = &t.link, .peer_pid = getpid(), .op = COOP_WRITE,
+		.rec = 64, .token = 7, .peer_polls = true, .mine = t.dst, .length = LEN,
+		.copy = copy_chunk,
+	};
+	atomic_store(&t.returned, false);
+	atomic_store(&t.hold_first, false);
+	atomic_store(&t.copies, 0);
+	/* Read once here: the threads only read it. */
+	assert_true(coop_enabled());
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	close(t.link.fd);
+	if (t.far_end >= 0)
+		close(t.far_end);
+	free(t.src);
+	free(t.dst);
+	return 0;
+}
+
+static void *responder_run(void *arg)
+{
+	(void)arg;
+	t.result = coop_copy_locked(&t.job);
+	atomic_store(&t.returned, true);
+	return NULL;
+}
+
+static void responder_start(bool hold_first)
+{
+	atomic_store(&t.hold_first, hold_first);
+	atomic_store(&t.returned, false);
+	assert_int_equal(pthread_create(&t.responder, NULL, responder_run, NULL), 0);
+}
+
+static void responder_join(void)
+{
+	assert_int_equal(pthread_join(t.responder, NULL), 0);
+	assert_true(t.result);
+}
+
+/* Wait for the responder's offer and claim its back chunk, as the requester's poller does. */
+static uint32_t claim_back(uint32_t *gen)
+{
+	struct coop_offer o = { 0 };
+	uint32_t i = 0;
+
+	while (!coop_offered(&t.slot))
+		cpu_relax();
+	assert_true(coop_offer_read(&t.slot, &o));
+	assert_int_equal(o.rec, 64);
+	assert_int_equal(o.token, 7);
+	assert_int_equal(o.length, LEN);
+	assert_int_equal(o.nchunks, 2);
+	assert_true(take_back(&t.slot, o.gen, &i));
+	*gen = o.gen;
+	return i;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void test_alone(void **state)
+{
+	struct softrdma_shm_stats st0 = coop.st;
+
+	(void)state;
+	assert_true(coop_copy_locked(&t.job));
+	assert_memory_equal(t.dst, t.src, LEN);
+	assert_int_equal(t.copies, 2);
+	assert_false(coop_offered(&t.slot));
+	assert_int_equal(coop.st.coop_offers, st0.coop_offers + 1);
+	assert_int_equal(coop.st.coop_peer_bytes, st0.coop_peer_bytes);
+	assert_int_equal(coop.st.coop_takeovers, st0.coop_takeovers);
+}
+
+static void test_requester_not_polling(void **state)
+{
+	struct softrdma_shm_stats st0 = coop.st;
+
+	(void)state;
+	t.job.peer_polls = false;
+	assert_true(coop_copy_locked(&t.job));
+	assert_memory_equal(t.dst, t.src, LEN);
+	assert_int_equal(t.copies, 1);
+	assert_int_equal(coop.st.coop_offers, st0.coop_offers);
+	assert_int_equal(CLAIM_GEN(atomic_load(&t.slot.claim)), 0);
+}
+
+static void test_too_small(void **state)
+{
+	(void)state;
+	t.job.length = COOP_MIN - 1;
+	assert_true(coop_copy_locked(&t.job));
+	assert_int_equal(t.copies, 1);
+	assert_int_equal(CLAIM_GEN(atomic_load(&t.slot.claim)), 0);
+}
+
+/* The requester's side alone: it claims every chunk from the back and copies it. */
+static void test_help(void **state)
+{
+	struct shm_span spans[2] = {
+		{ (uint64_t)(uintptr_t)t.src, 100000, 0 },
+		{ (uint64_t)(uintptr_t)(t.src + 100000), LEN - 100000, 0 },
+	};
+	struct softrdma_shm_stats st0 = coop.st;
+	struct coop_offer o = { 0 };
+	uint32_t gen;
+
+	(void)state;
+	gen = coop_open(&t.job, chunk_for(LEN), 2);
+	assert_true(coop_offered(&t.slot));
+	assert_true(coop_offer_read(&t.slot, &o));
+	assert_int_equal(o.gen, gen);
+	/* An offer that does not describe the requester's copy is left alone. */
+	spans[0].len--;
+	coop_help_locked(&t.slot, &o, getpid(), spans, 2);
+	assert_int_equal(CLAIM_BACK(atomic_load(&t.slot.claim)), 2);
+	spans[0].len++;
+	coop_help_locked(&t.slot, &o, getpid(), spans, 2);
+	assert_false(coop_offered(&t.slot));
+	assert_int_equal(CLAIM_FRONT(atomic_load(&t.slot.claim)), 0);
+	assert_int_equal(atomic_load(&t.slot.done), DONE(gen, 0, 2));
+	assert_memory_equal(t.dst, t.src, LEN);
+	assert_int_equal(coop.st.coop_helped_write_bytes, st0.coop_helped_write_bytes + LEN);
+}
+
+/* The responder waits for the chunk the requester claimed, however long it takes. */
+static void test_waits_for_claimed(void **state)
+{
+	struct softrdma_shm_stats st0 = coop.st;
+	uint32_t gen, i;
+
+	(void)state;
+	responder_start(true);
+	i = claim_back(&gen);
+	assert_int_equal(i, 1);
+	sleep_ms(50);
+	assert_false(atomic_load(&t.returned));
+	memcpy(t.dst + i * chunk_for(LEN), t.src + i * chunk_for(LEN), LEN - i * chunk_for(LEN));
+	mark_done(&t.slot, gen, true);
+	responder_join();
+	assert_memory_equal(t.dst, t.src, LEN);
+	assert_int_equal(t.copies, 1);
+	assert_int_equal(coop.st.coop_takeovers, st0.coop_takeovers);
+	assert_int_equal(coop.st.coop_peer_bytes, st0.coop_peer_bytes + LEN - chunk_for(LEN));
+}
+
+/*
+ * The requester's process dies holding a chunk: its link hangs up, and the
+ * responder copies the chunk without waiting out the second it gives a
+ * stopped one (within half of it here: hang-ups are looked for each ms).
+ */
+static void test_requester_gone(void **state)
+{
+	unsigned long takeovers = coop.st.coop_takeovers;
+	uint64_t closed;
+	uint32_t gen;
+
+	(void)state;
+	responder_start(true);
+	claim_back(&gen);
+	sleep_ms(20);
+	assert_false(atomic_load(&t.returned));
+	close(t.far_end);
+	t.far_end = -1;
+	closed = soft_now_ns();
+	responder_join();
+	assert_true(soft_now_ns() - closed < COOP_WAIT_NS / 2);
+	assert_memory_equal(t.dst, t.src, LEN);
+	assert_int_equal(t.copies, 2);
+	assert_int_equal(coop.st.coop_takeovers, takeovers + 1);
+}
+
+/*
+ * The requester's copy fails (process_vm_writev() refused: here the
+ * responder's pid names no process, as EPERM would under ptrace rules):
+ * it says so, and the responder copies the chunk as it does alone.
+ */
+static void test_requester_refused(void **state)
+{
+	unsigned long takeovers = coop.st.coop_takeovers;
+	struct shm_span span = { (uint64_t)(uintptr_t)t.src, LEN, 0 };
+	struct coop_offer o = { 0 };
+
+	(void)state;
+	responder_start(true);
+	while (!coop_offered(&t.slot))
+		cpu_relax();
+	assert_true(coop_offer_read(&t.slot, &o));
+	coop_help_locked(&t.slot, &o, INT_MAX, &span, 1);
+	assert_int_equal(DONE_FAILED(atomic_load(&t.slot.done)), 1);
+	responder_join();
+	assert_memory_equal(t.dst, t.src, LEN);
+	assert_int_equal(coop.st.coop_takeovers, takeovers + 1);
+}
+
+/*
+ * A "done" for an earlier offer does not count in the next one, and a
+ * claim naming it fails: the generation in both words sees to it.
+ */
+static void test_stale_generation(void **state)
+{
+	uint32_t gen, old, i;
+
+	(void)state;
+	responder_start(true);
+	i = claim_back(&old);
+	memcpy(t.dst + i * chunk_for(LEN), t.src + i * chunk_for(LEN), LEN - i * chunk_for(LEN));
+	mark_done(&t.slot, old, true);
+	responder_join();
+	memset(t.dst, 0, LEN);
+	atomic_store(&t.copies, 0);
+	responder_start(true);
+	/* Open, the responder holding its chunk: a claim naming the earlier offer fails. */
+	while (!coop_offered(&t.slot))
+		cpu_relax();
+	assert_false(take_back(&t.slot, old, &i));
+	i = claim_back(&gen);
+	assert_int_equal(gen, old + 1);
+	mark_done(&t.slot, old, true);
+	sleep_ms(20);
+	assert_false(atomic_load(&t.returned));
+	memcpy(t.dst + i * chunk_for(LEN), t.src + i * chunk_for(LEN), LEN - i * chunk_for(LEN));
+	mark_done(&t.slot, gen, true);
+	responder_join();
+	assert_memory_equal(t.dst, t.src, LEN);
+}
+
+/*
+ * A requester stopped between its claim and its copy: after a second the
+ * responder copies the chunk itself and answers (a stopped peer holds it
+ * no longer than a deregistration waits for one).
+ */
+static void test_requester_stopped(void **state)
+{
+	unsigned long takeovers = coop.st.coop_takeovers;
+	uint32_t gen;
+
+	(void)state;
+	responder_start(true);
+	claim_back(&gen);
+	responder_join();
+	assert_memory_equal(t.dst, t.src, LEN);
+	assert_int_equal(coop.st.coop_takeovers, takeovers + 1);
+	/* Its late "done" changes nothing. */
+	mark_done(&t.slot, gen, true);
+	assert_false(coop_offered(&t.slot));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_alone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_requester_not_polling, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_small, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_help, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_waits_for_claimed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_requester_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_requester_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_generation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_requester_stopped, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("coop-proto", tests, NULL, NULL);
+}

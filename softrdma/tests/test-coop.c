@@ -1,0 +1,688 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Cooperative copies between processes (wire_shm_coop.c): the responder of
+ * a large RDMA Write or Read shares the copy with the requester's process
+ * when that process busy-polls. The test and a copy of itself (the peer
+ * process) connect over shared memory, and count with softrdma_shm_stats():
+ *
+ * - both polling, the requester (this process) copies part of each large
+ *   Write and Read, exactly the bytes the responder (the peer) says it
+ *   left to it, and nothing is taken over;
+ * - the bytes arrive intact: patterns, through Writes and Read sinks of
+ *   several SGEs at odd offsets;
+ * - a Send behind a large Write, or a Write with immediate, completes at
+ *   the peer only once every byte of the Write is in place;
+ * - a requester that sleeps is offered nothing; one stopped right after
+ *   posting (it was polling) stalls nothing: the responder takes it all;
+ * - a requester whose Write's source was deregistered and unmapped while
+ *   the record waited helps from the bytes set aside, not from its memory.
+ *
+ * THREAD mode: a post runs its WQE at once, as the peer's does.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <rdma/rdma_cma.h>
+
+#include "harness.h"
+#include "peer.h"
+
+#define REGION		(2u << 20)	/* the peer's registered region */
+#define BIG		(1u << 20)	/* a large Write or Read: its copy is shared */
+#define ROUNDS		8
+/* A loaded machine (sanitizers, parallel tests) may deschedule the helper: go on a while. */
+#define MAX_ROUNDS	64
+#define SEND_END	0xffffffffu	/* the Send that ends a phase */
+#define WORD_OFF	(REGION + 64)	/* a Send's word in the test's buffer */
+
+static const char *self;
+
+/*
+ * Whether this process helps depends on its poller seeing the offer
+ * within the responder's own half (some 25 us for 1 MiB): under a
+ * sanitizer or valgrind it mostly does not, so there the counts are
+ * printed, not asserted; the bytes, the order and the stalls are checked
+ * all the same.
+ */
+static bool slowed(void)
+{
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+	return true;
+#else
+	return peer_under_valgrind();
+#endif
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void fill(uint8_t *p, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed * 31 + i * 7 + (i >> 12));
+}
+
+/*
+ * Checked from the end: the requester copies the back of a shared copy,
+ * so a responder that answered before it finished is caught at once.
+ */
+static bool filled(const uint8_t *p, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = len; i-- > 0;)
+		if (p[i] != (uint8_t)(seed * 31 + i * 7 + (i >> 12)))
+			return false;
+	return true;
+}
+
+/* One completion, polling without a pause (the rings run in the poller); 0 after the deadline. */
+static int spin(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	uint64_t deadline = now_ms() + (uint64_t)peer_timeout_ms(H_TIMEOUT_MS);
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, wc)) == 0)
+		if (now_ms() > deadline)
+			return 0;
+	return n;
+}
+
+/* ==== the peer process ======================================================= */
+
+struct side {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen;
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	uint8_t *region;
+	uint32_t cmd[2];		/* where the test's Sends land */
+	struct ibv_mr *cmd_mr;
+};
+
+static void p_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
+		     struct rdma_cm_event **out)
+{
+	struct rdma_cm_event *ev;
+
+	PEER_CHECK(rdma_get_cm_event(ch, &ev) == 0);
+	if (ev->event != want) {
+		peer_say("FAIL event %s, expected %s", rdma_event_str(ev->event),
+			 rdma_event_str(want));
+		exit(1);
+	}
+	if (out)
+		*out = ev;
+	else
+		PEER_CHECK(rdma_ack_cm_event(ev) == 0);
+}
+
+static void p_post_recv(struct side *s)
+{
+	struct ibv_sge sge = { (uintptr_t)s->cmd, sizeof(s->cmd), s->cmd_mr->lkey };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	PEER_CHECK(ibv_post_recv(s->id->qp, &wr, &bad) == 0);
+}
+
+/* Listen, accept the test, expose the region: "mr <addr> <rkey>". */
+static void p_serve(struct side *s)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct rdma_conn_param param = { .responder_resources = 4, .initiator_depth = 4,
+					 .rnr_retry_count = 7 };
+	struct rdma_cm_event *ev;
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s->ch = rdma_create_event_channel();
+	PEER_CHECK(s->ch);
+	PEER_CHECK(rdma_create_id(s->ch, &s->listen, NULL, RDMA_PS_TCP) == 0);
+	PEER_CHECK(rdma_bind_addr(s->listen, (struct sockaddr *)&sin) == 0);
+	PEER_CHECK(rdma_listen(s->listen, 1) == 0);
+	peer_say("port %u", ntohs(rdma_get_src_port(s->listen)));
+	p_expect(s->ch, RDMA_CM_EVENT_CONNECT_REQUEST, &ev);
+	s->id = ev->id;
+	PEER_CHECK(rdma_ack_cm_event(ev) == 0);
+	PEER_CHECK(rdma_create_qp(s->id, NULL, &qa) == 0);
+	s->region = aligned_alloc(4096, REGION);
+	PEER_CHECK(s->region);
+	memset(s->region, 0, REGION);
+	s->mr = ibv_reg_mr(s->id->pd, s->region, REGION, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	s->cmd_mr = ibv_reg_mr(s->id->pd, s->cmd, sizeof(s->cmd), IBV_ACCESS_LOCAL_WRITE);
+	PEER_CHECK(s->mr && s->cmd_mr);
+	for (i = 0; i < 8; i++)
+		p_post_recv(s);
+	PEER_CHECK(rdma_accept(s->id, &param) == 0);
+	p_expect(s->ch, RDMA_CM_EVENT_ESTABLISHED, NULL);
+	peer_say("mr %llx %x", (unsigned long long)(uintptr_t)s->region, s->mr->rkey);
+}
+
+static void p_close(struct side *s)
+{
+	p_expect(s->ch, RDMA_CM_EVENT_DISCONNECTED, NULL);
+	rdma_destroy_qp(s->id);
+	PEER_CHECK(ibv_dereg_mr(s->mr) == 0 && ibv_dereg_mr(s->cmd_mr) == 0);
+	free(s->region);
+	PEER_CHECK(rdma_destroy_id(s->id) == 0);
+	PEER_CHECK(rdma_destroy_id(s->listen) == 0);
+	rdma_destroy_event_channel(s->ch);
+}
+
+/*
+ * The next Send or Write with immediate from the test, polling meanwhile:
+ * its seed (the Send's first word, or the immediate).
+ */
+static uint32_t p_next(struct side *s)
+{
+	struct ibv_wc wc;
+	uint32_t seed;
+
+	PEER_CHECK(spin(s->id->recv_cq, &wc) == 1);
+	PEER_CHECK(wc.status == IBV_WC_SUCCESS);
+	seed = wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM ? ntohl(wc.imm_data) : s->cmd[0];
+	p_post_recv(s);
+	return seed;
+}
+
+static void p_stats(void)
+{
+	struct softrdma_shm_stats st;
+
+	softrdma_shm_stats(&st);
+	peer_say("stats %lu %llu %llu %lu %llu %llu", st.coop_offers,
+		 (unsigned long long)st.coop_offered_bytes, (unsigned long long)st.coop_peer_bytes,
+		 st.coop_takeovers, (unsigned long long)st.coop_helped_write_bytes,
+		 (unsigned long long)st.coop_helped_read_bytes);
+}
+
+/*
+ * The responder of the test's Writes and Reads, on commands:
+ *   write <len>   poll for the test's Send or Write with immediate (it comes
+ *                 behind a Write of <len> bytes at the region's start) and
+ *                 check the region then: "ok"
+ *   fill <seed>   fill the region: "filled"
+ *   spin          poll until the test's Send: "spun"
+ *   stats         softrdma_shm_stats(): "stats ..."
+ *   quit
+ */
+static int role_responder(void)
+{
+	struct side s;
+	const char *cmd;
+
+	p_serve(&s);
+	while (strcmp(cmd = peer_hear(), "quit") != 0) {
+		unsigned int n;
+
+		if (sscanf(cmd, "write %u", &n) == 1) {
+			uint32_t seed;
+
+			PEER_CHECK(n <= REGION);
+			peer_say("polling");
+			seed = p_next(&s);
+			if (!filled(s.region, n, seed)) {
+				peer_say("FAIL the Write's bytes were not all in place (seed %u)",
+					 seed);
+				return 1;
+			}
+			peer_say("ok");
+		} else if (sscanf(cmd, "fill %u", &n) == 1) {
+			struct softrdma_shm_stats st;
+
+			fill(s.region, REGION, n);
+			/*
+			 * The Reads that follow come through a pipe and the test's
+			 * process, which a race detector cannot follow: the fabric's
+			 * lock, taken here, orders the fill before the thread that
+			 * serves them.
+			 */
+			softrdma_shm_stats(&st);
+			peer_say("filled");
+		} else if (strcmp(cmd, "spin") == 0) {
+			PEER_CHECK(p_next(&s) == SEND_END);
+			peer_say("spun");
+		} else if (strcmp(cmd, "stats") == 0) {
+			p_stats();
+		} else {
+			peer_say("FAIL command %s", cmd);
+			return 1;
+		}
+	}
+	p_close(&s);
+	peer_say("done");
+	return 0;
+}
+
+/*
+ * The requester: on "go <seed>", poll a while (so that the test sees a
+ * poller), Write BIG bytes with immediate into the test's region and stop
+ * at once; continued, poll for the completion: "sent <status>".
+ */
+static int role_requester(void)
+{
+	unsigned long long raddr;
+	struct ibv_mr *mr;
+	struct side s;
+	uint32_t rkey, seed;
+	uint8_t *src;
+
+	p_serve(&s);
+	PEER_CHECK(sscanf(peer_hear(), "mr %llx %x", &raddr, &rkey) == 2);
+	src = aligned_alloc(4096, BIG);
+	PEER_CHECK(src);
+	mr = ibv_reg_mr(s.id->pd, src, BIG, IBV_ACCESS_LOCAL_WRITE);
+	PEER_CHECK(mr);
+	while (sscanf(peer_hear(), "go %u", &seed) == 1) {
+		struct ibv_sge sge = { (uintptr_t)src, BIG, mr->lkey };
+		struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+		struct ibv_wc wc;
+		uint64_t until;
+
+		fill(src, BIG, seed);
+		wr.imm_data = htonl(seed);
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+		until = now_ms() + 2;
+		while (now_ms() < until)
+			PEER_CHECK(ibv_poll_cq(s.id->send_cq, 1, &wc) == 0);
+		PEER_CHECK(ibv_post_send(s.id->qp, &wr, &bad) == 0);
+		raise(SIGSTOP);
+		PEER_CHECK(spin(s.id->send_cq, &wc) == 1);
+		peer_say("sent %d", wc.status);
+	}
+	PEER_CHECK(ibv_dereg_mr(mr) == 0);
+	free(src);
+	p_stats();
+	p_close(&s);
+	peer_say("done");
+	return 0;
+}
+
+/* ==== the test ================================================================ */
+
+struct client {
+	struct peer peer;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	uint8_t *buf;			/* a BIG source, a BIG sink, a Send's word (WORD_OFF) */
+	uint64_t raddr;
+	uint32_t rkey;
+};
+
+static void connect_peer(struct client *c, const char *role)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct rdma_conn_param param = { .responder_resources = 4, .initiator_depth = 4,
+					 .retry_count = 7, .rnr_retry_count = 7 };
+	unsigned long long raddr;
+
+	memset(c, 0, sizeof(*c));
+	peer_start(&c->peer, self, role);
+	c->ch = rdma_create_event_channel();
+	assert_non_null(c->ch);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((uint16_t)atoi(peer_expect(&c->peer, "port ")));
+	assert_int_equal(rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&sin, 1000), 0);
+	h_cm_expect(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(c->id, 1000), 0);
+	h_cm_expect(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(rdma_create_qp(c->id, NULL, &qa), 0);
+	c->buf = aligned_alloc(4096, REGION + 4096);
+	assert_non_null(c->buf);
+	memset(c->buf, 0, REGION + 4096);
+	c->mr = h_reg(c->id->pd, c->buf, REGION + 4096, IBV_ACCESS_LOCAL_WRITE |
+		      IBV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(rdma_connect(c->id, &param), 0);
+	h_cm_expect(c->ch, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(sscanf(peer_expect(&c->peer, "mr "), "%llx %x", &raddr, &c->rkey), 2);
+	c->raddr = raddr;
+	/* Shared memory, or there is nothing to share. */
+	assert_string_equal(softrdma_qp_transport(c->id->qp), "shm");
+}
+
+static void disconnect_peer(struct client *c)
+{
+	peer_send(&c->peer, "quit");
+	assert_int_equal(rdma_disconnect(c->id), 0);
+	h_cm_expect(c->ch, RDMA_CM_EVENT_DISCONNECTED);
+	peer_expect(&c->peer, "done");
+	h_settle();
+	rdma_destroy_qp(c->id);
+	assert_int_equal(ibv_dereg_mr(c->mr), 0);
+	assert_int_equal(rdma_destroy_id(c->id), 0);
+	rdma_destroy_event_channel(c->ch);
+	free(c->buf);
+	assert_int_equal(peer_wait(&c->peer, H_TIMEOUT_MS), 0);
+}
+
+static void peer_stats(struct client *c, struct softrdma_shm_stats *st)
+{
+	unsigned long long offered, peer, hw, hr;
+
+	peer_send(&c->peer, "stats");
+	assert_int_equal(sscanf(peer_expect(&c->peer, "stats "), "%lu %llu %llu %lu %llu %llu",
+				&st->coop_offers, &offered, &peer, &st->coop_takeovers, &hw, &hr),
+			 6);
+	st->coop_offered_bytes = offered;
+	st->coop_peer_bytes = peer;
+	st->coop_helped_write_bytes = hw;
+	st->coop_helped_read_bytes = hr;
+}
+
+static int post(struct client *c, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
+		int nsge, uint32_t imm)
+{
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = sge, .num_sge = nsge,
+				  .opcode = op, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	wr.imm_data = htonl(imm);
+	wr.wr.rdma.remote_addr = c->raddr;
+	wr.wr.rdma.rkey = c->rkey;
+	return ibv_post_send(c->id->qp, &wr, &bad);
+}
+
+static void expect_sent(struct client *c, uint64_t wr_id)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(spin(c->id->send_cq, &wc), 1);
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_string_equal(ibv_wc_status_str(wc.status), ibv_wc_status_str(IBV_WC_SUCCESS));
+}
+
+/* Poll a while: the peer offers its copies to a process that polled lately (200 us). */
+static void poll_a_while(struct client *c)
+{
+	uint64_t until = now_ms() + 2;
+	struct ibv_wc wc;
+
+	while (now_ms() < until)
+		assert_int_equal(ibv_poll_cq(c->id->send_cq, 1, &wc), 0);
+}
+
+/* The Send that tells the peer a seed (or SEND_END), from the word past the big buffers. */
+static void send_word(struct client *c, uint64_t wr_id, uint32_t word)
+{
+	uint32_t *w = (uint32_t *)(c->buf + WORD_OFF);
+	struct ibv_sge sge = { (uintptr_t)w, sizeof(*w), c->mr->lkey };
+
+	*w = word;
+	assert_int_equal(post(c, wr_id, IBV_WR_SEND, &sge, 1, 0), 0);
+}
+
+/*
+ * A large Write from three SGEs at odd offsets, with a Send behind it (even
+ * rounds) or with immediate (odd rounds). If @poll, wait polling; else
+ * sleep, having not polled for a while, and let the peer tell.
+ */
+static void big_write(struct client *c, uint32_t seed, bool poll)
+{
+	uint8_t *src = c->buf + 8;
+	struct ibv_sge sge[3] = {
+		{ (uintptr_t)src, 300001, c->mr->lkey },
+		{ (uintptr_t)(src + 300001), 400003, c->mr->lkey },
+		{ (uintptr_t)(src + 700004), BIG - 700004, c->mr->lkey },
+	};
+	bool imm = seed % 2;
+
+	peer_send(&c->peer, "write %u", BIG);
+	peer_expect(&c->peer, "polling");
+	fill(src, BIG, seed);
+	if (poll) {
+		poll_a_while(c);
+	} else {
+		struct timespec ts = { 0, 2000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(post(c, 1, imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE, sge, 3,
+			      seed), 0);
+	if (!imm)
+		send_word(c, 2, seed);
+	if (!poll)
+		peer_expect(&c->peer, "ok");
+	expect_sent(c, 1);
+	if (!imm)
+		expect_sent(c, 2);
+	if (poll)
+		peer_expect(&c->peer, "ok");
+}
+
+/* A large Read of the peer's region (filled with @seed) into a sink of two SGEs. */
+static void big_read(struct client *c, uint32_t seed)
+{
+	uint8_t *sink = c->buf + BIG + 12;
+	struct ibv_sge sge[2] = {
+		{ (uintptr_t)sink, 123457, c->mr->lkey },
+		{ (uintptr_t)(sink + 123457), BIG - 123457, c->mr->lkey },
+	};
+
+	memset(sink, 0, BIG);
+	poll_a_while(c);
+	assert_int_equal(post(c, 3, IBV_WR_RDMA_READ, sge, 2, 0), 0);
+	expect_sent(c, 3);
+	assert_true(filled(sink, BIG, seed));
+}
+
+/* What this process copied of its own Writes (@reads: Reads) as a helper so far. */
+static uint64_t helped(bool reads)
+{
+	struct softrdma_shm_stats st;
+
+	softrdma_shm_stats(&st);
+	return reads ? st.coop_helped_read_bytes : st.coop_helped_write_bytes;
+}
+
+/*
+ * (a), (b), (d): both polling, this process copies part of the large
+ * Writes and Reads the peer serves (of each, as a rule: a descheduled
+ * poller may find the copy done), exactly what the peer counts as copied
+ * by us; every byte arrives, and what comes behind a Write finds it whole.
+ */
+static void test_both_polling(void **state)
+{
+	struct softrdma_shm_stats me0, me1, peer0, peer1;
+	struct client c;
+	uint32_t r;
+
+	(void)state;
+	connect_peer(&c, "responder");
+	softrdma_shm_stats(&me0);
+	peer_stats(&c, &peer0);
+	for (r = 0; r < ROUNDS || (!slowed() && helped(false) == me0.coop_helped_write_bytes &&
+				   r < MAX_ROUNDS); r++)
+		big_write(&c, r, true);
+	peer_send(&c.peer, "fill 77");
+	peer_expect(&c.peer, "filled");
+	peer_send(&c.peer, "spin");
+	for (r = 0; r < ROUNDS || (!slowed() && helped(true) == me0.coop_helped_read_bytes &&
+				   r < MAX_ROUNDS); r++)
+		big_read(&c, 77);
+	send_word(&c, 4, SEND_END);
+	expect_sent(&c, 4);
+	peer_expect(&c.peer, "spun");
+	softrdma_shm_stats(&me1);
+	peer_stats(&c, &peer1);
+	print_message("offers %lu, this process copied %llu bytes of Writes, %llu of Reads\n",
+		      peer1.coop_offers - peer0.coop_offers,
+		      (unsigned long long)(helped(false) - me0.coop_helped_write_bytes),
+		      (unsigned long long)(helped(true) - me0.coop_helped_read_bytes));
+	if (!slowed()) {
+		assert_true(peer1.coop_offers > peer0.coop_offers);
+		assert_true(me1.coop_helped_write_bytes > me0.coop_helped_write_bytes);
+		assert_true(me1.coop_helped_read_bytes > me0.coop_helped_read_bytes);
+	}
+	assert_true(peer1.coop_peer_bytes - peer0.coop_peer_bytes ==
+		    (me1.coop_helped_write_bytes - me0.coop_helped_write_bytes) +
+		    (me1.coop_helped_read_bytes - me0.coop_helped_read_bytes));
+	assert_int_equal(peer1.coop_takeovers, peer0.coop_takeovers);
+	/* This process served nothing large: it offered nothing. */
+	assert_int_equal(me1.coop_offers, me0.coop_offers);
+	disconnect_peer(&c);
+}
+
+/* (c) A requester that sleeps is offered nothing: the responder copies alone, at once. */
+static void test_sleeping_requester(void **state)
+{
+	struct softrdma_shm_stats me0, me1, peer0, peer1;
+	struct client c;
+
+	(void)state;
+	connect_peer(&c, "responder");
+	softrdma_shm_stats(&me0);
+	peer_stats(&c, &peer0);
+	big_write(&c, 4, false);
+	big_write(&c, 5, false);
+	softrdma_shm_stats(&me1);
+	peer_stats(&c, &peer1);
+	assert_int_equal(peer1.coop_offers, peer0.coop_offers);
+	assert_true(me1.coop_helped_write_bytes == me0.coop_helped_write_bytes);
+	disconnect_peer(&c);
+}
+
+/*
+ * (c) The requester polls, posts a large Write with immediate and stops
+ * at once: the offer this process (the responder) makes is never taken,
+ * and the Write completes here while the requester is stopped, all its
+ * bytes copied here. Offers are made to a requester that polled within
+ * 200 us, which a loaded machine (or valgrind) may miss now and then, so
+ * rounds until one offered.
+ */
+static void test_stopped_requester(void **state)
+{
+	struct softrdma_shm_stats me0, me1;
+	struct client c;
+	unsigned int r;
+	int status;
+
+	(void)state;
+	connect_peer(&c, "requester");
+	peer_send(&c.peer, "mr %llx %x", (unsigned long long)(uintptr_t)c.buf, c.mr->rkey);
+	softrdma_shm_stats(&me0);
+	me1 = me0;
+	for (r = 0; r < ROUNDS || (!slowed() && me1.coop_offers == me0.coop_offers &&
+				   r < MAX_ROUNDS); r++) {
+		struct ibv_wc wc;
+
+		assert_int_equal(h_post_recv(c.id->qp, 9, c.buf + WORD_OFF, 4, c.mr->lkey), 0);
+		peer_send(&c.peer, "go %u", r + 100);
+		assert_int_equal(spin(c.id->recv_cq, &wc), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+		assert_int_equal(ntohl(wc.imm_data), r + 100);
+		assert_true(filled(c.buf, BIG, r + 100));
+		/* It stops right after its post, if it has not already: then it may go on. */
+		assert_int_equal(waitpid(c.peer.pid, &status, WUNTRACED), c.peer.pid);
+		assert_true(WIFSTOPPED(status));
+		assert_int_equal(kill(c.peer.pid, SIGCONT), 0);
+		assert_int_equal(atoi(peer_expect(&c.peer, "sent ")), IBV_WC_SUCCESS);
+		softrdma_shm_stats(&me1);
+	}
+	print_message("%lu offers of %u Writes, all copied here\n",
+		      me1.coop_offers - me0.coop_offers, r);
+	if (!slowed())
+		assert_true(me1.coop_offers > me0.coop_offers);
+	assert_true(me1.coop_peer_bytes == me0.coop_peer_bytes);
+	assert_int_equal(me1.coop_takeovers, me0.coop_takeovers);
+	peer_send(&c.peer, "stop");
+	peer_expect(&c.peer, "stats ");
+	disconnect_peer(&c);
+}
+
+/*
+ * A large Write whose record waits at a stopped peer while its source is
+ * deregistered and unmapped: the bytes are set aside (REF_MOVING), and
+ * when this process helps with the Write it copies from them, not from
+ * the memory it let go. Rounds until it helped (it may start late).
+ */
+static void test_help_from_moved_bytes(void **state)
+{
+	struct softrdma_shm_stats me0, me1;
+	struct client c;
+	unsigned int r;
+	int status;
+
+	(void)state;
+	connect_peer(&c, "responder");
+	softrdma_shm_stats(&me0);
+	for (r = 0; r < (slowed() ? ROUNDS : MAX_ROUNDS); r++) {
+		uint8_t *big = mmap(NULL, REGION, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct ibv_sge sge;
+		struct ibv_mr *mr;
+
+		assert_true(big != MAP_FAILED);
+		fill(big, REGION, r + 200);
+		mr = h_reg(c.id->pd, big, REGION, IBV_ACCESS_LOCAL_WRITE);
+		peer_send(&c.peer, "write %u", REGION);
+		peer_expect(&c.peer, "polling");
+		assert_int_equal(kill(c.peer.pid, SIGSTOP), 0);
+		assert_int_equal(waitpid(c.peer.pid, &status, WUNTRACED), c.peer.pid);
+		sge = (struct ibv_sge){ (uintptr_t)big, REGION, mr->lkey };
+		assert_int_equal(post(&c, 5, IBV_WR_RDMA_WRITE_WITH_IMM, &sge, 1, r + 200), 0);
+		assert_int_equal(ibv_dereg_mr(mr), 0);
+		memset(big, 0, REGION);
+		assert_int_equal(munmap(big, REGION), 0);
+		poll_a_while(&c);
+		assert_int_equal(kill(c.peer.pid, SIGCONT), 0);
+		expect_sent(&c, 5);
+		peer_expect(&c.peer, "ok");
+		softrdma_shm_stats(&me1);
+		if (me1.coop_helped_write_bytes > me0.coop_helped_write_bytes)
+			break;
+	}
+	print_message("helped after %u rounds\n", r + 1);
+	if (!slowed())
+		assert_true(me1.coop_helped_write_bytes > me0.coop_helped_write_bytes);
+	disconnect_peer(&c);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_both_polling),
+		cmocka_unit_test(test_sleeping_requester),
+		cmocka_unit_test(test_stopped_requester),
+		cmocka_unit_test(test_help_from_moved_bytes),
+	};
+	int failed;
+
+	if (argc == 3 && strcmp(argv[1], "--peer") == 0)
+		return strcmp(argv[2], "responder") == 0 ? role_responder() :
+		       strcmp(argv[2], "requester") == 0 ? role_requester() : 2;
+	self = argv[0];
+	peer_setup_dir();
+	failed = cmocka_run_group_tests_name("coop", tests, h_group_thread, NULL);
+	peer_cleanup_dir();
+	return failed;
+}
