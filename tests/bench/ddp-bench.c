@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include <rpcrdma/rpcrdma.h>
+#include <softrdma.h>
 
 #include "bench.h"
 
@@ -247,6 +248,22 @@ static double run_op(struct rpcrdma_clnt *clnt, int op, unsigned char *buf, size
 	return (double)size * calls / (bench_now_s() - t0);
 }
 
+/*
+ * --procs: the client's process is the responder of the server's Writes and
+ * Reads; softrdma may share those copies with the server's process.
+ */
+static void print_shared(const struct softrdma_shm_stats *a, const struct softrdma_shm_stats *b,
+			 unsigned int rpcs)
+{
+	uint64_t offered = b->coop_offered_bytes - a->coop_offered_bytes;
+
+	printf("  shared copies: %lu of %u RPCs' placements offered to the server process,\n"
+	       "    which copied %.1f%% of their bytes; %lu taken over\n",
+	       b->coop_offers - a->coop_offers, rpcs,
+	       offered ? 100.0 * (double)(b->coop_peer_bytes - a->coop_peer_bytes) / (double)offered :
+	       0.0, b->coop_takeovers - a->coop_takeovers);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -263,6 +280,7 @@ int main(int argc, char **argv)
 	struct rpcrdma_clnt *clnt;
 	struct rpcrdma_mem *cmem;
 	struct rpcrdma_stats cst = { RPCRDMA_SIZED(cst) }, sst = { RPCRDMA_SIZED(sst) };
+	struct softrdma_shm_stats shm0, shm1;
 	struct server s = { 0 };
 	size_t size = 1 << 20;
 	unsigned int calls = 200, runs = 5, r;
@@ -354,6 +372,7 @@ int main(int argc, char **argv)
 	       (double)(atomic_load(&lib_copied) - before) / ((double)size * calls),
 	       atomic_load(&lib_copied) - before, calls);
 
+	softrdma_shm_stats(&shm0);
 	for (r = 0; r < runs; r++) {
 		double t0;
 		unsigned int i;
@@ -372,6 +391,9 @@ int main(int argc, char **argv)
 	printf("    WRITE-like %8.0f MB/s\n", bench_median(wr, runs) / 1e6);
 	printf("    memcpy     %8.0f MB/s  (the same bytes, one copy, for scale)\n",
 	       bench_median(mc, runs) / 1e6);
+	softrdma_shm_stats(&shm1);
+	if (procs)
+		print_shared(&shm0, &shm1, runs * calls * 2);
 	rpcrdma_clnt_stats(clnt, &cst);
 	if (!procs)
 		rpcrdma_svc_stats(s.svc, &sst);
