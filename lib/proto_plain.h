@@ -5,6 +5,8 @@
  * chunkless call or an inline reply. Inline, for the receive paths, which
  * take such a header without the general decode; rpcrdma_hdr_decode()
  * decodes it to the same XID and credits (test_proto checks the two agree).
+ * With it, the fields of a decoded header that such a header sets, and its
+ * encoder for the commonest reply (the same bytes as rpcrdma_hdr_encode()).
  */
 #ifndef RPCRDMA_PROTO_PLAIN_H
 #define RPCRDMA_PROTO_PLAIN_H
@@ -30,6 +32,34 @@ static inline bool rpcrdma_hdr_plain(const void *buf, size_t len, uint32_t *xid,
 	*xid = ntohl(w[0]);
 	*credit = ntohl(w[2]);
 	return true;
+}
+
+/* What rpcrdma_hdr_decode() leaves in @hdr for a plain header; the lists stay untouched. */
+static inline void rpcrdma_hdr_plain_fill(struct rpcrdma_hdr *hdr, uint32_t xid, uint32_t credit)
+{
+	hdr->xid = xid;
+	hdr->vers = RPCRDMA_VERSION;
+	hdr->credit = credit;
+	hdr->proc = RPCRDMA_MSG;
+	hdr->hdr_len = RPCRDMA_HDR_MIN_LEN;
+	hdr->err = 0;
+	hdr->vers_low = 0;
+	hdr->vers_high = 0;
+	hdr->read_segs = 0;
+	hdr->read_chunks = 0;
+	hdr->read_list = NULL;
+	hdr->write_chunks = 0;
+	hdr->has_reply = 0;
+}
+
+/* A plain header into the RPCRDMA_HDR_MIN_LEN bytes at @buf. */
+static inline void rpcrdma_hdr_plain_encode(void *buf, uint32_t xid, uint32_t credit)
+{
+	const uint32_t w[RPCRDMA_HDR_MIN_LEN / 4] = {
+		htonl(xid), htonl(RPCRDMA_VERSION), htonl(credit), htonl(RPCRDMA_MSG), 0, 0, 0,
+	};
+
+	memcpy(buf, w, sizeof(w));
 }
 
 #endif /* RPCRDMA_PROTO_PLAIN_H */

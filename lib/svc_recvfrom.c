@@ -12,6 +12,7 @@
 
 #include <rpcrdma/proto.h>
 
+#include "proto_plain.h"
 #include "svc_pcl.h"
 #include "svc_rdma.h"
 
@@ -90,8 +91,11 @@ void svc_rdma_recv_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt
 			svc_rdma_send_ctxt_put(rdma, call->reply_ctxt);
 			call->reply_ctxt = NULL;
 		}
-		svc_rdma_release_payloads(call);
-		svc_rdma_call_release_chunks(rdma, call);
+		/* Most calls have neither: no call for nothing. */
+		if (call->payloads)
+			svc_rdma_release_payloads(call);
+		if (call->chunks || call->has_pzrc || call->long_reply.data)
+			svc_rdma_call_release_chunks(rdma, call);
 		ctxt->rc_held = false;
 		list_del(&ctxt->rc_held_node);
 	}
@@ -298,6 +302,38 @@ out_put:
 	svc_rdma_recv_ctxt_put(rdma, ctxt);
 }
 
+/*
+ * The commonest call, RDMA_MSG with no chunk list, taken without the
+ * general decode and checks. Returns false for anything else, and for a
+ * plain header the general path must answer (its RPC message missing or
+ * carrying another XID): svc_rdma_handle_call() decides those the same way
+ * it always has.
+ */
+static bool svc_rdma_handle_plain(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+{
+	struct rpcrdma_svc_call *call = &ctxt->rc_call;
+	const unsigned char *msg = ctxt->rc_recv_buf + RPCRDMA_HDR_MIN_LEN;
+	uint32_t xid, credit, rpc_xid;
+
+	if (!rpcrdma_hdr_plain(ctxt->rc_recv_buf, ctxt->rc_byte_len, &xid, &credit) ||
+	    ctxt->rc_byte_len < RPCRDMA_HDR_MIN_LEN + sizeof(rpc_xid))
+		return false;
+	memcpy(&rpc_xid, msg, sizeof(rpc_xid));
+	if (ntohl(rpc_xid) != xid)
+		return false;
+	memset(call, 0, sizeof(*call));
+	call->rdma = rdma;
+	call->hdr = &ctxt->rc_hdr;
+	rpcrdma_hdr_plain_fill(call->hdr, xid, credit);
+	call->xid = xid;
+	call->msg = msg;
+	call->msg_len = ctxt->rc_byte_len - RPCRDMA_HDR_MIN_LEN;
+	call->hdr_reserve = RPCRDMA_HDR_MIN_LEN;
+	svc_rdma_recv_ctxt_hold(rdma, ctxt);
+	svc_rdma_hand_up(rdma, ctxt);
+	return true;
+}
+
 /* Decode what arrived and hand the calls up, in arrival order. */
 void svc_rdma_recvfrom(struct svcxprt_rdma *rdma)
 {
@@ -309,7 +345,8 @@ void svc_rdma_recvfrom(struct svcxprt_rdma *rdma)
 			svc_rdma_recv_ctxt_put(rdma, ctxt);
 			continue;
 		}
-		svc_rdma_handle_call(rdma, ctxt);
+		if (!svc_rdma_handle_plain(rdma, ctxt))
+			svc_rdma_handle_call(rdma, ctxt);
 	}
 }
 

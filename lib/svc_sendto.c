@@ -11,6 +11,7 @@
 
 #include <rpcrdma/proto.h>
 
+#include "proto_plain.h"
 #include "svc_pcl.h"
 #include "svc_rdma.h"
 #include "tirpc_engine.h"
@@ -503,12 +504,36 @@ static int svc_rdma_map_reply_msg(struct svcxprt_rdma *rdma, struct svc_rdma_sen
 }
 
 /*
- * Build and post the reply. Consumes @ctxt and the call's payloads whatever
- * happens. Returns 0, -ENOTCONN, -EMSGSIZE (the client got ERR_CHUNK),
- * -EINVAL (a misplaced payload; ERR_CHUNK too), or -ENOMEM.
+ * The commonest reply: inline RDMA_MSG returning no chunk, with no payload
+ * and no invalidation, into a fresh context. The bytes and the WR are the
+ * general path's, without sizing or echoing anything. Returns false, @ctxt
+ * untouched, for anything else, which the general path builds (or refuses).
  */
-static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call,
-			   struct svc_rdma_send_ctxt *ctxt, const struct svc_rdma_msg *m)
+static bool svc_rdma_send_plain(struct svcxprt_rdma *rdma, const struct rpcrdma_svc_call *call,
+				struct svc_rdma_send_ctxt *ctxt, const struct svc_rdma_msg *m)
+{
+	const struct rpcrdma_hdr *hdr = call->hdr;
+	size_t len = RPCRDMA_HDR_MIN_LEN + m->len;
+
+	if (hdr->write_chunks | hdr->has_reply | call->npayloads | call->inv | ctxt->sc_nwrs ||
+	    m->long_buf || len > rdma->sc_inline.send_max || len > rdma->sc_buf_size)
+		return false;
+	if (!m->in_place)
+		memcpy(ctxt->sc_xprt_buf + RPCRDMA_HDR_MIN_LEN, m->msg, m->len);
+	rpcrdma_hdr_plain_encode(ctxt->sc_xprt_buf, call->xid, svc_rdma_grant(rdma));
+	ctxt->sc_sge.addr = (uintptr_t)ctxt->sc_xprt_buf;
+	ctxt->sc_sge.length = (uint32_t)len;
+	ctxt->sc_send_wr.opcode = IBV_WR_SEND;
+	ctxt->sc_chain.first = &ctxt->sc_send_wr;
+	ctxt->sc_chain.sq.sqecount = 1;
+	return true;
+}
+
+/* Any reply but the plain one; svc_rdma_sendto() says what it does and returns. */
+static __attribute__((noinline)) int svc_rdma_sendto_general(struct svcxprt_rdma *rdma,
+							     struct rpcrdma_svc_call *call,
+							     struct svc_rdma_send_ctxt *ctxt,
+							     const struct svc_rdma_msg *m)
 {
 	struct svc_rdma_reply r;
 	int rc;
@@ -550,6 +575,21 @@ out_put:
 	svc_rdma_send_ctxt_put(rdma, ctxt);
 	svc_rdma_free_echo(rdma, &r);
 	return rc;
+}
+
+/*
+ * Build and post the reply. Consumes @ctxt and the call's payloads whatever
+ * happens. Returns 0, -ENOTCONN, -EMSGSIZE (the client got ERR_CHUNK),
+ * -EINVAL (a misplaced payload; ERR_CHUNK too), or -ENOMEM.
+ */
+static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call,
+			   struct svc_rdma_send_ctxt *ctxt, const struct svc_rdma_msg *m)
+{
+	if (likely(svc_rdma_can_send(rdma)) && svc_rdma_send_plain(rdma, call, ctxt, m)) {
+		rpcrdma_count_inc(rdma->sc_stats->replies);
+		return svc_rdma_post_send(rdma, ctxt);
+	}
+	return svc_rdma_sendto_general(rdma, call, ctxt, m);
 }
 
 static struct svc_rdma_send_ctxt *svc_rdma_call_take_ctxt(struct rpcrdma_svc_call *call)
