@@ -339,7 +339,9 @@ void svc_rdma_recvfrom(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_recv_ctxt *ctxt;
 
-	svc_rdma_read_complete(rdma);
+	/* Pulls finish in few passes: spare the others the call. */
+	if (unlikely(!list_empty(&rdma->sc_read_complete_q)))
+		svc_rdma_read_complete(rdma);
 	while ((ctxt = list_pop_entry(&rdma->sc_rq_dto_q, struct svc_rdma_recv_ctxt, rc_list))) {
 		if (rdma->sc_ep.close_pending || rdma->sc_state >= SVCXPRT_CLOSING) {
 			svc_rdma_recv_ctxt_put(rdma, ctxt);

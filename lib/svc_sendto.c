@@ -617,12 +617,11 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *
 	if (!call)
 		return -EINVAL;
 	rdma = call->rdma;
+	/* svc_rdma_sendto() says -ENOTCONN when the connection cannot send. */
 	if (!msg && len)
 		rc = -EINVAL;
-	else if (!svc_rdma_can_send(rdma))
-		rc = -ENOTCONN;
 	else if (!(ctxt = svc_rdma_call_take_ctxt(call)))
-		rc = -ENOMEM;
+		rc = svc_rdma_can_send(rdma) ? -ENOMEM : -ENOTCONN;
 	else
 		rc = svc_rdma_sendto(rdma, call, ctxt, &m);
 	svc_rdma_recv_ctxt_put(rdma, svc_rdma_call_ctxt(call));

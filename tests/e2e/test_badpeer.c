@@ -181,6 +181,17 @@ static void t_every_defect_class(void **state)
 	body(&vecs[n++], 0xdead, 40);
 	build(&vecs[n], "RDMA_MSG without an RPC message", EXPECT_ERR_CHUNK, 0x10f, 1, 0, empty3, 3);
 	n++;
+	/* The server's shortcut for plain calls leaves these to the general checks. */
+	build(&vecs[n], "RDMA_MSG with 3 bytes of RPC message", EXPECT_ERR_CHUNK, 0x113, 1, 0,
+	      empty3, 3);
+	body(&vecs[n], 0x113, 0);
+	vecs[n++].len -= 1;
+	build(&vecs[n], "RDMA_NOMSG without a Read chunk", EXPECT_ERR_CHUNK, 0x114, 1,
+	      RPCRDMA_NOMSG, empty3, 3);
+	body(&vecs[n++], 0x114, 40);
+	build(&vecs[n], "RPC XID differs in its last byte", EXPECT_ERR_CHUNK, 0x115, 1, 0, empty3,
+	      3);
+	body(&vecs[n++], 0x114, 40);
 	build(&vecs[n], "a good call", EXPECT_ECHO, 0x110, 1, 0, empty3, 3);
 	body(&vecs[n++], 0x110, 100);
 	build(&vecs[n], "another short one (3 bytes)", EXPECT_DROP, 0x111, 1, 0, NULL, 0);
