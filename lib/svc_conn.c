@@ -178,7 +178,8 @@ static void svc_rdma_dereg_held(struct svcxprt_rdma *rdma)
 		struct svc_rdma_recv_ctxt *ctxt =
 			list_entry(pos, struct svc_rdma_recv_ctxt, rc_held_node);
 
-		rpcrdma_buf_dereg(&ctxt->rc_call.pzrc.ch_buf, rdma->sc_stats);
+		if (ctxt->rc_call.has_pzrc)
+			rpcrdma_buf_dereg(&ctxt->rc_call.pzrc.ch_buf, rdma->sc_stats);
 		rpcrdma_buf_dereg(&ctxt->rc_call.long_reply, rdma->sc_stats);
 		for (j = 0; j < ctxt->rc_call.nchunks; j++)
 			rpcrdma_buf_dereg(&ctxt->rc_call.chunks[j].ch_buf, rdma->sc_stats);

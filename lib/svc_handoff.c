@@ -30,12 +30,9 @@ void svc_rdma_note_poller(struct svc_rdma_poller *p)
 		atomic_store_explicit(&p->thread, svc_rdma_self(), memory_order_relaxed);
 }
 
-bool svc_rdma_foreign(const struct rpcrdma_svc_call *call)
+bool svc_rdma_foreign_thread(const struct svcxprt_rdma *rdma)
 {
-	const struct svcxprt_rdma *rdma = call->rdma;
-
-	/* Without a server (destroyed), the calls it left are the application's alone. */
-	return rdma->sc_svc && rdma->sc_poller && (rdma->sc_svc->sv_attr.flags & RPCRDMA_SVC_WORKERS) &&
+	return rdma->sc_poller &&
 	       atomic_load_explicit(&rdma->sc_poller->thread, memory_order_relaxed) !=
 		       svc_rdma_self();
 }

@@ -330,7 +330,7 @@ static void svc_rdma_poller_async_check(struct svc_rdma_poller *p)
 	}
 }
 
-int svc_rdma_poller_take_work(struct svc_rdma_poller *p, bool woken)
+int svc_rdma_poller_take_work_slow(struct svc_rdma_poller *p, bool woken)
 {
 	struct list_node adopt, handoffs;
 	struct svc_rdma_conn_req *req;

@@ -85,8 +85,8 @@ struct rpcrdma_svc_call {
 	struct rpcrdma_buf long_reply;		/* rpcrdma_svc_reply_buf() for a Reply chunk */
 	size_t long_room;			/* its room, as rpcrdma_svc_reply_buf() said */
 	uint32_t hdr_reserve;			/* bytes kept ahead of an inline reply */
-	struct svc_rdma_chunk pzrc;		/* a long call's message */
-	bool has_pzrc;
+	struct svc_rdma_chunk pzrc;		/* a long call's message; stale unless has_pzrc */
+	bool has_pzrc;				/* right after pzrc (svc_rdma_call_clear()) */
 	struct svc_rdma_chunk *chunks;		/* data-item Read chunks: the payloads */
 	unsigned int nchunks;
 	struct svc_rdma_read_ctxt *read;
@@ -353,8 +353,22 @@ struct svc_rdma_handoff {
 
 /* The calling thread polls @p from now on. */
 void svc_rdma_note_poller(struct svc_rdma_poller *p);
-/* Is the caller a worker (not its connection's poller) of a server with RPCRDMA_SVC_WORKERS? */
-bool svc_rdma_foreign(const struct rpcrdma_svc_call *call);
+/* Is the caller another thread than @rdma's poller? */
+bool svc_rdma_foreign_thread(const struct svcxprt_rdma *rdma);
+
+/*
+ * Is the caller a worker (not its connection's poller) of a server with
+ * RPCRDMA_SVC_WORKERS? Inline: every reply asks, and most servers have no
+ * workers.
+ */
+static inline bool svc_rdma_foreign(const struct rpcrdma_svc_call *call)
+{
+	const struct svcxprt_rdma *rdma = call->rdma;
+
+	/* Without a server (destroyed), the calls it left are the application's alone. */
+	return rdma->sc_svc && (rdma->sc_svc->sv_attr.flags & RPCRDMA_SVC_WORKERS) &&
+	       svc_rdma_foreign_thread(rdma);
+}
 /* Hand @h to its connection's poller and wait for its result. */
 int svc_rdma_handoff(struct svc_rdma_handoff *h);
 /* On the poller: run one handoff (svc_poller.c takes them off its queue). */
@@ -379,12 +393,22 @@ bool svc_rdma_poller_queue(struct svc_rdma_poller *p, struct svc_rdma_handoff *h
 void svc_rdma_poller_assign(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req);
 /* The server goes: requests not yet accepted are refused. */
 void svc_rdma_pollers_refuse(struct rpcrdma_svc *svc);
+int svc_rdma_poller_take_work_slow(struct svc_rdma_poller *p, bool woken);
+
 /*
  * What others queued for @p: adoptions, handoffs, an async check (@woken:
  * its eventfd is readable, read it even if nothing is counted). Returns
- * how many.
+ * how many. Inline: every pass looks, and almost always finds nothing, so
+ * it looks without an atomic read-modify-write.
  */
-int svc_rdma_poller_take_work(struct svc_rdma_poller *p, bool woken);
+static inline int svc_rdma_poller_take_work(struct svc_rdma_poller *p, bool woken)
+{
+	if (!woken && !atomic_load_explicit(&p->async_check, memory_order_relaxed) &&
+	    !atomic_load(&p->nwork))
+		return 0;
+	return svc_rdma_poller_take_work_slow(p, woken);
+}
+
 int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget);
 int svc_rdma_poller_wait(struct svc_rdma_poller *p, int timeout_ms);
 /* An async event was read: the connections it concerns have work. */
