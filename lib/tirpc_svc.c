@@ -62,6 +62,12 @@ static struct tconn *tconn_of(SVCXPRT *xprt)
 	return xprt && xprt->xp_ops == &tconn_ops ? container_of(xprt, struct tconn, xprt) : NULL;
 }
 
+/* In our own xp_ops: libtirpc calls them with the SVCXPRT they belong to. */
+static struct tconn *tconn_op(SVCXPRT *xprt)
+{
+	return container_of(xprt, struct tconn, xprt);
+}
+
 struct tsvc *tsvc_of(SVCXPRT *xprt)
 {
 	return xprt && xprt->xp_ops == &tsvc_ops ? container_of(xprt, struct tsvc, xprt) : NULL;
@@ -375,7 +381,7 @@ static bool tconn_decode(struct tconn *tc, struct rpcrdma_svc_call *call, struct
 
 static bool_t tconn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 {
-	struct tconn *tc = tconn_of(xprt);
+	struct tconn *tc = tconn_op(xprt);
 	struct rpcrdma_svc_call *call;
 	bool woke = tc->armed;
 	uint64_t owed;
@@ -409,7 +415,7 @@ static bool_t tconn_recv(SVCXPRT *xprt, struct rpc_msg *msg)
 
 static enum xprt_stat tconn_stat(SVCXPRT *xprt)
 {
-	struct tconn *tc = tconn_of(xprt);
+	struct tconn *tc = tconn_op(xprt);
 
 	if (tsvc_dispatching == tc)
 		tsvc_dispatching = NULL;
@@ -440,7 +446,7 @@ static enum xprt_stat tconn_stat(SVCXPRT *xprt)
 
 static bool_t tconn_freeargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args_ptr)
 {
-	struct tconn *tc = tconn_of(xprt);
+	struct tconn *tc = tconn_op(xprt);
 
 	tc->xdrs.x_op = XDR_FREE;
 	return xdr_args(&tc->xdrs, args_ptr);
@@ -465,7 +471,7 @@ static bool tconn_reduced_ok(const struct tconn *tc)
 
 static bool_t tconn_getargs(SVCXPRT *xprt, xdrproc_t xdr_args, void *args_ptr)
 {
-	struct tconn *tc = tconn_of(xprt);
+	struct tconn *tc = tconn_op(xprt);
 
 	if (!tc->cur)
 		return FALSE;
@@ -543,7 +549,7 @@ static int tconn_send_item(struct tconn *tc, const struct tirpc_ddp *w)
 
 static bool_t tconn_reply(SVCXPRT *xprt, struct rpc_msg *msg)
 {
-	struct tconn *tc = tconn_of(xprt);
+	struct tconn *tc = tconn_op(xprt);
 	struct tirpc_ddp watch[TIRPC_XDR_MAX_DDP];
 	unsigned int idx[TIRPC_XDR_MAX_DDP], nwatch, i;
 	bool item = false;
@@ -700,7 +706,7 @@ static void tconn_free(struct tconn *tc)
 
 static void tconn_destroy(SVCXPRT *xprt)
 {
-	struct tconn *tc = tconn_of(xprt);
+	struct tconn *tc = tconn_op(xprt);
 
 	xprt_unregister(xprt);
 	if (tc->owner && tc->owner != tsvc_self) {
@@ -746,7 +752,7 @@ static bool_t tsvc_control_of(struct tsvc *ts, const u_int rq, void *in)
 /* A connection answers for its listener. */
 static bool_t tconn_control(SVCXPRT *xprt, const u_int rq, void *in)
 {
-	struct tconn *tc = tconn_of(xprt);
+	struct tconn *tc = tconn_op(xprt);
 
 	return tc && in ? tsvc_control_of(tc->svc, rq, in) : FALSE;
 }
