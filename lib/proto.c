@@ -25,6 +25,7 @@
 
 #include "abi.h"
 #include "compiler.h"
+#include "proto_plain.h"
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define be32_const(x) ((uint32_t)__builtin_bswap32((uint32_t)(x)))
@@ -589,18 +590,7 @@ RPCRDMA_EXPORT int rpcrdma_hdr_decode(const void *buf, size_t len,
 	if (unlikely(load_raw32(p + 4) != be32_const(RPCRDMA_VERSION)))
 		return -EPROTONOSUPPORT;
 
-	/*
-	 * What a reader may look at for any procedure. The Reply chunk is
-	 * read only when has_reply, and write[] only below write_chunks.
-	 */
-	hdr->err = 0;
-	hdr->vers_low = 0;
-	hdr->vers_high = 0;
-	hdr->read_segs = 0;
-	hdr->read_chunks = 0;
-	hdr->read_list = NULL;
-	hdr->write_chunks = 0;
-	hdr->has_reply = 0;
+	rpcrdma_hdr_clear(hdr);
 
 	/* RDMA_MSG or RDMA_NOMSG, tested in wire order. */
 	if (likely((load_raw32(p + 12) & ~be32_const(RPCRDMA_NOMSG)) == 0)) {

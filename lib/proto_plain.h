@@ -5,8 +5,9 @@
  * chunkless call or an inline reply. Inline, for the receive paths, which
  * take such a header without the general decode; rpcrdma_hdr_decode()
  * decodes it to the same XID and credits (test_proto checks the two agree).
- * With it, the fields of a decoded header that such a header sets, and its
- * encoder for the commonest reply (the same bytes as rpcrdma_hdr_encode()).
+ * With it, the fields of a decoded header that such a header sets (those
+ * rpcrdma_hdr_decode() clears for any header among them), and its encoder
+ * for the commonest reply (the same bytes as rpcrdma_hdr_encode()).
  */
 #ifndef RPCRDMA_PROTO_PLAIN_H
 #define RPCRDMA_PROTO_PLAIN_H
@@ -34,14 +35,13 @@ static inline bool rpcrdma_hdr_plain(const void *buf, size_t len, uint32_t *xid,
 	return true;
 }
 
-/* What rpcrdma_hdr_decode() leaves in @hdr for a plain header; the lists stay untouched. */
-static inline void rpcrdma_hdr_plain_fill(struct rpcrdma_hdr *hdr, uint32_t xid, uint32_t credit)
+/*
+ * What a reader of a decoded header may look at for any procedure, cleared.
+ * The Reply chunk is read only when has_reply, and write[] only below
+ * write_chunks.
+ */
+static inline void rpcrdma_hdr_clear(struct rpcrdma_hdr *hdr)
 {
-	hdr->xid = xid;
-	hdr->vers = RPCRDMA_VERSION;
-	hdr->credit = credit;
-	hdr->proc = RPCRDMA_MSG;
-	hdr->hdr_len = RPCRDMA_HDR_MIN_LEN;
 	hdr->err = 0;
 	hdr->vers_low = 0;
 	hdr->vers_high = 0;
@@ -50,6 +50,17 @@ static inline void rpcrdma_hdr_plain_fill(struct rpcrdma_hdr *hdr, uint32_t xid,
 	hdr->read_list = NULL;
 	hdr->write_chunks = 0;
 	hdr->has_reply = 0;
+}
+
+/* What rpcrdma_hdr_decode() leaves in @hdr for a plain header. */
+static inline void rpcrdma_hdr_plain_fill(struct rpcrdma_hdr *hdr, uint32_t xid, uint32_t credit)
+{
+	hdr->xid = xid;
+	hdr->vers = RPCRDMA_VERSION;
+	hdr->credit = credit;
+	hdr->proc = RPCRDMA_MSG;
+	hdr->hdr_len = RPCRDMA_HDR_MIN_LEN;
+	rpcrdma_hdr_clear(hdr);
 }
 
 /* A plain header into the RPCRDMA_HDR_MIN_LEN bytes at @buf. */
