@@ -74,8 +74,8 @@ int svc_rdma_add_release(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *c
 	return 0;
 }
 
-/* Release what the context holds: buffers, registrations, payloads (exactly once). */
-void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
+static __attribute__((noinline)) void svc_rdma_send_releases(struct svcxprt_rdma *rdma,
+								struct svc_rdma_send_ctxt *ctxt)
 {
 	uint32_t i;
 
@@ -89,6 +89,16 @@ void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt
 			rel->release(rel->arg);
 	}
 	ctxt->sc_nreleases = 0;
+}
+
+/*
+ * Release what the context holds: buffers, registrations, payloads (exactly
+ * once). Most replies hold nothing: the loop is apart, for them.
+ */
+void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
+{
+	if (ctxt->sc_nreleases)
+		svc_rdma_send_releases(rdma, ctxt);
 	if (ctxt->sc_srq)
 		svc_rdma_srq_send_put(ctxt);
 	else
