@@ -270,7 +270,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (evq_init(&sctx->async_q)) {
+	if (evq_init(&sctx->async_q, NULL)) {
 		free(sctx);
 		errno = EMFILE;
 		return NULL;

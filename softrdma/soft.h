@@ -130,6 +130,13 @@ void signal_fini(struct soft_signal *s);
 /* ---- evq.c: a queue whose length a pollable eventfd mirrors ---------------- */
 
 struct soft_evq {
+	/*
+	 * What guards the queue (items, stale, readers, retired and its
+	 * events' pending counts): a lock of its owner's, or NULL for
+	 * fab.lock. A raise holds fab.lock as well (the token it owes is
+	 * fab.lock's: sig), so the order is fab.lock, then this lock.
+	 */
+	pthread_mutex_t *lock;
 	int fd;
 	struct soft_signal sig;
 	struct list_node items;
@@ -149,7 +156,8 @@ struct soft_event {
 	unsigned int pending;		/* raised, not yet read */
 };
 
-int evq_init(struct soft_evq *q);
+/* @lock: the queue's own lock (see soft_evq), or NULL for fab.lock. */
+int evq_init(struct soft_evq *q, pthread_mutex_t *lock);
 void evq_fini(struct soft_evq *q);
 void evq_push_locked(struct soft_evq *q, struct list_node *item);
 /* Take one item out of the queue without reading it (object destroyed). */
@@ -161,8 +169,8 @@ void evq_taken_locked(struct soft_evq *q, struct soft_event *ev);
 void evq_cancel_locked(struct soft_evq *q, struct soft_event *ev);
 /*
  * Wait for an item (or fail with EAGAIN on an O_NONBLOCK fd). Called and
- * returns with the lock held; drops it while blocked in read(). Returns the
- * item or NULL with errno set.
+ * returns with the queue's lock held (and no other); drops it while
+ * blocked in read(). Returns the item or NULL with errno set.
  */
 struct list_node *evq_pop_locked(struct soft_evq *q);
 /*
@@ -392,9 +400,17 @@ void mw_qp_gone_locked(struct soft_qp *qp);
 
 /* ---- cq.c ----------------------------------------------------------------- */
 
+/*
+ * A completion channel has a lock of its own, its queue's (soft_evq), so
+ * that ibv_get_cq_event does not queue behind the engine: a CQ raises its
+ * event holding fab.lock and then this lock; a reader holds this lock
+ * alone, and takes fab.lock (with this lock dropped) only to run the rings
+ * of other processes (wire_shm.c).
+ */
 struct soft_comp_channel {
 	struct ibv_comp_channel ch;
-	struct soft_evq q;
+	pthread_mutex_t lock;
+	struct soft_evq q;		/* lock */
 	unsigned int cqs;
 };
 
@@ -421,11 +437,11 @@ struct soft_cq {
 	uint64_t tail;			/* atomic; written under fab.lock */
 	unsigned int arm;		/* atomic: enum soft_cq_arm */
 	bool overrun;
-	struct soft_event comp_event;	/* on its channel's queue while raised */
+	struct soft_event comp_event;	/* on its channel's queue while raised (its lock) */
 	struct soft_async_event err_event;	/* IBV_EVENT_CQ_ERR */
 	unsigned int users;		/* QPs sending completions here */
 	unsigned int shm_links;		/* links whose peer may wake its channel (wire_shm.c) */
-	unsigned int comp_read;		/* events returned by ibv_get_cq_event */
+	unsigned int comp_read;		/* atomic: events returned by ibv_get_cq_event */
 	unsigned int comp_acked;
 	unsigned int async_read;
 	unsigned int async_acked;
