@@ -88,6 +88,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	pthread_mutex_init(&scq->cq.mutex, NULL);
 	pthread_cond_init(&scq->cq.cond, NULL);
 	pthread_mutex_init(&scq->poll_lock, NULL);
+	pthread_mutex_init(&scq->push_lock, NULL);
 	fab_lock();
 	if (channel)
 		container_of(channel, struct soft_comp_channel, ch)->cqs++;
@@ -159,6 +160,7 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);
 	pthread_mutex_destroy(&scq->poll_lock);
+	pthread_mutex_destroy(&scq->push_lock);
 	free(scq->ring);
 	free(scq);
 	return 0;

@@ -133,6 +133,7 @@ static void qp_free(struct soft_qp *sqp)
 	free(sqp->sq_sges);
 	free(sqp->sq_inline);
 	rq_fini(&sqp->rq);
+	pthread_mutex_destroy(&sqp->lock);
 	free(sqp);
 }
 
@@ -203,6 +204,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		errno = ENOMEM;
 		return NULL;
 	}
+	pthread_mutex_init(&sqp->lock, NULL);
 	init->cap.max_inline_data = inline_granted(&init->cap);
 	sqp->cap = init->cap;
 	if (init->srq) {

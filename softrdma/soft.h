@@ -13,6 +13,30 @@
  * otherwise; functions named *_locked expect it held. Nothing here calls
  * back into application code, so no lock is held across user code, and
  * blocking waits (event acks, idle) use condition variables on fab.lock.
+ *
+ * The send fast path (fast.c) runs a Send or Write between two QPs of this
+ * process without fab.lock, under locks of the objects it touches. It and
+ * fab.lock exclude each other through a gate (fab.gate_closed and
+ * fab.fast_inflight, Dekker's handshake in seq_cst atomics): a fab.lock
+ * holder closes the gate and waits out the fast paths inside before it
+ * touches anything, and a fast path enters only while the gate is open, so
+ * no object is created, destroyed, modified or reached by the engine while
+ * a fast path holds a pointer to it. Fast paths exclude each other by
+ * object. The whole lock order:
+ *
+ *   1. fab.lock (then the gate) -- or, on the fast path, the gate alone;
+ *   2. soft_qp.lock of the requester and of the responder, by address
+ *      (fast path only: fab.lock holders never take it);
+ *   3. soft_cq.push_lock of the CQs it completes on, by address (fast path
+ *      only: under fab.lock the gate keeps other producers out);
+ *   4. a ring's lock (soft_rq.lock, soft_cq.poll_lock), or a completion
+ *      channel's lock (soft_comp_channel.lock), one at a time;
+ *   5. fab.signal_lock, innermost (fab.signals, soft_signal.owed/queued).
+ *
+ * A fast path never waits for fab.lock: what it cannot do without it (an
+ * error, an RNR NAK, a fault, an async event, a unit for the progress
+ * thread) it leaves untouched and hands the rest of the post to the
+ * fab.lock path, which then runs it exactly as before.
  */
 #ifndef SOFT_H
 #define SOFT_H
@@ -111,13 +135,14 @@ const struct soft_profile *soft_profile(void);
  */
 struct soft_signal {
 	int fd;
-	uint64_t owed;			/* lock: added, not yet written */
-	bool queued;			/* lock: on fab.signals */
+	uint64_t owed;			/* fab.signal_lock: added, not yet written */
+	bool queued;			/* fab.signal_lock: on fab.signals */
 	unsigned int writers;		/* atomic: unlockers writing it now */
 	struct list_node link;
 };
 
 void signal_init(struct soft_signal *s, int fd);
+/* Under fab.lock, or on the fast path (which writes it: fab_signals_flush()). */
 void signal_add_locked(struct soft_signal *s, uint64_t n);
 /* Forget what is owed (the owner goes). */
 void signal_cancel_locked(struct soft_signal *s);
@@ -195,6 +220,10 @@ struct fab_cm_fault {
 
 struct soft_fabric {
 	pthread_mutex_t lock;
+	/* The gate between fab.lock and the send fast path (the order above). */
+	bool gate_closed;		/* atomic: a fab.lock holder is inside */
+	unsigned int fast_inflight;	/* atomic: fast paths inside */
+	pthread_mutex_t signal_lock;	/* signals, and each soft_signal's owed and queued */
 	pthread_cond_t work_cv;		/* the progress thread waits for work */
 	pthread_cond_t idle_cv;		/* softrdma_progress() waits for idle */
 	pthread_cond_t ack_cv;		/* destroyers wait for event acks */
@@ -237,6 +266,14 @@ extern struct soft_fabric fab;
 void fab_lock(void);
 /* Release the lock, then write what signals are owed. */
 void fab_unlock(void);
+/*
+ * The fast path's side of the gate: true if no fab.lock holder is inside
+ * (then fab_fast_exit() must follow), false if it must take fab.lock.
+ */
+bool fab_fast_enter(void);
+void fab_fast_exit(void);
+/* Write the signals owed, without any lock held (a fast path that raised one). */
+void fab_signals_flush(void);
 /*
  * pthread_cond_(timed)wait on the fabric lock (deadline NULL: none). Owed
  * signals are written first, with the lock released: it then returns at
@@ -430,6 +467,7 @@ enum soft_cq_arm { CQ_ARM_IDLE, CQ_ARM_SOLICITED, CQ_ARM_ANY };
  */
 struct soft_cq {
 	struct ibv_cq cq;
+	pthread_mutex_t push_lock;	/* producers on the fast path (fast.c) */
 	pthread_mutex_t poll_lock;	/* pollers: head and the entries before tail */
 	struct ibv_wc *ring;
 	uint32_t size;
@@ -602,6 +640,11 @@ struct net_link;
 
 struct soft_qp {
 	struct ibv_qp qp;
+	/*
+	 * Held by a fast path (fast.c) that posts on this QP or responds on
+	 * it; fab.lock holders never take it (the gate keeps fast paths out).
+	 */
+	pthread_mutex_t lock;
 	struct soft_qp *hash_next;	/* fab.qp_hash bucket */
 	const struct wire_transport *wire;	/* attached at RTR (wire.c), or NULL */
 	struct soft_pd *pd;
@@ -660,6 +703,17 @@ void qp_to_error_locked(struct soft_qp *qp);
 /* Apply a modify under the lock (shared by ibv_modify_qp and rdma_cm). errno value. */
 int qp_modify_locked(struct soft_qp *qp, struct ibv_qp_attr *attr, int mask);
 int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+/* post.c, shared with the fast path: 0 or the errno a post fails with. */
+int post_check_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr);
+/* Copy a checked WR into the ring at sq_tail. */
+void post_enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr);
+/*
+ * fast.c: run the WRs at the head of *wr at once, without fab.lock, while
+ * each is a Send or Write to a QP of this process that succeeds now.
+ * Advances *wr past those it ran; true if it ran them all (the post is
+ * done, and counted).
+ */
+bool fast_post_send(struct soft_qp *sqp, struct ibv_send_wr **wr);
 int soft_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 int soft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
@@ -681,6 +735,15 @@ void engine_recv_posted_locked(struct soft_qp *qp);
 /* Receives were posted on @srq: the same, for every QP that receives from it. */
 void engine_srq_posted_locked(struct soft_srq *srq);
 void engine_complete_recv_locked(struct soft_qp *qp, const struct ibv_wc *wc, bool solicited);
+/* The request's header fields from the WQE (transmit, and the fast path). */
+void engine_req_header(const struct soft_qp *qp, const struct soft_send_wqe *wqe,
+		       struct wire_req *req);
+/*
+ * The fast path (fast.c), the QP's lock held: the WQE at sq_exec starts (as
+ * engine_run_locked() starts it, no fault armed), and it succeeded.
+ */
+void engine_fast_start(struct soft_qp *qp, struct soft_send_wqe *wqe);
+void engine_fast_finish(struct soft_qp *qp, struct soft_send_wqe *wqe);
 /* The answer to the request qp is waiting for (wait_resp) came over its link. */
 /* An answer from another process to the awaiting WQE of @qp posted as @token. */
 void engine_answer_locked(struct soft_qp *qp, uint64_t token, const struct wire_resp *resp);
