@@ -142,18 +142,27 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 		fab_unlock();
 		return EBUSY;
 	}
-	/* As rdma-core: wait until every event handed out has been acked. */
-	while (scq->comp_acked < __atomic_load_n(&scq->comp_read, __ATOMIC_RELAXED) ||
-	       scq->async_acked < scq->async_read)
-		fab_wait_locked(&fab.ack_cv, NULL);
-	if (cq->channel) {
+	if (cq->channel)
 		sch = container_of(cq->channel, struct soft_comp_channel, ch);
-		pthread_mutex_lock(&sch->lock);
-		evq_cancel_locked(&sch->q, &scq->comp_event);
-		pthread_mutex_unlock(&sch->lock);
-		sch->cqs--;
+	/*
+	 * As rdma-core: wait until every event handed out has been acked.
+	 * Readers count what they take under their queue's lock: forget what
+	 * is unread first, then what was read is all counted.
+	 */
+	for (;;) {
+		if (sch) {
+			pthread_mutex_lock(&sch->lock);
+			evq_cancel_locked(&sch->q, &scq->comp_event);
+			pthread_mutex_unlock(&sch->lock);
+		}
+		async_forget_locked(cq->context, cq);
+		if (scq->comp_acked >= __atomic_load_n(&scq->comp_read, __ATOMIC_RELAXED) &&
+		    scq->async_acked >= __atomic_load_n(&scq->async_read, __ATOMIC_RELAXED))
+			break;
+		fab_wait_locked(&fab.ack_cv, NULL);
 	}
-	async_forget_locked(cq->context, cq);
+	if (sch)
+		sch->cqs--;
 	fab.counts.cqs--;
 	to_sctx(cq->context)->objects--;
 	fab_unlock();

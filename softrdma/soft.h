@@ -329,8 +329,14 @@ enum soft_qp_event {
 	SOFT_QPEV_COUNT,
 };
 
+/*
+ * The async fd's queue has a lock of its own (soft_evq), as a completion
+ * channel has: an event is raised under fab.lock and then this lock;
+ * ibv_get_async_event holds this lock alone.
+ */
 struct soft_context {
-	struct soft_evq async_q;
+	pthread_mutex_t async_lock;
+	struct soft_evq async_q;	/* async_lock */
 	unsigned int objects;		/* PDs, CQs and channels still open on it */
 	struct verbs_context vctx;	/* ibv_context is its last field */
 };
@@ -344,7 +350,12 @@ static inline struct soft_context *to_sctx(struct ibv_context *ctx)
 
 /* Queue an async event on the context's fd. */
 void async_event_locked(struct ibv_context *ctx, enum ibv_event_type type, void *obj);
-/* Drop unread async events about obj (it is being destroyed). */
+/*
+ * Drop unread async events about obj (it is being destroyed). A destroyer
+ * forgets, then looks at what was read (async_read: counted under the
+ * queue's lock, so nothing read is missed), and waits for acks in a loop
+ * that forgets again after each wait.
+ */
 void async_forget_locked(struct ibv_context *ctx, void *obj);
 void soft_fill_gid(union ibv_gid *gid, int index);
 
@@ -481,7 +492,7 @@ struct soft_cq {
 	unsigned int shm_links;		/* links whose peer may wake its channel (wire_shm.c) */
 	unsigned int comp_read;		/* atomic: events returned by ibv_get_cq_event */
 	unsigned int comp_acked;
-	unsigned int async_read;
+	unsigned int async_read;	/* atomic: events returned by ibv_get_async_event */
 	unsigned int async_acked;
 	unsigned long arms;		/* atomic: ibv_req_notify_cq calls (softrdma_qp_stats) */
 };
@@ -573,7 +584,7 @@ struct soft_srq {
 	uint32_t limit;			/* armed when non-zero */
 	struct soft_async_event limit_event;	/* IBV_EVENT_SRQ_LIMIT_REACHED */
 	unsigned int users;		/* QPs attached */
-	unsigned int async_read;
+	unsigned int async_read;	/* atomic: events returned by ibv_get_async_event */
 	unsigned int async_acked;
 };
 
@@ -688,7 +699,7 @@ struct soft_qp {
 	uint32_t next_psn;		/* the capture: PSN of the next request packet */
 	uint32_t msn;			/* the capture: messages completed as responder */
 	struct soft_async_event events[SOFT_QPEV_COUNT];
-	unsigned int async_read;
+	unsigned int async_read;	/* atomic: events returned by ibv_get_async_event */
 	unsigned int async_acked;
 };
 
