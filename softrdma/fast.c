@@ -9,7 +9,8 @@
  * other turn (an error, an RNR NAK, a fault, an async event, a Read, an
  * invalidation, a bind, the capture, another process) is left to the
  * fab.lock path, with the WRs after it, so that path runs it exactly as
- * before. What the fast path does is what the engine does on success, in
+ * before. A responder on an SRQ shares the ring with the SRQ's other QPs:
+ * its consume_lock keeps their fast paths apart. What the fast path does is what the engine does on success, in
  * the same order: the receive completes, then the send.
  */
 #include <string.h>
@@ -65,6 +66,11 @@ static bool fast_opcode(enum ibv_wr_opcode op)
 static bool consumes_receive(enum ibv_wr_opcode op)
 {
 	return op != IBV_WR_RDMA_WRITE;
+}
+
+static struct soft_rq *recv_ring(struct soft_qp *peer)
+{
+	return peer->srq ? &peer->srq->rq : &peer->rq;
 }
 
 /* The requester holds nothing back: no WQE waits, runs or awaits an answer. */
@@ -138,11 +144,14 @@ static bool responder_accepts(struct soft_qp *peer, const struct ibv_send_wr *wr
 	sink->n = 0;
 	sink->target = NULL;
 	if (consumes_receive(wr->opcode)) {
-		if (peer->srq)
-			return false;
-		sink->rwqe = rq_peek_locked(&peer->rq);
+		struct soft_rq *rq = recv_ring(peer);
+
+		sink->rwqe = rq_peek_locked(rq);
 		if (!sink->rwqe)
 			return false;	/* an RNR NAK */
+		/* Crossing an armed SRQ limit raises an event: the fab.lock path's. */
+		if (peer->srq && peer->srq->limit && rq_count(rq) - 1 < peer->srq->limit)
+			return false;
 	}
 	if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
 		if (!(peer->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
@@ -198,7 +207,10 @@ static void respond(struct soft_qp *peer, const struct wire_req *req, struct fas
 			wc.wc_flags = IBV_WC_WITH_IMM;
 			wc.imm_data = req->imm;
 		}
-		rq_pop_locked(&peer->rq);
+		rq_pop_locked(recv_ring(peer));
+		/* Above the limit (responder_accepts()): no event, and none is raised. */
+		if (peer->srq)
+			srq_consumed_locked(peer->srq);
 		engine_complete_recv_locked(peer, &wc, req->solicited);
 	}
 	/* tap_response_locked() with the capture off: the message is counted. */
@@ -258,6 +270,8 @@ bool fast_post_send(struct soft_qp *sqp, struct ibv_send_wr **wr)
 	scq_lock = &sqp->scq->push_lock;
 	rcq_lock = &peer->rcq->push_lock;
 	lock_two(&sqp->lock, &peer->lock);
+	if (peer->srq)
+		pthread_mutex_lock(&peer->srq->consume_lock);
 	lock_two(scq_lock, rcq_lock);
 	while (*wr && run_one(sqp, peer, *wr))
 		*wr = (*wr)->next;
@@ -265,6 +279,8 @@ bool fast_post_send(struct soft_qp *sqp, struct ibv_send_wr **wr)
 	if (all)
 		sqp->stats.send_posts++;
 	unlock_two(scq_lock, rcq_lock);
+	if (peer->srq)
+		pthread_mutex_unlock(&peer->srq->consume_lock);
 	unlock_two(&sqp->lock, &peer->lock);
 	fab_fast_exit();
 	/* A completion event raised here: its token is written now, without a lock. */

@@ -26,7 +26,8 @@
  *
  *   1. fab.lock (then the gate) -- or, on the fast path, the gate alone;
  *   2. soft_qp.lock of the requester and of the responder, by address
- *      (fast path only: fab.lock holders never take it);
+ *      (fast path only: fab.lock holders never take it), then the
+ *      responder's soft_srq.consume_lock if it has an SRQ (fast path only);
  *   3. soft_cq.push_lock of the CQs it completes on, by address (fast path
  *      only: under fab.lock the gate keeps other producers out);
  *   4. a ring's lock (soft_rq.lock, soft_cq.poll_lock), or a completion
@@ -584,6 +585,8 @@ struct soft_srq {
 	uint32_t limit;			/* armed when non-zero */
 	struct soft_async_event limit_event;	/* IBV_EVENT_SRQ_LIMIT_REACHED */
 	unsigned int users;		/* QPs attached */
+	/* Held by a fast path (fast.c) that may consume a receive: its QPs' peers share it. */
+	pthread_mutex_t consume_lock;
 	unsigned int async_read;	/* atomic: events returned by ibv_get_async_event */
 	unsigned int async_acked;
 };

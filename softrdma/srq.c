@@ -25,6 +25,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init
 	ssrq->srq.srq_context = init->srq_context;
 	ssrq->srq.pd = pd;
 	pthread_mutex_init(&ssrq->srq.mutex, NULL);
+	pthread_mutex_init(&ssrq->consume_lock, NULL);
 	pthread_cond_init(&ssrq->srq.cond, NULL);
 	ssrq->pd = to_spd(pd);
 	ssrq->limit = init->attr.srq_limit;
@@ -86,6 +87,7 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 	fab_unlock();
 	pthread_mutex_destroy(&srq->mutex);
 	pthread_cond_destroy(&srq->cond);
+	pthread_mutex_destroy(&ssrq->consume_lock);
 	rq_fini(&ssrq->rq);
 	free(ssrq);
 	return 0;
