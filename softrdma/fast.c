@@ -9,9 +9,14 @@
  * other turn (an error, an RNR NAK, a fault, an async event, a Read, an
  * invalidation, a bind, the capture, another process) is left to the
  * fab.lock path, with the WRs after it, so that path runs it exactly as
- * before. A responder on an SRQ shares the ring with the SRQ's other QPs:
- * its consume_lock keeps their fast paths apart. What the fast path does is what the engine does on success, in
- * the same order: the receive completes, then the send.
+ * before. What the fast path does is what the engine does on success, in
+ * the same order: the receive completes, then the send. A responder on an
+ * SRQ shares the ring with the SRQ's other QPs: the SRQ's consume_lock
+ * keeps their fast paths apart.
+ *
+ * This duplicates the responder's success path (responder.c): a rule
+ * added there must be added to responder_accepts() too, or make the fast
+ * path leave the case to fab.lock.
  */
 #include <string.h>
 
