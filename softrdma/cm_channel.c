@@ -37,7 +37,7 @@ struct soft_cm_channel *cm_channel_new_locked(void)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (evq_init(&sch->q)) {
+	if (evq_init(&sch->q, NULL)) {
 		free(sch);
 		errno = EMFILE;
 		return NULL;

@@ -21,7 +21,9 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (evq_init(&sch->q)) {
+	pthread_mutex_init(&sch->lock, NULL);
+	if (evq_init(&sch->q, &sch->lock)) {
+		pthread_mutex_destroy(&sch->lock);
 		free(sch);
 		errno = EMFILE;
 		return NULL;
@@ -46,12 +48,16 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	}
 	fab.counts.comp_channels--;
 	to_sctx(channel->context)->objects--;
+	pthread_mutex_lock(&sch->lock);
 	if (!evq_retire_locked(&sch->q)) {
+		pthread_mutex_unlock(&sch->lock);
 		fab_unlock();
 		return 0;
 	}
+	pthread_mutex_unlock(&sch->lock);
 	fab_unlock();
 	evq_fini(&sch->q);
+	pthread_mutex_destroy(&sch->lock);
 	free(sch);
 	return 0;
 }
@@ -82,6 +88,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	pthread_mutex_init(&scq->cq.mutex, NULL);
 	pthread_cond_init(&scq->cq.cond, NULL);
 	pthread_mutex_init(&scq->poll_lock, NULL);
+	pthread_mutex_init(&scq->push_lock, NULL);
 	fab_lock();
 	if (channel)
 		container_of(channel, struct soft_comp_channel, ch)->cqs++;
@@ -135,21 +142,34 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 		fab_unlock();
 		return EBUSY;
 	}
-	/* As rdma-core: wait until every event handed out has been acked. */
-	while (scq->comp_acked < scq->comp_read || scq->async_acked < scq->async_read)
-		fab_wait_locked(&fab.ack_cv, NULL);
-	if (cq->channel) {
+	if (cq->channel)
 		sch = container_of(cq->channel, struct soft_comp_channel, ch);
-		evq_cancel_locked(&sch->q, &scq->comp_event);
-		sch->cqs--;
+	/*
+	 * As rdma-core: wait until every event handed out has been acked.
+	 * Readers count what they take under their queue's lock: forget what
+	 * is unread first, then what was read is all counted.
+	 */
+	for (;;) {
+		if (sch) {
+			pthread_mutex_lock(&sch->lock);
+			evq_cancel_locked(&sch->q, &scq->comp_event);
+			pthread_mutex_unlock(&sch->lock);
+		}
+		async_forget_locked(cq->context, cq);
+		if (scq->comp_acked >= __atomic_load_n(&scq->comp_read, __ATOMIC_RELAXED) &&
+		    scq->async_acked >= __atomic_load_n(&scq->async_read, __ATOMIC_RELAXED))
+			break;
+		fab_wait_locked(&fab.ack_cv, NULL);
 	}
-	async_forget_locked(cq->context, cq);
+	if (sch)
+		sch->cqs--;
 	fab.counts.cqs--;
 	to_sctx(cq->context)->objects--;
 	fab_unlock();
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);
 	pthread_mutex_destroy(&scq->poll_lock);
+	pthread_mutex_destroy(&scq->push_lock);
 	free(scq->ring);
 	free(scq);
 	return 0;
@@ -210,7 +230,9 @@ static void cq_raise_locked(struct soft_cq *scq)
 	if (!scq->cq.channel)
 		return;
 	sch = container_of(scq->cq.channel, struct soft_comp_channel, ch);
+	pthread_mutex_lock(&sch->lock);
 	evq_raise_locked(&sch->q, &scq->comp_event, !presignaled);
+	pthread_mutex_unlock(&sch->lock);
 }
 
 bool cq_push_locked(struct soft_cq *scq, const struct ibv_wc *wc, bool solicited)
@@ -324,18 +346,20 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	struct soft_cq *scq;
 	struct list_node *node;
 
-	fab_lock();
+	/* The channel's lock alone (soft_comp_channel): the engine may run meanwhile. */
+	pthread_mutex_lock(&sch->lock);
 	node = evq_pop_locked(&sch->q);
 	if (!node) {
-		fab_unlock();
+		pthread_mutex_unlock(&sch->lock);
 		return -1;
 	}
 	scq = container_of(node, struct soft_cq, comp_event.link);
 	evq_taken_locked(&sch->q, &scq->comp_event);
-	scq->comp_read++;
+	/* Counted before the CQ is handed out: ibv_destroy_cq() waits for its ack. */
+	__atomic_add_fetch(&scq->comp_read, 1, __ATOMIC_RELAXED);
 	*cq = &scq->cq;
 	*cq_context = scq->cq.cq_context;
-	fab_unlock();
+	pthread_mutex_unlock(&sch->lock);
 	return 0;
 }
 

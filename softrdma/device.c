@@ -270,7 +270,9 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (evq_init(&sctx->async_q)) {
+	pthread_mutex_init(&sctx->async_lock, NULL);
+	if (evq_init(&sctx->async_q, &sctx->async_lock)) {
+		pthread_mutex_destroy(&sctx->async_lock);
 		free(sctx);
 		errno = EMFILE;
 		return NULL;
@@ -314,12 +316,16 @@ int ibv_close_device(struct ibv_context *context)
 	/* Every object it held is gone, and with it its events. */
 	fab.counts.contexts--;
 	fab_put_user_locked();
+	pthread_mutex_lock(&sctx->async_lock);
 	if (!evq_retire_locked(&sctx->async_q)) {
+		pthread_mutex_unlock(&sctx->async_lock);
 		fab_unlock();
 		return 0;
 	}
+	pthread_mutex_unlock(&sctx->async_lock);
 	fab_unlock();
 	evq_fini(&sctx->async_q);
+	pthread_mutex_destroy(&sctx->async_lock);
 	pthread_mutex_destroy(&context->mutex);
 	free(sctx);
 	return 0;
@@ -373,9 +379,12 @@ static struct soft_async_event *async_slot(enum ibv_event_type type, void *obj)
 void async_event_locked(struct ibv_context *ctx, enum ibv_event_type type, void *obj)
 {
 	struct soft_async_event *e = async_slot(type, obj);
+	struct soft_context *sctx = to_sctx(ctx);
 
 	if (!e)
 		return;
+	/* The reader copies e->ev under the queue's lock. */
+	pthread_mutex_lock(&sctx->async_lock);
 	e->ev.event_type = type;
 	switch (type) {
 	case IBV_EVENT_CQ_ERR:
@@ -388,73 +397,91 @@ void async_event_locked(struct ibv_context *ctx, enum ibv_event_type type, void 
 		e->ev.element.qp = obj;
 		break;
 	}
-	evq_raise_locked(&to_sctx(ctx)->async_q, &e->node, true);
+	evq_raise_locked(&sctx->async_q, &e->node, true);
+	pthread_mutex_unlock(&sctx->async_lock);
 }
 
 void async_forget_locked(struct ibv_context *ctx, void *obj)
 {
-	struct soft_evq *q = &to_sctx(ctx)->async_q;
+	struct soft_context *sctx = to_sctx(ctx);
+	struct soft_evq *q = &sctx->async_q;
 	struct list_node *pos, *tmp;
 
+	pthread_mutex_lock(&sctx->async_lock);
 	list_for_each_safe(pos, tmp, &q->items) {
 		struct soft_async_event *e = container_of(pos, struct soft_async_event, node.link);
 
 		if (event_object(&e->ev) == obj)
 			evq_cancel_locked(q, &e->node);
 	}
+	pthread_mutex_unlock(&sctx->async_lock);
 }
 
-static void count_async(const struct ibv_async_event *ev, int read, int acked)
+/* The read and acked counts of the object an event is about (NULL: none). */
+static unsigned int *async_counts(const struct ibv_async_event *ev, unsigned int **acked,
+				  uint32_t **completed)
 {
 	void *obj = event_object(ev);
 
 	if (!obj)
-		return;
+		return NULL;
 	if (ev->event_type == IBV_EVENT_CQ_ERR) {
 		struct soft_cq *cq = to_scq(obj);
 
-		cq->async_read += read;
-		cq->async_acked += acked;
-		cq->cq.async_events_completed += acked;
-	} else if (ev->event_type == IBV_EVENT_SRQ_ERR ||
-		   ev->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
+		*acked = &cq->async_acked;
+		*completed = &cq->cq.async_events_completed;
+		return &cq->async_read;
+	}
+	if (ev->event_type == IBV_EVENT_SRQ_ERR ||
+	    ev->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
 		struct soft_srq *srq = to_ssrq(obj);
 
-		srq->async_read += read;
-		srq->async_acked += acked;
-		srq->srq.events_completed += acked;
-	} else {
-		struct soft_qp *qp = to_sqp(obj);
-
-		qp->async_read += read;
-		qp->async_acked += acked;
-		qp->qp.events_completed += acked;
+		*acked = &srq->async_acked;
+		*completed = &srq->srq.events_completed;
+		return &srq->async_read;
 	}
+	*acked = &to_sqp(obj)->async_acked;
+	*completed = &to_sqp(obj)->qp.events_completed;
+	return &to_sqp(obj)->async_read;
 }
 
 int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
+	struct soft_context *sctx = to_sctx(context);
 	struct list_node *node;
 	struct soft_async_event *e;
+	unsigned int *read, *acked;
+	uint32_t *completed;
 
-	fab_lock();
-	node = evq_pop_locked(&to_sctx(context)->async_q);
+	/* The queue's lock alone (soft_context): the engine may run meanwhile. */
+	pthread_mutex_lock(&sctx->async_lock);
+	node = evq_pop_locked(&sctx->async_q);
 	if (!node) {
-		fab_unlock();
+		pthread_mutex_unlock(&sctx->async_lock);
 		return -1;
 	}
 	e = container_of(node, struct soft_async_event, node.link);
-	evq_taken_locked(&to_sctx(context)->async_q, &e->node);
+	evq_taken_locked(&sctx->async_q, &e->node);
 	*event = e->ev;
-	count_async(event, 1, 0);
-	fab_unlock();
+	/* Counted before the lock goes: a destroyer that forgets after it waits for the ack. */
+	read = async_counts(event, &acked, &completed);
+	if (read)
+		__atomic_add_fetch(read, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&sctx->async_lock);
 	return 0;
 }
 
 void ibv_ack_async_event(struct ibv_async_event *event)
 {
+	unsigned int *read, *acked;
+	uint32_t *completed;
+
 	fab_lock();
-	count_async(event, 0, 1);
+	read = async_counts(event, &acked, &completed);
+	if (read) {
+		*acked += 1;
+		*completed += 1;
+	}
 	pthread_cond_broadcast(&fab.ack_cv);
 	fab_unlock();
 }

@@ -117,7 +117,8 @@ static void complete_in_order_locked(struct soft_qp *qp)
 			wqe->status = IBV_WC_WR_FLUSH_ERR;
 		flush |= wqe->status != IBV_WC_SUCCESS;
 		qp->sq_comp++;
-		fab.counts.send_wrs--;
+		/* Atomic: the fast path completes without fab.lock (fast.c). */
+		__atomic_sub_fetch(&fab.counts.send_wrs, 1, __ATOMIC_RELAXED);
 		if (wqe->status == IBV_WC_SUCCESS && !wqe->signaled) {
 			wqe->executed = true;
 			continue;
@@ -147,7 +148,7 @@ static void wqe_done(struct soft_send_wqe *wqe, enum ibv_wc_status status, uint3
 static void finish_wqe_locked(struct soft_qp *qp, struct soft_send_wqe *wqe,
 			      enum ibv_wc_status status, uint32_t byte_len)
 {
-	fab.executed[wqe->opcode]++;
+	__atomic_add_fetch(&fab.executed[wqe->opcode], 1, __ATOMIC_RELAXED);
 	qp->sq_exec++;
 	qp->wake_at = 0;
 	wqe_done(wqe, status, byte_len);
@@ -356,7 +357,7 @@ static uint64_t ack_timer_start(const struct soft_qp *qp, struct soft_send_wqe *
 	return ack_retry_time(qp);
 }
 
-static void req_header(const struct soft_qp *qp, const struct soft_send_wqe *wqe,
+void engine_req_header(const struct soft_qp *qp, const struct soft_send_wqe *wqe,
 		       struct wire_req *req)
 {
 	req->op = wire_op_of(wqe->opcode);
@@ -487,7 +488,7 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 		read_issue_locked(qp, wqe, req.length);
 		return;
 	}
-	req_header(qp, wqe, &req);
+	engine_req_header(qp, wqe, &req);
 
 	if (wqe->force_rnr && is_send)
 		resp.status = WIRE_NAK_RNR;
@@ -533,7 +534,7 @@ static void read_response_run(struct soft_work *w)
 	/* The last try's timer expired: resp stays WIRE_NO_ANSWER, RETRY_EXC_ERR. */
 	if (!wqe->last_try) {
 		memset(&req, 0, sizeof(req));
-		req_header(qp, wqe, &req);
+		engine_req_header(qp, wqe, &req);
 		req.length = wqe->rd_len;
 		req.rd_depth = qp->rd_outstanding;
 		wire_transmit(qp, &req, &resp);
@@ -717,6 +718,28 @@ static uint32_t wqe_packets(const struct soft_qp *qp, const struct soft_send_wqe
 	return len ? (uint32_t)((len + mtu - 1) / mtu) : 1;
 }
 
+/* The WQE's first try: its retry budgets, and its PSN for the capture. */
+static void wqe_start(struct soft_qp *qp, struct soft_send_wqe *wqe)
+{
+	wqe->started = true;
+	wqe->rnr_left = qp->attr.rnr_retry;
+	wqe->retry_left = qp->attr.retry_cnt;
+	wqe->last_try = false;
+	wqe->psn = qp->next_psn;
+	qp->next_psn = (qp->next_psn + wqe_packets(qp, wqe)) & 0xffffff;
+}
+
+void engine_fast_start(struct soft_qp *qp, struct soft_send_wqe *wqe)
+{
+	wqe_start(qp, wqe);
+	qp->wake_at = 0;
+}
+
+void engine_fast_finish(struct soft_qp *qp, struct soft_send_wqe *wqe)
+{
+	finish_wqe_locked(qp, wqe, IBV_WC_SUCCESS, 0);
+}
+
 void engine_run_locked(struct soft_qp *qp)
 {
 	struct soft_send_wqe *wqe = &qp->sq[qp->sq_exec % qp->sq_size];
@@ -735,12 +758,7 @@ void engine_run_locked(struct soft_qp *qp)
 	if (!wqe->started) {
 		const struct softrdma_fault *f;
 
-		wqe->started = true;
-		wqe->rnr_left = qp->attr.rnr_retry;
-		wqe->retry_left = qp->attr.retry_cnt;
-		wqe->last_try = false;
-		wqe->psn = qp->next_psn;
-		qp->next_psn = (qp->next_psn + wqe_packets(qp, wqe)) & 0xffffff;
+		wqe_start(qp, wqe);
 		f = fault_check_send_locked(qp, wqe);
 		if (f && apply_fault_locked(qp, wqe, f))
 			return;

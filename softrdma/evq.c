@@ -4,7 +4,10 @@
  * channels). An eventfd in semaphore mode holds one token per queued item, so
  * the fd polls readable exactly when an item waits, and O_NONBLOCK set by the
  * application on the fd gives EAGAIN as on the real devices. Tokens are
- * written when the fabric lock is released (fab_unlock), not under it.
+ * written when the fabric lock is released (fab_unlock), not under it. A
+ * queue is guarded by fab.lock or by a lock of its owner's (soft_evq.lock):
+ * the functions named *_locked expect that lock held, and those that owe a
+ * token (push, raise, retire) fab.lock as well.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -14,12 +17,13 @@
 #include "soft.h"
 #include "wire_shm.h"
 
-int evq_init(struct soft_evq *q)
+int evq_init(struct soft_evq *q, pthread_mutex_t *lock)
 {
 	int fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
 
 	if (fd < 0)
 		return -errno;
+	q->lock = lock;
 	signal_init(&q->sig, fd);
 	q->fd = fd;
 	list_init(&q->items);
@@ -70,6 +74,42 @@ void evq_cancel_locked(struct soft_evq *q, struct soft_event *ev)
 	ev->pending = 0;
 }
 
+static void evq_lock(struct soft_evq *q)
+{
+	if (q->lock)
+		pthread_mutex_lock(q->lock);
+	else
+		fab_lock();
+}
+
+static void evq_unlock(struct soft_evq *q)
+{
+	if (q->lock)
+		pthread_mutex_unlock(q->lock);
+	else
+		fab_unlock();
+}
+
+/*
+ * Another process may have written the token with its record (wire_shm.c):
+ * whoever reads it runs the rings, event or not. That takes fab.lock, which
+ * comes before a queue's own lock.
+ */
+static void evq_drain_shm(struct soft_evq *q)
+{
+	if (!shm_pending())
+		return;
+	if (!q->lock) {
+		shm_drain_all_locked();
+		return;
+	}
+	pthread_mutex_unlock(q->lock);
+	fab_lock();
+	shm_drain_all_locked();
+	fab_unlock();
+	pthread_mutex_lock(q->lock);
+}
+
 struct list_node *evq_pop_locked(struct soft_evq *q)
 {
 	q->readers++;
@@ -78,11 +118,11 @@ struct list_node *evq_pop_locked(struct soft_evq *q)
 		ssize_t n;
 		int err;
 
-		/* read() may block: never with the fabric lock held. */
-		fab_unlock();
+		/* read() may block: never with a lock held. */
+		evq_unlock(q);
 		n = read(q->fd, &token, sizeof(token));
 		err = errno;
-		fab_lock();
+		evq_lock(q);
 		if (n != sizeof(token)) {
 			q->readers--;
 			errno = n < 0 ? err : EIO;
@@ -91,12 +131,7 @@ struct list_node *evq_pop_locked(struct soft_evq *q)
 		/* Its owner was destroyed meanwhile: block on, as a reader in the kernel does. */
 		if (q->retired)
 			continue;
-		/*
-		 * Another process may have written the token with its record
-		 * (wire_shm.c): whoever reads it runs the rings, event or not.
-		 */
-		if (shm_pending())
-			shm_drain_all_locked();
+		evq_drain_shm(q);
 		if (!list_empty(&q->items)) {
 			q->readers--;
 			return list_pop(&q->items);

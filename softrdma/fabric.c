@@ -19,6 +19,7 @@
 
 struct soft_fabric fab = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.signal_lock = PTHREAD_MUTEX_INITIALIZER,
 	.active_qps = { &fab.active_qps, &fab.active_qps },
 	.work = { &fab.work, &fab.work },
 	.qps = { &fab.qps, &fab.qps },
@@ -80,10 +81,45 @@ static void fab_init(void)
 /* Does this thread hold fab.lock? (softrdma_lock_held(), for the tests of its rules) */
 static __thread bool fab_held;
 
+/* This thread added a signal since it last wrote them (fab_signals_flush()). */
+static __thread bool signal_added;
+
+/*
+ * The gate (soft.h): a fab.lock holder closes it, then waits for the fast
+ * paths inside to leave; a fast path counts itself in, then looks. With
+ * both in seq_cst, at least one of the two sees the other.
+ */
+static void gate_close(void)
+{
+	__atomic_store_n(&fab.gate_closed, true, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&fab.fast_inflight, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+static void gate_open(void)
+{
+	__atomic_store_n(&fab.gate_closed, false, __ATOMIC_RELEASE);
+}
+
+bool fab_fast_enter(void)
+{
+	__atomic_add_fetch(&fab.fast_inflight, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&fab.gate_closed, __ATOMIC_SEQ_CST))
+		return true;
+	__atomic_sub_fetch(&fab.fast_inflight, 1, __ATOMIC_SEQ_CST);
+	return false;
+}
+
+void fab_fast_exit(void)
+{
+	__atomic_sub_fetch(&fab.fast_inflight, 1, __ATOMIC_SEQ_CST);
+}
+
 void fab_lock(void)
 {
 	pthread_once(&fab_once, fab_init);
 	pthread_mutex_lock(&fab.lock);
+	gate_close();
 	fab_held = true;
 }
 
@@ -96,11 +132,12 @@ struct signal_write {
 	uint64_t count;
 };
 
-static unsigned int take_signals_locked(struct signal_write *out)
+static unsigned int take_signals(struct signal_write *out)
 {
 	unsigned int n = 0;
 	struct list_node *node;
 
+	pthread_mutex_lock(&fab.signal_lock);
 	while (n < SIGNAL_BATCH && (node = list_pop(&fab.signals))) {
 		struct soft_signal *s = list_entry(node, struct soft_signal, link);
 
@@ -112,7 +149,18 @@ static unsigned int take_signals_locked(struct signal_write *out)
 		__atomic_add_fetch(&s->writers, 1, __ATOMIC_RELAXED);
 		n++;
 	}
+	pthread_mutex_unlock(&fab.signal_lock);
 	return n;
+}
+
+static bool signals_owed(void)
+{
+	bool owed;
+
+	pthread_mutex_lock(&fab.signal_lock);
+	owed = !list_empty(&fab.signals);
+	pthread_mutex_unlock(&fab.signal_lock);
+	return owed;
 }
 
 static void write_signals(const struct signal_write *w, unsigned int n)
@@ -134,8 +182,9 @@ void fab_unlock(void)
 	unsigned int n;
 
 	for (;;) {
-		n = take_signals_locked(batch);
+		n = take_signals(batch);
 		fab_held = false;
+		gate_open();
 		pthread_mutex_unlock(&fab.lock);
 		write_signals(batch, n);
 		if (n < SIGNAL_BATCH)
@@ -144,18 +193,35 @@ void fab_unlock(void)
 	}
 }
 
+void fab_signals_flush(void)
+{
+	struct signal_write batch[SIGNAL_BATCH];
+	unsigned int n;
+
+	if (!signal_added)
+		return;
+	signal_added = false;
+	do {
+		n = take_signals(batch);
+		write_signals(batch, n);
+	} while (n == SIGNAL_BATCH);
+}
+
 int fab_wait_locked(pthread_cond_t *cv, const struct timespec *deadline)
 {
 	int ret;
 
-	if (!list_empty(&fab.signals)) {
+	if (signals_owed()) {
 		fab_unlock();
 		fab_lock();
 		return 0;
 	}
 	fab_held = false;
+	/* Asleep, it touches nothing: fast paths may run. */
+	gate_open();
 	ret = deadline ? pthread_cond_timedwait(cv, &fab.lock, deadline)
 		       : pthread_cond_wait(cv, &fab.lock);
+	gate_close();
 	fab_held = true;
 	return ret;
 }
@@ -175,19 +241,24 @@ void signal_init(struct soft_signal *s, int fd)
 
 void signal_add_locked(struct soft_signal *s, uint64_t n)
 {
+	signal_added = true;
+	pthread_mutex_lock(&fab.signal_lock);
 	s->owed += n;
 	if (!s->queued) {
 		s->queued = true;
 		list_add_tail(&s->link, &fab.signals);
 	}
+	pthread_mutex_unlock(&fab.signal_lock);
 }
 
 void signal_cancel_locked(struct soft_signal *s)
 {
+	pthread_mutex_lock(&fab.signal_lock);
 	if (s->queued)
 		list_del(&s->link);
 	s->queued = false;
 	s->owed = 0;
+	pthread_mutex_unlock(&fab.signal_lock);
 }
 
 void signal_fini(struct soft_signal *s)
@@ -439,10 +510,13 @@ static void fork_prepare(void)
 {
 	net_fork_prepare();
 	fab_lock();
+	/* A fast path that left the gate may still be writing its signals. */
+	pthread_mutex_lock(&fab.signal_lock);
 }
 
 static void fork_parent(void)
 {
+	pthread_mutex_unlock(&fab.signal_lock);
 	fab_unlock();
 	net_fork_parent();
 }
@@ -481,8 +555,11 @@ static void fork_child(void)
 		sig->writers = 0;
 	}
 	fab.next_qpn = first_qpn();
+	pthread_mutex_unlock(&fab.signal_lock);
 	/* No signal is owed (emptied above): unlocked directly, not by fab_unlock(). */
 	fab_held = false;
+	__atomic_store_n(&fab.fast_inflight, 0, __ATOMIC_RELAXED);
+	gate_open();
 	pthread_mutex_unlock(&fab.lock);
 	net_fork_child();
 }

@@ -44,7 +44,7 @@ static bool profile_refuses(enum ibv_wr_opcode op)
 	return op == IBV_WR_BIND_MW && !p->mw;
 }
 
-static int check_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
+int post_check_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 {
 	enum ibv_qp_state state = sqp->attr.qp_state;
 
@@ -72,13 +72,14 @@ static int check_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 	return 0;
 }
 
-static void enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
+void post_enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 {
 	struct soft_send_wqe *wqe = &sqp->sq[sqp->sq_tail % sqp->sq_size];
 	int i;
 
 	wqe->wr_id = wr->wr_id;
-	wqe->seq = ++fab.seq;
+	/* Atomic: the fast path posts without fab.lock (fast.c). */
+	wqe->seq = __atomic_add_fetch(&fab.seq, 1, __ATOMIC_RELAXED);
 	wqe->opcode = wr->opcode;
 	wqe->flags = wr->send_flags;
 	wqe->signaled = sqp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
@@ -125,7 +126,7 @@ static void enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 	}
 	sqp->sq_tail++;
 	sqp->stats.send_wrs++;
-	fab.counts.send_wrs++;
+	__atomic_add_fetch(&fab.counts.send_wrs, 1, __ATOMIC_RELAXED);
 }
 
 int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
@@ -133,10 +134,13 @@ int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 	struct soft_qp *sqp = to_sqp(qp);
 	int ret = 0;
 
+	/* What it leaves (from the first WR it could not run on) takes fab.lock. */
+	if (fast_post_send(sqp, &wr))
+		return 0;
 	fab_lock();
 	sqp->stats.send_posts++;
 	for (; wr; wr = wr->next) {
-		ret = check_send_wr(sqp, wr);
+		ret = post_check_send_wr(sqp, wr);
 		if (ret) {
 			*bad_wr = wr;
 			/* As libsiw does, against the verbs' rule of a positive errno. */
@@ -144,7 +148,7 @@ int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 				ret = -ret;
 			break;
 		}
-		enqueue_send_wr(sqp, wr);
+		post_enqueue_send_wr(sqp, wr);
 	}
 	if (sqp->attr.qp_state == IBV_QPS_ERR) {
 		engine_flush_locked(sqp);

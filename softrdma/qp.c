@@ -133,6 +133,7 @@ static void qp_free(struct soft_qp *sqp)
 	free(sqp->sq_sges);
 	free(sqp->sq_inline);
 	rq_fini(&sqp->rq);
+	pthread_mutex_destroy(&sqp->lock);
 	free(sqp);
 }
 
@@ -203,6 +204,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		errno = ENOMEM;
 		return NULL;
 	}
+	pthread_mutex_init(&sqp->lock, NULL);
 	init->cap.max_inline_data = inline_granted(&init->cap);
 	sqp->cap = init->cap;
 	if (init->srq) {
@@ -262,8 +264,13 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	struct list_node *pos, *tmp;
 
 	fab_lock();
-	while (sqp->async_acked < sqp->async_read)
+	/* Forget what is unread, then wait for what was read (async_forget_locked()). */
+	for (;;) {
+		async_forget_locked(qp->context, qp);
+		if (sqp->async_acked >= __atomic_load_n(&sqp->async_read, __ATOMIC_RELAXED))
+			break;
 		fab_wait_locked(&fab.ack_cv, NULL);
+	}
 	engine_deactivate_locked(sqp);
 	/* Requesters waiting on our receives must time out instead. */
 	engine_recv_posted_locked(sqp);
@@ -277,7 +284,6 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	}
 	mw_qp_gone_locked(sqp);
 	wire_detach_locked(sqp);
-	async_forget_locked(qp->context, qp);
 	if (sqp->cm_id)
 		fab.cm_ops->qp_destroyed(sqp->cm_id);
 	engine_cancel_reads_locked(sqp, false);

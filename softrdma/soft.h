@@ -13,6 +13,31 @@
  * otherwise; functions named *_locked expect it held. Nothing here calls
  * back into application code, so no lock is held across user code, and
  * blocking waits (event acks, idle) use condition variables on fab.lock.
+ *
+ * The send fast path (fast.c) runs a Send or Write between two QPs of this
+ * process without fab.lock, under locks of the objects it touches. It and
+ * fab.lock exclude each other through a gate (fab.gate_closed and
+ * fab.fast_inflight, Dekker's handshake in seq_cst atomics): a fab.lock
+ * holder closes the gate and waits out the fast paths inside before it
+ * touches anything, and a fast path enters only while the gate is open, so
+ * no object is created, destroyed, modified or reached by the engine while
+ * a fast path holds a pointer to it. Fast paths exclude each other by
+ * object. The whole lock order:
+ *
+ *   1. fab.lock (then the gate) -- or, on the fast path, the gate alone;
+ *   2. soft_qp.lock of the requester and of the responder, by address
+ *      (fast path only: fab.lock holders never take it), then the
+ *      responder's soft_srq.consume_lock if it has an SRQ (fast path only);
+ *   3. soft_cq.push_lock of the CQs it completes on, by address (fast path
+ *      only: under fab.lock the gate keeps other producers out);
+ *   4. a ring's lock (soft_rq.lock, soft_cq.poll_lock), or a completion
+ *      channel's lock (soft_comp_channel.lock), one at a time;
+ *   5. fab.signal_lock, innermost (fab.signals, soft_signal.owed/queued).
+ *
+ * A fast path never waits for fab.lock: what it cannot do without it (an
+ * error, an RNR NAK, a fault, an async event, a unit for the progress
+ * thread) it leaves untouched and hands the rest of the post to the
+ * fab.lock path, which then runs it exactly as before.
  */
 #ifndef SOFT_H
 #define SOFT_H
@@ -111,13 +136,14 @@ const struct soft_profile *soft_profile(void);
  */
 struct soft_signal {
 	int fd;
-	uint64_t owed;			/* lock: added, not yet written */
-	bool queued;			/* lock: on fab.signals */
+	uint64_t owed;			/* fab.signal_lock: added, not yet written */
+	bool queued;			/* fab.signal_lock: on fab.signals */
 	unsigned int writers;		/* atomic: unlockers writing it now */
 	struct list_node link;
 };
 
 void signal_init(struct soft_signal *s, int fd);
+/* Under fab.lock, or on the fast path (which writes it: fab_signals_flush()). */
 void signal_add_locked(struct soft_signal *s, uint64_t n);
 /* Forget what is owed (the owner goes). */
 void signal_cancel_locked(struct soft_signal *s);
@@ -130,6 +156,13 @@ void signal_fini(struct soft_signal *s);
 /* ---- evq.c: a queue whose length a pollable eventfd mirrors ---------------- */
 
 struct soft_evq {
+	/*
+	 * What guards the queue (items, stale, readers, retired and its
+	 * events' pending counts): a lock of its owner's, or NULL for
+	 * fab.lock. A raise holds fab.lock as well (the token it owes is
+	 * fab.lock's: sig), so the order is fab.lock, then this lock.
+	 */
+	pthread_mutex_t *lock;
 	int fd;
 	struct soft_signal sig;
 	struct list_node items;
@@ -149,7 +182,8 @@ struct soft_event {
 	unsigned int pending;		/* raised, not yet read */
 };
 
-int evq_init(struct soft_evq *q);
+/* @lock: the queue's own lock (see soft_evq), or NULL for fab.lock. */
+int evq_init(struct soft_evq *q, pthread_mutex_t *lock);
 void evq_fini(struct soft_evq *q);
 void evq_push_locked(struct soft_evq *q, struct list_node *item);
 /* Take one item out of the queue without reading it (object destroyed). */
@@ -161,8 +195,8 @@ void evq_taken_locked(struct soft_evq *q, struct soft_event *ev);
 void evq_cancel_locked(struct soft_evq *q, struct soft_event *ev);
 /*
  * Wait for an item (or fail with EAGAIN on an O_NONBLOCK fd). Called and
- * returns with the lock held; drops it while blocked in read(). Returns the
- * item or NULL with errno set.
+ * returns with the queue's lock held (and no other); drops it while
+ * blocked in read(). Returns the item or NULL with errno set.
  */
 struct list_node *evq_pop_locked(struct soft_evq *q);
 /*
@@ -187,6 +221,10 @@ struct fab_cm_fault {
 
 struct soft_fabric {
 	pthread_mutex_t lock;
+	/* The gate between fab.lock and the send fast path (the order above). */
+	bool gate_closed;		/* atomic: a fab.lock holder is inside */
+	unsigned int fast_inflight;	/* atomic: fast paths inside */
+	pthread_mutex_t signal_lock;	/* signals, and each soft_signal's owed and queued */
 	pthread_cond_t work_cv;		/* the progress thread waits for work */
 	pthread_cond_t idle_cv;		/* softrdma_progress() waits for idle */
 	pthread_cond_t ack_cv;		/* destroyers wait for event acks */
@@ -229,6 +267,14 @@ extern struct soft_fabric fab;
 void fab_lock(void);
 /* Release the lock, then write what signals are owed. */
 void fab_unlock(void);
+/*
+ * The fast path's side of the gate: true if no fab.lock holder is inside
+ * (then fab_fast_exit() must follow), false if it must take fab.lock.
+ */
+bool fab_fast_enter(void);
+void fab_fast_exit(void);
+/* Write the signals owed, without any lock held (a fast path that raised one). */
+void fab_signals_flush(void);
 /*
  * pthread_cond_(timed)wait on the fabric lock (deadline NULL: none). Owed
  * signals are written first, with the lock released: it then returns at
@@ -284,8 +330,14 @@ enum soft_qp_event {
 	SOFT_QPEV_COUNT,
 };
 
+/*
+ * The async fd's queue has a lock of its own (soft_evq), as a completion
+ * channel has: an event is raised under fab.lock and then this lock;
+ * ibv_get_async_event holds this lock alone.
+ */
 struct soft_context {
-	struct soft_evq async_q;
+	pthread_mutex_t async_lock;
+	struct soft_evq async_q;	/* async_lock */
 	unsigned int objects;		/* PDs, CQs and channels still open on it */
 	struct verbs_context vctx;	/* ibv_context is its last field */
 };
@@ -299,7 +351,12 @@ static inline struct soft_context *to_sctx(struct ibv_context *ctx)
 
 /* Queue an async event on the context's fd. */
 void async_event_locked(struct ibv_context *ctx, enum ibv_event_type type, void *obj);
-/* Drop unread async events about obj (it is being destroyed). */
+/*
+ * Drop unread async events about obj (it is being destroyed). A destroyer
+ * forgets, then looks at what was read (async_read: counted under the
+ * queue's lock, so nothing read is missed), and waits for acks in a loop
+ * that forgets again after each wait.
+ */
 void async_forget_locked(struct ibv_context *ctx, void *obj);
 void soft_fill_gid(union ibv_gid *gid, int index);
 
@@ -392,9 +449,17 @@ void mw_qp_gone_locked(struct soft_qp *qp);
 
 /* ---- cq.c ----------------------------------------------------------------- */
 
+/*
+ * A completion channel has a lock of its own, its queue's (soft_evq), so
+ * that ibv_get_cq_event does not queue behind the engine: a CQ raises its
+ * event holding fab.lock and then this lock; a reader holds this lock
+ * alone, and takes fab.lock (with this lock dropped) only to run the rings
+ * of other processes (wire_shm.c).
+ */
 struct soft_comp_channel {
 	struct ibv_comp_channel ch;
-	struct soft_evq q;
+	pthread_mutex_t lock;
+	struct soft_evq q;		/* lock */
 	unsigned int cqs;
 };
 
@@ -414,6 +479,7 @@ enum soft_cq_arm { CQ_ARM_IDLE, CQ_ARM_SOLICITED, CQ_ARM_ANY };
  */
 struct soft_cq {
 	struct ibv_cq cq;
+	pthread_mutex_t push_lock;	/* producers on the fast path (fast.c) */
 	pthread_mutex_t poll_lock;	/* pollers: head and the entries before tail */
 	struct ibv_wc *ring;
 	uint32_t size;
@@ -421,13 +487,13 @@ struct soft_cq {
 	uint64_t tail;			/* atomic; written under fab.lock */
 	unsigned int arm;		/* atomic: enum soft_cq_arm */
 	bool overrun;
-	struct soft_event comp_event;	/* on its channel's queue while raised */
+	struct soft_event comp_event;	/* on its channel's queue while raised (its lock) */
 	struct soft_async_event err_event;	/* IBV_EVENT_CQ_ERR */
 	unsigned int users;		/* QPs sending completions here */
 	unsigned int shm_links;		/* links whose peer may wake its channel (wire_shm.c) */
-	unsigned int comp_read;		/* events returned by ibv_get_cq_event */
+	unsigned int comp_read;		/* atomic: events returned by ibv_get_cq_event */
 	unsigned int comp_acked;
-	unsigned int async_read;
+	unsigned int async_read;	/* atomic: events returned by ibv_get_async_event */
 	unsigned int async_acked;
 	unsigned long arms;		/* atomic: ibv_req_notify_cq calls (softrdma_qp_stats) */
 };
@@ -519,7 +585,9 @@ struct soft_srq {
 	uint32_t limit;			/* armed when non-zero */
 	struct soft_async_event limit_event;	/* IBV_EVENT_SRQ_LIMIT_REACHED */
 	unsigned int users;		/* QPs attached */
-	unsigned int async_read;
+	/* Held by a fast path (fast.c) that may consume a receive: its QPs' peers share it. */
+	pthread_mutex_t consume_lock;
+	unsigned int async_read;	/* atomic: events returned by ibv_get_async_event */
 	unsigned int async_acked;
 };
 
@@ -586,6 +654,11 @@ struct net_link;
 
 struct soft_qp {
 	struct ibv_qp qp;
+	/*
+	 * Held by a fast path (fast.c) that posts on this QP or responds on
+	 * it; fab.lock holders never take it (the gate keeps fast paths out).
+	 */
+	pthread_mutex_t lock;
 	struct soft_qp *hash_next;	/* fab.qp_hash bucket */
 	const struct wire_transport *wire;	/* attached at RTR (wire.c), or NULL */
 	struct soft_pd *pd;
@@ -629,7 +702,7 @@ struct soft_qp {
 	uint32_t next_psn;		/* the capture: PSN of the next request packet */
 	uint32_t msn;			/* the capture: messages completed as responder */
 	struct soft_async_event events[SOFT_QPEV_COUNT];
-	unsigned int async_read;
+	unsigned int async_read;	/* atomic: events returned by ibv_get_async_event */
 	unsigned int async_acked;
 };
 
@@ -644,6 +717,17 @@ void qp_to_error_locked(struct soft_qp *qp);
 /* Apply a modify under the lock (shared by ibv_modify_qp and rdma_cm). errno value. */
 int qp_modify_locked(struct soft_qp *qp, struct ibv_qp_attr *attr, int mask);
 int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+/* post.c, shared with the fast path: 0 or the errno a post fails with. */
+int post_check_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr);
+/* Copy a checked WR into the ring at sq_tail. */
+void post_enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr);
+/*
+ * fast.c: run the WRs at the head of *wr at once, without fab.lock, while
+ * each is a Send or Write to a QP of this process that succeeds now.
+ * Advances *wr past those it ran; true if it ran them all (the post is
+ * done, and counted).
+ */
+bool fast_post_send(struct soft_qp *sqp, struct ibv_send_wr **wr);
 int soft_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 int soft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
@@ -665,6 +749,15 @@ void engine_recv_posted_locked(struct soft_qp *qp);
 /* Receives were posted on @srq: the same, for every QP that receives from it. */
 void engine_srq_posted_locked(struct soft_srq *srq);
 void engine_complete_recv_locked(struct soft_qp *qp, const struct ibv_wc *wc, bool solicited);
+/* The request's header fields from the WQE (transmit, and the fast path). */
+void engine_req_header(const struct soft_qp *qp, const struct soft_send_wqe *wqe,
+		       struct wire_req *req);
+/*
+ * The fast path (fast.c), the QP's lock held: the WQE at sq_exec starts (as
+ * engine_run_locked() starts it, no fault armed), and it succeeded.
+ */
+void engine_fast_start(struct soft_qp *qp, struct soft_send_wqe *wqe);
+void engine_fast_finish(struct soft_qp *qp, struct soft_send_wqe *wqe);
 /* The answer to the request qp is waiting for (wait_resp) came over its link. */
 /* An answer from another process to the awaiting WQE of @qp posted as @token. */
 void engine_answer_locked(struct soft_qp *qp, uint64_t token, const struct wire_resp *resp);

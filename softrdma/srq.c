@@ -25,6 +25,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init
 	ssrq->srq.srq_context = init->srq_context;
 	ssrq->srq.pd = pd;
 	pthread_mutex_init(&ssrq->srq.mutex, NULL);
+	pthread_mutex_init(&ssrq->consume_lock, NULL);
 	pthread_cond_init(&ssrq->srq.cond, NULL);
 	ssrq->pd = to_spd(pd);
 	ssrq->limit = init->attr.srq_limit;
@@ -73,15 +74,20 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 		fab_unlock();
 		return EBUSY;
 	}
-	while (ssrq->async_acked < ssrq->async_read)
+	/* Forget what is unread, then wait for what was read (async_forget_locked()). */
+	for (;;) {
+		async_forget_locked(srq->context, srq);
+		if (ssrq->async_acked >= __atomic_load_n(&ssrq->async_read, __ATOMIC_RELAXED))
+			break;
 		fab_wait_locked(&fab.ack_cv, NULL);
-	async_forget_locked(srq->context, srq);
+	}
 	rq_clear_locked(&ssrq->rq);
 	ssrq->pd->users--;
 	fab.counts.srqs--;
 	fab_unlock();
 	pthread_mutex_destroy(&srq->mutex);
 	pthread_cond_destroy(&srq->cond);
+	pthread_mutex_destroy(&ssrq->consume_lock);
 	rq_fini(&ssrq->rq);
 	free(ssrq);
 	return 0;

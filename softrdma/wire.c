@@ -78,6 +78,13 @@ bool wire_is_local_locked(struct soft_qp *qp)
 	return qp->wire == &wire_local;
 }
 
+bool wire_stays_local_locked(const struct soft_qp *qp)
+{
+	/* wire_route_locked() finds no link: the attach would change nothing. */
+	return qp->wire == &wire_local && !qp->remote &&
+	       (qp->cm_id || !fab.cm_ops || !net_any_link_locked());
+}
+
 void wire_transmit(struct soft_qp *requester, const struct wire_req *req,
 		   struct wire_resp *resp)
 {

@@ -168,6 +168,8 @@ void wire_attach_locked(struct soft_qp *qp, struct net_link *link);
 void wire_detach_locked(struct soft_qp *qp);
 /* Does @qp's responder live in this process (attaching it first if need be)? */
 bool wire_is_local_locked(struct soft_qp *qp);
+/* wire_is_local_locked() would attach nothing and answer true (the fast path, fast.c). */
+bool wire_stays_local_locked(const struct soft_qp *qp);
 
 /*
  * Carry req to the responder named by (dgid, dst_qpn) and get its answer.

@@ -2,13 +2,15 @@
 /*
  * softrdma conformance in THREAD and ASYNC mode: a post to an idle QP runs
  * in the call (THREAD), data delayed past the post is sent as it is when the
- * fabric gets to it (a buffer reused too early), and two application
+ * fabric gets to it (a buffer reused too early), two application
  * threads ping-pong through completion channels while the progress thread
- * runs.
+ * runs, and two pairs of QPs carry traffic at once while a third thread
+ * takes the fabric lock over and over.
  */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -213,6 +215,113 @@ static void test_mode_switch_under_load(void **state)
 	assert_int_equal(ibv_dereg_mr(dmr), 0);
 }
 
+/* One pair's traffic: a Send and a Write per round, each checked as it completes. */
+struct pair_load {
+	struct h_pair *pair;
+	uint32_t buf[2][2];
+	struct ibv_mr *mr[2];
+	int failed;
+};
+
+/* The next completion of @cq, within the harness's timeout, without cmocka (a thread). */
+static int next_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	time_t deadline = time(NULL) + H_TIMEOUT_MS / 1000 + 1;
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, wc)) == 0 && time(NULL) <= deadline)
+		sched_yield();
+	return n == 1 && wc->status == IBV_WC_SUCCESS ? 0 : -1;
+}
+
+static void *pair_traffic(void *arg)
+{
+	struct pair_load *l = arg;
+	struct ibv_qp **qp = l->pair->qp;
+	struct ibv_cq **cq = l->pair->cq;
+	struct ibv_wc wc;
+	uint32_t i;
+
+	for (i = 1; i <= ROUNDS; i++) {
+		l->buf[0][0] = i;
+		l->buf[0][1] = ~i;
+		if (h_post_recv(qp[1], i, &l->buf[1][0], 4, l->mr[1]->lkey) ||
+		    h_post(qp[0], i, IBV_WR_SEND, &l->buf[0][0], 4, l->mr[0]->lkey,
+			   IBV_SEND_SIGNALED, 0, 0) ||
+		    next_wc(cq[1], &wc) || wc.wr_id != i || wc.byte_len != 4 ||
+		    l->buf[1][0] != i || next_wc(cq[0], &wc) || wc.wr_id != i)
+			goto fail;
+		if (h_post(qp[0], i, IBV_WR_RDMA_WRITE, &l->buf[0][1], 4, l->mr[0]->lkey,
+			   IBV_SEND_SIGNALED, (uintptr_t)&l->buf[1][1], l->mr[1]->rkey) ||
+		    next_wc(cq[0], &wc) || wc.opcode != IBV_WC_RDMA_WRITE ||
+		    l->buf[1][1] != ~i)
+			goto fail;
+	}
+	return NULL;
+fail:
+	l->failed = 1;
+	return NULL;
+}
+
+static int churn_stop;
+
+/* The fabric lock's other users: registrations and queries, as fast as they go. */
+static void *churn(void *arg)
+{
+	struct h_pair *pair = arg;
+	static uint8_t scratch[4096];
+
+	while (!__atomic_load_n(&churn_stop, __ATOMIC_ACQUIRE)) {
+		struct ibv_mr *mr = ibv_reg_mr(pair->pd, scratch, sizeof(scratch),
+					       IBV_ACCESS_LOCAL_WRITE);
+		struct ibv_qp_init_attr init;
+		struct ibv_qp_attr attr;
+
+		if (mr)
+			ibv_dereg_mr(mr);
+		ibv_query_qp(pair->qp[0], &attr, IBV_QP_STATE, &init);
+	}
+	return NULL;
+}
+
+/*
+ * Two pairs, one thread each, post and poll at once (in THREAD mode their
+ * Sends and Writes run without the fabric lock, fast.c) while a third thread
+ * takes the fabric lock over and over: every byte and completion arrives.
+ */
+static void test_two_pairs_at_once(void **state)
+{
+	static struct pair_load load[2];
+	struct h_pair q;
+	pthread_t t[2], churner;
+	int i, j;
+
+	(void)state;
+	h_pair_open(&q, &opts);
+	memset(load, 0, sizeof(load));
+	load[0].pair = &p;
+	load[1].pair = &q;
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < 2; j++)
+			load[i].mr[j] = h_reg(load[i].pair->pd, load[i].buf[j],
+					      sizeof(load[i].buf[j]),
+					      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	__atomic_store_n(&churn_stop, 0, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_create(&churner, NULL, churn, &q), 0);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, pair_traffic, &load[i]), 0);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	__atomic_store_n(&churn_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(churner, NULL);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(load[i].failed, 0);
+		for (j = 0; j < 2; j++)
+			assert_int_equal(ibv_dereg_mr(load[i].mr[j]), 0);
+	}
+	h_pair_close(&q);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, open_pair, close_pair)
 
 int main(void)
@@ -221,6 +330,7 @@ int main(void)
 		T(test_buffer_reused_too_early),
 		T(test_ping_pong_threads),
 		T(test_mode_switch_under_load),
+		T(test_two_pairs_at_once),
 	};
 	const struct CMUnitTest thread_only[] = {
 		T(test_post_runs_in_call),
