@@ -5,9 +5,10 @@
  * chunkless call or an inline reply. Inline, for the receive paths, which
  * take such a header without the general decode; rpcrdma_hdr_decode()
  * decodes it to the same XID and credits (test_proto checks the two agree).
- * With it, the fields of a decoded header that such a header sets (those
- * rpcrdma_hdr_decode() clears for any header among them), and its encoder
- * for the commonest reply (the same bytes as rpcrdma_hdr_encode()).
+ * Beside it: rpcrdma_hdr_clear(), the fields rpcrdma_hdr_decode() clears
+ * for any header; rpcrdma_hdr_plain_fill(), what it decodes from a plain
+ * one; and rpcrdma_hdr_plain_encode(), the commonest reply's header (the
+ * same bytes as rpcrdma_hdr_encode()).
  */
 #ifndef RPCRDMA_PROTO_PLAIN_H
 #define RPCRDMA_PROTO_PLAIN_H

@@ -253,12 +253,23 @@ void svc_rdma_chain_init(struct svc_rdma_chain *chain,
  * is the connection's now, posted, queued or released) or -ENOTCONN (the
  * caller still owns it).
  */
-int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
+static inline __attribute__((always_inline)) int
+svc_rdma_sq_wait_inline(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
 {
 	if (unlikely(!svc_rdma_can_send(rdma)))
 		return -ENOTCONN;
+	/* Room, no one ahead, no batch: what svc_rdma_chain_post() would do, without the call. */
+	if (likely(!rdma->sc_batching) && rpcrdma_sq_get(&rdma->sc_ep, chain->sq.sqecount)) {
+		svc_rdma_post_one(rdma, chain);
+		return 0;
+	}
 	rpcrdma_sq_post(&rdma->sc_ep, &chain->sq);
 	return 0;
+}
+
+int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
+{
+	return svc_rdma_sq_wait_inline(rdma, chain);
 }
 
 /* After a batch: chains queued for SQ space go, in order, while they fit. */
@@ -268,13 +279,14 @@ void svc_rdma_wake_send_waiters(struct svcxprt_rdma *rdma)
 		rpcrdma_sq_wake(&rdma->sc_ep);
 }
 
-/* Post a send context's chain; on -ENOTCONN release it. */
-static int svc_rdma_post_send(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
+/* Post a send context's chain; on -ENOTCONN release it. Inline: every reply's last step. */
+static inline __attribute__((always_inline)) int
+svc_rdma_post_send(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
 {
 	int rc;
 
 	rpcrdma_send_inline(&rdma->sc_ep, &ctxt->sc_send_wr);
-	rc = svc_rdma_sq_wait(rdma, &ctxt->sc_chain);
+	rc = svc_rdma_sq_wait_inline(rdma, &ctxt->sc_chain);
 
 	if (rc)
 		svc_rdma_send_ctxt_put(rdma, ctxt);
@@ -595,15 +607,13 @@ out_put:
 static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call,
 			   struct svc_rdma_send_ctxt *ctxt, const struct svc_rdma_msg *m)
 {
-	if (likely(svc_rdma_can_send(rdma)) && svc_rdma_send_plain(rdma, call, ctxt, m)) {
-		rpcrdma_count_inc(rdma->sc_stats->replies);
-		rpcrdma_send_inline(&rdma->sc_ep, &ctxt->sc_send_wr);
-		/* What svc_rdma_sq_wait() does, without its indirect call when nothing waits. */
-		if (likely(!rdma->sc_batching) && rpcrdma_sq_get(&rdma->sc_ep, 1))
-			svc_rdma_post_one(rdma, &ctxt->sc_chain);
-		else
-			rpcrdma_sq_post(&rdma->sc_ep, &ctxt->sc_chain.sq);
-		return 0;
+	/* svc_rdma_post_send() refuses (-ENOTCONN) a plain reply the connection cannot send. */
+	if (svc_rdma_send_plain(rdma, call, ctxt, m)) {
+		int rc = svc_rdma_post_send(rdma, ctxt);
+
+		if (!rc)
+			rpcrdma_count_inc(rdma->sc_stats->replies);
+		return rc;
 	}
 	return svc_rdma_sendto_general(rdma, call, ctxt, m);
 }

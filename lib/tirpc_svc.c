@@ -754,7 +754,7 @@ static bool_t tconn_control(SVCXPRT *xprt, const u_int rq, void *in)
 {
 	struct tconn *tc = tconn_op(xprt);
 
-	return tc && in ? tsvc_control_of(tc->svc, rq, in) : FALSE;
+	return in ? tsvc_control_of(tc->svc, rq, in) : FALSE;
 }
 
 static const struct xp_ops tconn_ops = {

@@ -417,6 +417,17 @@ void async_forget_locked(struct ibv_context *ctx, void *obj)
 	pthread_mutex_unlock(&sctx->async_lock);
 }
 
+void async_settle_locked(struct ibv_context *ctx, void *obj, const unsigned int *read,
+			 const unsigned int *acked)
+{
+	for (;;) {
+		async_forget_locked(ctx, obj);
+		if (*acked >= __atomic_load_n(read, __ATOMIC_RELAXED))
+			return;
+		fab_wait_locked(&fab.ack_cv, NULL);
+	}
+}
+
 /* The read and acked counts of the object an event is about (NULL: none). */
 static unsigned int *async_counts(const struct ibv_async_event *ev, unsigned int **acked,
 				  uint32_t **completed)

@@ -264,13 +264,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	struct list_node *pos, *tmp;
 
 	fab_lock();
-	/* Forget what is unread, then wait for what was read (async_forget_locked()). */
-	for (;;) {
-		async_forget_locked(qp->context, qp);
-		if (sqp->async_acked >= __atomic_load_n(&sqp->async_read, __ATOMIC_RELAXED))
-			break;
-		fab_wait_locked(&fab.ack_cv, NULL);
-	}
+	async_settle_locked(qp->context, qp, &sqp->async_read, &sqp->async_acked);
 	engine_deactivate_locked(sqp);
 	/* Requesters waiting on our receives must time out instead. */
 	engine_recv_posted_locked(sqp);

@@ -358,6 +358,9 @@ void async_event_locked(struct ibv_context *ctx, enum ibv_event_type type, void 
  * that forgets again after each wait.
  */
 void async_forget_locked(struct ibv_context *ctx, void *obj);
+/* That loop, for an object with no other events: returns once each event read is acked. */
+void async_settle_locked(struct ibv_context *ctx, void *obj, const unsigned int *read,
+			 const unsigned int *acked);
 void soft_fill_gid(union ibv_gid *gid, int index);
 
 /* ---- pd / keys / mr / mw ------------------------------------------------- */

@@ -74,13 +74,7 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 		fab_unlock();
 		return EBUSY;
 	}
-	/* Forget what is unread, then wait for what was read (async_forget_locked()). */
-	for (;;) {
-		async_forget_locked(srq->context, srq);
-		if (ssrq->async_acked >= __atomic_load_n(&ssrq->async_read, __ATOMIC_RELAXED))
-			break;
-		fab_wait_locked(&fab.ack_cv, NULL);
-	}
+	async_settle_locked(srq->context, srq, &ssrq->async_read, &ssrq->async_acked);
 	rq_clear_locked(&ssrq->rq);
 	ssrq->pd->users--;
 	fab.counts.srqs--;
