@@ -21,18 +21,31 @@
 
 #include <rpcrdma/proto.h>
 
+/* Word @i of the header at @buf, as it is on the wire: no copy through the stack. */
+static inline uint32_t rpcrdma_plain_word(const void *buf, unsigned int i)
+{
+	uint32_t w;
+
+	memcpy(&w, (const unsigned char *)buf + 4 * i, sizeof(w));
+	return w;
+}
+
+static inline void rpcrdma_plain_put(void *buf, unsigned int i, uint32_t w)
+{
+	memcpy((unsigned char *)buf + 4 * i, &w, sizeof(w));
+}
+
 static inline bool rpcrdma_hdr_plain(const void *buf, size_t len, uint32_t *xid,
 				     uint32_t *credit)
 {
-	uint32_t w[RPCRDMA_HDR_MIN_LEN / 4];
-
 	if (len < RPCRDMA_HDR_MIN_LEN)
 		return false;
-	memcpy(w, buf, sizeof(w));
-	if (w[1] != htonl(RPCRDMA_VERSION) || w[3] != htonl(RPCRDMA_MSG) || (w[4] | w[5] | w[6]))
+	if (rpcrdma_plain_word(buf, 1) != htonl(RPCRDMA_VERSION) ||
+	    rpcrdma_plain_word(buf, 3) != htonl(RPCRDMA_MSG) ||
+	    (rpcrdma_plain_word(buf, 4) | rpcrdma_plain_word(buf, 5) | rpcrdma_plain_word(buf, 6)))
 		return false;
-	*xid = ntohl(w[0]);
-	*credit = ntohl(w[2]);
+	*xid = ntohl(rpcrdma_plain_word(buf, 0));
+	*credit = ntohl(rpcrdma_plain_word(buf, 2));
 	return true;
 }
 
@@ -67,11 +80,13 @@ static inline void rpcrdma_hdr_plain_fill(struct rpcrdma_hdr *hdr, uint32_t xid,
 /* A plain header into the RPCRDMA_HDR_MIN_LEN bytes at @buf. */
 static inline void rpcrdma_hdr_plain_encode(void *buf, uint32_t xid, uint32_t credit)
 {
-	const uint32_t w[RPCRDMA_HDR_MIN_LEN / 4] = {
-		htonl(xid), htonl(RPCRDMA_VERSION), htonl(credit), htonl(RPCRDMA_MSG), 0, 0, 0,
-	};
-
-	memcpy(buf, w, sizeof(w));
+	rpcrdma_plain_put(buf, 0, htonl(xid));
+	rpcrdma_plain_put(buf, 1, htonl(RPCRDMA_VERSION));
+	rpcrdma_plain_put(buf, 2, htonl(credit));
+	rpcrdma_plain_put(buf, 3, htonl(RPCRDMA_MSG));
+	rpcrdma_plain_put(buf, 4, 0);
+	rpcrdma_plain_put(buf, 5, 0);
+	rpcrdma_plain_put(buf, 6, 0);
 }
 
 #endif /* RPCRDMA_PROTO_PLAIN_H */

@@ -30,6 +30,7 @@ void svc_rdma_mark_ready(struct svcxprt_rdma *rdma)
 	if (rdma->sc_ready || !rdma->sc_poller || rdma->sc_state == SVCXPRT_CLOSED)
 		return;
 	rdma->sc_ready = true;
+	rdma->sc_poller->nready++;
 	list_add_tail(&rdma->sc_ready_node, &rdma->sc_poller->ready);
 }
 
@@ -38,6 +39,7 @@ void svc_rdma_unready(struct svcxprt_rdma *rdma)
 	if (!rdma->sc_ready)
 		return;
 	list_del(&rdma->sc_ready_node);
+	rdma->sc_poller->nready--;
 	rdma->sc_ready = false;
 }
 
@@ -457,8 +459,7 @@ static bool svc_rdma_busy_pace(struct svc_rdma_poller *p)
 int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 {
 	struct svcxprt_rdma *rdma;
-	struct list_node batch;
-	unsigned int visits = 0;
+	unsigned int visits = 0, left;
 	int n;
 
 	svc_rdma_note_poller(p);
@@ -480,12 +481,18 @@ int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 	/* Without SRQs (the default) no shared CQ is ever busy: spare the call. */
 	if (!list_empty(&p->srq_busy))
 		n += svc_rdma_srq_poll(p, budget);
-	/* Who is marked during this pass waits for the next one. */
-	list_init(&batch);
-	list_splice_tail(&p->ready, &batch);
-	while ((rdma = list_pop_entry(&batch, struct svcxprt_rdma, sc_ready_node))) {
+	/*
+	 * Who is marked during this pass waits for the next one: the pass visits
+	 * as many as were ready when it began, from the front (a visit's marks
+	 * go to the back).
+	 */
+	for (left = p->nready; left; left--) {
 		int rc;
 
+		rdma = list_pop_entry(&p->ready, struct svcxprt_rdma, sc_ready_node);
+		if (!rdma)
+			break;
+		p->nready--;
 		rdma->sc_ready = false;
 		rc = svc_rdma_conn_visit(rdma, budget);
 		if (rc > 0)

@@ -75,6 +75,7 @@ struct svc_rdma_payload {
 };
 
 /* What the application sees: struct rpcrdma_svc_call. */
+/* svc_rdma_call_clear() sets each field for a new call: add a new one there. */
 struct rpcrdma_svc_call {
 	struct svcxprt_rdma *rdma;
 	uint32_t xid;
@@ -86,7 +87,7 @@ struct rpcrdma_svc_call {
 	size_t long_room;			/* its room, as rpcrdma_svc_reply_buf() said */
 	uint32_t hdr_reserve;			/* bytes kept ahead of an inline reply */
 	struct svc_rdma_chunk pzrc;		/* a long call's message; stale unless has_pzrc */
-	bool has_pzrc;				/* right after pzrc (svc_rdma_call_clear()) */
+	bool has_pzrc;				/* pzrc is the call's */
 	struct svc_rdma_chunk *chunks;		/* data-item Read chunks: the payloads */
 	unsigned int nchunks;
 	struct svc_rdma_read_ctxt *read;
@@ -259,6 +260,7 @@ struct svc_rdma_poller {
 	int epfd;				/* its connections; poller 0's also the listener */
 	struct list_node conns;			/* its connections (sc_node) */
 	struct list_node ready;			/* connections with work, or not yet armed */
+	unsigned int nready;			/* in ready */
 	struct list_node zombies;		/* closed, calls still held */
 	struct rpcrdma_stats stats;		/* its connections' counters */
 	_Atomic uintptr_t thread;		/* the thread that polls it */
@@ -548,7 +550,7 @@ static inline void svc_rdma_conn_call_done(struct svcxprt_rdma *rdma)
 {
 	if (--rdma->sc_calls_held == 0 && rdma->sc_state == SVCXPRT_CLOSED)
 		svc_rdma_free(rdma);
-	else
+	else if (!rdma->sc_ready)
 		svc_rdma_mark_ready(rdma);	/* its receive goes back up on the next visit */
 }
 bool svc_rdma_can_send(const struct svcxprt_rdma *rdma);
@@ -629,7 +631,13 @@ void svc_rdma_chain_init(struct svc_rdma_chain *chain,
 			 void (*release)(struct svcxprt_rdma *, struct svc_rdma_chain *));
 void svc_rdma_send_release(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
 int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
-void svc_rdma_wake_send_waiters(struct svcxprt_rdma *rdma);
+
+/* After a batch: chains queued for SQ space go, in order, while they fit. Inline: most find none. */
+static inline void svc_rdma_wake_send_waiters(struct svcxprt_rdma *rdma)
+{
+	if (unlikely(!list_empty(&rdma->sc_ep.sq_waiters)) && svc_rdma_can_send(rdma))
+		rpcrdma_sq_wake_waiters(&rdma->sc_ep);
+}
 void svc_rdma_post_batched(struct svcxprt_rdma *rdma);
 
 /* The pass is over: post the chains of sc_batch, linked into one list of WRs (one doorbell). */

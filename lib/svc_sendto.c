@@ -272,13 +272,6 @@ int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
 	return svc_rdma_sq_wait_inline(rdma, chain);
 }
 
-/* After a batch: chains queued for SQ space go, in order, while they fit. */
-void svc_rdma_wake_send_waiters(struct svcxprt_rdma *rdma)
-{
-	if (svc_rdma_can_send(rdma))
-		rpcrdma_sq_wake(&rdma->sc_ep);
-}
-
 /* Post a send context's chain; on -ENOTCONN release it. Inline: every reply's last step. */
 static inline __attribute__((always_inline)) int
 svc_rdma_post_send(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
