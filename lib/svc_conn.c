@@ -259,7 +259,7 @@ static void svc_rdma_process_cm(struct svcxprt_rdma *rdma)
  * The work handlers deferred: receives, calls, queued replies, close. May
  * free @rdma: returns false when the connection is over (finalized).
  */
-static bool svc_rdma_after_batch(struct svcxprt_rdma *rdma)
+static rpcrdma_always_inline bool svc_rdma_after_batch(struct svcxprt_rdma *rdma)
 {
 	/* Replenish before dispatching, so replies carry the full grant. */
 	if (rdma->sc_state < SVCXPRT_CLOSING && !rdma->sc_ep.close_pending)
@@ -377,10 +377,9 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 		if (m > 0 || rdma->sc_ep.close_pending)
 			svc_rdma_mark_ready(rdma);
 	}
+	/* Counters are published by the pass (svc_rdma_poller_poll()). */
 	if (svc_rdma_after_batch(rdma) && svc_rdma_work_left(rdma))
 		svc_rdma_mark_ready(rdma);
-	if (p)
-		rpcrdma_stat_tick(&p->stat, false);
 	return n + m;
 }
 

@@ -16,19 +16,8 @@
 #include "svc_rdma.h"
 #include "tirpc_engine.h"
 
-/* One byte per thread: its address names the thread. */
-static __thread char svc_rdma_thread_token;
-
-static uintptr_t svc_rdma_self(void)
-{
-	return (uintptr_t)&svc_rdma_thread_token;
-}
-
-void svc_rdma_note_poller(struct svc_rdma_poller *p)
-{
-	if (p->svc->sv_attr.flags & RPCRDMA_SVC_WORKERS)
-		atomic_store_explicit(&p->thread, svc_rdma_self(), memory_order_relaxed);
-}
+/* One byte per thread: its address names the thread (svc_rdma_self()). */
+__thread char svc_rdma_thread_token;
 
 bool svc_rdma_foreign_thread(const struct svcxprt_rdma *rdma)
 {

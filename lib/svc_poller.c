@@ -25,15 +25,6 @@
  */
 #define SVC_RDMA_QUIET_GAP_US 1000
 
-void svc_rdma_mark_ready(struct svcxprt_rdma *rdma)
-{
-	if (rdma->sc_ready || !rdma->sc_poller || rdma->sc_state == SVCXPRT_CLOSED)
-		return;
-	rdma->sc_ready = true;
-	rdma->sc_poller->nready++;
-	list_add_tail(&rdma->sc_ready_node, &rdma->sc_poller->ready);
-}
-
 void svc_rdma_unready(struct svcxprt_rdma *rdma)
 {
 	if (!rdma->sc_ready)

@@ -353,8 +353,19 @@ struct svc_rdma_handoff {
 	"threads, give each its own (rpcrdma_svc_attr.pollers, rpcrdma_svc_poller_wait())"
 #define SVC_RDMA_GUARD(p, fail) RPCRDMA_GUARD(&(p)->guard, SVC_RDMA_GUARD_WHAT, fail)
 
-/* The calling thread polls @p from now on. */
-void svc_rdma_note_poller(struct svc_rdma_poller *p);
+extern __thread char svc_rdma_thread_token;
+
+static inline uintptr_t svc_rdma_self(void)
+{
+	return (uintptr_t)&svc_rdma_thread_token;
+}
+
+/* The calling thread polls @p from now on. Inline: every pass says so. */
+static inline void svc_rdma_note_poller(struct svc_rdma_poller *p)
+{
+	if (p->svc->sv_attr.flags & RPCRDMA_SVC_WORKERS)
+		atomic_store_explicit(&p->thread, svc_rdma_self(), memory_order_relaxed);
+}
 /* Is the caller another thread than @rdma's poller? */
 bool svc_rdma_foreign_thread(const struct svcxprt_rdma *rdma);
 
@@ -514,7 +525,14 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget);
  * and those the application gave work outside a poll (a held call let go,
  * a close). The others are armed: their descriptor wakes the server.
  */
-void svc_rdma_mark_ready(struct svcxprt_rdma *rdma);
+static inline void svc_rdma_mark_ready(struct svcxprt_rdma *rdma)
+{
+	if (rdma->sc_ready || !rdma->sc_poller || rdma->sc_state == SVCXPRT_CLOSED)
+		return;
+	rdma->sc_ready = true;
+	rdma->sc_poller->nready++;
+	list_add_tail(&rdma->sc_ready_node, &rdma->sc_poller->ready);
+}
 
 /*
  * A poller's wait set holds each connection twice: its own wait set (the
@@ -597,10 +615,45 @@ void svc_rdma_srq_destroy(struct svc_rdma_srq *sh);
 void svc_rdma_recv_ctxt_init(struct svc_rdma_recv_ctxt *ctxt, unsigned char *buf, uint32_t len,
 			     uint32_t lkey);
 void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc);
-void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma);
+void svc_rdma_refill_post(struct svcxprt_rdma *rdma);
+
+/* Post receives once they fall below the grant (svc_rdma_refill_post()). Inline: most passes post none. */
+static inline void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
+{
+	if (rdma->sc_srq || rdma->sc_ep.recv_posted < rdma->sc_max_requests)
+		svc_rdma_refill_post(rdma);
+}
 void svc_rdma_recvfrom(struct svcxprt_rdma *rdma);
 void svc_rdma_hand_up(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
 void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call);
+void svc_rdma_call_let_go(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call);
+
+/*
+ * The one way a receive buffer comes back, whatever held it: a call it held
+ * lets go of what it holds (svc_rdma_call_let_go(), which most calls skip);
+ * then it may be posted again. The connection may be freed when this was its
+ * last call. Inline for the reply path; elsewhere svc_rdma_recv_ctxt_put().
+ */
+static rpcrdma_always_inline void svc_rdma_recv_ctxt_put_inline(struct svcxprt_rdma *rdma,
+								 struct svc_rdma_recv_ctxt *ctxt)
+{
+	struct rpcrdma_svc_call *call = &ctxt->rc_call;
+	bool held = ctxt->rc_held;
+
+	if (held) {
+		if (call->reply_ctxt || call->payloads || call->chunks || call->has_pzrc ||
+		    call->long_reply.data)
+			svc_rdma_call_let_go(rdma, call);
+		ctxt->rc_held = false;
+		list_del(&ctxt->rc_held_node);
+	}
+	if (ctxt->rc_srq)
+		svc_rdma_srq_recv_put(ctxt->rc_srq, ctxt);
+	else
+		list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
+	if (held)
+		svc_rdma_conn_call_done(rdma);
+}
 void svc_rdma_recv_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
 
 /* svc_rw.c: RDMA Reads that pull Read chunks; Write WRs for the reply. */
@@ -623,7 +676,6 @@ int svc_rdma_prepare_reply_chunk(struct svcxprt_rdma *rdma, struct svc_rdma_send
 /* svc_sendto.c: the reply path. */
 void svc_rdma_send_ctxt_init(struct svc_rdma_send_ctxt *ctxt, unsigned char *buf, uint32_t lkey);
 void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc);
-struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma);
 void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt);
 int svc_rdma_send_error(struct svcxprt_rdma *rdma, const struct rpcrdma_hdr *failing,
 			uint32_t err);
@@ -632,7 +684,7 @@ void svc_rdma_chain_init(struct svc_rdma_chain *chain,
 void svc_rdma_send_release(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
 int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain);
 
-/* After a batch: chains queued for SQ space go, in order, while they fit. Inline: most find none. */
+/* After a batch: chains queued for SQ space go, in order, while they fit. Inline: few wait. */
 static inline void svc_rdma_wake_send_waiters(struct svcxprt_rdma *rdma)
 {
 	if (unlikely(!list_empty(&rdma->sc_ep.sq_waiters)) && svc_rdma_can_send(rdma))

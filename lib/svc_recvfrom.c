@@ -55,14 +55,12 @@ void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc)
  * replies that carry it. Receive contexts number 2 x credits + the batch:
  * the posted ones and the calls held both fit.
  */
-void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
+void svc_rdma_refill_post(struct svcxprt_rdma *rdma)
 {
 	if (rdma->sc_srq) {
 		svc_rdma_srq_refill(rdma->sc_srq);
 		return;
 	}
-	if (rdma->sc_ep.recv_posted >= rdma->sc_max_requests)
-		return;
 	rpcrdma_ep_post_recvs(&rdma->sc_ep, &rdma->sc_recv_free,
 			      rdma->sc_recv_target - rdma->sc_ep.recv_posted,
 			      RPCRDMA_RECV_WR_OFF(struct svc_rdma_recv_ctxt, rc_list, rc_recv_wr));
@@ -77,35 +75,24 @@ static void svc_rdma_recv_ctxt_hold(struct svcxprt_rdma *rdma, struct svc_rdma_r
 }
 
 /*
- * The one way a receive buffer comes back, whatever held it: a call it held
- * lets go of its reply buffer, the payloads named for a reply that never
- * went out and its pulled chunks; then it may be posted again. The
- * connection may be freed when this was its last call.
+ * A held call lets go of its reply buffer, the payloads named for a reply
+ * that never went out and its chunks.
  */
+void svc_rdma_call_let_go(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call)
+{
+	if (call->reply_ctxt) {
+		svc_rdma_send_ctxt_put(rdma, call->reply_ctxt);
+		call->reply_ctxt = NULL;
+	}
+	if (call->payloads)
+		svc_rdma_release_payloads(call);
+	if (call->chunks || call->has_pzrc || call->long_reply.data)
+		svc_rdma_call_release_chunks(rdma, call);
+}
+
 void svc_rdma_recv_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
 {
-	struct rpcrdma_svc_call *call = &ctxt->rc_call;
-	bool held = ctxt->rc_held;
-
-	if (held) {
-		if (call->reply_ctxt) {
-			svc_rdma_send_ctxt_put(rdma, call->reply_ctxt);
-			call->reply_ctxt = NULL;
-		}
-		/* Most calls have neither: no call for nothing. */
-		if (call->payloads)
-			svc_rdma_release_payloads(call);
-		if (call->chunks || call->has_pzrc || call->long_reply.data)
-			svc_rdma_call_release_chunks(rdma, call);
-		ctxt->rc_held = false;
-		list_del(&ctxt->rc_held_node);
-	}
-	if (ctxt->rc_srq)
-		svc_rdma_srq_recv_put(ctxt->rc_srq, ctxt);
-	else
-		list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
-	if (held)
-		svc_rdma_conn_call_done(rdma);
+	svc_rdma_recv_ctxt_put_inline(rdma, ctxt);
 }
 
 /*
@@ -183,8 +170,9 @@ void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_
 		svc_rdma_long_reply_put(rdma, &call->long_reply);
 }
 
-/* Hand a complete call up: its message is in place, inline or pulled. */
-void svc_rdma_hand_up(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+/* Hand a complete call up: its message is in place, inline or pulled. Inline in the plain path. */
+static rpcrdma_always_inline void svc_rdma_call_up(struct svcxprt_rdma *rdma,
+						   struct svc_rdma_recv_ctxt *ctxt)
 {
 	struct rpcrdma_svc_call *call = &ctxt->rc_call;
 	struct rpcrdma_svc *svc = rdma->sc_svc;
@@ -201,6 +189,11 @@ void svc_rdma_hand_up(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt
 					     svc->sv_attr.arg);
 	}
 	svc->sv_attr.on_call(call, svc->sv_attr.arg);
+}
+
+void svc_rdma_hand_up(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+{
+	svc_rdma_call_up(rdma, ctxt);
 }
 
 /*
@@ -356,7 +349,7 @@ static bool svc_rdma_handle_plain(struct svcxprt_rdma *rdma, struct svc_rdma_rec
 	call->msg_len = ctxt->rc_byte_len - RPCRDMA_HDR_MIN_LEN;
 	call->hdr_reserve = RPCRDMA_HDR_MIN_LEN;
 	svc_rdma_recv_ctxt_hold(rdma, ctxt);
-	svc_rdma_hand_up(rdma, ctxt);
+	svc_rdma_call_up(rdma, ctxt);
 	return true;
 }
 

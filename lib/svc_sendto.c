@@ -35,7 +35,8 @@ void svc_rdma_send_ctxt_init(struct svc_rdma_send_ctxt *ctxt, unsigned char *buf
 	rpcrdma_send_wr_init(&ctxt->sc_send_wr, &ctxt->sc_cqe, &ctxt->sc_sge);
 }
 
-struct svc_rdma_send_ctxt *svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma)
+static rpcrdma_always_inline struct svc_rdma_send_ctxt *
+svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_send_ctxt *ctxt;
 
@@ -157,7 +158,8 @@ static void svc_rdma_chain_unposted(struct svcxprt_rdma *rdma, struct svc_rdma_c
 }
 
 /* A batch of one, as most passes make: the chain is posted as it is. */
-static void svc_rdma_post_one(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
+static rpcrdma_always_inline void svc_rdma_post_one(struct svcxprt_rdma *rdma,
+						    struct svc_rdma_chain *chain)
 {
 	int rc = rpcrdma_ep_post_send(&rdma->sc_ep, chain->first, chain->sq.sqecount, NULL);
 
@@ -253,7 +255,7 @@ void svc_rdma_chain_init(struct svc_rdma_chain *chain,
  * is the connection's now, posted, queued or released) or -ENOTCONN (the
  * caller still owns it).
  */
-static inline __attribute__((always_inline)) int
+static rpcrdma_always_inline int
 svc_rdma_sq_wait_inline(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
 {
 	if (unlikely(!svc_rdma_can_send(rdma)))
@@ -273,7 +275,7 @@ int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
 }
 
 /* Post a send context's chain; on -ENOTCONN release it. Inline: every reply's last step. */
-static inline __attribute__((always_inline)) int
+static rpcrdma_always_inline int
 svc_rdma_post_send(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
 {
 	int rc;
@@ -524,8 +526,10 @@ static int svc_rdma_map_reply_msg(struct svcxprt_rdma *rdma, struct svc_rdma_sen
  * general path's, without sizing or echoing anything. Returns false, @ctxt
  * untouched, for anything else, which the general path builds (or refuses).
  */
-static bool svc_rdma_send_plain(struct svcxprt_rdma *rdma, const struct rpcrdma_svc_call *call,
-				struct svc_rdma_send_ctxt *ctxt, const struct svc_rdma_msg *m)
+static rpcrdma_always_inline bool svc_rdma_send_plain(struct svcxprt_rdma *rdma,
+						       const struct rpcrdma_svc_call *call,
+						       struct svc_rdma_send_ctxt *ctxt,
+						       const struct svc_rdma_msg *m)
 {
 	const struct rpcrdma_hdr *hdr = call->hdr;
 	size_t len = RPCRDMA_HDR_MIN_LEN + m->len;
@@ -536,11 +540,8 @@ static bool svc_rdma_send_plain(struct svcxprt_rdma *rdma, const struct rpcrdma_
 	if (!m->in_place)
 		memcpy(ctxt->sc_xprt_buf + RPCRDMA_HDR_MIN_LEN, m->msg, m->len);
 	rpcrdma_hdr_plain_encode(ctxt->sc_xprt_buf, call->xid, svc_rdma_grant(rdma));
-	ctxt->sc_sge.addr = (uintptr_t)ctxt->sc_xprt_buf;
+	/* The rest of the WR is as svc_rdma_send_ctxt_get() left it (sc_nwrs == 0). */
 	ctxt->sc_sge.length = (uint32_t)len;
-	ctxt->sc_send_wr.opcode = IBV_WR_SEND;
-	ctxt->sc_chain.first = &ctxt->sc_send_wr;
-	ctxt->sc_chain.sq.sqecount = 1;
 	return true;
 }
 
@@ -597,8 +598,10 @@ out_put:
  * happens. Returns 0, -ENOTCONN, -EMSGSIZE (the client got ERR_CHUNK),
  * -EINVAL (a misplaced payload; ERR_CHUNK too), or -ENOMEM.
  */
-static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call,
-			   struct svc_rdma_send_ctxt *ctxt, const struct svc_rdma_msg *m)
+static rpcrdma_always_inline int svc_rdma_sendto(struct svcxprt_rdma *rdma,
+						 struct rpcrdma_svc_call *call,
+						 struct svc_rdma_send_ctxt *ctxt,
+						 const struct svc_rdma_msg *m)
 {
 	/* svc_rdma_post_send() refuses (-ENOTCONN) a plain reply the connection cannot send. */
 	if (svc_rdma_send_plain(rdma, call, ctxt, m)) {
@@ -611,7 +614,8 @@ static int svc_rdma_sendto(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *c
 	return svc_rdma_sendto_general(rdma, call, ctxt, m);
 }
 
-static struct svc_rdma_send_ctxt *svc_rdma_call_take_ctxt(struct rpcrdma_svc_call *call)
+static rpcrdma_always_inline struct svc_rdma_send_ctxt *
+svc_rdma_call_take_ctxt(struct rpcrdma_svc_call *call)
 {
 	struct svc_rdma_send_ctxt *ctxt = call->reply_ctxt;
 
@@ -643,7 +647,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *
 		rc = svc_rdma_can_send(rdma) ? -ENOMEM : -ENOTCONN;
 	else
 		rc = svc_rdma_sendto(rdma, call, ctxt, &m);
-	svc_rdma_recv_ctxt_put(rdma, svc_rdma_call_ctxt(call));
+	svc_rdma_recv_ctxt_put_inline(rdma, svc_rdma_call_ctxt(call));
 	return rc;
 }
 
@@ -739,7 +743,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_
 	} else {
 		rc = -EINVAL;
 	}
-	svc_rdma_recv_ctxt_put(rdma, svc_rdma_call_ctxt(call));
+	svc_rdma_recv_ctxt_put_inline(rdma, svc_rdma_call_ctxt(call));
 	return rc;
 }
 
