@@ -617,7 +617,7 @@ void svc_rdma_recv_ctxt_init(struct svc_rdma_recv_ctxt *ctxt, unsigned char *buf
 void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc);
 void svc_rdma_refill_post(struct svcxprt_rdma *rdma);
 
-/* Post receives once they fall below the grant (svc_rdma_refill_post()). Inline: most passes post none. */
+/* Post receives once below the grant (svc_rdma_refill_post()). Inline: most passes post none. */
 static inline void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
 {
 	if (rdma->sc_srq || rdma->sc_ep.recv_posted < rdma->sc_max_requests)
