@@ -192,6 +192,7 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *svc)
 
 			list_del(&rdma->sc_node);
 			rdma->sc_svc = NULL;
+			rdma->sc_workers = false;
 			rdma->sc_poller = NULL;
 			rdma->sc_own_stats.heap_bytes = rdma->sc_heap;
 			rdma->sc_stats = &rdma->sc_own_stats;

@@ -378,7 +378,7 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 			svc_rdma_mark_ready(rdma);
 	}
 	/* Counters are published by the pass (svc_rdma_poller_poll()). */
-	if (svc_rdma_after_batch(rdma) && svc_rdma_work_left(rdma))
+	if (svc_rdma_after_batch(rdma) && !rdma->sc_ready && svc_rdma_work_left(rdma))
 		svc_rdma_mark_ready(rdma);
 	return n + m;
 }
@@ -477,6 +477,7 @@ static struct svcxprt_rdma *svc_rdma_conn_new(struct svc_rdma_poller *p,
 	if (!rdma)
 		return NULL;
 	rdma->sc_svc = svc;
+	rdma->sc_workers = svc->sv_attr.flags & RPCRDMA_SVC_WORKERS;
 	rdma->sc_poller = p;
 	rdma->sc_stats = &p->stats;
 	rpcrdma_count_add(rdma->sc_stats->heap_bytes, sizeof(*rdma));

@@ -167,6 +167,7 @@ enum svcxprt_state {
 /* One connection: struct rpcrdma_svc_conn is this. */
 struct svcxprt_rdma {
 	struct rpcrdma_svc *sc_svc;		/* NULL once the server is destroyed */
+	bool sc_workers;			/* sc_svc has RPCRDMA_SVC_WORKERS */
 	struct list_node sc_node;		/* the poller's conns, adopt or zombies */
 	struct svc_rdma_poller *sc_poller;	/* owns it once adopted */
 	struct list_node sc_ready_node;		/* the poller's ready, if sc_ready */
@@ -379,8 +380,7 @@ static inline bool svc_rdma_foreign(const struct rpcrdma_svc_call *call)
 	const struct svcxprt_rdma *rdma = call->rdma;
 
 	/* Without a server (destroyed), the calls it left are the application's alone. */
-	return rdma->sc_svc && (rdma->sc_svc->sv_attr.flags & RPCRDMA_SVC_WORKERS) &&
-	       svc_rdma_foreign_thread(rdma);
+	return rdma->sc_workers && svc_rdma_foreign_thread(rdma);
 }
 /* Hand @h to its connection's poller and wait for its result. */
 int svc_rdma_handoff(struct svc_rdma_handoff *h);

@@ -525,6 +525,8 @@ static int svc_rdma_map_reply_msg(struct svcxprt_rdma *rdma, struct svc_rdma_sen
  * and no invalidation, into a fresh context. The bytes and the WR are the
  * general path's, without sizing or echoing anything. Returns false, @ctxt
  * untouched, for anything else, which the general path builds (or refuses).
+ * sc_inline.send_max never exceeds sc_buf_size (rpcrdma_cm_negotiate() caps
+ * it by the server's inline size, the buffers' size).
  */
 static rpcrdma_always_inline bool svc_rdma_send_plain(struct svcxprt_rdma *rdma,
 						       const struct rpcrdma_svc_call *call,
@@ -535,7 +537,7 @@ static rpcrdma_always_inline bool svc_rdma_send_plain(struct svcxprt_rdma *rdma,
 	size_t len = RPCRDMA_HDR_MIN_LEN + m->len;
 
 	if (hdr->write_chunks | hdr->has_reply | call->npayloads | call->inv | ctxt->sc_nwrs ||
-	    m->long_buf || len > rdma->sc_inline.send_max || len > rdma->sc_buf_size)
+	    m->long_buf || len > rdma->sc_inline.send_max)
 		return false;
 	if (!m->in_place)
 		memcpy(ctxt->sc_xprt_buf + RPCRDMA_HDR_MIN_LEN, m->msg, m->len);
