@@ -17,14 +17,7 @@
 #include "tirpc_engine.h"
 
 /* One byte per thread: its address names the thread (svc_rdma_self()). */
-__thread char svc_rdma_thread_token;
-
-bool svc_rdma_foreign_thread(const struct svcxprt_rdma *rdma)
-{
-	return rdma->sc_poller &&
-	       atomic_load_explicit(&rdma->sc_poller->thread, memory_order_relaxed) !=
-		       svc_rdma_self();
-}
+__thread char svc_rdma_thread_token SVC_RDMA_TLS_MODEL;
 
 int svc_rdma_handoff(struct svc_rdma_handoff *h)
 {

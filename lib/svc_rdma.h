@@ -354,7 +354,13 @@ struct svc_rdma_handoff {
 	"threads, give each its own (rpcrdma_svc_attr.pollers, rpcrdma_svc_poller_wait())"
 #define SVC_RDMA_GUARD(p, fail) RPCRDMA_GUARD(&(p)->guard, SVC_RDMA_GUARD_WHAT, fail)
 
-extern __thread char svc_rdma_thread_token;
+/*
+ * initial-exec: the token's address is two instructions, not a call to
+ * __tls_get_addr() on every reply. One byte of the static TLS that glibc
+ * keeps for libraries, even for one loaded by dlopen().
+ */
+#define SVC_RDMA_TLS_MODEL __attribute__((tls_model("initial-exec")))
+extern __thread char svc_rdma_thread_token SVC_RDMA_TLS_MODEL;
 
 static inline uintptr_t svc_rdma_self(void)
 {
@@ -368,7 +374,12 @@ static inline void svc_rdma_note_poller(struct svc_rdma_poller *p)
 		atomic_store_explicit(&p->thread, svc_rdma_self(), memory_order_relaxed);
 }
 /* Is the caller another thread than @rdma's poller? */
-bool svc_rdma_foreign_thread(const struct svcxprt_rdma *rdma);
+static inline bool svc_rdma_foreign_thread(const struct svcxprt_rdma *rdma)
+{
+	return rdma->sc_poller &&
+	       atomic_load_explicit(&rdma->sc_poller->thread, memory_order_relaxed) !=
+		       svc_rdma_self();
+}
 
 /*
  * Is the caller a worker (not its connection's poller) of a server with

@@ -430,6 +430,15 @@ static enum xprt_stat tconn_stat(SVCXPRT *xprt)
 		tc->turn = 0;
 		return XPRT_IDLE;
 	}
+	/*
+	 * Not armed: look for the next call here, as tconn_recv() would, rather
+	 * than have svc_run() call it only to find nothing and arm.
+	 */
+	if (!tc->qlen && !tc->armed && tc->turn < TSVC_TURN) {
+		tconn_progress(tc);
+		if (tc->closed)
+			return XPRT_DIED;
+	}
 	if (tc->qlen || !tc->armed) {
 		uint64_t one = 1;
 
