@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The refusal of a second thread (guard.h). */
+/* The thread token and the refusal of a second thread (guard.h). */
 #include "guard.h"
 #include "util.h"
+
+__thread char rpcrdma_thread_token;
 
 #ifndef NDEBUG
 struct rpcrdma_guard *rpcrdma_guard_refuse(const char *fn, const char *what)

@@ -11,7 +11,6 @@
 #ifndef RPCRDMA_GUARD_H
 #define RPCRDMA_GUARD_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -22,6 +21,19 @@ struct rpcrdma_guard {
 	unsigned int depth;		/* its nesting */
 };
 
+/*
+ * One byte per thread: its address names the thread, never 0. initial-exec,
+ * so that the address takes two instructions, not a call to
+ * __tls_get_addr() (or pthread_self()) on every hot call; one byte of the
+ * static TLS glibc keeps for libraries, even for one loaded by dlopen().
+ */
+extern __thread char rpcrdma_thread_token __attribute__((tls_model("initial-exec")));
+
+static inline uintptr_t rpcrdma_thread_self(void)
+{
+	return (uintptr_t)&rpcrdma_thread_token;
+}
+
 #ifdef NDEBUG
 #define RPCRDMA_GUARD(g, what, fail) (void)(g)
 #else
@@ -31,7 +43,7 @@ struct rpcrdma_guard *rpcrdma_guard_refuse(const char *fn, const char *what);
 static inline struct rpcrdma_guard *rpcrdma_guard_begin(struct rpcrdma_guard *g, const char *fn,
 							const char *what)
 {
-	uintptr_t self = (uintptr_t)pthread_self(), none = 0;
+	uintptr_t self = rpcrdma_thread_self(), none = 0;
 
 	if (likely(atomic_compare_exchange_strong_explicit(&g->inside, &none, self,
 							    memory_order_acquire,

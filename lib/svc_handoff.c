@@ -16,8 +16,6 @@
 #include "svc_rdma.h"
 #include "tirpc_engine.h"
 
-/* One byte per thread: its address names the thread (svc_rdma_self()). */
-__thread char svc_rdma_thread_token SVC_RDMA_TLS_MODEL;
 
 int svc_rdma_handoff(struct svc_rdma_handoff *h)
 {

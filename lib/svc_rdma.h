@@ -354,31 +354,18 @@ struct svc_rdma_handoff {
 	"threads, give each its own (rpcrdma_svc_attr.pollers, rpcrdma_svc_poller_wait())"
 #define SVC_RDMA_GUARD(p, fail) RPCRDMA_GUARD(&(p)->guard, SVC_RDMA_GUARD_WHAT, fail)
 
-/*
- * initial-exec: the token's address is two instructions, not a call to
- * __tls_get_addr() on every reply. One byte of the static TLS that glibc
- * keeps for libraries, even for one loaded by dlopen().
- */
-#define SVC_RDMA_TLS_MODEL __attribute__((tls_model("initial-exec")))
-extern __thread char svc_rdma_thread_token SVC_RDMA_TLS_MODEL;
-
-static inline uintptr_t svc_rdma_self(void)
-{
-	return (uintptr_t)&svc_rdma_thread_token;
-}
-
 /* The calling thread polls @p from now on. Inline: every pass says so. */
 static inline void svc_rdma_note_poller(struct svc_rdma_poller *p)
 {
 	if (p->svc->sv_attr.flags & RPCRDMA_SVC_WORKERS)
-		atomic_store_explicit(&p->thread, svc_rdma_self(), memory_order_relaxed);
+		atomic_store_explicit(&p->thread, rpcrdma_thread_self(), memory_order_relaxed);
 }
 /* Is the caller another thread than @rdma's poller? */
 static inline bool svc_rdma_foreign_thread(const struct svcxprt_rdma *rdma)
 {
 	return rdma->sc_poller &&
 	       atomic_load_explicit(&rdma->sc_poller->thread, memory_order_relaxed) !=
-		       svc_rdma_self();
+		       rpcrdma_thread_self();
 }
 
 /*

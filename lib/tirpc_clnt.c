@@ -73,8 +73,10 @@ struct tclnt {
 	uint64_t id;				/* unique for the process's life */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;			/* a call finished, or the driver left */
+	unsigned int waiters;			/* threads waiting on cond */
 	struct rpcrdma_clnt *native;
 	bool polling;				/* a thread drives the native client */
+	unsigned int inflight;			/* calls submitted and not done */
 	bool sleeping;				/* ... asleep on its descriptor, unlocked */
 	int wake_fd;
 	char hdr[TCLNT_HDR_MAX];		/* pre-encoded call header, xid first */
@@ -138,12 +140,20 @@ static void tclnt_kick(struct tclnt *tc)
 		rpcrdma_dbg("tirpc: wake: %s", strerror(errno));
 }
 
+/* Under the lock: the threads waiting on the condition look again. */
+static void tclnt_wake_waiters(struct tclnt *tc)
+{
+	if (tc->waiters)
+		pthread_cond_broadcast(&tc->cond);
+}
+
 static void tcall_done(struct rpcrdma_call *nc)
 {
 	struct tcall *c = nc->arg;
 
 	c->done = true;
-	pthread_cond_broadcast(&c->tc->cond);
+	c->tc->inflight--;
+	tclnt_wake_waiters(c->tc);
 }
 
 static struct tcall_buf *tclnt_get_buf(struct tclnt *tc)
@@ -214,8 +224,10 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t dea
 		if (!c->submitted) {
 			n = rpcrdma_clnt_submit(tc->native, &c->nc);
 			tclnt_kick(tc);
-			if (!n)
+			if (!n) {
 				c->submitted = just_sent = true;
+				tc->inflight++;
+			}
 			else if (n != -EAGAIN)
 				return n;
 		}
@@ -243,7 +255,9 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t dea
 			};
 
 			/* rpcrdma_now_ms() is CLOCK_MONOTONIC, as the condvar's clock. */
+			tc->waiters++;
 			pthread_cond_timedwait(&tc->cond, &tc->lock, &ts);
+			tc->waiters--;
 			continue;
 		}
 		tc->polling = true;
@@ -264,7 +278,12 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t dea
 			/* Past the deadline already (a window may end after it): look, do not wait. */
 			wait = (int)(deadline - now > INT_MAX ? INT_MAX :
 				     deadline - now < 0 ? 0 : deadline - now);
-			if (rpcrdma_clnt_next_timeout(tc->native, &n) == 0 && n < wait)
+			/*
+			 * Another call may time out sooner. Ours alone, uncanceled,
+			 * times out after @deadline (its timeout has the backstop).
+			 */
+			if ((tc->inflight > 1 || canceled) &&
+			    rpcrdma_clnt_next_timeout(tc->native, &n) == 0 && n < wait)
 				wait = n;
 			tc->sleeping = true;
 			pthread_mutex_unlock(&tc->lock);
@@ -280,7 +299,7 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t dea
 		}
 		tc->polling = false;
 		/* Someone else may have to drive now. */
-		pthread_cond_broadcast(&tc->cond);
+		tclnt_wake_waiters(tc);
 	}
 }
 
@@ -416,7 +435,8 @@ static bool tclnt_unwrap(CLIENT *cl, XDR *xdrs, struct tirpc_xdr_result *rs, xdr
 }
 
 /*
- * Decode the reply of a call that completed, setting @err. Returns true when
+ * Decode the reply of a call that completed, setting @err, which says
+ * RPC_SUCCESS on entry (tclnt_map_status() of status 0). Returns true when
  * the credentials were refreshed and the call should be made again.
  */
 static bool tclnt_decode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b,
@@ -429,7 +449,6 @@ static bool tclnt_decode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b,
 	XDR xdrs;
 	bool ok;
 
-	memset(err, 0, sizeof(*err));
 	if (nc->result)
 		tirpc_xdr_result_create(&xdrs, &rs, b->reply, nc->reply_len, nc->result,
 					nc->result_len, item);
@@ -517,6 +536,38 @@ static unsigned int tclnt_result_item(struct tclnt *tc, struct tcall_buf *b,
 	return p->res_item;
 }
 
+/*
+ * A call of @msg (@len bytes) with the payload @ddp found, if any; the reply
+ * and result fields are zero. Field by field, not memset: gcc makes a rep
+ * stos of a clear this size, slower on every call.
+ */
+static void tcall_init(struct tcall *c, struct tclnt *tc, char *msg, u_int len,
+		       const struct tirpc_ddp *ddp)
+{
+	_Static_assert(sizeof(struct rpcrdma_call) ==
+			       offsetof(struct rpcrdma_call, result_len) + sizeof(size_t),
+		       "tcall_init() sets every field of struct rpcrdma_call");
+	c->nc.struct_size = sizeof(c->nc);
+	c->nc.msg = msg;
+	c->nc.msg_len = len;
+	c->nc.payload = ddp->found ? ddp->buf : NULL;
+	c->nc.payload_len = ddp->found ? ddp->len : 0;
+	c->nc.payload_pos = ddp->found ? ddp->pos : 0;
+	c->nc.reply = NULL;
+	c->nc.reply_max = 0;
+	c->nc.result = NULL;
+	c->nc.result_max = 0;
+	c->nc.timeout_ms = 0;
+	c->nc.done = tcall_done;
+	c->nc.arg = c;
+	c->nc.status = 0;
+	c->nc.reply_len = 0;
+	c->nc.result_len = 0;
+	c->tc = tc;
+	c->submitted = false;
+	c->done = false;
+}
+
 static enum clnt_stat tclnt_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *argsp,
 				 xdrproc_t xres, void *resp, struct timeval timeout)
 {
@@ -581,23 +632,12 @@ again:
 		err.re_status = RPC_CANTENCODEARGS;
 		goto out_buf;
 	}
-	memset(&c, 0, sizeof(c));
-	c.nc.struct_size = sizeof(c.nc);
-	c.tc = tc;
-	c.nc.msg = msg;
-	c.nc.msg_len = len;
-	if (ddp_arg.found) {
-		c.nc.payload = ddp_arg.buf;
-		c.nc.payload_len = ddp_arg.len;
-		c.nc.payload_pos = ddp_arg.pos;
-	}
+	tcall_init(&c, tc, msg, len, &ddp_arg);
 	c.nc.reply = b->reply;
 	c.nc.reply_max = tclnt_reply_max(tc, &dres, &ulb);
 	c.nc.result = dres.buf;
 	c.nc.result_max = dres.buf ? dres.len : 0;
 	c.nc.timeout_ms = (int)(ms + TCLNT_BACKSTOP_MS);
-	c.nc.done = tcall_done;
-	c.nc.arg = &c;
 
 	pthread_mutex_lock(&tc->lock);
 	now = rpcrdma_now_ms();
