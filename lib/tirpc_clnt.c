@@ -380,15 +380,21 @@ static int tclnt_encode_into(struct tclnt *tc, CLIENT *cl, char *msg, u_int size
 			     unsigned int nddp, u_int *len)
 {
 	struct tirpc_xdr_enc enc;
-	int32_t proc32 = (int32_t)proc;
-	uint32_t nxid = htonl(xid);
+	uint32_t nproc = htonl((uint32_t)proc), nxid = htonl(xid);
 	XDR xdrs;
 
-	memcpy(msg, tc->hdr, tc->hdr_len);
+	/*
+	 * The header, its xid and the procedure, stored straight in: a copy of
+	 * a constant size is a few moves (tclnt_encode_hdr() leaves room for
+	 * the procedure), one of hdr_len bytes a branchy sequence.
+	 */
+	if (size < TCLNT_HDR_MAX)
+		return -EMSGSIZE;
+	memcpy(msg, tc->hdr, TCLNT_HDR_MAX);
 	memcpy(msg, &nxid, sizeof(nxid));
+	memcpy(msg + tc->hdr_len, &nproc, sizeof(nproc));
 	tirpc_xdr_enc_create(&xdrs, &enc, msg, size, ddp, nddp);
-	if (!XDR_SETPOS(&xdrs, tc->hdr_len) || !XDR_PUTINT32(&xdrs, &proc32) ||
-	    !AUTH_MARSHALL(cl->cl_auth, &xdrs))
+	if (!XDR_SETPOS(&xdrs, tc->hdr_len + sizeof(nproc)) || !AUTH_MARSHALL(cl->cl_auth, &xdrs))
 		return enc.overflow ? -EMSGSIZE : -EINVAL;
 	/* Binding items count from the arguments on. */
 	enc.items.on = true;
@@ -410,19 +416,17 @@ static bool tclnt_encode(struct tclnt *tc, CLIENT *cl, struct tcall_buf *b, uint
 	u_int size = tc->sendsize;
 	int rc;
 
-	*msg = b->msg;
-	rc = tclnt_encode_into(tc, cl, b->msg, size, xid, proc, xargs, argsp, ddp, nddp, len);
-	while (rc == -EMSGSIZE && size < TCLNT_LONG_MAX) {
+	/* One call site, so that the encoding is inlined for the common first try. */
+	for (*msg = b->msg;; *msg = b->big) {
+		rc = tclnt_encode_into(tc, cl, *msg, size, xid, proc, xargs, argsp, ddp, nddp, len);
+		if (rc != -EMSGSIZE || size >= TCLNT_LONG_MAX)
+			return rc == 0;
 		size = size > TCLNT_LONG_MAX / 2 ? TCLNT_LONG_MAX : size * 2;
 		free(b->big);
 		b->big = malloc(size);
 		if (!b->big)
 			return false;
-		*msg = b->big;
-		rc = tclnt_encode_into(tc, cl, b->big, size, xid, proc, xargs, argsp, ddp, nddp,
-				       len);
 	}
-	return rc == 0;
 }
 
 /* The results, the binding's items counted from here on. */
@@ -886,6 +890,9 @@ static int tclnt_encode_hdr(struct tclnt *tc, rpcprog_t prog, rpcvers_t vers)
 	if (!xdr_callhdr(&xdrs, &call))
 		return -EINVAL;
 	tc->hdr_len = XDR_GETPOS(&xdrs);
+	/* tclnt_encode_into() puts the procedure right after it. */
+	if (tc->hdr_len + sizeof(uint32_t) > sizeof(tc->hdr))
+		return -EINVAL;
 	XDR_DESTROY(&xdrs);
 	return 0;
 }
