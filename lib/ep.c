@@ -394,31 +394,34 @@ static struct ibv_recv_wr *rpcrdma_recv_wr_of(struct list_node *node, ptrdiff_t 
 	return (struct ibv_recv_wr *)(void *)((char *)node + wr_off);
 }
 
-struct ibv_recv_wr *rpcrdma_recv_chain(struct list_node *free, uint32_t max, ptrdiff_t wr_off,
-				       uint32_t *count)
+void rpcrdma_recv_chain(struct rpcrdma_recv_chain *c, struct list_node *free, uint32_t max,
+			ptrdiff_t wr_off)
 {
-	struct ibv_recv_wr *first = NULL, **link = &first;
-	struct list_node *pos;
+	struct ibv_recv_wr **link = &c->first;
+	struct list_node *pos = free->next;
+	uint32_t n = 0;
 
-	*count = 0;
-	list_for_each(pos, free) {
-		if (*count == max)
-			break;
+	for (; pos != free && n < max; pos = pos->next, n++) {
 		*link = rpcrdma_recv_wr_of(pos, wr_off);
 		link = &(*link)->next;
-		(*count)++;
 	}
 	*link = NULL;
-	return first;
+	c->rest = pos;
+	c->count = n;
 }
 
-uint32_t rpcrdma_recv_chain_posted(struct list_node *free, struct ibv_recv_wr *first,
+uint32_t rpcrdma_recv_chain_posted(struct list_node *free, const struct rpcrdma_recv_chain *c,
 				   struct ibv_recv_wr *bad)
 {
 	struct ibv_recv_wr *wr;
 	uint32_t posted = 0, n;
 
-	for (wr = first; wr && wr != bad; wr = wr->next)
+	if (!bad) {
+		free->next = c->rest;
+		c->rest->prev = free;
+		return c->count;
+	}
+	for (wr = c->first; wr && wr != bad; wr = wr->next)
 		posted++;
 	/* The posted ones lead the list, in chain order. */
 	for (n = posted; n; n--)
@@ -429,15 +432,15 @@ uint32_t rpcrdma_recv_chain_posted(struct list_node *free, struct ibv_recv_wr *f
 int rpcrdma_ep_post_recvs(struct rpcrdma_ep *ep, struct list_node *free, uint32_t max,
 			  ptrdiff_t wr_off)
 {
-	struct ibv_recv_wr *first, *bad = NULL;
-	uint32_t count;
+	struct ibv_recv_wr *bad = NULL;
+	struct rpcrdma_recv_chain c;
 	int rc;
 
-	first = rpcrdma_recv_chain(free, max, wr_off, &count);
-	if (!count)
+	rpcrdma_recv_chain(&c, free, max, wr_off);
+	if (!c.count)
 		return 0;
-	rc = ibv_post_recv(ep->qp, first, &bad);
-	ep->recv_posted += rpcrdma_recv_chain_posted(free, first, likely(rc == 0) ? NULL : bad);
+	rc = ibv_post_recv(ep->qp, c.first, &bad);
+	ep->recv_posted += rpcrdma_recv_chain_posted(free, &c, likely(rc == 0) ? NULL : bad);
 	if (likely(rc == 0))
 		return 0;
 	rc = rpcrdma_verbs_err(rc);

@@ -305,14 +305,23 @@ void rpcrdma_ep_destroy(struct rpcrdma_ep *ep);
 int rpcrdma_ep_post_recvs(struct rpcrdma_ep *ep, struct list_node *free, uint32_t max,
 			  ptrdiff_t wr_off);
 
+/* Receives of a free list linked for one post: the list's first @count nodes. */
+struct rpcrdma_recv_chain {
+	struct ibv_recv_wr *first;	/* NULL when @count is 0 */
+	struct list_node *rest;		/* the first node left out */
+	uint32_t count;
+};
+
+/* Link up to @max receives of @free into @c (the WR of each is @wr_off bytes after its node). */
+void rpcrdma_recv_chain(struct rpcrdma_recv_chain *c, struct list_node *free, uint32_t max,
+			ptrdiff_t wr_off);
 /*
- * Link up to @max receives of @free into a chain (the WR of each is @wr_off
- * bytes after its list node). Returns its head, or NULL; *@count: its length.
+ * @c was posted up to @bad (NULL: all of it): those posted leave @free, all
+ * at once when all went. Their nodes' links are stale from then on: the
+ * completion that gives a receive back adds its node to a list again.
+ * Returns how many were posted.
  */
-struct ibv_recv_wr *rpcrdma_recv_chain(struct list_node *free, uint32_t max, ptrdiff_t wr_off,
-				       uint32_t *count);
-/* A chain was posted up to @bad (NULL: all of it): drop those posted from @free. */
-uint32_t rpcrdma_recv_chain_posted(struct list_node *free, struct ibv_recv_wr *first,
+uint32_t rpcrdma_recv_chain_posted(struct list_node *free, const struct rpcrdma_recv_chain *c,
 				   struct ibv_recv_wr *bad);
 
 #define RPCRDMA_RECV_WR_OFF(type, list_member, wr_member) \

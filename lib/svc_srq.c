@@ -175,8 +175,8 @@ static int svc_srq_grow(struct svc_rdma_srq *sh, bool recv)
 void svc_rdma_srq_refill(struct svc_rdma_srq *sh)
 {
 	uint64_t want = (uint64_t)sh->committed + sh->idle + 2 * sh->max_requests;
-	struct ibv_recv_wr *first, *bad = NULL;
-	uint32_t count;
+	struct ibv_recv_wr *bad = NULL;
+	struct rpcrdma_recv_chain c;
 	int rc;
 
 	if (want > sh->srq_max)
@@ -189,12 +189,10 @@ void svc_rdma_srq_refill(struct svc_rdma_srq *sh)
 		/* Short of memory, grants shrink to what is posted. */
 		if (list_empty(&sh->recv_free) && svc_srq_grow(sh, true))
 			return;
-		first = rpcrdma_recv_chain(&sh->recv_free, (uint32_t)want - sh->posted,
-					   RPCRDMA_RECV_WR_OFF(struct svc_rdma_recv_ctxt, rc_list,
-							       rc_recv_wr),
-					   &count);
-		rc = ibv_post_srq_recv(sh->srq, first, &bad);
-		sh->posted += rpcrdma_recv_chain_posted(&sh->recv_free, first, rc ? bad : NULL);
+		rpcrdma_recv_chain(&c, &sh->recv_free, (uint32_t)want - sh->posted,
+				   RPCRDMA_RECV_WR_OFF(struct svc_rdma_recv_ctxt, rc_list, rc_recv_wr));
+		rc = ibv_post_srq_recv(sh->srq, c.first, &bad);
+		sh->posted += rpcrdma_recv_chain_posted(&sh->recv_free, &c, rc ? bad : NULL);
 		if (rc) {
 			rpcrdma_err("server: posting to the SRQ failed: %s",
 				    strerror(rc > 0 ? rc : EIO));
