@@ -105,7 +105,7 @@ struct rpcrdma_svc_call {
 struct svc_rdma_recv_ctxt {
 	struct rpcrdma_cqe rc_cqe;		/* svc_rdma_wc_receive or svc_rdma_wc_srq_receive */
 	struct list_node rc_list;		/* a free list, sc_rq_dto_q or sc_read_complete_q */
-	struct list_node rc_held_node;		/* sc_held, while rc_held */
+	struct list_node rc_held_node;		/* sc_held, while a call with chunk lists is held */
 	struct svcxprt_rdma *rc_rdma;
 	struct svc_rdma_srq *rc_srq;
 	struct ibv_recv_wr rc_recv_wr;
@@ -210,7 +210,7 @@ struct svcxprt_rdma {
 	 */
 	struct list_node sc_batch;
 	bool sc_batching;
-	struct list_node sc_held;		/* receive contexts holding calls (rc_held_node) */
+	struct list_node sc_held;		/* held calls that may hold registrations (rc_held_node) */
 
 	/*
 	 * With the SRQ (svc_srq.c): the credit bound. sc_srq_bound bounds the
@@ -624,11 +624,12 @@ static inline void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
 void svc_rdma_recvfrom(struct svcxprt_rdma *rdma);
 void svc_rdma_hand_up(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
 void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call);
-void svc_rdma_call_let_go(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call);
+void svc_rdma_call_let_go(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
 
 /*
  * The one way a receive buffer comes back, whatever held it: a call it held
- * lets go of what it holds (svc_rdma_call_let_go(), which most calls skip);
+ * lets go of what it holds and leaves sc_held (svc_rdma_call_let_go(), which
+ * plain calls skip: they hold nothing and are not on it);
  * then it may be posted again. The connection may be freed when this was its
  * last call. Inline for the reply path; elsewhere svc_rdma_recv_ctxt_put().
  */
@@ -640,10 +641,9 @@ static rpcrdma_always_inline void svc_rdma_recv_ctxt_put_inline(struct svcxprt_r
 
 	if (held) {
 		if (call->reply_ctxt || call->payloads || call->chunks || call->has_pzrc ||
-		    call->long_reply.data)
-			svc_rdma_call_let_go(rdma, call);
+		    call->long_reply.data || !list_empty(&ctxt->rc_held_node))
+			svc_rdma_call_let_go(rdma, ctxt);
 		ctxt->rc_held = false;
-		list_del(&ctxt->rc_held_node);
 	}
 	if (ctxt->rc_srq)
 		svc_rdma_srq_recv_put(ctxt->rc_srq, ctxt);

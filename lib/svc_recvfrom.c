@@ -66,20 +66,30 @@ void svc_rdma_refill_post(struct svcxprt_rdma *rdma)
 			      RPCRDMA_RECV_WR_OFF(struct svc_rdma_recv_ctxt, rc_list, rc_recv_wr));
 }
 
-/* The receive buffer holds a call from now on: lent to the application, or pulling. */
-static void svc_rdma_recv_ctxt_hold(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+/*
+ * The receive buffer holds a call from now on: lent to the application, or
+ * pulling. @tracked: the call may come to hold registrations (chunks, a long
+ * reply: only a call with chunk lists can), which a close must find on
+ * sc_held; a plain call stays off it.
+ */
+static void svc_rdma_recv_ctxt_hold(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt,
+				    bool tracked)
 {
 	rdma->sc_calls_held++;
 	ctxt->rc_held = true;
-	list_add_tail(&ctxt->rc_held_node, &rdma->sc_held);
+	if (tracked)
+		list_add_tail(&ctxt->rc_held_node, &rdma->sc_held);
 }
 
 /*
  * A held call lets go of its reply buffer, the payloads named for a reply
  * that never went out and its chunks.
  */
-void svc_rdma_call_let_go(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call)
+void svc_rdma_call_let_go(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
 {
+	struct rpcrdma_svc_call *call = &ctxt->rc_call;
+
+	list_del(&ctxt->rc_held_node);
 	if (call->reply_ctxt) {
 		svc_rdma_send_ctxt_put(rdma, call->reply_ctxt);
 		call->reply_ctxt = NULL;
@@ -305,7 +315,7 @@ static void svc_rdma_handle_call(struct svcxprt_rdma *rdma, struct svc_rdma_recv
 		svc_rdma_send_error(rdma, call->hdr, err);
 		goto out_put;
 	}
-	svc_rdma_recv_ctxt_hold(rdma, ctxt);
+	svc_rdma_recv_ctxt_hold(rdma, ctxt, true);
 	if (call->hdr->read_segs) {
 		rpcrdma_count_add(rdma->sc_stats->read_chunks, call->hdr->read_chunks);
 		/* Handed up from svc_rdma_read_complete() once the data is in. */
@@ -348,7 +358,7 @@ static bool svc_rdma_handle_plain(struct svcxprt_rdma *rdma, struct svc_rdma_rec
 	call->msg = msg;
 	call->msg_len = ctxt->rc_byte_len - RPCRDMA_HDR_MIN_LEN;
 	call->hdr_reserve = RPCRDMA_HDR_MIN_LEN;
-	svc_rdma_recv_ctxt_hold(rdma, ctxt);
+	svc_rdma_recv_ctxt_hold(rdma, ctxt, false);
 	svc_rdma_call_up(rdma, ctxt);
 	return true;
 }
