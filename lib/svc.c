@@ -275,14 +275,6 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 	return n;
 }
 
-RPCRDMA_EXPORT int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget)
-{
-	if (!svc || budget <= 0)
-		return -EINVAL;
-	SVC_RDMA_GUARD(&svc->sv_pollers[0], return -EBUSY);
-	return svc_rdma_poller_poll(&svc->sv_pollers[0], budget);
-}
-
 RPCRDMA_EXPORT int rpcrdma_svc_arm(struct rpcrdma_svc *svc)
 {
 	if (!svc)
@@ -304,14 +296,6 @@ RPCRDMA_EXPORT int rpcrdma_svc_poller_fd(const struct rpcrdma_svc *svc, unsigned
 	if (!svc || i >= svc->sv_npollers)
 		return -EINVAL;
 	return svc->sv_pollers[i].epfd;
-}
-
-RPCRDMA_EXPORT int rpcrdma_svc_poller_poll(struct rpcrdma_svc *svc, unsigned int i, int budget)
-{
-	if (!svc || i >= svc->sv_npollers || budget <= 0)
-		return -EINVAL;
-	SVC_RDMA_GUARD(&svc->sv_pollers[i], return -EBUSY);
-	return svc_rdma_poller_poll(&svc->sv_pollers[i], budget);
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_poller_wait(struct rpcrdma_svc *svc, unsigned int i,

@@ -447,7 +447,8 @@ static bool svc_rdma_busy_pace(struct svc_rdma_poller *p)
 	       (p->visits < p->nconns || rpcrdma_pace_clock(&p->wake_pace, SVC_RDMA_QUIET_GAP_US));
 }
 
-int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
+/* A pass; inlined into the application's polls, which make most of them. */
+static rpcrdma_always_inline int svc_rdma_poller_pass(struct svc_rdma_poller *p, int budget)
 {
 	struct svcxprt_rdma *rdma;
 	unsigned int visits = 0, left;
@@ -494,6 +495,27 @@ int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
 	p->idle_passes = n || !list_empty(&p->ready) ? 0 : p->idle_passes + 1;
 	rpcrdma_stat_tick(&p->stat, false);
 	return n;
+}
+
+int svc_rdma_poller_poll(struct svc_rdma_poller *p, int budget)
+{
+	return svc_rdma_poller_pass(p, budget);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_poll(struct rpcrdma_svc *svc, int budget)
+{
+	if (!svc || budget <= 0)
+		return -EINVAL;
+	SVC_RDMA_GUARD(&svc->sv_pollers[0], return -EBUSY);
+	return svc_rdma_poller_pass(&svc->sv_pollers[0], budget);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_poller_poll(struct rpcrdma_svc *svc, unsigned int i, int budget)
+{
+	if (!svc || i >= svc->sv_npollers || budget <= 0)
+		return -EINVAL;
+	SVC_RDMA_GUARD(&svc->sv_pollers[i], return -EBUSY);
+	return svc_rdma_poller_pass(&svc->sv_pollers[i], budget);
 }
 
 /* A pass of a wait: work, or connections it found drained (armed by it) still ready. */
