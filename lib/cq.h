@@ -47,21 +47,19 @@ static inline int rpcrdma_cq_poll(struct ibv_cq *cq, int budget)
 	struct ibv_wc wcs[RPCRDMA_POLL_BATCH];
 	int total = 0;
 
-	do {
-		int want = budget - total, n, i;
+	for (;;) {
+		int want = budget - total < RPCRDMA_POLL_BATCH ? budget - total : RPCRDMA_POLL_BATCH;
+		int n = ibv_poll_cq(cq, want, wcs);
+		struct ibv_wc *wc, *end;
 
-		if (want > RPCRDMA_POLL_BATCH)
-			want = RPCRDMA_POLL_BATCH;
-		n = ibv_poll_cq(cq, want, wcs);
 		if (unlikely(n < 0))
 			return -EIO;
-		for (i = 0; i < n; i++)
-			rpcrdma_wc_cqe(&wcs[i])->done(cq, &wcs[i]);
+		for (wc = wcs, end = wcs + n; wc < end; wc++)
+			rpcrdma_wc_cqe(wc)->done(cq, wc);
 		total += n;
-		if (n < want)
-			break;
-	} while (total < budget);
-	return total;
+		if (n < want || total >= budget)
+			return total;
+	}
 }
 
 #endif /* RPCRDMA_CQ_H */
