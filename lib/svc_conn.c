@@ -94,7 +94,7 @@ static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32
 
 		svc_rdma_send_ctxt_init(ctxt, rpcrdma_slab_buf(&rdma->sc_send_slab, i),
 					rpcrdma_slab_lkey(&rdma->sc_send_slab));
-		list_add_tail(&ctxt->sc_chain.sq.list, &rdma->sc_send_free);
+		svc_rdma_send_ctxt_push(rdma, ctxt);
 	}
 	return 0;
 }
@@ -491,7 +491,6 @@ static struct svcxprt_rdma *svc_rdma_conn_new(struct svc_rdma_poller *p,
 	list_init(&rdma->sc_recv_free);
 	list_init(&rdma->sc_rq_dto_q);
 	list_init(&rdma->sc_read_complete_q);
-	list_init(&rdma->sc_send_free);
 	list_init(&rdma->sc_orphans);
 	list_init(&rdma->sc_batch);
 	list_init(&rdma->sc_held);

@@ -137,7 +137,8 @@ struct svc_rdma_send_ctxt {
 	struct svc_rdma_srq *sc_srq;		/* its pool, if shared */
 	struct rpcrdma_cqe sc_write_cqe;	/* svc_rdma_write_done: Write-list Writes */
 	struct rpcrdma_cqe sc_reply_cqe;	/* svc_rdma_reply_done: Reply-chunk Writes */
-	struct svc_rdma_chain sc_chain;		/* sc_send_free, the SQ waiters, sc_orphans */
+	struct svc_rdma_chain sc_chain;		/* the SQ waiters, sc_batch, sc_orphans */
+	struct svc_rdma_send_ctxt *sc_free_next;	/* below it on sc_send_free */
 	struct ibv_send_wr sc_send_wr;
 	struct ibv_sge sc_sge;
 	uint32_t sc_sqecount;
@@ -202,7 +203,7 @@ struct svcxprt_rdma {
 	struct list_node sc_recv_free;
 	struct list_node sc_rq_dto_q;		/* received, not yet decoded */
 	struct list_node sc_read_complete_q;	/* Read chunks pulled, ready to hand up */
-	struct list_node sc_send_free;
+	struct svc_rdma_send_ctxt *sc_send_free;	/* a stack (sc_free_next): the warmest first */
 	struct list_node sc_orphans;		/* partly posted chains, released after the drain */
 	/*
 	 * While sc_batching (the deferred work of a poll pass), chains whose
@@ -675,6 +676,13 @@ int svc_rdma_prepare_reply_chunk(struct svcxprt_rdma *rdma, struct svc_rdma_send
 void svc_rdma_send_ctxt_init(struct svc_rdma_send_ctxt *ctxt, unsigned char *buf, uint32_t lkey);
 void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc);
 void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt);
+
+/* A free send context on top of the connection's stack. */
+static inline void svc_rdma_send_ctxt_push(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
+{
+	ctxt->sc_free_next = rdma->sc_send_free;
+	rdma->sc_send_free = ctxt;
+}
 int svc_rdma_send_error(struct svcxprt_rdma *rdma, const struct rpcrdma_hdr *failing,
 			uint32_t err);
 void svc_rdma_chain_init(struct svc_rdma_chain *chain,

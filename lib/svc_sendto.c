@@ -42,9 +42,8 @@ svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma)
 
 	if (rdma->sc_srq)
 		ctxt = svc_rdma_srq_send_get(rdma);
-	else
-		ctxt = list_pop_entry(&rdma->sc_send_free, struct svc_rdma_send_ctxt,
-				      sc_chain.sq.list);
+	else if ((ctxt = rdma->sc_send_free))
+		rdma->sc_send_free = ctxt->sc_free_next;
 	if (unlikely(!ctxt))
 		return NULL;
 	ctxt->sc_rdma = rdma;
@@ -103,7 +102,7 @@ void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt
 	if (ctxt->sc_srq)
 		svc_rdma_srq_send_put(ctxt);
 	else
-		list_add_tail(&ctxt->sc_chain.sq.list, &rdma->sc_send_free);
+		svc_rdma_send_ctxt_push(rdma, ctxt);
 }
 
 uint32_t svc_rdma_grant(struct svcxprt_rdma *rdma)

@@ -193,12 +193,22 @@ static void t_sq_waiters_fifo(void **state)
 }
 
 /* Waiters are released, not posted, when the connection closes. */
+/* The send contexts on the connection's free stack (bounded: a cycle fails). */
+static unsigned int free_sends(const struct svcxprt_rdma *rdma)
+{
+	const struct svc_rdma_send_ctxt *c;
+	unsigned int n = 0;
+
+	for (c = rdma->sc_send_free; c; c = c->sc_free_next)
+		assert_true(++n <= rdma->sc_nsend);
+	return n;
+}
+
 static void t_sq_waiters_released_on_close(void **state)
 {
 	struct fixture fx;
 	struct ordered calls[4];
 	unsigned int order[4], next = 0, i;
-	struct list_node *pos;
 
 	fixture_up(&fx, HARNESS_HOLD);
 	submit_ordered(&fx, calls, 4, 0x200, order, &next);
@@ -222,8 +232,7 @@ static void t_sq_waiters_released_on_close(void **state)
 	} else {
 		unsigned int free_now = 0;
 
-		list_for_each(pos, &fx.rdma->sc_send_free)
-			free_now++;
+		free_now = free_sends(fx.rdma);
 		/* Every send context is free again: nothing else is in flight. */
 		assert_int_equal(free_now, fx.rdma->sc_nsend);
 	}
@@ -324,8 +333,7 @@ static void t_svc_batch_post_fails_midway(void **state)
 	assert_true(list_empty(&fx.rdma->sc_batch));
 	assert_true(list_empty(&fx.rdma->sc_orphans));
 	/* The two refused are free again; the two posted are still the device's. */
-	list_for_each(pos, &fx.rdma->sc_send_free)
-		free_now++;
+	free_now = free_sends(fx.rdma);
 	assert_int_equal(free_now, fx.rdma->sc_nsend - 2);
 	settle(&fx);
 	assert_int_equal(next, 4);
