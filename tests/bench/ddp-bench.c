@@ -18,13 +18,21 @@
  * processes, softrdma's rings are then run by the pollers instead of its
  * net threads. It prints the system calls per RPC of both sides.
  *
+ * With --hugepages every buffer (the payloads and the memcpy reference's)
+ * is 2 MiB-aligned and advised for transparent huge pages before its first
+ * touch, as RDMA programs often place their registered pools: across
+ * processes, process_vm_readv/writev then pin one page per 2 MiB instead of
+ * one per 4 KiB.
+ *
  *   ddp-bench [--size BYTES] [--calls N] [--runs R] [--procs] [--busy|--busy-arm]
+ *             [--hugepages]
  */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <netinet/in.h>
@@ -95,7 +103,23 @@ static void on_call(struct rpcrdma_svc_call *call, void *arg)
  * pollers), the server with RPCRDMA_SVC_BUSY_POLL; --busy-arm: the same
  * without the flag, so that a drained connection is armed at each gap.
  */
-static bool busy, busy_flag = true;
+static bool busy, busy_flag = true, hugepages;
+
+/* A buffer for the bytes under test: 4 KiB-aligned, or with --hugepages on THP. */
+static void *bench_buf(size_t size)
+{
+	const size_t huge = 2u << 20;
+	void *p;
+
+	if (!hugepages)
+		return aligned_alloc(4096, size);
+	size = (size + huge - 1) & ~(huge - 1);
+	p = aligned_alloc(huge, size);
+	/* Advice only: without THP the figures are those of 4 KiB pages. */
+	if (p && madvise(p, size, MADV_HUGEPAGE))
+		perror("madvise(MADV_HUGEPAGE)");
+	return p;
+}
 
 static void server_turn(struct server *s)
 {
@@ -128,7 +152,7 @@ static int server_start(struct server *s, size_t size, struct sockaddr_storage *
 	if (busy && busy_flag)
 		sattr.flags = RPCRDMA_SVC_BUSY_POLL;
 	s->size = size;
-	s->source = aligned_alloc(4096, size);
+	s->source = bench_buf(size);
 	if (!s->source || rpcrdma_svc_listen(&sattr, &s->svc))
 		return -1;
 	memset(s->source, 0x5a, size);
@@ -273,6 +297,7 @@ int main(int argc, char **argv)
 		{ "procs", no_argument, NULL, 'p' },
 		{ "busy", no_argument, NULL, 'b' },
 		{ "busy-arm", no_argument, NULL, 'a' },
+		{ "hugepages", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rpcrdma_clnt_attr cattr = { RPCRDMA_SIZED(cattr) };
@@ -296,7 +321,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	bench_syscalls();	/* before the server's thread or process: it counts those too */
-	while ((opt = getopt_long(argc, argv, "s:n:r:pba", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:n:r:pbaH", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			size = strtoul(optarg, NULL, 0);
@@ -316,20 +341,18 @@ int main(int argc, char **argv)
 		case 'p':
 			procs = true;
 			break;
+		case 'H':
+			hugepages = true;
+			break;
 		default:
 			fprintf(stderr, "usage: %s [--size BYTES] [--calls N] [--runs R<=32] [--procs] "
-				"[--busy|--busy-arm]\n", argv[0]);
+				"[--busy|--busy-arm] [--hugepages]\n", argv[0]);
 			return 2;
 		}
 	}
 	if (!size || size > (16u << 20) || !calls || !runs || runs > 32)
 		return 2;
 
-	cbuf = aligned_alloc(4096, size);
-	mdst = aligned_alloc(4096, size);
-	if (!cbuf || !mdst)
-		return 1;
-	memset(cbuf, 0xa5, size);
 	if (procs) {
 		/* softrdma crosses processes through a rendezvous directory of their own. */
 		if (!mkdtemp(rdv) || setenv("SOFTRDMA_DIR", rdv, 1))
@@ -337,7 +360,7 @@ int main(int argc, char **argv)
 		child = server_fork(size, &addr);
 		if (child < 0)
 			return 1;
-		s.source = aligned_alloc(4096, size);	/* the memcpy reference's source */
+		s.source = bench_buf(size);	/* the memcpy reference's source */
 		if (!s.source)
 			return 1;
 		memset(s.source, 0x5a, size);
@@ -345,6 +368,16 @@ int main(int argc, char **argv)
 		   pthread_create(&s.thread, NULL, server_thread, &s)) {
 		return 1;
 	}
+	/*
+	 * After the fork: a page the child shares copy-on-write is split into
+	 * 4 KiB pages at the parent's next write, huge or not.
+	 */
+	cbuf = bench_buf(size);
+	mdst = bench_buf(size);
+	if (!cbuf || !mdst)
+		return 1;
+	memset(cbuf, 0xa5, size);
+	memset(mdst, 0, size);
 	cattr.addr = (struct sockaddr *)&addr;
 	if (rpcrdma_clnt_connect(&cattr, &clnt) ||
 	    rpcrdma_clnt_mem_register(clnt, cbuf, size, &cmem))
@@ -354,8 +387,9 @@ int main(int argc, char **argv)
 	if (run_op(clnt, OP_READ, cbuf, size, 5, &xid) < 0 ||
 	    run_op(clnt, OP_WRITE, cbuf, size, 5, &xid) < 0)
 		return 1;
-	printf("DDP over softrdma, %zu-byte payloads, registered buffers, one RPC in flight%s%s\n",
-	       size, procs ? ",\n  client and server in two processes" : "",
+	printf("DDP over softrdma, %zu-byte payloads, registered buffers%s, one RPC in flight%s%s\n",
+	       size, hugepages ? " (advised for huge pages)" : "",
+	       procs ? ",\n  client and server in two processes" : "",
 	       !busy ? "" : busy_flag ? ",\n  both sides polling without sleeping (--busy)" :
 	       ",\n  both sides polling without sleeping, the server arming at each gap (--busy-arm)");
 	before = atomic_load(&lib_copied);
