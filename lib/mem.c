@@ -246,6 +246,104 @@ static size_t rpcrdma_buf_bytes(const struct rpcrdma_buf *buf)
 	return (buf->len + RPCRDMA_PAGE - 1) & ~(size_t)(RPCRDMA_PAGE - 1);
 }
 
+int rpcrdma_buf_alloc_halves(struct rpcrdma_buf *a, struct rpcrdma_buf *b, struct ibv_pd *pd,
+			     int access, struct rpcrdma_stats *stats)
+{
+	const size_t huge = RPCRDMA_HUGE_PAGE, half = huge / 2;
+	struct rpcrdma_buf *bufs[2] = { a, b };
+	unsigned char *p, *aligned;
+	unsigned int i;
+
+	memset(a, 0, sizeof(*a));
+	memset(b, 0, sizeof(*b));
+	/* Twice the size, then trimmed to the aligned huge page within. */
+	p = mmap(NULL, 2 * huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	aligned = (unsigned char *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (aligned > p)
+		munmap(p, (size_t)(aligned - p));
+	munmap(aligned + huge, (size_t)(p + 2 * huge - (aligned + huge)));
+	/* Advice only: without huge pages the halves work as any mapping. */
+	(void)madvise(aligned, huge, MADV_HUGEPAGE);
+	for (i = 0; i < 2; i++) {
+		struct rpcrdma_buf *buf = bufs[i];
+
+		buf->data = aligned + i * half;
+		buf->map_len = half;
+		buf->mr = ibv_reg_mr(pd, buf->data, half, access);
+		if (!buf->mr) {
+			int rc = rpcrdma_errno(-ENOMEM);
+
+			if (i)
+				rpcrdma_buf_free(a, stats);
+			else
+				munmap(buf->data, half);
+			munmap(aligned + half, half);
+			memset(a, 0, sizeof(*a));
+			memset(b, 0, sizeof(*b));
+			return rc;
+		}
+		buf->len = half;
+		rpcrdma_count_add(stats->heap_bytes, half);
+		rpcrdma_count_add(stats->registered_bytes, half);
+	}
+	return 0;
+}
+
+/* Mapped buffers the application keeps (rpcrdma_buf_keep_mapped()), hashed by their megabyte. */
+struct rpcrdma_kept {
+	struct rpcrdma_kept *next;
+	void *data;
+	size_t len;
+};
+#define RPCRDMA_KEPT_BUCKETS 64
+static pthread_mutex_t rpcrdma_kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rpcrdma_kept *rpcrdma_kept_table[RPCRDMA_KEPT_BUCKETS];
+
+static struct rpcrdma_kept **rpcrdma_kept_bucket(const void *data)
+{
+	return &rpcrdma_kept_table[((uintptr_t)data >> 20) % RPCRDMA_KEPT_BUCKETS];
+}
+
+int rpcrdma_buf_keep_mapped(void *data, size_t map_len)
+{
+	struct rpcrdma_kept *k = malloc(sizeof(*k));
+
+	if (!k)
+		return -ENOMEM;
+	k->data = data;
+	k->len = map_len;
+	pthread_mutex_lock(&rpcrdma_kept_lock);
+	k->next = *rpcrdma_kept_bucket(data);
+	*rpcrdma_kept_bucket(data) = k;
+	pthread_mutex_unlock(&rpcrdma_kept_lock);
+	return 0;
+}
+
+void rpcrdma_buf_release_kept(void *data)
+{
+	struct rpcrdma_kept **pp, *k = NULL;
+
+	if (!data)
+		return;
+	pthread_mutex_lock(&rpcrdma_kept_lock);
+	for (pp = rpcrdma_kept_bucket(data); *pp; pp = &(*pp)->next) {
+		if ((*pp)->data == data) {
+			k = *pp;
+			*pp = k->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&rpcrdma_kept_lock);
+	if (!k) {
+		free(data);
+		return;
+	}
+	munmap(k->data, k->len);
+	free(k);
+}
+
 int rpcrdma_buf_reserve(struct rpcrdma_buf *buf, size_t len)
 {
 	size_t bytes = (len + RPCRDMA_PAGE - 1) & ~(size_t)(RPCRDMA_PAGE - 1);

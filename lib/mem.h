@@ -130,4 +130,22 @@ void rpcrdma_buf_dereg(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats);
 /* Deregister but keep the memory (for the application); returns it. */
 void *rpcrdma_buf_detach(struct rpcrdma_buf *buf, struct rpcrdma_stats *stats);
 
+/* A transparent huge page: copies between processes pin one page per this many bytes. */
+#define RPCRDMA_HUGE_PAGE (2u << 20)
+/*
+ * Two registered buffers of RPCRDMA_HUGE_PAGE / 2 bytes, the halves of one
+ * mapping advised for a huge page: each is freed on its own
+ * (rpcrdma_buf_free() unmaps its half). 0 or -errno.
+ */
+int rpcrdma_buf_alloc_halves(struct rpcrdma_buf *a, struct rpcrdma_buf *b, struct ibv_pd *pd,
+			     int access, struct rpcrdma_stats *stats);
+/*
+ * A detached mapped buffer (map_len) handed to the application: remembered,
+ * so that rpcrdma_buf_release_kept() unmaps it where free() would fail.
+ * 0 or -ENOMEM.
+ */
+int rpcrdma_buf_keep_mapped(void *data, size_t map_len);
+/* Release memory the application was given: unmapped if remembered, else free(). */
+void rpcrdma_buf_release_kept(void *data);
+
 #endif /* RPCRDMA_MEM_H */

@@ -411,6 +411,9 @@ RPCRDMA_EXPORT void *rpcrdma_svc_call_keep_payload(struct rpcrdma_svc_call *call
 	if (!call || i >= call->nchunks || call->chunks[i].ch_kept)
 		return NULL;
 	ch = &call->chunks[i];
+	/* A sink that is half a huge page is unmapped, not freed: remember it. */
+	if (ch->ch_buf.map_len && rpcrdma_buf_keep_mapped(ch->ch_buf.data, ch->ch_buf.map_len))
+		return NULL;
 	if (len)
 		*len = ch->ch_len;
 	/* The data is in place and no RDMA will touch it again: keep the memory only. */
@@ -422,7 +425,7 @@ RPCRDMA_EXPORT void *rpcrdma_svc_call_keep_payload(struct rpcrdma_svc_call *call
 
 RPCRDMA_EXPORT void rpcrdma_svc_payload_free(void *data)
 {
-	free(data);
+	rpcrdma_buf_release_kept(data);
 }
 
 RPCRDMA_EXPORT uint64_t rpcrdma_svc_call_write_chunk(const struct rpcrdma_svc_call *call,

@@ -162,6 +162,22 @@ static int svc_rdma_sink(struct svcxprt_rdma *rdma, struct svc_rdma_chunk *ch)
 			return 0;
 		}
 	}
+	/*
+	 * Sinks for more than a quarter of a huge page come in pairs, the two
+	 * halves of one (the second cached): between processes softrdma's
+	 * copies pin one page for both instead of one per 4 KiB, and an RNIC
+	 * maps them with fewer translations.
+	 */
+	if (len > RPCRDMA_HUGE_PAGE / 4 && len <= RPCRDMA_HUGE_PAGE / 2 &&
+	    rdma->sc_nsinks < SVC_RDMA_SINK_CACHE) {
+		struct rpcrdma_buf spare;
+
+		if (rpcrdma_buf_alloc_halves(&ch->ch_buf, &spare, rdma->sc_pd, IBV_ACCESS_LOCAL_WRITE,
+					     rdma->sc_stats) == 0) {
+			rdma->sc_sinks[rdma->sc_nsinks++] = spare;
+			return 0;
+		}
+	}
 	return rpcrdma_buf_alloc(&ch->ch_buf, rdma->sc_pd, len, IBV_ACCESS_LOCAL_WRITE,
 				 rdma->sc_stats);
 }

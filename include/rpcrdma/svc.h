@@ -449,7 +449,7 @@ int rpcrdma_svc_call_payload(const struct rpcrdma_svc_call *call, unsigned int i
  *
  * The buffer becomes the application's: it outlives the call and the
  * connection, and is released with rpcrdma_svc_payload_free(). Returns it,
- * or NULL if @i is out of range or already kept.
+ * or NULL if @i is out of range or already kept, or memory is short.
  */
 void *rpcrdma_svc_call_keep_payload(struct rpcrdma_svc_call *call, unsigned int i, size_t *len);
 

@@ -299,7 +299,7 @@ static void unused_write_chunk_case(struct fixture *fx)
 }
 
 static const size_t payload_sizes[] = {
-	0, 1, 2, 3, 4, 5, 6, 7, 4095, 4096, 4097, MiB + 3, 5 * MiB + 1, 16 * MiB,
+	0, 1, 2, 3, 4, 5, 6, 7, 4095, 4096, 4097, 600 * 1024 + 1, MiB, MiB + 3, 5 * MiB + 1, 16 * MiB,
 };
 
 static void run_matrix(enum reg_mode mode)
