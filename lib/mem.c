@@ -275,13 +275,10 @@ int rpcrdma_buf_alloc_halves(struct rpcrdma_buf *a, struct rpcrdma_buf *b, struc
 		if (!buf->mr) {
 			int rc = rpcrdma_errno(-ENOMEM);
 
-			if (i)
-				rpcrdma_buf_free(a, stats);
-			else
-				munmap(buf->data, half);
-			munmap(aligned + half, half);
-			memset(a, 0, sizeof(*a));
+			/* Deregistered and unaccounted; both halves go with the mapping. */
+			rpcrdma_buf_detach(a, stats);
 			memset(b, 0, sizeof(*b));
+			munmap(aligned, huge);
 			return rc;
 		}
 		buf->len = half;

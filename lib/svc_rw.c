@@ -174,7 +174,7 @@ static int svc_rdma_sink(struct svcxprt_rdma *rdma, struct svc_rdma_chunk *ch)
 
 		if (rpcrdma_buf_alloc_halves(&ch->ch_buf, &spare, rdma->sc_pd, IBV_ACCESS_LOCAL_WRITE,
 					     rdma->sc_stats) == 0) {
-			rdma->sc_sinks[rdma->sc_nsinks++] = spare;
+			svc_rdma_sink_put(rdma, &spare);
 			return 0;
 		}
 	}
