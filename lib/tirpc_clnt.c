@@ -89,7 +89,7 @@ struct tclnt {
 	u_int sendsize;
 	u_int recvsize;
 	bool recv_inline;			/* recvsize 0: never offer a Reply chunk */
-	u_int spin_us;				/* poll this long before sleeping */
+	struct tirpc_spin spin;			/* poll this long before sleeping */
 	uint32_t inline_recv;
 	struct tcall_buf *free_bufs;
 	struct tcall_buf *all_bufs;
@@ -105,6 +105,9 @@ struct tcall {
 	struct tclnt *tc;
 	bool submitted;
 	bool done;
+	u_int window;				/* poll this long before sleeping */
+	int64_t wait_from;			/* adaptive window: the first look, in us */
+	int64_t seen_at;			/* ... the last look of a window, if done then */
 };
 
 /* clnt_geterr() reports the calling thread's last call when it made one. */
@@ -187,27 +190,38 @@ static struct tcall_buf *tclnt_get_buf(struct tclnt *tc)
 }
 
 /*
- * Poll for up to tc->spin_us (not beyond @deadline) before sleeping: a reply
- * that comes meanwhile costs no wake-up. The lock is let go between polls,
- * so that other threads may submit (they find tc->polling set and wait).
- * Returns what the last poll did.
+ * Poll for up to @us from @start (not beyond @deadline) before sleeping: a
+ * reply that comes meanwhile costs no wake-up. The lock is let go between
+ * polls, so that other threads may submit (they find tc->polling set and
+ * wait). Returns what the last poll did.
  */
-static int tclnt_spin(struct tclnt *tc, struct tcall *c, int64_t deadline)
+static int tclnt_spin(struct tclnt *tc, struct tcall *c, u_int us, int64_t start,
+		      int64_t deadline)
 {
-	int64_t end = rpcrdma_now_us() + tc->spin_us;
+	int64_t end = start + us, t = start;
 	int n = 0;
 
 	if (end > deadline * 1000)
 		end = deadline * 1000;
-	while (!c->done && rpcrdma_now_us() < end) {
+	while (!c->done && t < end) {
 		pthread_mutex_unlock(&tc->lock);
 		rpcrdma_cpu_relax();
 		pthread_mutex_lock(&tc->lock);
 		n = rpcrdma_clnt_poll(tc->native, TCLNT_BUDGET);
 		if (n)
 			break;
+		t = rpcrdma_now_us();
 	}
+	c->seen_at = c->done ? t : 0;
 	return n;
+}
+
+/* The adaptive window learns how long @c's reply took to come. */
+static void tclnt_learn(struct tclnt *tc, struct tcall *c)
+{
+	if (!c->wait_from)
+		return;
+	tirpc_spin_learn(&tc->spin, (c->seen_at ? c->seen_at : rpcrdma_now_us()) - c->wait_from);
 }
 
 /*
@@ -218,6 +232,7 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t dea
 {
 	bool canceled = false, first = true, just_sent = false;
 
+	c->window = tirpc_spin_next(&tc->spin);
 	for (;;) {
 		int n, wait;
 
@@ -231,8 +246,10 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t dea
 			else if (n != -EAGAIN)
 				return n;
 		}
-		if (c->done)
+		if (c->done) {
+			tclnt_learn(tc, c);
 			return 0;
+		}
 		if (!first)
 			now = rpcrdma_now_ms();
 		first = false;
@@ -261,14 +278,17 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t dea
 			continue;
 		}
 		tc->polling = true;
+		if (tirpc_spin_auto(&tc->spin) && !c->wait_from)
+			c->wait_from = rpcrdma_now_us();
 		/*
 		 * Just submitted and no window to poll in: the reply is not in
 		 * yet, and the arm below looks once more after arming.
 		 */
-		n = just_sent && !tc->spin_us ? 0 : rpcrdma_clnt_poll(tc->native, TCLNT_BUDGET);
+		n = just_sent && !c->window ? 0 : rpcrdma_clnt_poll(tc->native, TCLNT_BUDGET);
 		just_sent = false;
-		if (n == 0 && !c->done && tc->spin_us) {
-			n = tclnt_spin(tc, c, deadline);
+		if (n == 0 && !c->done && c->window) {
+			n = tclnt_spin(tc, c, c->window,
+				       c->wait_from ? c->wait_from : rpcrdma_now_us(), deadline);
 			/* The sleep below must not outlast the deadline by the window. */
 			now = rpcrdma_now_ms();
 		}
@@ -570,6 +590,8 @@ static void tcall_init(struct tcall *c, struct tclnt *tc, char *msg, u_int len,
 	c->tc = tc;
 	c->submitted = false;
 	c->done = false;
+	c->wait_from = 0;
+	c->seen_at = 0;
 }
 
 static enum clnt_stat tclnt_call(CLIENT *cl, rpcproc_t proc, xdrproc_t xargs, void *argsp,
@@ -799,12 +821,12 @@ static bool_t tclnt_control_locked(struct tclnt *tc, u_int request, void *info)
 		tclnt_kick(tc);
 		return rc == 0;
 	case RPCRDMA_CLSET_SPIN_US:
-		if (*(u_int *)info > TIRPC_SPIN_MAX)
+		if (*(u_int *)info > TIRPC_SPIN_MAX && *(u_int *)info != RPCRDMA_SPIN_AUTO)
 			return FALSE;
-		tc->spin_us = *(u_int *)info;
+		tirpc_spin_set(&tc->spin, *(u_int *)info);
 		return TRUE;
 	case RPCRDMA_CLGET_SPIN_US:
-		*(u_int *)info = tc->spin_us;
+		*(u_int *)info = tc->spin.us;
 		return TRUE;
 	case RPCRDMA_CLGET_STATS:
 		return rpcrdma_clnt_stats(tc->native, info) == 0;
@@ -947,7 +969,7 @@ RPCRDMA_EXPORT CLIENT *rpcrdma_clnt_create(const struct sockaddr *addr, rpcprog_
 	tc->recvsize = recvsize ? recvsize : info.inline_recv;
 	tc->recv_inline = !recvsize;
 	tc->inline_recv = info.inline_recv;
-	tc->spin_us = tirpc_spin_default();
+	tirpc_spin_set(&tc->spin, tirpc_spin_default(RPCRDMA_SPIN_AUTO));
 	gettimeofday(&now, NULL);
 	tc->next_xid = (uint32_t)getpid() ^ (uint32_t)now.tv_sec ^ (uint32_t)now.tv_usec << 12 ^
 		       (uint32_t)(uintptr_t)tc;

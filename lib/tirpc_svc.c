@@ -963,7 +963,7 @@ static SVCXPRT *tsvc_create(struct rpcrdma_svc_attr *attr, u_int sendsize, u_int
 		goto fail;
 	/* The pool's registrations go when the server's PDs do. */
 	svc_rdma_set_on_free(ts->native, tpool_retire, ts->pool);
-	ts->spin_us = tirpc_spin_default();
+	ts->spin_us = tirpc_spin_default(0);
 	svc_rdma_set_spin(ts->native, ts->spin_us);
 	xprt_register(&ts->xprt);
 	return &ts->xprt;

@@ -616,12 +616,25 @@ struct rpcrdma_ddp_buf {
  * it arms the queue and sleeps. A reply that comes within the window then
  * costs no sleep and no wake-up, at the price of a CPU kept busy while it
  * waits: worth it where replies come in tens of microseconds and a core is
- * to spare. 0 (the default) sleeps at once. At most 1000000; a larger value
- * returns FALSE and changes nothing. The environment variable
- * RPCRDMA_SPIN_US sets the default of the CLIENTs (and of the listeners:
- * RPCRDMA_SVCSET_SPIN_US) made afterwards, for programs that cannot call
- * clnt_control(). RPCRDMA_CLGET_SPIN_US reads it.
+ * to spare. 0 sleeps at once. At most 1000000, or RPCRDMA_SPIN_AUTO; any
+ * other larger value returns FALSE and changes nothing.
+ *
+ * RPCRDMA_SPIN_AUTO, the default, adapts the window to how soon this
+ * CLIENT's replies come: twice their recent average and a few microseconds
+ * more, at most 50; none while they take longer than 50 microseconds (but
+ * one call in 16 still polls 50, to notice a server that became quick), and
+ * none where the process may run on one CPU only (sched_getaffinity()). A
+ * CLIENT whose replies are slow thus sleeps at once, as with 0, and one
+ * whose server answers within microseconds polls for no longer than a sleep
+ * and a wake-up would have cost.
+ *
+ * The environment variable RPCRDMA_SPIN_US, when set, gives the window of
+ * the CLIENTs (and of the listeners: RPCRDMA_SVCSET_SPIN_US) made
+ * afterwards, for programs that cannot call clnt_control(); a value that is
+ * not a number up to 1000000 means 0. RPCRDMA_CLGET_SPIN_US reads the
+ * window, RPCRDMA_SPIN_AUTO included.
  */
+#define RPCRDMA_SPIN_AUTO 0xffffffffu
 #define RPCRDMA_CLSET_SPIN_US 0x52440006u
 #define RPCRDMA_CLGET_SPIN_US 0x52440007u
 
@@ -635,8 +648,10 @@ struct rpcrdma_ddp_buf {
  * its connections this long before it sleeps. A call that comes within the
  * window costs no sleep and no wake-up, at the price of a CPU kept busy;
  * under svc_run() no other transport is served during the window. 0 (the
- * default) sleeps at once; at most 1000000, and a larger value returns
- * FALSE and changes nothing. Thread-safe. RPCRDMA_SVCGET_SPIN_US reads it.
+ * default) sleeps at once; at most 1000000, and a larger value
+ * (RPCRDMA_SPIN_AUTO too: the adaptive window is the CLIENT's alone)
+ * returns FALSE and changes nothing. Thread-safe. RPCRDMA_SVCGET_SPIN_US
+ * reads it.
  * RPCRDMA_SPIN_US in the environment sets the default of the listeners made
  * afterwards, as of the CLIENTs.
  */

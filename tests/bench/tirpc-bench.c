@@ -25,12 +25,15 @@
  * read 0), as tests/bench/tirpc-callgrind.sh does to count the NULL calls'
  * instructions alone.
  *
- * -s gives the RDMA CLIENT's and server's polling window
- * (RPCRDMA_CLSET_SPIN_US, RPCRDMA_SVCSET_SPIN_US) for a second 1-caller NULL
- * loop (default 100 us; 0: none).
+ * The first 1-caller NULL loop runs with the library's defaults: the RDMA
+ * CLIENT's adaptive polling window (RPCRDMA_SPIN_AUTO), none on the server.
+ * A second runs with no window on either side (RPCRDMA_CLSET_SPIN_US and
+ * RPCRDMA_SVCSET_SPIN_US 0), a third with -s microseconds on both (default
+ * 100; 0 leaves it out). -z runs the first loop with no window and leaves
+ * the others out, as tests/bench/tirpc-callgrind.sh needs.
  *
  * tirpc-bench [-n null-calls] [-m mib-transfers] [-t threads] [-r rounds] [-s spin-us]
- *             [-x tcp|rdma]
+ *             [-z] [-x tcp|rdma]
  */
 #include <getopt.h>
 #include <math.h>
@@ -47,14 +50,20 @@
 
 #include "bench.h"
 
+/* A 1-caller NULL loop run again with other polling windows. */
+struct null_loop {
+	double per_s, median_us, csw_per_call, syscalls_per_call;
+};
+
 struct figures {
 	double null_per_s;
 	double null_median_us;
 	double null_csw_per_call;	/* both sides: client and server share this process */
 	double null_syscalls_per_call;	/* likewise (bench_syscalls()) */
-	/* RDMA: the client polls -s microseconds before sleeping; TCP: as above. */
-	double null_spin_per_s, null_spin_median_us, null_spin_csw_per_call;
-	double null_spin_syscalls_per_call;
+	/* RDMA: no polling window; TCP: as above. */
+	struct null_loop off;
+	/* RDMA: both sides poll -s microseconds before sleeping; TCP: as above. */
+	struct null_loop spin;
 	double null_mt_per_s;
 	/* RDMA only (softrdma's per-QP counters): doorbells and signaled send CQEs per call. */
 	double null_clnt_posts, null_svc_posts, null_clnt_signaled, null_svc_signaled;
@@ -212,33 +221,41 @@ out:
 	return rc;
 }
 
-/* The 1-caller NULL loop again, RDMA's client and server polling @spin_us before they sleep. */
-static int bench_null_spin(const struct tt_server *srv, CLIENT *cl, unsigned int n,
-			   u_int spin_us, struct figures *f)
+/* RDMA: set the CLIENT's and the listener's polling windows; TCP: nothing to set. */
+static bool bench_windows(const struct tt_server *srv, CLIENT *cl, u_int clnt_us, u_int svc_us)
+{
+	return !srv->rdma || (clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&clnt_us) &&
+			      SVC_CONTROL(srv->listener, RPCRDMA_SVCSET_SPIN_US, &svc_us));
+}
+
+/*
+ * The 1-caller NULL loop again, RDMA's CLIENT polling @clnt_us and its
+ * server @svc_us before they sleep, into @out; then the defaults again.
+ * TCP has no such windows: @out repeats the first loop's figures.
+ */
+static int bench_null_window(const struct tt_server *srv, CLIENT *cl, unsigned int n,
+			     u_int clnt_us, u_int svc_us, const struct figures *f,
+			     struct null_loop *out)
 {
 	struct figures s = *f;
-	u_int off = 0;
-	int rc;
+	int rc = 0;
 
 	if (srv->rdma) {
-		if (!clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&spin_us) ||
-		    !SVC_CONTROL(srv->listener, RPCRDMA_SVCSET_SPIN_US, &spin_us))
+		if (!bench_windows(srv, cl, clnt_us, svc_us))
 			return -1;
 		rc = bench_null(cl, n, &s);
-		clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&off);
-		SVC_CONTROL(srv->listener, RPCRDMA_SVCSET_SPIN_US, &off);
-		if (rc)
-			return rc;
+		if (!bench_windows(srv, cl, RPCRDMA_SPIN_AUTO, 0))
+			rc = -1;
 	}
-	f->null_spin_per_s = s.null_per_s;
-	f->null_spin_median_us = s.null_median_us;
-	f->null_spin_csw_per_call = s.null_csw_per_call;
-	f->null_spin_syscalls_per_call = s.null_syscalls_per_call;
-	return 0;
+	out->per_s = s.null_per_s;
+	out->median_us = s.null_median_us;
+	out->csw_per_call = s.null_csw_per_call;
+	out->syscalls_per_call = s.null_syscalls_per_call;
+	return rc;
 }
 
 static int bench(bool rdma, unsigned int nulls, unsigned int mibs, unsigned int threads,
-		 u_int spin_us, struct figures *f)
+		 u_int spin_us, bool no_windows, struct figures *f)
 {
 	struct tt_server srv;
 	CLIENT *cl = NULL, *large = NULL;
@@ -249,8 +266,11 @@ static int bench(bool rdma, unsigned int nulls, unsigned int mibs, unsigned int 
 		return -1;
 	cl = tt_client(&srv, TT_PROG, TT_VERS, 0, 0);
 	large = tt_client(&srv, TT_PROG, TT_VERS, TT_BIG, TT_BIG);
-	if (cl && large && !bench_null(cl, nulls, f) &&
-	    (!spin_us || !bench_null_spin(&srv, cl, nulls, spin_us, f)) &&
+	if (cl && large && (!no_windows || bench_windows(&srv, cl, 0, 0)) &&
+	    !bench_null(cl, nulls, f) &&
+	    (no_windows || !bench_null_window(&srv, cl, nulls, 0, 0, f, &f->off)) &&
+	    (no_windows || !spin_us ||
+	     !bench_null_window(&srv, cl, nulls, spin_us, spin_us, f, &f->spin)) &&
 	    (!threads || !bench_null_mt(cl, nulls, threads, f)) &&
 	    (!mibs || !bench_mib(&srv, large, mibs, f)))
 		rc = 0;
@@ -305,23 +325,27 @@ static double row_ratio(const struct figures *tcp, const struct figures *rdma,
 }
 
 static void print_table(const struct figures *tcp, const struct figures *rdma,
-			unsigned int rounds, unsigned int threads, u_int spin_us, unsigned int which,
-			double *v)
+			unsigned int rounds, unsigned int threads, u_int spin_us, bool no_windows,
+			unsigned int which, double *v)
 {
 	char mt_label[48], spin_label[4][48];
 	const struct figure_row rows[] = {
-		{ "NULL calls/s, 1 caller", FIGURE(null_per_s), 0 },
+		{ "NULL calls/s, 1 caller (*)", FIGURE(null_per_s), 0 },
 		{ "NULL median latency (us), 1 caller", FIGURE(null_median_us), 1 },
-		{ "ctx switches/NULL call, 1 caller (*)", FIGURE(null_csw_per_call), 2 },
-		{ "system calls/NULL call, 1 caller (*)", FIGURE(null_syscalls_per_call), 2 },
+		{ "ctx switches/NULL call, 1 caller (**)", FIGURE(null_csw_per_call), 2 },
+		{ "system calls/NULL call, 1 caller (**)", FIGURE(null_syscalls_per_call), 2 },
 		{ "posts/NULL call, client (RDMA)", FIGURE(null_clnt_posts), 2 },
 		{ "posts/NULL call, server (RDMA)", FIGURE(null_svc_posts), 2 },
 		{ "signaled send CQEs/NULL call, client", FIGURE(null_clnt_signaled), 2 },
 		{ "signaled send CQEs/NULL call, server", FIGURE(null_svc_signaled), 2 },
-		{ spin_label[0], FIGURE(null_spin_per_s), 0 },
-		{ spin_label[1], FIGURE(null_spin_median_us), 1 },
-		{ spin_label[2], FIGURE(null_spin_csw_per_call), 2 },
-		{ spin_label[3], FIGURE(null_spin_syscalls_per_call), 2 },
+		{ "NULL calls/s, no polling (***)", FIGURE(off.per_s), 0 },
+		{ "NULL median latency (us), no polling", FIGURE(off.median_us), 1 },
+		{ "ctx switches/NULL call, no polling", FIGURE(off.csw_per_call), 2 },
+		{ "system calls/NULL call, no polling", FIGURE(off.syscalls_per_call), 2 },
+		{ spin_label[0], FIGURE(spin.per_s), 0 },
+		{ spin_label[1], FIGURE(spin.median_us), 1 },
+		{ spin_label[2], FIGURE(spin.csw_per_call), 2 },
+		{ spin_label[3], FIGURE(spin.syscalls_per_call), 2 },
 		{ mt_label, FIGURE(null_mt_per_s), 0 },
 		{ "1 MiB results, MiB/s", FIGURE(result_mib_s), 0 },
 		{ "1 MiB arguments, MiB/s", FIGURE(arg_mib_s), 0 },
@@ -330,7 +354,7 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 	size_t i;
 
 	snprintf(mt_label, sizeof(mt_label), "NULL calls/s, %u threads, 1 CLIENT", threads);
-	snprintf(spin_label[0], sizeof(spin_label[0]), "NULL calls/s, spin %u us (**)", spin_us);
+	snprintf(spin_label[0], sizeof(spin_label[0]), "NULL calls/s, spin %u us (***)", spin_us);
 	snprintf(spin_label[1], sizeof(spin_label[1]), "NULL median latency (us), spin %u us", spin_us);
 	snprintf(spin_label[2], sizeof(spin_label[2]), "ctx switches/NULL call, spin %u us", spin_us);
 	snprintf(spin_label[3], sizeof(spin_label[3]), "system calls/NULL call, spin %u us", spin_us);
@@ -354,14 +378,19 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 			printf(" %9.2f", row_ratio(tcp, rdma, rounds, row, v));
 		printf("\n");
 	}
-	printf("(*) getrusage(RUSAGE_SELF), and the system calls the kernel's raw_syscalls\n"
+	printf("(*) the library's defaults: over RDMA the CLIENT polls for each reply\n"
+	       "    in a window that follows how soon replies come (RPCRDMA_SPIN_AUTO),\n"
+	       "    the server sleeps at once%s.\n",
+	       no_windows ? " (-z: both sleep at once here)" : "");
+	printf("(**) getrusage(RUSAGE_SELF), and the system calls the kernel's raw_syscalls\n"
 	       "    tracepoint counted (nan where perf_event_open is refused), over the\n"
 	       "    1-caller NULL loop, divided by the calls: client and server share this\n"
 	       "    process, so both sides' count.\n");
-	printf("(**) 1 caller; over RDMA the CLIENT polls %u us for each reply and the\n"
-	       "    server each connection for its next call before sleeping\n"
-	       "    (RPCRDMA_CLSET_SPIN_US, RPCRDMA_SVCSET_SPIN_US; with -s 0 these rows\n"
-	       "    read 0); TCP: the figures above again, as libtirpc's TCP has no such mode.\n",
+	printf("(***) 1 caller; over RDMA the CLIENT polls for each reply and the server\n"
+	       "    each connection for its next call for the window given (none, or\n"
+	       "    %u us) before sleeping (RPCRDMA_CLSET_SPIN_US, RPCRDMA_SVCSET_SPIN_US;\n"
+	       "    rows left out by -s 0 or -z read 0); TCP: the first loop's figures\n"
+	       "    again, as libtirpc's TCP has no such mode.\n",
 	       spin_us);
 	printf("Each figure: the median of %u round%s", rounds, rounds == 1 ? "" : "s");
 	if (rounds > 1 && which == (BENCH_TCP | BENCH_RDMA))
@@ -375,7 +404,7 @@ static void print_table(const struct figures *tcp, const struct figures *rdma,
 static void usage(const char *prog)
 {
 	fprintf(stderr, "usage: %s [-n null-calls] [-m mib-transfers] [-t threads] [-r rounds] "
-		"[-s spin-us] [-x tcp|rdma]\n", prog);
+		"[-s spin-us] [-z] [-x tcp|rdma]\n", prog);
 }
 
 int main(int argc, char **argv)
@@ -383,11 +412,12 @@ int main(int argc, char **argv)
 	unsigned int nulls = 20000, mibs = 100, threads = 4, rounds = 5, r, k;
 	u_int spin_us = 100;
 	unsigned int which = BENCH_TCP | BENCH_RDMA;
+	bool no_windows = false;
 	struct figures *tcp, *rdma;
 	double *scratch;
 	int opt, rc = 0;
 
-	while ((opt = getopt(argc, argv, "n:m:t:r:s:x:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:m:t:r:s:zx:")) != -1) {
 		switch (opt) {
 		case 'n':
 			nulls = (unsigned int)strtoul(optarg, NULL, 0);
@@ -403,6 +433,9 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			spin_us = (u_int)strtoul(optarg, NULL, 0);
+			break;
+		case 'z':
+			no_windows = true;
 			break;
 		case 'x':
 			if (!strcmp(optarg, "tcp")) {
@@ -439,7 +472,7 @@ int main(int argc, char **argv)
 
 			if (!(which & (use_rdma ? BENCH_RDMA : BENCH_TCP)))
 				continue;
-			if (bench(use_rdma, nulls, mibs, threads, spin_us,
+			if (bench(use_rdma, nulls, mibs, threads, spin_us, no_windows,
 				  use_rdma ? &rdma[r] : &tcp[r])) {
 				fprintf(stderr, "tirpc-bench: a call failed (%s, round %u)\n",
 					use_rdma ? "RDMA" : "TCP", r + 1);
@@ -448,7 +481,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	print_table(tcp, rdma, rounds, threads, spin_us, which, scratch);
+	print_table(tcp, rdma, rounds, threads, spin_us, no_windows, which, scratch);
 out:
 	free(scratch);
 	free(rdma);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Instructions of library code per libtirpc NULL call over RDMA, per side,
-# under callgrind: tirpc-bench's 1-caller NULL loop alone (-x rdma -m 0 -t 0 -s 0),
+# under callgrind: tirpc-bench's 1-caller NULL loop alone (-x rdma -m 0 -t 0 -z: no polling windows),
 # the rpcgen client on the main thread, svc_run() on a thread of its own.
 # callgrind counts each thread apart (--separate-threads): the main thread is
 # the client side, every other thread the server side (svc_run's; softrdma's
@@ -22,7 +22,7 @@ callgrind_prepare "$bench"
 profile() {
 	rm -f "$tmp"/cg*
 	valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$tmp/cg" \
-		"$bench" -x rdma -r 1 -n "$1" -m 0 -t 0 -s 0 >/dev/null 2>"$tmp/err" || {
+		"$bench" -x rdma -r 1 -n "$1" -m 0 -t 0 -z >/dev/null 2>"$tmp/err" || {
 		cat "$tmp/err" >&2
 		exit 1
 	}

@@ -22,6 +22,11 @@
 #include <unistd.h>
 
 #include <softrdma.h>
+#ifdef HAVE_VALGRIND_H
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 #include "compat_0_1.h"
 #include "tt.h"
@@ -839,8 +844,8 @@ static void test_spin(void **state)
 	assert_int_equal(spin_default_from_env(state, "-5"), 0);
 	assert_int_equal(spin_default_from_env(state, "20us"), 0);
 	assert_non_null(cl);
-	assert_true(clnt_control(cl, RPCRDMA_CLGET_SPIN_US, (char *)&us));
-	assert_int_equal(us, 0);
+	us = 0;
+	assert_true(clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&us));
 	us = 1000001;
 	assert_false(clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&us));
 	assert_true(clnt_control(cl, RPCRDMA_CLGET_SPIN_US, (char *)&us));
@@ -885,6 +890,59 @@ static void test_spin(void **state)
 	if (dt < 590 || dt >= 1150)
 		fail_msg("timed out after %lld ms, not 600", (long long)dt);
 	server_spin(srv_of(state), cl);
+	clnt_destroy(cl);
+}
+
+/* Receive CQ arms of @n calls of @proc with argument @ms (TT_SLEEP) or none. */
+static unsigned long arms_of(CLIENT *cl, int n, u_int proc, u_int ms)
+{
+	struct softrdma_qp_stats before, after;
+
+	softrdma_qp_stats_sum(&before, NULL);
+	while (n-- > 0)
+		assert_int_equal(clnt_call(cl, proc, proc == TT_SLEEP ? (xdrproc_t)xdr_u_int :
+					   XDR_VOID, &ms, XDR_VOID, NULL, tt_timeout), RPC_SUCCESS);
+	softrdma_qp_stats_sum(&after, NULL);
+	return after.recv_cq_arms - before.recv_cq_arms;
+}
+
+/*
+ * RPCRDMA_SPIN_AUTO, the default window: read back, set again; slow
+ * replies find the CLIENT asleep (armed) each time, and quick ones, once
+ * more after slow ones, are caught by polling (not under valgrind, which
+ * runs one thread at a time: there the server cannot answer while the
+ * client polls).
+ */
+static void test_spin_auto(void **state)
+{
+	CLIENT *cl = tt_client(srv_of(state), TT_PROG, TT_VERS, 0, 0);
+	u_int us = 12345;
+	unsigned long arms;
+
+	assert_non_null(cl);
+	assert_true(clnt_control(cl, RPCRDMA_CLGET_SPIN_US, (char *)&us));
+	assert_int_equal(us, RPCRDMA_SPIN_AUTO);
+	us = RPCRDMA_SPIN_AUTO - 1;
+	assert_false(clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&us));
+	us = 0;
+	assert_true(clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&us));
+	us = RPCRDMA_SPIN_AUTO;
+	assert_true(clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&us));
+	us = 0;
+	assert_true(clnt_control(cl, RPCRDMA_CLGET_SPIN_US, (char *)&us));
+	assert_int_equal(us, RPCRDMA_SPIN_AUTO);
+	/* The server has no adaptive window. */
+	us = RPCRDMA_SPIN_AUTO;
+	assert_false(SVC_CONTROL(srv_of(state)->listener, RPCRDMA_SVCSET_SPIN_US, &us));
+
+	/* Replies 5 ms late: every call sleeps for its reply. */
+	arms = arms_of(cl, 6, TT_SLEEP, 5);
+	assert_true(arms >= 6);
+	if (!RUNNING_ON_VALGRIND) {
+		arms = arms_of(cl, 400, TT_NULL, 0);
+		if (arms >= 400)
+			fail_msg("400 quick replies: %lu arms, none caught by the window", arms);
+	}
 	clnt_destroy(cl);
 }
 
@@ -1138,6 +1196,7 @@ int main(void)
 	const struct CMUnitTest rdma_only[] = {
 		cmocka_unit_test(test_deferred_reply),
 		cmocka_unit_test(test_spin),
+		cmocka_unit_test(test_spin_auto),
 		cmocka_unit_test(test_blocked_thread_spares_others),
 		cmocka_unit_test(test_second_run_refused),
 		cmocka_unit_test(test_listener_destroyed_in_flight),

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CLIENT's polling window (lib/tirpc_spin.c): a fixed window stays as
+ * set; the adaptive one follows how soon replies come, closes while they
+ * are slow (probing now and then), opens again once they are quick, and
+ * never opens on one CPU.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "tirpc_spin.h"
+
+static void learn_n(struct tirpc_spin *s, int64_t us, int n)
+{
+	while (n-- > 0)
+		tirpc_spin_learn(s, us);
+}
+
+static void test_fixed(void **state)
+{
+	struct tirpc_spin s;
+
+	tirpc_spin_set(&s, 30);
+	assert_false(tirpc_spin_auto(&s));
+	assert_int_equal(tirpc_spin_window(&s), 30);
+	learn_n(&s, 5000, 50);
+	assert_int_equal(tirpc_spin_window(&s), 30);
+	tirpc_spin_set(&s, 0);
+	learn_n(&s, 1, 50);
+	assert_int_equal(tirpc_spin_window(&s), 0);
+}
+
+static bool two_cpus(void)
+{
+	cpu_set_t set;
+
+	return !sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 1;
+}
+
+static void test_adaptive(void **state)
+{
+	unsigned int i, probes;
+	struct tirpc_spin s;
+
+	if (!two_cpus())
+		skip();
+	tirpc_spin_set(&s, RPCRDMA_SPIN_AUTO);
+	assert_true(tirpc_spin_auto(&s));
+	/* It starts open, as for replies in half the longest window. */
+	assert_int_equal(tirpc_spin_window(&s), TIRPC_SPIN_AUTO_MAX);
+	/* Quick replies: twice their time and 4 us; open, it never probes. */
+	learn_n(&s, 2, 100);
+	assert_int_equal(tirpc_spin_window(&s), 8);
+	for (i = 0; i < 2 * TIRPC_SPIN_PROBE; i++)
+		assert_int_equal(tirpc_spin_next(&s), 8);
+	/* Slow ones close it, but for a probe of the longest window now and then... */
+	learn_n(&s, 500, 100);
+	assert_int_equal(tirpc_spin_window(&s), 0);
+	probes = 0;
+	for (i = 0; i < 10 * TIRPC_SPIN_PROBE; i++) {
+		u_int w = tirpc_spin_next(&s);
+
+		assert_true(w == 0 || w == TIRPC_SPIN_AUTO_MAX);
+		probes += w != 0;
+	}
+	assert_int_equal(probes, 10);
+	/* ...and quick ones, timed through the sleeps, open it again. */
+	learn_n(&s, 10, 100);
+	assert_int_equal(tirpc_spin_window(&s), 24);
+	/* Replies just inside the longest window: capped. */
+	learn_n(&s, 40, 100);
+	assert_int_equal(tirpc_spin_window(&s), TIRPC_SPIN_AUTO_MAX);
+	/* A reply that took hours or a clock gone back: bounded, no overflow. */
+	learn_n(&s, INT64_MAX, 1000);
+	assert_int_equal(tirpc_spin_window(&s), 0);
+	learn_n(&s, -5, 200);
+	assert_int_equal(tirpc_spin_window(&s), 4);
+}
+
+/* Restricted to one CPU, the adaptive window never polls: the replier could not run. */
+static void test_one_cpu(void **state)
+{
+	struct tirpc_spin s;
+	unsigned int i;
+	cpu_set_t all, one;
+
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	tirpc_spin_set(&s, RPCRDMA_SPIN_AUTO);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+	assert_true(tirpc_spin_auto(&s));
+	assert_int_equal(tirpc_spin_window(&s), 0);
+	learn_n(&s, 1, 100);
+	assert_int_equal(tirpc_spin_window(&s), 0);
+	for (i = 0; i < 2 * TIRPC_SPIN_PROBE; i++)
+		assert_int_equal(tirpc_spin_next(&s), 0);
+	/* A fixed window is the caller's to choose, one CPU or not. */
+	tirpc_spin_set(&s, 20);
+	assert_int_equal(tirpc_spin_window(&s), 20);
+}
+
+/* RPCRDMA_SPIN_US: unset gives the caller's default; garbage gives 0. */
+static void test_env(void **state)
+{
+	unsetenv("RPCRDMA_SPIN_US");
+	assert_int_equal(tirpc_spin_default(RPCRDMA_SPIN_AUTO), RPCRDMA_SPIN_AUTO);
+	assert_int_equal(tirpc_spin_default(0), 0);
+	setenv("RPCRDMA_SPIN_US", "", 1);
+	assert_int_equal(tirpc_spin_default(RPCRDMA_SPIN_AUTO), RPCRDMA_SPIN_AUTO);
+	setenv("RPCRDMA_SPIN_US", "250", 1);
+	assert_int_equal(tirpc_spin_default(RPCRDMA_SPIN_AUTO), 250);
+	setenv("RPCRDMA_SPIN_US", "auto", 1);
+	assert_int_equal(tirpc_spin_default(RPCRDMA_SPIN_AUTO), 0);
+	setenv("RPCRDMA_SPIN_US", "1000001", 1);
+	assert_int_equal(tirpc_spin_default(RPCRDMA_SPIN_AUTO), 0);
+	unsetenv("RPCRDMA_SPIN_US");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fixed),
+		cmocka_unit_test(test_adaptive),
+		cmocka_unit_test(test_one_cpu),
+		cmocka_unit_test(test_env),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
