@@ -735,9 +735,9 @@ void engine_fast_start(struct soft_qp *qp, struct soft_send_wqe *wqe)
 	qp->wake_at = 0;
 }
 
-void engine_fast_finish(struct soft_qp *qp, struct soft_send_wqe *wqe)
+void engine_fast_finish(struct soft_qp *qp, struct soft_send_wqe *wqe, uint32_t byte_len)
 {
-	finish_wqe_locked(qp, wqe, IBV_WC_SUCCESS, 0);
+	finish_wqe_locked(qp, wqe, IBV_WC_SUCCESS, byte_len);
 }
 
 void engine_run_locked(struct soft_qp *qp)

@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The send fast path: in THREAD mode, a Send or an RDMA Write between two
- * QPs of this process that the engine would run at once (nothing older is
- * runnable anywhere) and that succeeds runs in ibv_post_send() under the
- * two QPs' locks and their CQs' push locks, without fab.lock (the gate and
- * the lock order: soft.h). Every check the engine and the responder would
- * make is made first, with nothing changed yet; a WR that would take any
- * other turn (an error, an RNR NAK, a fault, an async event, a Read, an
- * invalidation, a bind, the capture, another process) is left to the
- * fab.lock path, with the WRs after it, so that path runs it exactly as
- * before. What the fast path does is what the engine does on success, in
- * the same order: the receive completes, then the send. A responder on an
+ * The send fast path: in THREAD mode, a Send, an RDMA Write or an RDMA
+ * Read between two QPs of this process that the engine would run at once
+ * (nothing older is runnable anywhere) and that succeeds runs in
+ * ibv_post_send() under the two QPs' locks and their CQs' push locks,
+ * without fab.lock (the gate and the lock order: soft.h). Every check the
+ * engine and the responder would make is made first, with nothing changed
+ * yet; a WR that would take any other turn (an error, an RNR NAK, a fault,
+ * an async event, an invalidation, a bind, the capture, another process) is
+ * left to the fab.lock path, with the WRs after it, so that path runs it
+ * exactly as before. What the fast path does is what the engine does on
+ * success, in the same order: the receive completes, then the send. A Read
+ * runs as the engine runs one whose response is the next unit to run (the
+ * QP has nothing else in flight): the data scatters, then it completes. A responder on an
  * SRQ shares the ring with the SRQ's other QPs: the SRQ's consume_lock
  * keeps their fast paths apart.
  *
@@ -65,12 +67,12 @@ static void unlock_two(pthread_mutex_t *a, pthread_mutex_t *b)
 static bool fast_opcode(enum ibv_wr_opcode op)
 {
 	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE ||
-	       op == IBV_WR_RDMA_WRITE_WITH_IMM;
+	       op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ;
 }
 
 static bool consumes_receive(enum ibv_wr_opcode op)
 {
-	return op != IBV_WR_RDMA_WRITE;
+	return op != IBV_WR_RDMA_WRITE && op != IBV_WR_RDMA_READ;
 }
 
 static struct soft_rq *recv_ring(struct soft_qp *peer)
@@ -96,9 +98,15 @@ static bool responder_ready(const struct soft_qp *peer)
 				 (peer->attr.qp_state == IBV_QPS_RTR && peer->comm_est));
 }
 
-/* The gather the engine makes (gather_locked), from the WR: NULL segments fail it. */
+/*
+ * The gather the engine makes (gather_locked), from the WR: NULL segments
+ * fail it. A Read's segments are its sink: written locally (and remotely on
+ * iWARP, whose Read Response is a tagged write).
+ */
 static bool gather(struct soft_qp *sqp, const struct ibv_send_wr *wr, struct wire_req *req)
 {
+	int need = wr->opcode != IBV_WR_RDMA_READ ? 0 : soft_profile()->iwarp ?
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_LOCAL_WRITE;
 	uint64_t total = 0;
 	int i;
 
@@ -111,7 +119,7 @@ static bool gather(struct soft_qp *sqp, const struct ibv_send_wr *wr, struct wir
 		total += sge->length;
 		if (!sge->length || (wr->send_flags & IBV_SEND_INLINE))
 			continue;
-		ptr = mem_local_locked(sqp->pd, sge->lkey, sge->addr, sge->length, 0, &mr);
+		ptr = mem_local_locked(sqp->pd, sge->lkey, sge->addr, sge->length, need, &mr);
 		if (!ptr)
 			return false;
 		req->segs[req->nsegs++] = wire_seg_mem(ptr, sge->length, mr, NULL);
@@ -130,24 +138,46 @@ static bool cq_room(struct soft_cq *cq, uint32_t n)
 	return !cq->overrun && !cq->shm_links && used + n <= cq->size;
 }
 
-/* Where the payload lands: a receive's buffers, or the Write's target. */
+/* Where the payload lands: a receive's buffers, or the Write's target; or a Read's source. */
 struct fast_sink {
 	struct soft_recv_wqe *rwqe;
 	uint8_t *dst[SOFT_MAX_SGE];
 	uint32_t dst_len[SOFT_MAX_SGE];
 	uint32_t n;
 	uint8_t *target;
+	const uint8_t *source;
 };
 
+/*
+ * A Read (rdma_read() in responder.c): the requester may issue Reads, the
+ * responder serve them, and the source may be read remotely.
+ */
+static bool read_accepted(struct soft_qp *sqp, struct soft_qp *peer, const struct ibv_send_wr *wr,
+			  uint32_t length, struct fast_sink *sink)
+{
+	/* An inline Read (meaningless) takes the engine's turn, whatever it makes of it. */
+	if ((wr->send_flags & IBV_SEND_INLINE) || !sqp->attr.max_rd_atomic ||
+	    !(peer->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) ||
+	    !peer->attr.max_dest_rd_atomic)
+		return false;
+	if (length)
+		sink->source = mem_remote_locked(peer, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr,
+						 length, IBV_ACCESS_REMOTE_READ, NULL, NULL);
+	return !length || sink->source;
+}
+
 /* The responder's checks (responder.c) on the success path, nothing consumed. */
-static bool responder_accepts(struct soft_qp *peer, const struct ibv_send_wr *wr,
-			      uint32_t length, struct fast_sink *sink)
+static bool responder_accepts(struct soft_qp *sqp, struct soft_qp *peer,
+			      const struct ibv_send_wr *wr, uint32_t length, struct fast_sink *sink)
 {
 	uint32_t left = length, i;
 
 	sink->rwqe = NULL;
 	sink->n = 0;
 	sink->target = NULL;
+	sink->source = NULL;
+	if (wr->opcode == IBV_WR_RDMA_READ)
+		return read_accepted(sqp, peer, wr, length, sink);
 	if (consumes_receive(wr->opcode)) {
 		struct soft_rq *rq = recv_ring(peer);
 
@@ -194,7 +224,14 @@ static void respond(struct soft_qp *peer, const struct wire_req *req, struct fas
 	struct ibv_wc wc;
 	uint32_t i, off = 0;
 
-	if (sink->target) {
+	if (sink->source) {
+		/* A Read's response scatters into the requester's segments (all local). */
+		for (i = 0; i < req->nsegs; i++) {
+			memcpy((void *)(uintptr_t)req->segs[i].addr, sink->source + off,
+			       req->segs[i].len);
+			off += req->segs[i].len;
+		}
+	} else if (sink->target) {
 		wire_pull_msg(req->segs, req->nsegs, 0, sink->target, req->length);
 	} else {
 		for (i = 0; i < sink->n; i++) {
@@ -239,7 +276,7 @@ static bool run_one(struct soft_qp *sqp, struct soft_qp *peer, const struct ibv_
 	    !responder_ready(peer))
 		return false;
 	memset(&req, 0, sizeof(req));
-	if (!gather(sqp, wr, &req) || !responder_accepts(peer, wr, req.length, &sink))
+	if (!gather(sqp, wr, &req) || !responder_accepts(sqp, peer, wr, req.length, &sink))
 		return false;
 	recv_cqes = sink.rwqe ? 1 : 0;
 	if (sqp->scq == peer->rcq ? !cq_room(sqp->scq, recv_cqes + signaled) :
@@ -256,7 +293,9 @@ static bool run_one(struct soft_qp *sqp, struct soft_qp *peer, const struct ibv_
 	}
 	engine_req_header(sqp, wqe, &req);
 	respond(peer, &req, &sink);
-	engine_fast_finish(sqp, wqe);
+	/* A Read's byte_len is its sink's length, as scatter_read_locked() gives it. */
+	engine_fast_finish(sqp, wqe, wr->opcode == IBV_WR_RDMA_READ ? req.length : 0);
+	__atomic_add_fetch(&fab.fast_executed[wr->opcode], 1, __ATOMIC_RELAXED);
 	return true;
 }
 

@@ -91,6 +91,13 @@ size_t softrdma_pd_exposed_bytes(struct ibv_pd *pd)
 	return total;
 }
 
+unsigned long softrdma_fast_executed(enum ibv_wr_opcode opcode)
+{
+	if ((unsigned int)opcode > IBV_WR_DRIVER1)
+		return 0;
+	return __atomic_load_n(&fab.fast_executed[opcode], __ATOMIC_RELAXED);
+}
+
 unsigned long softrdma_executed(enum ibv_wr_opcode opcode)
 {
 	unsigned long n = 0;

@@ -248,6 +248,8 @@ struct soft_fabric {
 	uint32_t next_qpn;
 	struct softrdma_counts counts;
 	unsigned long executed[IBV_WR_DRIVER1 + 1];
+	/* atomic: of those, what the fast path (fast.c) ran, without this lock */
+	unsigned long fast_executed[IBV_WR_DRIVER1 + 1];
 	/* keys.c: chunks of SOFT_KEY_CHUNK slots, never moved once allocated */
 	struct soft_key_slot *key_chunks[SOFT_MAX_KEYS / SOFT_KEY_CHUNK];
 	uint32_t nkeys;
@@ -757,10 +759,11 @@ void engine_req_header(const struct soft_qp *qp, const struct soft_send_wqe *wqe
 		       struct wire_req *req);
 /*
  * The fast path (fast.c), the QP's lock held: the WQE at sq_exec starts (as
- * engine_run_locked() starts it, no fault armed), and it succeeded.
+ * engine_run_locked() starts it, no fault armed), and it succeeded
+ * (@byte_len: a Read's completion's).
  */
 void engine_fast_start(struct soft_qp *qp, struct soft_send_wqe *wqe);
-void engine_fast_finish(struct soft_qp *qp, struct soft_send_wqe *wqe);
+void engine_fast_finish(struct soft_qp *qp, struct soft_send_wqe *wqe, uint32_t byte_len);
 /* The answer to the request qp is waiting for (wait_resp) came over its link. */
 /* An answer from another process to the awaiting WQE of @qp posted as @token. */
 void engine_answer_locked(struct soft_qp *qp, uint64_t token, const struct wire_resp *resp);

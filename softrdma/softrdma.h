@@ -268,6 +268,11 @@ size_t softrdma_pd_exposed_bytes(struct ibv_pd *pd);
 
 /* Number of operations the fabric has executed (WRs) since start, per opcode. */
 unsigned long softrdma_executed(enum ibv_wr_opcode opcode);
+/*
+ * Of those, how many ran at post time without the fabric lock (THREAD
+ * mode, between two QPs of this process: the README's "fast path").
+ */
+unsigned long softrdma_fast_executed(enum ibv_wr_opcode opcode);
 
 /*
  * The most send WRs @qp has had sent to another process with their answers

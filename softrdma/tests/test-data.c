@@ -137,23 +137,61 @@ static void test_rdma_write_and_imm(void **state)
 	assert_int_equal(h_poll(fx.p.cq[0], &wc, 1), 1);
 }
 
+/* What the fast path ran (fast.c) changed by @n: only THREAD mode has one. */
+static void assert_fast(enum ibv_wr_opcode op, unsigned long before, unsigned long n)
+{
+	unsigned long want = softrdma_get_mode() == SOFTRDMA_MODE_THREAD ? n : 0;
+
+	assert_int_equal(softrdma_fast_executed(op) - before, want);
+}
+
+/*
+ * A Read scatters into two segments; in THREAD mode it ran at post time on
+ * the fast path, its completion there before ibv_post_send() returned.
+ */
 static void test_rdma_read(void **state)
 {
+	struct ibv_sge sge[2] = {
+		{ (uintptr_t)fx.buf[0] + 10, 1000, fx.mr[0]->lkey },
+		{ (uintptr_t)fx.buf[0] + 2000, 2000, fx.mr[0]->lkey },
+	};
+	struct ibv_send_wr wr = { .wr_id = 8, .sg_list = sge, .num_sge = 2,
+				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { (uintptr_t)fx.buf[1] + 5, fx.mr[1]->rkey } };
+	unsigned long fast = softrdma_fast_executed(IBV_WR_RDMA_READ);
+	struct ibv_send_wr *bad = NULL;
 	struct ibv_wc wc;
 
 	(void)state;
 	fill(fx.buf[1], LEN, 42);
 	memset(fx.buf[0], 0, LEN);
-	assert_int_equal(h_post(fx.p.qp[0], 8, IBV_WR_RDMA_READ, fx.buf[0] + 10, 3000,
-				fx.mr[0]->lkey, IBV_SEND_SIGNALED, (uintptr_t)fx.buf[1] + 5,
-				fx.mr[1]->rkey), 0);
+	/* The engine runs a QP's first transmit: it finds the responder. */
+	assert_int_equal(h_post(fx.p.qp[0], 7, IBV_WR_RDMA_WRITE, NULL, 0, 0, IBV_SEND_SIGNALED,
+				0, 0), 0);
 	assert_int_equal(h_poll(fx.p.cq[0], &wc, 1), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(ibv_post_send(fx.p.qp[0], &wr, &bad), 0);
+	assert_fast(IBV_WR_RDMA_READ, fast, 1);
+	if (softrdma_get_mode() == SOFTRDMA_MODE_THREAD)
+		assert_int_equal(ibv_poll_cq(fx.p.cq[0], 1, &wc), 1);
+	else
+		assert_int_equal(h_poll(fx.p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.opcode, IBV_WC_RDMA_READ);
+	assert_int_equal(wc.wr_id, 8);
 	assert_int_equal(wc.byte_len, 3000);
-	assert_memory_equal(fx.buf[0] + 10, fx.buf[1] + 5, 3000);
+	assert_memory_equal(fx.buf[0] + 10, fx.buf[1] + 5, 1000);
+	assert_memory_equal(fx.buf[0] + 2000, fx.buf[1] + 1005, 2000);
 	assert_int_equal(fx.buf[0][9], 0);
-	assert_int_equal(fx.buf[0][3010], 0);
+	assert_int_equal(fx.buf[0][1010], 0);
+	assert_int_equal(fx.buf[0][1999], 0);
+	/* Zero-length: no rkey checked, byte_len 0, on the fast path too. */
+	assert_int_equal(h_post(fx.p.qp[0], 9, IBV_WR_RDMA_READ, NULL, 0, 0, IBV_SEND_SIGNALED,
+				0, 0xdead00), 0);
+	assert_fast(IBV_WR_RDMA_READ, fast, 2);
+	assert_int_equal(h_poll(fx.p.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 0);
 }
 
 static void test_zero_length(void **state)
@@ -269,6 +307,7 @@ static void test_mr_iova(void **state)
 	struct ibv_mr *imr = ibv_reg_mr_iova(fx.p.pd, fx.buf[1], LEN, iova,
 					     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 					     IBV_ACCESS_REMOTE_READ);
+	unsigned long fast;
 	struct ibv_wc wc;
 
 	(void)state;
@@ -281,9 +320,11 @@ static void test_mr_iova(void **state)
 	assert_int_equal(h_poll(fx.p.cq[0], &wc, 1), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_memory_equal(fx.buf[1] + 512, fx.buf[0], 64);
-	/* The host address is outside the IOVA range: an access error. */
+	/* The host address is outside the IOVA range: an access error, the engine's. */
+	fast = softrdma_fast_executed(IBV_WR_RDMA_READ);
 	assert_int_equal(h_post(fx.p.qp[0], 2, IBV_WR_RDMA_READ, fx.buf[0], 64, fx.mr[0]->lkey,
 				IBV_SEND_SIGNALED, (uintptr_t)fx.buf[1], imr->rkey), 0);
+	assert_fast(IBV_WR_RDMA_READ, fast, 0);
 	assert_int_equal(h_poll(fx.p.cq[0], &wc, 1), 1);
 	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
 	h_expect_async(fx.p.ctx, IBV_EVENT_QP_ACCESS_ERR, fx.p.qp[1]);
