@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The send fast path: in THREAD mode, a Send, an RDMA Write or an RDMA
- * Read between two QPs of this process that the engine would run at once
+ * The send fast path: in THREAD mode, a Send (with immediate or invalidate),
+ * an RDMA Write or Read between two QPs of this process, or a memory
+ * window's bind or local invalidation, that the engine would run at once
  * (nothing older is runnable anywhere) and that succeeds runs in
  * ibv_post_send() under the two QPs' locks and their CQs' push locks,
- * without fab.lock (the gate and the lock order: soft.h). Every check the
- * engine and the responder would make is made first, with nothing changed
- * yet; a WR that would take any other turn (an error, an RNR NAK, a fault,
- * an async event, an invalidation, a bind, the capture, another process) is
- * left to the fab.lock path, with the WRs after it, so that path runs it
- * exactly as before. What the fast path does is what the engine does on
- * success, in the same order: the receive completes, then the send. A Read
- * runs as the engine runs one whose response is the next unit to run (the
- * QP has nothing else in flight): the data scatters, then it completes. A responder on an
+ * without fab.lock (the gate and the lock order: soft.h; a window's rules
+ * on the fast path: struct soft_mw). Every check the engine and the
+ * responder would make is made first, with nothing changed yet; a WR that
+ * would take any other turn (an error, an RNR NAK, a fault, an async event,
+ * the capture, another process) is left to the fab.lock path, with the WRs
+ * after it, so that path runs it exactly as before. What the fast path does
+ * is what the engine does on success, in the same order: the receive
+ * completes, then the send. A Read runs as the engine runs one whose
+ * response is the next unit to run (the QP has nothing else in flight): the
+ * data scatters, then it completes. A responder on an
  * SRQ shares the ring with the SRQ's other QPs: the SRQ's consume_lock
  * keeps their fast paths apart.
  *
@@ -66,8 +68,15 @@ static void unlock_two(pthread_mutex_t *a, pthread_mutex_t *b)
 
 static bool fast_opcode(enum ibv_wr_opcode op)
 {
-	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE ||
-	       op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ;
+	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_SEND_WITH_INV ||
+	       op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	       op == IBV_WR_RDMA_READ || op == IBV_WR_LOCAL_INV || op == IBV_WR_BIND_MW;
+}
+
+/* Work done on the requester alone: no message, no responder. */
+static bool local_opcode(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_LOCAL_INV || op == IBV_WR_BIND_MW;
 }
 
 static bool consumes_receive(enum ibv_wr_opcode op)
@@ -187,6 +196,10 @@ static bool responder_accepts(struct soft_qp *sqp, struct soft_qp *peer,
 		/* Crossing an armed SRQ limit raises an event: the fab.lock path's. */
 		if (peer->srq && peer->srq->limit && rq_count(rq) - 1 < peer->srq->limit)
 			return false;
+		/* A failed invalidation errs the receive and the responder. */
+		if (wr->opcode == IBV_WR_SEND_WITH_INV &&
+		    !mem_invalidate_fast_ok(peer, wr->invalidate_rkey))
+			return false;
 	}
 	if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
 		if (!(peer->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
@@ -249,6 +262,12 @@ static void respond(struct soft_qp *peer, const struct wire_req *req, struct fas
 			wc.wc_flags = IBV_WC_WITH_IMM;
 			wc.imm_data = req->imm;
 		}
+		if (req->op == WIRE_SEND_INV) {
+			/* Checked by responder_accepts(): it succeeds. */
+			mem_invalidate_locked(peer, req->inv_rkey);
+			wc.wc_flags = IBV_WC_WITH_INV;
+			wc.invalidated_rkey = req->inv_rkey;
+		}
 		rq_pop_locked(recv_ring(peer));
 		/* Above the limit (responder_accepts()): no event, and none is raised. */
 		if (peer->srq)
@@ -257,6 +276,34 @@ static void respond(struct soft_qp *peer, const struct wire_req *req, struct fas
 	}
 	/* tap_response_locked() with the capture off: the message is counted. */
 	peer->msn = (peer->msn + 1) & 0xffffff;
+}
+
+/*
+ * A bind or a local invalidation (engine_run_locked()'s), once it is known
+ * to succeed: a bind has claimed its window.
+ */
+static bool local_ok(struct soft_qp *sqp, const struct ibv_send_wr *wr)
+{
+	if (wr->opcode == IBV_WR_LOCAL_INV)
+		return mem_invalidate_fast_ok(sqp, wr->invalidate_rkey);
+	return mw_bind_claim(sqp, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
+}
+
+static bool run_local(struct soft_qp *sqp, const struct ibv_send_wr *wr, bool signaled)
+{
+	struct soft_send_wqe *wqe;
+
+	if (!cq_room(sqp->scq, signaled) || !local_ok(sqp, wr))
+		return false;
+	post_enqueue_send_wr(sqp, wr);
+	wqe = &sqp->sq[sqp->sq_exec % sqp->sq_size];
+	engine_fast_start(sqp, wqe);
+	if (wqe->opcode == IBV_WR_LOCAL_INV)
+		mem_invalidate_locked(sqp, wqe->imm_or_inv);
+	else
+		mw_bind_claimed(sqp, wqe->bind_mw, wqe->bind_rkey, &wqe->bind_info);
+	engine_fast_finish(sqp, wqe, 0);
+	return true;
 }
 
 /*
@@ -275,6 +322,8 @@ static bool run_one(struct soft_qp *sqp, struct soft_qp *peer, const struct ibv_
 	if (!fast_opcode(wr->opcode) || post_check_send_wr(sqp, wr) || !requester_idle(sqp) ||
 	    !responder_ready(peer))
 		return false;
+	if (local_opcode(wr->opcode))
+		return run_local(sqp, wr, signaled);
 	memset(&req, 0, sizeof(req));
 	if (!gather(sqp, wr, &req) || !responder_accepts(sqp, peer, wr, req.length, &sink))
 		return false;
@@ -295,7 +344,6 @@ static bool run_one(struct soft_qp *sqp, struct soft_qp *peer, const struct ibv_
 	respond(peer, &req, &sink);
 	/* A Read's byte_len is its sink's length, as scatter_read_locked() gives it. */
 	engine_fast_finish(sqp, wqe, wr->opcode == IBV_WR_RDMA_READ ? req.length : 0);
-	__atomic_add_fetch(&fab.fast_executed[wr->opcode], 1, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -317,8 +365,10 @@ bool fast_post_send(struct soft_qp *sqp, struct ibv_send_wr **wr)
 	if (peer->srq)
 		pthread_mutex_lock(&peer->srq->consume_lock);
 	lock_two(scq_lock, rcq_lock);
-	while (*wr && run_one(sqp, peer, *wr))
+	while (*wr && run_one(sqp, peer, *wr)) {
+		__atomic_add_fetch(&fab.fast_executed[(*wr)->opcode], 1, __ATOMIC_RELAXED);
 		*wr = (*wr)->next;
+	}
 	all = !*wr;
 	if (all)
 		sqp->stats.send_posts++;

@@ -82,7 +82,7 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 
 	fab_lock();
 	/* Windows bound to it would reach freed memory (rxe refuses too). */
-	if (smr->bound_mws) {
+	if (__atomic_load_n(&smr->bound_mws, __ATOMIC_RELAXED)) {
 		fab_unlock();
 		return EBUSY;
 	}
@@ -132,8 +132,9 @@ uint8_t *mem_remote_locked(struct soft_qp *qp, uint32_t rkey, uint64_t va, uint6
 		return smr->base + (va - smr->iova);
 	}
 	smw = key_lookup_locked(rkey, SOFT_KEY_MW);
-	if (!smw || smw->rkey != rkey || smw->state != SOFTRDMA_MW_VALID || smw->pd != qp->pd ||
-	    smw->qp != qp || (smw->access & need) != need ||
+	/* qp first, alone: a window bound elsewhere may be changing on another fast path. */
+	if (!smw || __atomic_load_n(&smw->qp, __ATOMIC_ACQUIRE) != qp || smw->rkey != rkey ||
+	    smw->state != SOFTRDMA_MW_VALID || smw->pd != qp->pd || (smw->access & need) != need ||
 	    !in_range(va, len, smw->addr, smw->length))
 		return NULL;
 	if (mr) {

@@ -66,14 +66,15 @@ static void mw_unbind_locked(struct soft_mw *smw)
 	/* A Read response still going out was read before the window went. */
 	if (smw->refs)
 		net_detach_locked(NULL, smw);
+	__atomic_store_n(&smw->qp, NULL, __ATOMIC_RELAXED);
 	if (smw->mr)
-		smw->mr->bound_mws--;
+		__atomic_sub_fetch(&smw->mr->bound_mws, 1, __ATOMIC_RELAXED);
 	smw->mr = NULL;
-	smw->qp = NULL;
 	smw->addr = 0;
 	smw->length = 0;
 	smw->access = 0;
-	smw->state = SOFTRDMA_MW_FREE;
+	/* Last: a bind on another QP's fast path may claim it from here on. */
+	__atomic_store_n(&smw->state, SOFTRDMA_MW_FREE, __ATOMIC_RELEASE);
 }
 
 int soft_dealloc_mw(struct ibv_mw *mw)
@@ -99,33 +100,60 @@ int soft_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 	return EOPNOTSUPP;
 }
 
-enum ibv_wc_status mw_bind_locked(struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
-				  const struct ibv_mw_bind_info *info)
+/* The bind's checks, the window's state aside. */
+static bool mw_bind_valid(const struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
+			  const struct ibv_mw_bind_info *info)
 {
-	struct soft_mw *smw;
-	struct soft_mr *smr;
+	const struct soft_mw *smw;
+	const struct soft_mr *smr;
 
 	if (!mw || mw->type != IBV_MW_TYPE_2)
-		return IBV_WC_MW_BIND_ERR;
+		return false;
 	smw = to_smw(mw);
 	smr = info->mr ? container_of(info->mr, struct soft_mr, mr) : NULL;
-	if (smw->state != SOFTRDMA_MW_FREE || smw->pd != qp->pd || (rkey >> 8) != mw->handle ||
-	    !smr || info->length == 0 || smr->pd != smw->pd ||
-	    !(smr->access & IBV_ACCESS_MW_BIND) ||
-	    (info->mw_access_flags & ~(unsigned int)SOFT_MW_ACCESS) ||
-	    ((info->mw_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	     !(smr->access & IBV_ACCESS_LOCAL_WRITE)) ||
-	    info->addr < smr->iova || info->length > smr->length ||
-	    info->addr - smr->iova > smr->length - info->length)
-		return IBV_WC_MW_BIND_ERR;
-	smw->state = SOFTRDMA_MW_VALID;
+	return smw->pd == qp->pd && (rkey >> 8) == mw->handle && smr && info->length &&
+	       smr->pd == smw->pd && (smr->access & IBV_ACCESS_MW_BIND) &&
+	       !(info->mw_access_flags & ~(unsigned int)SOFT_MW_ACCESS) &&
+	       (!(info->mw_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) ||
+		(smr->access & IBV_ACCESS_LOCAL_WRITE)) &&
+	       info->addr >= smr->iova && info->length <= smr->length &&
+	       info->addr - smr->iova <= smr->length - info->length;
+}
+
+bool mw_bind_claim(const struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
+		   const struct ibv_mw_bind_info *info)
+{
+	int free_state = SOFTRDMA_MW_FREE;
+
+	/* A bound window is not bound again (rxe: the MW must be free for a type 2 bind). */
+	return mw_bind_valid(qp, mw, rkey, info) &&
+	       __atomic_compare_exchange_n(&to_smw(mw)->state, &free_state, SOFT_MW_CLAIMED,
+					   false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+void mw_bind_claimed(struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
+		     const struct ibv_mw_bind_info *info)
+{
+	struct soft_mw *smw = to_smw(mw);
+	struct soft_mr *smr = container_of(info->mr, struct soft_mr, mr);
+
 	smw->rkey = rkey;
 	smw->addr = info->addr;
 	smw->length = info->length;
 	smw->access = (int)info->mw_access_flags;
 	smw->mr = smr;
-	smr->bound_mws++;
-	smw->qp = qp;
+	__atomic_add_fetch(&smr->bound_mws, 1, __ATOMIC_RELAXED);
+	smw->state = SOFTRDMA_MW_VALID;
+	/* Last: a fast path reaching it through this QP may use it from here on. */
+	__atomic_store_n(&smw->qp, qp, __ATOMIC_RELEASE);
+}
+
+enum ibv_wc_status mw_bind_locked(struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
+				  const struct ibv_mw_bind_info *info)
+{
+	if (!mw_bind_claim(qp, mw, rkey, info))
+		return IBV_WC_MW_BIND_ERR;
+	mw_bind_claimed(qp, mw, rkey, info);
 	return IBV_WC_SUCCESS;
 }
 
@@ -134,15 +162,33 @@ enum ibv_wc_status mw_bind_locked(struct soft_qp *qp, const struct ibv_mw *mw, u
  * on qp's PD and bound to qp. MRs from ibv_reg_mr are not fast-register MRs:
  * rxe refuses to invalidate them, and so do we.
  */
-int mem_invalidate_locked(struct soft_qp *qp, uint32_t rkey)
+static struct soft_mw *mw_to_invalidate(const struct soft_qp *qp, uint32_t rkey)
 {
 	struct soft_mw *smw = key_lookup_locked(rkey, SOFT_KEY_MW);
 
-	if (!smw || smw->rkey != rkey || smw->state != SOFTRDMA_MW_VALID || smw->pd != qp->pd ||
-	    smw->qp != qp)
+	/* Bound to qp, or nothing more of it is read: another QP's fast path may own it. */
+	if (!smw || __atomic_load_n(&smw->qp, __ATOMIC_ACQUIRE) != qp || smw->rkey != rkey ||
+	    smw->state != SOFTRDMA_MW_VALID || smw->pd != qp->pd)
+		return NULL;
+	return smw;
+}
+
+int mem_invalidate_locked(struct soft_qp *qp, uint32_t rkey)
+{
+	struct soft_mw *smw = mw_to_invalidate(qp, rkey);
+
+	if (!smw)
 		return -EINVAL;
 	mw_unbind_locked(smw);
 	return 0;
+}
+
+bool mem_invalidate_fast_ok(const struct soft_qp *qp, uint32_t rkey)
+{
+	const struct soft_mw *smw = mw_to_invalidate(qp, rkey);
+
+	/* A message still to read through it is another process's: fab.lock's. */
+	return smw && !smw->refs;
 }
 
 void mw_qp_gone_locked(struct soft_qp *qp)
@@ -155,8 +201,8 @@ void mw_qp_gone_locked(struct soft_qp *qp)
 		if (key_slot(i)->kind != SOFT_KEY_MW)
 			continue;
 		smw = key_slot(i)->obj;
-		if (smw->qp == qp)
-			smw->qp = NULL;
+		if (__atomic_load_n(&smw->qp, __ATOMIC_RELAXED) == qp)
+			__atomic_store_n(&smw->qp, NULL, __ATOMIC_RELAXED);
 	}
 }
 

@@ -404,24 +404,35 @@ struct soft_mr {
 	uint64_t iova;
 	uint64_t length;
 	int access;
-	unsigned int bound_mws;
+	unsigned int bound_mws;		/* atomic: fast-path binds and invalidations count */
 	unsigned int refs;		/* messages that read it when they go out (net_pin) */
 };
 
 struct soft_qp;
 
+/*
+ * A window changes on the fast path too (fast.c), under the lock of the QP
+ * it is bound to (an invalidation) or of the one binding it (a bind, which
+ * claims a FREE window first: state FREE -> SOFT_MW_CLAIMED, atomically).
+ * So a fast path that reaches it through another QP reads @qp alone,
+ * atomically, and stops there; @qp is stored last when bound, and @state
+ * FREE last when unbound.
+ */
 struct soft_mw {
 	struct ibv_mw mw;
 	struct soft_pd *pd;
 	uint32_t rkey;			/* current key: index and the key byte of the last bind */
-	enum softrdma_mw_state state;
+	int state;			/* enum softrdma_mw_state, or SOFT_MW_CLAIMED */
 	uint64_t addr;
 	uint64_t length;
 	int access;
 	struct soft_mr *mr;
-	struct soft_qp *qp;		/* type 2B: only this QP may use it */
+	struct soft_qp *qp;		/* type 2B: only this QP may use it (atomic) */
 	unsigned int refs;		/* messages that read through it when they go out */
 };
+
+/* A bind has claimed the window and is filling it in. */
+#define SOFT_MW_CLAIMED (-1)
 
 /*
  * Translate [va, va + len) under lkey for a local access by a QP on pd that
@@ -444,11 +455,24 @@ void mem_unpin_locked(struct soft_mr *mr, struct soft_mw *mw);
 /* What an rkey reaches (for introspection). 0 or -ENOENT. */
 int mem_reach_locked(uint32_t rkey, uint64_t *addr, uint64_t *length, int *access);
 
-/* mw.c: executed as work requests; return an IBV_WC_* status. */
+/*
+ * mw.c: executed as work requests (under fab.lock, or on the fast path
+ * under @qp's lock); return an IBV_WC_* status.
+ */
 enum ibv_wc_status mw_bind_locked(struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
 				  const struct ibv_mw_bind_info *info);
+/*
+ * The fast path's bind in two steps: the checks and the claim, which change
+ * nothing if they fail (false); then the bind itself, which cannot fail.
+ */
+bool mw_bind_claim(const struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
+		   const struct ibv_mw_bind_info *info);
+void mw_bind_claimed(struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
+		     const struct ibv_mw_bind_info *info);
 /* Invalidate rkey (MW or MR) for qp: 0 or -EINVAL. */
 int mem_invalidate_locked(struct soft_qp *qp, uint32_t rkey);
+/* Whether the fast path may invalidate rkey for qp: it would succeed, here and now. */
+bool mem_invalidate_fast_ok(const struct soft_qp *qp, uint32_t rkey);
 /* QP is going away: windows bound to it become unreachable. */
 void mw_qp_gone_locked(struct soft_qp *qp);
 

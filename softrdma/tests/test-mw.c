@@ -2,8 +2,8 @@
 /*
  * softrdma conformance: type 2B memory windows and invalidation. The
  * FREE/VALID state machine and key byte, bind errors, the QP a window is bound
- * to, local invalidate, Send With Invalidate, and the introspection of what
- * an rkey reaches.
+ * to, local invalidate, Send With Invalidate, the introspection of what
+ * an rkey reaches, and these on the fast path.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -382,6 +382,81 @@ static void test_mr_access_rules(void **state)
 	assert_null(ibv_reg_mr(p.pd, b, sizeof(b), IBV_ACCESS_ON_DEMAND));
 }
 
+/* What the fast path (fast.c) ran of @op since @before: only THREAD mode has one. */
+static void assert_fast(enum ibv_wr_opcode op, unsigned long before, unsigned long n)
+{
+	unsigned long want = softrdma_get_mode() == SOFTRDMA_MODE_THREAD ? n : 0;
+
+	assert_int_equal(softrdma_fast_executed(op) - before, want);
+}
+
+/*
+ * Once each QP has transmitted (which finds its responder), a window's
+ * bind, its use, Send With Invalidate and local invalidation run on the
+ * fast path in THREAD mode, with the same outcomes; a bind that fails
+ * (a VALID window) is the engine's, with its error.
+ */
+static void test_fast_path(void **state)
+{
+	unsigned long bind = softrdma_fast_executed(IBV_WR_BIND_MW);
+	unsigned long inv = softrdma_fast_executed(IBV_WR_LOCAL_INV);
+	unsigned long sinv = softrdma_fast_executed(IBV_WR_SEND_WITH_INV);
+	unsigned long write = softrdma_fast_executed(IBV_WR_RDMA_WRITE);
+	uint32_t rkey;
+	struct ibv_wc wc;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(h_post(p.qp[i], 1, IBV_WR_RDMA_WRITE, NULL, 0, 0,
+					IBV_SEND_SIGNALED, 0, 0), 0);
+		assert_int_equal(one_wc(p.cq[i]).status, IBV_WC_SUCCESS);
+	}
+	write = softrdma_fast_executed(IBV_WR_RDMA_WRITE);
+	rkey = bind_ok();
+	assert_fast(IBV_WR_BIND_MW, bind, 1);
+	memset(buf[1], 0x33, 64);
+	assert_int_equal(h_post(p.qp[1], 2, IBV_WR_RDMA_WRITE, buf[1], 64, mr[1]->lkey,
+				IBV_SEND_SIGNALED, (uintptr_t)buf[0] + 1024, rkey), 0);
+	assert_int_equal(one_wc(p.cq[1]).status, IBV_WC_SUCCESS);
+	assert_fast(IBV_WR_RDMA_WRITE, write, 1);
+	assert_int_equal(buf[0][1024 + 63], 0x33);
+
+	assert_int_equal(h_post_recv(p.qp[0], 3, buf[0], 64, mr[0]->lkey), 0);
+	assert_int_equal(h_post(p.qp[1], 4, IBV_WR_SEND_WITH_INV, buf[1], 16, mr[1]->lkey,
+				IBV_SEND_SIGNALED, 0, rkey), 0);
+	assert_fast(IBV_WR_SEND_WITH_INV, sinv, 1);
+	wc = one_wc(p.cq[0]);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_true(wc.wc_flags & IBV_WC_WITH_INV);
+	assert_int_equal(wc.invalidated_rkey, rkey);
+	assert_int_equal(one_wc(p.cq[1]).status, IBV_WC_SUCCESS);
+	assert_int_equal(softrdma_mw_state(rkey), SOFTRDMA_MW_FREE);
+	/* The MR lost its window: it may be deregistered (then comes back). */
+	assert_int_equal(ibv_dereg_mr(mr[0]), 0);
+	mr[0] = h_reg(p.pd, buf[0], LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+
+	rkey = bind_ok();
+	assert_fast(IBV_WR_BIND_MW, bind, 2);
+	assert_int_equal(h_post(p.qp[0], 5, IBV_WR_LOCAL_INV, NULL, 0, 0, IBV_SEND_SIGNALED, 0,
+				rkey), 0);
+	assert_fast(IBV_WR_LOCAL_INV, inv, 1);
+	wc = one_wc(p.cq[0]);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_LOCAL_INV);
+	assert_int_equal(softrdma_rkey_reach(rkey, NULL, NULL, NULL), -ENOENT);
+
+	/* Bound, then bound again: the second bind fails, on the engine's path. */
+	rkey = bind_ok();
+	assert_int_equal(post_bind(p.qp[0], 6, ibv_inc_rkey(rkey), mr[0], (uintptr_t)buf[0], 64,
+				   IBV_ACCESS_REMOTE_WRITE), 0);
+	assert_fast(IBV_WR_BIND_MW, bind, 3);
+	wc = one_wc(p.cq[0]);
+	assert_int_equal(wc.status, IBV_WC_MW_BIND_ERR);
+	assert_int_equal(softrdma_rkey_reach(rkey, NULL, NULL, NULL), 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, open_pair, close_pair)
 
 int main(void)
@@ -402,6 +477,7 @@ int main(void)
 		T(test_window_bound_to_other_qp),
 		T(test_exposed_bytes),
 		T(test_mr_access_rules),
+		T(test_fast_path),
 	};
 
 	return h_run_all_modes(tests);

@@ -230,6 +230,36 @@ static void done_flag(struct rpcrdma_call *call)
 }
 
 /* @calls RPCs of @op, one at a time; returns payload bytes per second. */
+/* Send WRs softrdma ran in this process, and how many of them its fast path ran. */
+struct wr_counts {
+	unsigned long all, fast;
+};
+
+static struct wr_counts wr_counts(void)
+{
+	static const enum ibv_wr_opcode ops[] = {
+		IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_INV, IBV_WR_RDMA_WRITE,
+		IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ, IBV_WR_LOCAL_INV, IBV_WR_BIND_MW,
+	};
+	struct wr_counts c = { 0, 0 };
+	size_t i;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		c.all += softrdma_executed(ops[i]);
+		c.fast += softrdma_fast_executed(ops[i]);
+	}
+	return c;
+}
+
+static void print_wr_counts(const char *what, struct wr_counts before, unsigned int calls)
+{
+	struct wr_counts after = wr_counts();
+
+	printf("  %s %.2f send WRs per RPC (this process), %.2f of them under the fabric lock\n",
+	       what, (double)(after.all - before.all) / calls,
+	       (double)(after.all - before.all - (after.fast - before.fast)) / calls);
+}
+
 static double run_op(struct rpcrdma_clnt *clnt, int op, unsigned char *buf, size_t size,
 		     unsigned int calls, uint32_t *xid)
 {
@@ -313,6 +343,7 @@ int main(int argc, char **argv)
 	unsigned char *cbuf, *mdst;
 	unsigned long before;
 	long long sys0;
+	struct wr_counts wrs;
 	double sys_per_rpc;
 	uint32_t xid = 1;
 	char rdv[] = "/tmp/ddp-bench-XXXXXX";
@@ -394,17 +425,21 @@ int main(int argc, char **argv)
 	       ",\n  both sides polling without sleeping, the server arming at each gap (--busy-arm)");
 	before = atomic_load(&lib_copied);
 	sys0 = bench_syscalls();
+	wrs = wr_counts();
 	run_op(clnt, OP_READ, cbuf, size, calls, &xid);
 	sys_per_rpc = bench_syscalls_per(sys0, calls);
 	printf("  READ-like:  library copied %.6f bytes per payload byte (%lu bytes over %u RPCs)\n",
 	       (double)(atomic_load(&lib_copied) - before) / ((double)size * calls),
 	       atomic_load(&lib_copied) - before, calls);
 	printf("  READ-like:  %.2f system calls per RPC, both sides (nan: not counted)\n", sys_per_rpc);
+	print_wr_counts("READ-like: ", wrs, calls);
 	before = atomic_load(&lib_copied);
+	wrs = wr_counts();
 	run_op(clnt, OP_WRITE, cbuf, size, calls, &xid);
 	printf("  WRITE-like: library copied %.6f bytes per payload byte (%lu bytes over %u RPCs)\n",
 	       (double)(atomic_load(&lib_copied) - before) / ((double)size * calls),
 	       atomic_load(&lib_copied) - before, calls);
+	print_wr_counts("WRITE-like:", wrs, calls);
 
 	softrdma_shm_stats(&shm0);
 	for (r = 0; r < runs; r++) {
