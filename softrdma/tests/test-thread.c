@@ -4,8 +4,9 @@
  * in the call (THREAD), data delayed past the post is sent as it is when the
  * fabric gets to it (a buffer reused too early), two application
  * threads ping-pong through completion channels while the progress thread
- * runs, and two pairs of QPs carry traffic at once while a third thread
- * takes the fabric lock over and over.
+ * runs, two pairs of QPs carry traffic at once while a third thread
+ * takes the fabric lock over and over, and a window bound and invalidated
+ * over and over is written to through a QP it is not bound to.
  */
 #include <errno.h>
 #include <poll.h>
@@ -224,14 +225,19 @@ struct pair_load {
 };
 
 /* The next completion of @cq, within the harness's timeout, without cmocka (a thread). */
-static int next_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+static int next_wc_status(struct ibv_cq *cq, struct ibv_wc *wc, enum ibv_wc_status want)
 {
 	time_t deadline = time(NULL) + H_TIMEOUT_MS / 1000 + 1;
 	int n;
 
 	while ((n = ibv_poll_cq(cq, 1, wc)) == 0 && time(NULL) <= deadline)
 		sched_yield();
-	return n == 1 && wc->status == IBV_WC_SUCCESS ? 0 : -1;
+	return n == 1 && wc->status == want ? 0 : -1;
+}
+
+static int next_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	return next_wc_status(cq, wc, IBV_WC_SUCCESS);
 }
 
 static void *pair_traffic(void *arg)
@@ -322,6 +328,129 @@ static void test_two_pairs_at_once(void **state)
 	h_pair_close(&q);
 }
 
+/* A window bound, used and invalidated by remote invalidation, over and over, on p. */
+struct window_load {
+	struct ibv_mw *mw;
+	uint32_t rkey;			/* atomic: the key bound last */
+	uint8_t buf[2][64];
+	struct ibv_mr *mr[2];
+	int stop;			/* atomic */
+	int failed;
+	unsigned int bad_writes;
+};
+
+static int window_round(struct window_load *l, uint32_t i)
+{
+	struct ibv_send_wr wr = { .wr_id = i, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED };
+	uint32_t rkey = ibv_inc_rkey(l->mw->rkey);
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+
+	wr.bind_mw.mw = l->mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){ l->mr[0], (uintptr_t)l->buf[0], 64,
+							  IBV_ACCESS_REMOTE_WRITE };
+	if (ibv_post_send(p.qp[0], &wr, &bad) || next_wc(p.cq[0], &wc))
+		return -1;
+	__atomic_store_n(&l->rkey, rkey, __ATOMIC_RELEASE);
+	l->buf[1][0] = (uint8_t)i;
+	if (h_post(p.qp[1], i, IBV_WR_RDMA_WRITE, l->buf[1], 8, l->mr[1]->lkey,
+		   IBV_SEND_SIGNALED, (uintptr_t)l->buf[0], rkey) ||
+	    next_wc(p.cq[1], &wc) || l->buf[0][0] != (uint8_t)i ||
+	    h_post_recv(p.qp[0], i, l->buf[0] + 32, 8, l->mr[0]->lkey) ||
+	    h_post(p.qp[1], i, IBV_WR_SEND_WITH_INV, l->buf[1], 8, l->mr[1]->lkey,
+		   IBV_SEND_SIGNALED, 0, rkey) ||
+	    next_wc(p.cq[0], &wc) || !(wc.wc_flags & IBV_WC_WITH_INV) || next_wc(p.cq[1], &wc))
+		return -1;
+	return 0;
+}
+
+static void *window_churn(void *arg)
+{
+	struct window_load *l = arg;
+	uint32_t i;
+
+	for (i = 1; i <= ROUNDS / 4; i++)
+		if (window_round(l, i)) {
+			l->failed = 1;
+			break;
+		}
+	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* @q back to RTS after an error, with a transmit that finds its responder. */
+static int pair_again(struct h_pair *q)
+{
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct ibv_wc wc;
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (ibv_modify_qp(q->qp[i], &reset, IBV_QP_STATE))
+			return -1;
+	while (ibv_poll_cq(q->cq[0], 1, &wc) > 0 || ibv_poll_cq(q->cq[1], 1, &wc) > 0)
+		;
+	for (i = 0; i < 2; i++)
+		h_qp_to_rts(q->qp[i], q->qp[1 - i]->qp_num, &opts);
+	return h_post(q->qp[1], 0, IBV_WR_RDMA_WRITE, NULL, 0, 0, IBV_SEND_SIGNALED, 0, 0) ||
+	       next_wc(q->cq[1], &wc) ? -1 : 0;
+}
+
+/*
+ * One thread binds a window on p, writes through it and invalidates it
+ * remotely, over and over (in THREAD mode all on the fast path); another
+ * writes with the window's current key through another pair, q, whose
+ * responder the window is not bound to: each of those Writes fails with a
+ * remote access error, whatever the window was doing, and the first
+ * thread's traffic is untouched. Under TSan, the rules of struct soft_mw.
+ */
+static void test_window_races(void **state)
+{
+	static struct window_load l;
+	struct h_pair q;
+	uint8_t *qbuf[2];
+	struct ibv_mr *qmr[2];
+	pthread_t t;
+	struct ibv_wc wc;
+	int i;
+
+	(void)state;
+	memset(&l, 0, sizeof(l));
+	l.mw = ibv_alloc_mw(p.pd, IBV_MW_TYPE_2);
+	assert_non_null(l.mw);
+	l.rkey = l.mw->rkey;
+	for (i = 0; i < 2; i++)
+		l.mr[i] = h_reg(p.pd, l.buf[i], sizeof(l.buf[i]),
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	h_pair_open_bufs(&q, &opts, qbuf, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+			 qmr);
+	/* p's first transmits, which find their responders. */
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(h_post(p.qp[i], 0, IBV_WR_RDMA_WRITE, NULL, 0, 0,
+					IBV_SEND_SIGNALED, 0, 0), 0);
+		assert_int_equal(next_wc(p.cq[i], &wc), 0);
+	}
+	assert_int_equal(pthread_create(&t, NULL, window_churn, &l), 0);
+	while (!__atomic_load_n(&l.stop, __ATOMIC_ACQUIRE) && l.bad_writes < ROUNDS) {
+		uint32_t rkey = __atomic_load_n(&l.rkey, __ATOMIC_ACQUIRE);
+
+		assert_int_equal(pair_again(&q), 0);
+		assert_int_equal(h_post(q.qp[1], 1, IBV_WR_RDMA_WRITE, qbuf[1], 8, qmr[1]->lkey,
+					IBV_SEND_SIGNALED, (uintptr_t)l.buf[0], rkey), 0);
+		assert_int_equal(next_wc_status(q.cq[1], &wc, IBV_WC_REM_ACCESS_ERR), 0);
+		l.bad_writes++;
+	}
+	pthread_join(t, NULL);
+	assert_int_equal(l.failed, 0);
+	assert_true(l.bad_writes > 0);
+	h_pair_close_bufs(&q, qbuf, qmr);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(ibv_dereg_mr(l.mr[i]), 0);
+	assert_int_equal(ibv_dealloc_mw(l.mw), 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, open_pair, close_pair)
 
 int main(void)
@@ -331,6 +460,7 @@ int main(void)
 		T(test_ping_pong_threads),
 		T(test_mode_switch_under_load),
 		T(test_two_pairs_at_once),
+		T(test_window_races),
 	};
 	const struct CMUnitTest thread_only[] = {
 		T(test_post_runs_in_call),
