@@ -242,6 +242,13 @@ void h_assert_empty(struct ibv_cq *cq)
 	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
 }
 
+void h_assert_fast(enum ibv_wr_opcode op, unsigned long before, unsigned long n)
+{
+	unsigned long want = softrdma_get_mode() == SOFTRDMA_MODE_THREAD ? n : 0;
+
+	assert_int_equal(softrdma_fast_executed(op) - before, want);
+}
+
 void h_expect_async(struct ibv_context *ctx, enum ibv_event_type type, void *obj)
 {
 	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };

@@ -87,6 +87,11 @@ void h_settle(void);
 int h_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n);
 /* Assert that cq holds nothing now (after settling). */
 void h_assert_empty(struct ibv_cq *cq);
+/*
+ * Assert that the fast path (fast.c) ran @n WRs of @op since it had run
+ * @before of them: in THREAD mode; the other modes have no fast path.
+ */
+void h_assert_fast(enum ibv_wr_opcode op, unsigned long before, unsigned long n);
 /* Next async event of ctx within the timeout; acks it. */
 void h_expect_async(struct ibv_context *ctx, enum ibv_event_type type, void *obj);
 

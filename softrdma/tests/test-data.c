@@ -137,14 +137,6 @@ static void test_rdma_write_and_imm(void **state)
 	assert_int_equal(h_poll(fx.p.cq[0], &wc, 1), 1);
 }
 
-/* What the fast path ran (fast.c) changed by @n: only THREAD mode has one. */
-static void assert_fast(enum ibv_wr_opcode op, unsigned long before, unsigned long n)
-{
-	unsigned long want = softrdma_get_mode() == SOFTRDMA_MODE_THREAD ? n : 0;
-
-	assert_int_equal(softrdma_fast_executed(op) - before, want);
-}
-
 /*
  * A Read scatters into two segments; in THREAD mode it ran at post time on
  * the fast path, its completion there before ibv_post_send() returned.
@@ -171,7 +163,7 @@ static void test_rdma_read(void **state)
 	assert_int_equal(h_poll(fx.p.cq[0], &wc, 1), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(ibv_post_send(fx.p.qp[0], &wr, &bad), 0);
-	assert_fast(IBV_WR_RDMA_READ, fast, 1);
+	h_assert_fast(IBV_WR_RDMA_READ, fast, 1);
 	if (softrdma_get_mode() == SOFTRDMA_MODE_THREAD)
 		assert_int_equal(ibv_poll_cq(fx.p.cq[0], 1, &wc), 1);
 	else
@@ -188,7 +180,7 @@ static void test_rdma_read(void **state)
 	/* Zero-length: no rkey checked, byte_len 0, on the fast path too. */
 	assert_int_equal(h_post(fx.p.qp[0], 9, IBV_WR_RDMA_READ, NULL, 0, 0, IBV_SEND_SIGNALED,
 				0, 0xdead00), 0);
-	assert_fast(IBV_WR_RDMA_READ, fast, 2);
+	h_assert_fast(IBV_WR_RDMA_READ, fast, 2);
 	assert_int_equal(h_poll(fx.p.cq[0], &wc, 1), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.byte_len, 0);
@@ -324,7 +316,7 @@ static void test_mr_iova(void **state)
 	fast = softrdma_fast_executed(IBV_WR_RDMA_READ);
 	assert_int_equal(h_post(fx.p.qp[0], 2, IBV_WR_RDMA_READ, fx.buf[0], 64, fx.mr[0]->lkey,
 				IBV_SEND_SIGNALED, (uintptr_t)fx.buf[1], imr->rkey), 0);
-	assert_fast(IBV_WR_RDMA_READ, fast, 0);
+	h_assert_fast(IBV_WR_RDMA_READ, fast, 0);
 	assert_int_equal(h_poll(fx.p.cq[0], &wc, 1), 1);
 	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
 	h_expect_async(fx.p.ctx, IBV_EVENT_QP_ACCESS_ERR, fx.p.qp[1]);

@@ -382,14 +382,6 @@ static void test_mr_access_rules(void **state)
 	assert_null(ibv_reg_mr(p.pd, b, sizeof(b), IBV_ACCESS_ON_DEMAND));
 }
 
-/* What the fast path (fast.c) ran of @op since @before: only THREAD mode has one. */
-static void assert_fast(enum ibv_wr_opcode op, unsigned long before, unsigned long n)
-{
-	unsigned long want = softrdma_get_mode() == SOFTRDMA_MODE_THREAD ? n : 0;
-
-	assert_int_equal(softrdma_fast_executed(op) - before, want);
-}
-
 /*
  * Once each QP has transmitted (which finds its responder), a window's
  * bind, its use, Send With Invalidate and local invalidation run on the
@@ -414,18 +406,18 @@ static void test_fast_path(void **state)
 	}
 	write = softrdma_fast_executed(IBV_WR_RDMA_WRITE);
 	rkey = bind_ok();
-	assert_fast(IBV_WR_BIND_MW, bind, 1);
+	h_assert_fast(IBV_WR_BIND_MW, bind, 1);
 	memset(buf[1], 0x33, 64);
 	assert_int_equal(h_post(p.qp[1], 2, IBV_WR_RDMA_WRITE, buf[1], 64, mr[1]->lkey,
 				IBV_SEND_SIGNALED, (uintptr_t)buf[0] + 1024, rkey), 0);
 	assert_int_equal(one_wc(p.cq[1]).status, IBV_WC_SUCCESS);
-	assert_fast(IBV_WR_RDMA_WRITE, write, 1);
+	h_assert_fast(IBV_WR_RDMA_WRITE, write, 1);
 	assert_int_equal(buf[0][1024 + 63], 0x33);
 
 	assert_int_equal(h_post_recv(p.qp[0], 3, buf[0], 64, mr[0]->lkey), 0);
 	assert_int_equal(h_post(p.qp[1], 4, IBV_WR_SEND_WITH_INV, buf[1], 16, mr[1]->lkey,
 				IBV_SEND_SIGNALED, 0, rkey), 0);
-	assert_fast(IBV_WR_SEND_WITH_INV, sinv, 1);
+	h_assert_fast(IBV_WR_SEND_WITH_INV, sinv, 1);
 	wc = one_wc(p.cq[0]);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.opcode, IBV_WC_RECV);
@@ -438,10 +430,10 @@ static void test_fast_path(void **state)
 	mr[0] = h_reg(p.pd, buf[0], LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 
 	rkey = bind_ok();
-	assert_fast(IBV_WR_BIND_MW, bind, 2);
+	h_assert_fast(IBV_WR_BIND_MW, bind, 2);
 	assert_int_equal(h_post(p.qp[0], 5, IBV_WR_LOCAL_INV, NULL, 0, 0, IBV_SEND_SIGNALED, 0,
 				rkey), 0);
-	assert_fast(IBV_WR_LOCAL_INV, inv, 1);
+	h_assert_fast(IBV_WR_LOCAL_INV, inv, 1);
 	wc = one_wc(p.cq[0]);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.opcode, IBV_WC_LOCAL_INV);
@@ -451,7 +443,7 @@ static void test_fast_path(void **state)
 	rkey = bind_ok();
 	assert_int_equal(post_bind(p.qp[0], 6, ibv_inc_rkey(rkey), mr[0], (uintptr_t)buf[0], 64,
 				   IBV_ACCESS_REMOTE_WRITE), 0);
-	assert_fast(IBV_WR_BIND_MW, bind, 3);
+	h_assert_fast(IBV_WR_BIND_MW, bind, 3);
 	wc = one_wc(p.cq[0]);
 	assert_int_equal(wc.status, IBV_WC_MW_BIND_ERR);
 	assert_int_equal(softrdma_rkey_reach(rkey, NULL, NULL, NULL), 0);
