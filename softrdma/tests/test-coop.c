@@ -256,6 +256,7 @@ static int role_responder(void)
 		unsigned int n;
 
 		if (sscanf(cmd, "write %u", &n) == 1) {
+			struct softrdma_shm_stats st;
 			uint32_t seed;
 
 			PEER_CHECK(n <= REGION);
@@ -266,6 +267,13 @@ static int role_responder(void)
 					 seed);
 				return 1;
 			}
+			/*
+			 * The next Write comes after "ok", through the test's
+			 * process, which a race detector cannot follow: the
+			 * fabric's lock, taken here, orders this check before the
+			 * thread that places it (as "fill" below).
+			 */
+			softrdma_shm_stats(&st);
 			peer_say("ok");
 		} else if (sscanf(cmd, "fill %u", &n) == 1) {
 			struct softrdma_shm_stats st;
