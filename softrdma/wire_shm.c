@@ -40,7 +40,7 @@
 #define SHM_POLLER_NS	200000ULL
 /* How often a busy poller tells the peer that it polls (shm_poll_locked()). */
 #define SHM_POLLED_NS	20000ULL
-#define SHM_MAGIC	0x53484d32u	/* 'SHM2' */
+#define SHM_MAGIC	0x53484d33u	/* 'SHM3' */
 
 struct shm_ring {
 	_Atomic uint64_t tail;		/* the writer's: bytes published */
@@ -157,6 +157,7 @@ struct shm_link {
 	uint64_t tx_next;		/* the tail after the record being written */
 	uint64_t rx_polled_ns;		/* what we last told the peer in rx->polled_ns */
 	struct shm_ref refs[SOFT_NET_WINDOW];
+	struct coop_share coop_share;	/* serving the peer's large requests */
 	/* Reader: the CQ whose channel the peer may wake, and whether sends complete there. */
 	struct soft_cq *app_cq;
 	struct soft_qp *app_qp;
@@ -588,6 +589,7 @@ static void coop_job_of(struct net_link *link, const struct shm_req *m, struct c
 	job->rec = (uint64_t)((const uint8_t *)m - s->rx->data);
 	job->token = m->token;
 	job->peer_polls = peer_polls(s);
+	job->share = &s->coop_share;
 }
 
 /* [@off, @off + @len) of a large READ's data, into the requester's sink. */

@@ -92,30 +92,103 @@ bool coop_worth(uint32_t length)
 }
 
 /*
- * Halves: each process_vm_readv()/writev() costs microseconds before it
- * copies a byte, so fewer, larger chunks win (chunks of 64 KiB lose most
- * of the gain). A start the requester misses costs the responder a wait
- * of about as long, whatever the cut. Very large copies are cut further,
- * so that a claimed chunk never takes long.
+ * The cut: the responder's end [0, split) and the requester's
+ * [split, length), each in as few chunks as COOP_CHUNK_MAX allows. Each
+ * process_vm_readv()/writev() costs microseconds before it copies a byte,
+ * so one chunk each wins (chunks of 64 KiB lose most of the gain); very
+ * large copies are cut further, so that a claimed chunk never takes long.
+ * Both processes compute it from (length, split) alike.
  */
-static uint32_t chunk_for(uint32_t length)
-{
-	uint32_t half = (uint32_t)(((uint64_t)length / 2 + 4095) & ~4095ULL);
+struct coop_cut {
+	uint32_t length;
+	uint32_t split;
+	uint32_t chunk;
+	uint32_t nfront;		/* chunks [0, nfront) are the responder's end */
+	uint32_t n;
+};
 
-	return half < COOP_CHUNK_MAX ? half : COOP_CHUNK_MAX;
+static uint32_t chunks_of(uint32_t bytes, uint32_t chunk)
+{
+	return (uint32_t)(((uint64_t)bytes + chunk - 1) / chunk);
 }
 
-static uint32_t chunk_len(uint32_t length, uint32_t chunk, uint32_t i)
+static struct coop_cut cut_make(uint32_t length, uint32_t split)
 {
-	uint32_t off = i * chunk;
+	uint32_t back = length - split, big = split > back ? split : back;
+	uint64_t chunk = ((uint64_t)big + 4095) & ~4095ULL;
+	struct coop_cut cut = { .length = length, .split = split };
 
-	return length - off < chunk ? length - off : chunk;
+	cut.chunk = chunk < COOP_CHUNK_MAX ? (uint32_t)chunk : COOP_CHUNK_MAX;
+	cut.nfront = chunks_of(split, cut.chunk);
+	cut.n = cut.nfront + chunks_of(back, cut.chunk);
+	return cut;
+}
+
+/* Chunk @i < cut->n: its offset in *@off, its length returned. */
+static uint32_t cut_at(const struct coop_cut *cut, uint32_t i, uint32_t *off)
+{
+	uint32_t end = i < cut->nfront ? cut->split : cut->length;
+
+	*off = i < cut->nfront ? i * cut->chunk : cut->split + (i - cut->nfront) * cut->chunk;
+	return end - *off < cut->chunk ? end - *off : cut->chunk;
+}
+
+/*
+ * The responder's part, in 1/1024. It never leaves the requester less
+ * than an eighth, nor takes less itself: a side that was slow once (its
+ * core taken, a page fault) gets its share back within a few copies.
+ */
+#define SHARE_ONE	1024u
+#define SHARE_MIN	(SHARE_ONE / 8)
+#define SHARE_MAX	(SHARE_ONE - SHARE_MIN)
+
+static uint32_t share_of(const struct coop_job *job)
+{
+	uint16_t part = job->share ? job->share->part[job->op - 1] : 0;
+
+	return part ? part : SHARE_ONE / 2;
+}
+
+/* Where the responder's end stops: page-aligned, neither end empty. */
+static uint32_t split_for(uint32_t length, uint32_t share)
+{
+	uint32_t split = (uint32_t)((uint64_t)length * share / SHARE_ONE) & ~4095u;
+
+	if (!split)
+		split = 4096;
+	return split < length ? split : length / 2;
+}
+
+/*
+ * Both parts are done: move the share a quarter of the way toward the one
+ * that would have had them end together, each side copying at the speed
+ * per byte it just did. The requester's time, from the same opening,
+ * includes its late start: a responder that starts first takes more.
+ */
+static void share_learn(const struct coop_job *job, uint64_t mine_ns, uint32_t mine_bytes,
+			uint64_t peer_ns, uint32_t peer_bytes)
+{
+	uint64_t a, b, want, part;
+
+	if (!job->share || !mine_ns || !peer_ns || mine_ns > COOP_WAIT_NS ||
+	    peer_ns > COOP_WAIT_NS || mine_bytes < 4096 || peer_bytes < 4096)
+		return;
+	/* In pages and ns: each product stays below 2^50, times SHARE_ONE below 2^60. */
+	a = mine_ns * (peer_bytes >> 12);
+	b = peer_ns * (mine_bytes >> 12);
+	want = SHARE_ONE * b / (a + b);
+	part = (3 * (uint64_t)share_of(job) + want) / 4;
+	if (part < SHARE_MIN)
+		part = SHARE_MIN;
+	if (part > SHARE_MAX)
+		part = SHARE_MAX;
+	job->share->part[job->op - 1] = (uint16_t)part;
 }
 
 /* ---- the responder ------------------------------------------------------------- */
 
 /* Publish the offer: its fields while it is closed, then a new generation opens it. */
-static uint32_t coop_open(const struct coop_job *job, uint32_t chunk, uint32_t n)
+static uint32_t coop_open(const struct coop_job *job, const struct coop_cut *cut)
 {
 	struct coop_slot *slot = job->slot;
 	uint32_t gen = CLAIM_GEN(atomic_load_explicit(&slot->claim, memory_order_relaxed)) + 1;
@@ -125,10 +198,12 @@ static uint32_t coop_open(const struct coop_job *job, uint32_t chunk, uint32_t n
 	slot->addr = (uint64_t)(uintptr_t)job->mine;
 	slot->op = job->op;
 	slot->length = job->length;
-	slot->chunk = chunk;
-	slot->nchunks = n;
+	slot->chunk = cut->chunk;
+	slot->nchunks = cut->n;
+	slot->split = cut->split;
+	atomic_store_explicit(&slot->done_ns, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->done, DONE(gen, 0, 0), memory_order_relaxed);
-	atomic_store_explicit(&slot->claim, CLAIM(gen, 0, n), memory_order_release);
+	atomic_store_explicit(&slot->claim, CLAIM(gen, 0, cut->n), memory_order_release);
 	coop.st.coop_offers++;
 	coop.st.coop_offered_bytes += job->length;
 	return gen;
@@ -191,42 +266,61 @@ static enum coop_wait coop_wait(const struct coop_job *job, uint32_t gen, uint32
 	}
 }
 
-/* The requester's chunks [@back, @n): wait for them, or copy them here. */
-static bool coop_finish(const struct coop_job *job, uint32_t gen, uint32_t chunk, uint32_t back,
-			uint32_t n)
+/*
+ * The requester's chunks [@back, cut->n): wait for them, or copy them
+ * here. *@done_ns: when it finished them, as it says; 0 if it did not.
+ */
+static bool coop_finish(const struct coop_job *job, uint32_t gen, const struct coop_cut *cut,
+			uint32_t back, uint64_t *done_ns)
 {
-	uint32_t off = back * chunk, i;
+	uint32_t off, len, i;
 	bool ok = true;
 
-	if (back == n)
+	*done_ns = 0;
+	if (back == cut->n)
 		return true;
-	if (coop_wait(job, gen, n - back) == WAIT_DONE) {
+	cut_at(cut, back, &off);
+	if (coop_wait(job, gen, cut->n - back) == WAIT_DONE) {
 		/* Bytes another process wrote into ours (valgrind cannot see them). */
 		if (job->op == COOP_WRITE)
 			SOFT_MEM_WRITTEN(job->mine + off, job->length - off);
 		coop.st.coop_peer_bytes += job->length - off;
+		*done_ns = atomic_load_explicit(&job->slot->done_ns, memory_order_relaxed);
 		return true;
 	}
 	/* It failed, died or stopped: the same bytes again, from here (a late copy is alike). */
 	coop.st.coop_takeovers++;
-	for (i = back; i < n; i++)
-		ok &= job->copy(job, i * chunk, chunk_len(job->length, chunk, i));
+	for (i = back; i < cut->n; i++) {
+		len = cut_at(cut, i, &off);
+		ok &= job->copy(job, off, len);
+	}
 	return ok;
 }
 
 bool coop_copy_locked(struct coop_job *job)
 {
-	uint32_t chunk = chunk_for(job->length), n, gen, front;
+	struct coop_cut cut;
+	uint32_t gen, front, off, len, mine = 0;
+	uint64_t opened, copied, done_ns;
 	bool ok = true;
 
-	n = (uint32_t)((job->length + (uint64_t)chunk - 1) / chunk);
-	if (!job->peer_polls || !coop_worth(job->length) || n < 2)
+	if (!job->peer_polls || !coop_worth(job->length))
 		return job->copy(job, 0, job->length);
-	gen = coop_open(job, chunk, n);
-	for (front = 0; front < n && take_front(job->slot, gen, front); front++)
-		ok &= job->copy(job, front * chunk, chunk_len(job->length, chunk, front));
+	cut = cut_make(job->length, split_for(job->length, share_of(job)));
+	opened = soft_now_ns();
+	gen = coop_open(job, &cut);
+	for (front = 0; front < cut.n && take_front(job->slot, gen, front); front++) {
+		len = cut_at(&cut, front, &off);
+		ok &= job->copy(job, off, len);
+		mine += len;
+	}
+	copied = soft_now_ns();
 	/* The rest, [front, n), is what the requester claimed. */
-	return coop_finish(job, gen, chunk, front, n) && ok;
+	ok = coop_finish(job, gen, &cut, front, &done_ns) && ok;
+	/* Its clock reading is a hint from another process: only a plausible one counts. */
+	if (done_ns > opened && done_ns <= soft_now_ns())
+		share_learn(job, copied - opened, mine, done_ns - opened, job->length - mine);
+	return ok;
 }
 
 /* ---- the requester ------------------------------------------------------------- */
@@ -257,6 +351,7 @@ bool coop_offer_read(struct coop_slot *slot, struct coop_offer *offer)
 	offer->length = slot->length;
 	offer->chunk = slot->chunk;
 	offer->nchunks = slot->nchunks;
+	offer->split = slot->split;
 	return true;
 }
 
@@ -282,17 +377,23 @@ unsigned int coop_slice(const struct shm_span *spans, uint32_t nspans, uint32_t 
 	return n;
 }
 
-/* The offer came from the other process: it must describe the copy @spans make. */
+/*
+ * The offer came from the other process: it must describe the copy @spans
+ * make, cut as this process would cut it.
+ */
 static bool offer_fits(const struct coop_offer *o, const struct shm_span *spans, uint32_t nspans)
 {
+	struct coop_cut cut;
 	uint64_t total = 0;
 	uint32_t i;
 
 	for (i = 0; i < nspans; i++)
 		total += spans[i].len;
-	return (o->op == COOP_WRITE || o->op == COOP_READ) && o->length == total &&
-	       o->chunk && o->nchunks >= 2 && o->nchunks <= COOP_MAX_CHUNKS &&
-	       o->nchunks == (o->length + (uint64_t)o->chunk - 1) / o->chunk;
+	if ((o->op != COOP_WRITE && o->op != COOP_READ) || o->length != total || !o->split ||
+	    o->split >= o->length)
+		return false;
+	cut = cut_make(o->length, o->split);
+	return cut.chunk == o->chunk && cut.n == o->nchunks && cut.n <= COOP_MAX_CHUNKS;
 }
 
 /* Take the next chunk from the back, in generation @gen: false once the ends have met. */
@@ -340,15 +441,19 @@ static bool help_copy(const struct coop_offer *o, int peer_pid, const struct shm
 void coop_help_locked(struct coop_slot *slot, const struct coop_offer *offer, int peer_pid,
 		      const struct shm_span *spans, uint32_t nspans)
 {
+	struct coop_cut cut;
 	uint32_t i;
 
 	if (!coop_enabled() || nspans > WIRE_MAX_SEGS || !offer_fits(offer, spans, nspans))
 		return;
+	cut = cut_make(offer->length, offer->split);
 	/* The word is the responder's to write too: a chunk past the offer ends it. */
-	while (take_back(slot, offer->gen, &i) && i < offer->nchunks) {
-		uint32_t len = chunk_len(offer->length, offer->chunk, i);
-		bool ok = help_copy(offer, peer_pid, spans, nspans, i * offer->chunk, len);
+	while (take_back(slot, offer->gen, &i) && i < cut.n) {
+		uint32_t off, len = cut_at(&cut, i, &off);
+		bool ok = help_copy(offer, peer_pid, spans, nspans, off, len);
 
+		/* Before the count that the responder waits for (release). */
+		atomic_store_explicit(&slot->done_ns, soft_now_ns(), memory_order_relaxed);
 		mark_done(slot, offer->gen, ok);
 		if (!ok)
 			continue;

@@ -7,8 +7,11 @@
  * A requester that busy-polls for the answer has a core spinning idle
  * meanwhile: the responder offers it part of the copy in the ring's
  * header, both take chunks from either end of the message, and the
- * responder answers once every chunk is in place. Everything here runs
- * with the fabric lock held.
+ * responder answers once every chunk is in place. Where the cut falls is
+ * learnt per link and direction from how long each side's part took: the
+ * two sides rarely copy at the same speed (the kernel pins the other
+ * process's pages one by one, and a huge page costs it what a small one
+ * does). Everything here runs with the fabric lock held.
  */
 #ifndef SOFT_WIRE_SHM_COOP_H
 #define SOFT_WIRE_SHM_COOP_H
@@ -43,7 +46,9 @@ enum coop_op {
  * closed, before a new generation opens it, so a claim that names the
  * generation it read them in was made on them. done counts, in the same
  * generation, the requester's chunks finished (bits 0-15) and failed
- * (bits 16-31).
+ * (bits 16-31); done_ns is when the requester finished its last one
+ * (CLOCK_MONOTONIC, which both processes read alike), a hint the
+ * responder checks before it learns from it.
  */
 struct coop_slot {
 	_Atomic uint64_t claim;
@@ -55,7 +60,10 @@ struct coop_slot {
 	uint32_t length;
 	uint32_t chunk;
 	uint32_t nchunks;
-	uint8_t pad[8];
+	uint32_t split;			/* the responder's end is [0, split) (coop_cut_make()) */
+	uint32_t pad0;
+	_Atomic uint64_t done_ns;
+	uint8_t pad1[56];
 };
 
 /* What the requester read of an open offer (coop_offer_read()). */
@@ -68,6 +76,16 @@ struct coop_offer {
 	uint32_t length;
 	uint32_t chunk;
 	uint32_t nchunks;
+	uint32_t split;
+};
+
+/*
+ * The responder's part of the copies it shares over one link, in 1/1024,
+ * one for each enum coop_op: 0 until it learns (half). Its own, not in
+ * shared memory.
+ */
+struct coop_share {
+	uint16_t part[2];
 };
 
 /*
@@ -83,6 +101,7 @@ struct coop_job {
 	uint64_t rec;
 	uint64_t token;
 	bool peer_polls;		/* the requester's process busy-polls: offer */
+	struct coop_share *share;	/* where this link's cut is learnt */
 	uint8_t *mine;
 	uint32_t length;
 	bool (*copy)(const struct coop_job *job, uint32_t off, uint32_t len);

@@ -16,7 +16,10 @@
  *   not done (what makes a Send behind a Write find its bytes);
  * - a claimed chunk whose requester hangs up, cannot copy, or never finishes
  *   (one second) is copied again by the responder; a late "done" of an
- *   earlier offer counts for nothing in the next.
+ *   earlier offer counts for nothing in the next;
+ * - the cut tiles the copy whatever the split, an offer cut otherwise is
+ *   left alone, and the split moves toward the side that finished first,
+ *   within its bounds, unless the requester's clock reading is implausible.
  */
 #include "../wire_shm_coop.c"
 
@@ -30,6 +33,8 @@
 #include <cmocka.h>
 
 #define LEN	(1u << 20)
+/* Where the requester's end starts until a share is learnt (t.job.share is NULL). */
+#define HALF	(LEN / 2)
 
 /* fabric.c's clock, which the included source calls. */
 uint64_t soft_now_ns(void)
@@ -52,6 +57,8 @@ static struct {
 	/* The responder's first chunk waits until the requester claimed (claim back < n). */
 	_Atomic bool hold_first;
 	_Atomic unsigned int copies;
+	_Atomic long slow_ms;		/* the responder's copies take this long */
+	struct coop_share share;
 } t;
 
 static void fill(uint8_t *p, size_t len, uint8_t seed)
@@ -62,12 +69,21 @@ static void fill(uint8_t *p, size_t len, uint8_t seed)
 		p[i] = (uint8_t)(seed + i * 13 + (i >> 12));
 }
 
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
 /* The responder's own chunks: a memcpy from the "requester's" source. */
 static bool copy_chunk(const struct coop_job *job, uint32_t off, uint32_t len)
 {
 	if (atomic_fetch_add(&t.copies, 1) == 0 && atomic_load(&t.hold_first))
 		while (CLAIM_BACK(atomic_load(&t.slot.claim)) == 2)
 			cpu_relax();
+	if (atomic_load(&t.slow_ms))
+		sleep_ms(atomic_load(&t.slow_ms));
 	memcpy(job->mine + off, t.src + off, len);
 	return true;
 }
@@ -96,6 +112,8 @@ static int setup(void **state)
 	atomic_store(&t.returned, false);
 	atomic_store(&t.hold_first, false);
 	atomic_store(&t.copies, 0);
+	atomic_store(&t.slow_ms, 0);
+	memset(&t.share, 0, sizeof(t.share));
 	/* Read once here: the threads only read it. */
 	assert_true(coop_enabled());
 	return 0;
@@ -124,6 +142,7 @@ static void responder_start(bool hold_first)
 {
 	atomic_store(&t.hold_first, hold_first);
 	atomic_store(&t.returned, false);
+	atomic_store(&t.copies, 0);
 	assert_int_equal(pthread_create(&t.responder, NULL, responder_run, NULL), 0);
 }
 
@@ -149,13 +168,6 @@ static uint32_t claim_back(uint32_t *gen)
 	assert_true(take_back(&t.slot, o.gen, &i));
 	*gen = o.gen;
 	return i;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
 }
 
 static void test_alone(void **state)
@@ -202,11 +214,12 @@ static void test_help(void **state)
 		{ (uint64_t)(uintptr_t)(t.src + 100000), LEN - 100000, 0 },
 	};
 	struct softrdma_shm_stats st0 = coop.st;
+	struct coop_cut cut = cut_make(LEN, HALF);
 	struct coop_offer o = { 0 };
 	uint32_t gen;
 
 	(void)state;
-	gen = coop_open(&t.job, chunk_for(LEN), 2);
+	gen = coop_open(&t.job, &cut);
 	assert_true(coop_offered(&t.slot));
 	assert_true(coop_offer_read(&t.slot, &o));
 	assert_int_equal(o.gen, gen);
@@ -235,13 +248,13 @@ static void test_waits_for_claimed(void **state)
 	assert_int_equal(i, 1);
 	sleep_ms(50);
 	assert_false(atomic_load(&t.returned));
-	memcpy(t.dst + i * chunk_for(LEN), t.src + i * chunk_for(LEN), LEN - i * chunk_for(LEN));
+	memcpy(t.dst + HALF, t.src + HALF, LEN - HALF);
 	mark_done(&t.slot, gen, true);
 	responder_join();
 	assert_memory_equal(t.dst, t.src, LEN);
 	assert_int_equal(t.copies, 1);
 	assert_int_equal(coop.st.coop_takeovers, st0.coop_takeovers);
-	assert_int_equal(coop.st.coop_peer_bytes, st0.coop_peer_bytes + LEN - chunk_for(LEN));
+	assert_int_equal(coop.st.coop_peer_bytes, st0.coop_peer_bytes + LEN - HALF);
 }
 
 /*
@@ -304,11 +317,10 @@ static void test_stale_generation(void **state)
 	(void)state;
 	responder_start(true);
 	i = claim_back(&old);
-	memcpy(t.dst + i * chunk_for(LEN), t.src + i * chunk_for(LEN), LEN - i * chunk_for(LEN));
+	memcpy(t.dst + HALF, t.src + HALF, LEN - HALF);
 	mark_done(&t.slot, old, true);
 	responder_join();
 	memset(t.dst, 0, LEN);
-	atomic_store(&t.copies, 0);
 	responder_start(true);
 	/* Open, the responder holding its chunk: a claim naming the earlier offer fails. */
 	while (!coop_offered(&t.slot))
@@ -319,7 +331,7 @@ static void test_stale_generation(void **state)
 	mark_done(&t.slot, old, true);
 	sleep_ms(20);
 	assert_false(atomic_load(&t.returned));
-	memcpy(t.dst + i * chunk_for(LEN), t.src + i * chunk_for(LEN), LEN - i * chunk_for(LEN));
+	memcpy(t.dst + HALF, t.src + HALF, LEN - HALF);
 	mark_done(&t.slot, gen, true);
 	responder_join();
 	assert_memory_equal(t.dst, t.src, LEN);
@@ -346,6 +358,199 @@ static void test_requester_stopped(void **state)
 	assert_false(coop_offered(&t.slot));
 }
 
+/* Every (length, split) is cut into chunks that tile [0, length) in order, none too long. */
+static void test_cut_tiles(void **state)
+{
+	static const uint32_t lengths[] = { COOP_MIN, LEN, LEN + 123, 40u << 20, (100u << 20) + 5 };
+	unsigned int l, k;
+
+	(void)state;
+	for (l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++) {
+		uint32_t len = lengths[l];
+		uint32_t splits[] = { 4096, len / 3 & ~4095u, len / 2, len - 1 };
+
+		for (k = 0; k < sizeof(splits) / sizeof(splits[0]); k++) {
+			struct coop_cut cut = cut_make(len, splits[k]);
+			uint32_t i, off, n, next = 0;
+
+			assert_true(cut.n >= 2 && cut.n <= COOP_MAX_CHUNKS);
+			assert_true(cut.nfront >= 1 && cut.nfront < cut.n);
+			for (i = 0; i < cut.n; i++) {
+				n = cut_at(&cut, i, &off);
+				assert_int_equal(off, next);
+				assert_true(n >= 1 && n <= COOP_CHUNK_MAX);
+				/* The responder's end stops at the split, the requester's starts there. */
+				assert_true(i < cut.nfront ? off + n <= splits[k] : off >= splits[k]);
+				next = off + n;
+			}
+			assert_int_equal(next, len);
+		}
+	}
+}
+
+/* The split is page-aligned and leaves both ends something; half until a share is learnt. */
+static void test_split_for(void **state)
+{
+	(void)state;
+	assert_int_equal(split_for(LEN, share_of(&t.job)), HALF);
+	t.job.share = &t.share;
+	assert_int_equal(split_for(LEN, share_of(&t.job)), HALF);
+	t.share.part[COOP_WRITE - 1] = SHARE_ONE * 3 / 4;
+	assert_int_equal(split_for(LEN, share_of(&t.job)), LEN / 4 * 3);
+	/* The other direction learns on its own. */
+	t.job.op = COOP_READ;
+	assert_int_equal(split_for(LEN, share_of(&t.job)), HALF);
+	assert_int_equal(split_for(LEN + 4095, SHARE_ONE / 2) % 4096, 0);
+	assert_int_equal(split_for(COOP_MIN, SHARE_MIN), COOP_MIN / 8);
+	assert_int_equal(split_for(COOP_MIN, SHARE_MAX), COOP_MIN / 8 * 7);
+}
+
+/* A quarter of the way to the balance point each time, within [1/8, 7/8]. */
+static void test_share_learn(void **state)
+{
+	unsigned int i;
+
+	(void)state;
+	t.job.share = &t.share;
+	/* The requester took three times as long for as many bytes: the responder should take 3/4. */
+	share_learn(&t.job, 1000, HALF, 3000, HALF);
+	assert_int_equal(t.share.part[0], (3 * 512 + 768) / 4);
+	for (i = 0; i < 40; i++)
+		share_learn(&t.job, 1000, HALF, 3000, HALF);
+	assert_in_range(t.share.part[0], 760, 768);
+	/* Speeds per byte, not times: as fast per byte, whatever the bytes, is the middle. */
+	for (i = 0; i < 40; i++)
+		share_learn(&t.job, 3000, 3 * LEN / 4, 1000, LEN / 4);
+	assert_in_range(t.share.part[0], 512, 520);
+	/* A requester a million times slower gets an eighth, not nothing. */
+	for (i = 0; i < 40; i++)
+		share_learn(&t.job, 1, HALF, 1000000, HALF);
+	assert_int_equal(t.share.part[0], SHARE_MAX);
+	for (i = 0; i < 40; i++)
+		share_learn(&t.job, 1000000, HALF, 1, HALF);
+	assert_int_equal(t.share.part[0], SHARE_MIN);
+	/* Readings that cannot be right teach nothing. */
+	share_learn(&t.job, 0, HALF, 1000, HALF);
+	share_learn(&t.job, 1000, HALF, COOP_WAIT_NS + 1, HALF);
+	share_learn(&t.job, 1000, 100, 1000, HALF);
+	assert_int_equal(t.share.part[0], SHARE_MIN);
+	assert_int_equal(t.share.part[1], 0);
+}
+
+/* An offer whose split does not give its chunk and count, or splits nothing, is left alone. */
+static void test_offer_cut_checked(void **state)
+{
+	struct shm_span span = { (uint64_t)(uintptr_t)t.src, LEN, 0 };
+	struct coop_cut cut = cut_make(LEN, HALF);
+	struct coop_offer o = { 0 };
+	uint32_t gen, bad[] = { 0, HALF + 4096, LEN };
+	unsigned int k;
+
+	(void)state;
+	gen = coop_open(&t.job, &cut);
+	assert_true(coop_offer_read(&t.slot, &o));
+	assert_int_equal(o.gen, gen);
+	assert_int_equal(o.split, HALF);
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct coop_offer b = o;
+
+		b.split = bad[k];
+		if (bad[k] == HALF + 4096)
+			b.nchunks = 3;	/* neither the chunk nor the count of that split */
+		coop_help_locked(&t.slot, &b, getpid(), &span, 1);
+		assert_int_equal(CLAIM_BACK(atomic_load(&t.slot.claim)), 2);
+	}
+	/* No responder takes the front here: the requester takes both ends. */
+	coop_help_locked(&t.slot, &o, getpid(), &span, 1);
+	assert_false(coop_offered(&t.slot));
+	assert_memory_equal(t.dst, t.src, LEN);
+	assert_int_equal(DONE_COUNT(atomic_load(&t.slot.done)), 2);
+	assert_true(atomic_load(&t.slot.done_ns) != 0);
+}
+
+/* The requester claims its end at once, and finishes it @ms later: its split. */
+static uint32_t help_slowly(long ms)
+{
+	uint32_t gen, off, len, split;
+	struct coop_cut cut;
+
+	claim_back(&gen);
+	split = t.slot.split;
+	cut = cut_make(LEN, split);
+	len = cut_at(&cut, cut.n - 1, &off);
+	sleep_ms(ms);
+	memcpy(t.dst + off, t.src + off, len);
+	atomic_store(&t.slot.done_ns, soft_now_ns());
+	mark_done(&t.slot, gen, true);
+	return split;
+}
+
+/* The requester's coop_help_locked(), as soon as the offer is open. */
+static void help_at_once(void)
+{
+	struct shm_span span = { (uint64_t)(uintptr_t)t.src, LEN, 0 };
+	struct coop_offer o = { 0 };
+
+	while (!coop_offered(&t.slot))
+		cpu_relax();
+	assert_true(coop_offer_read(&t.slot, &o));
+	coop_help_locked(&t.slot, &o, getpid(), &span, 1);
+}
+
+/*
+ * Through the slot: a requester slower than the responder leaves it more
+ * next time; one quicker than the responder gets more.
+ */
+static void test_split_follows_speed(void **state)
+{
+	(void)state;
+	t.job.share = &t.share;
+	responder_start(true);
+	assert_int_equal(help_slowly(30), HALF);
+	responder_join();
+	assert_memory_equal(t.dst, t.src, LEN);
+	assert_true(t.share.part[0] > SHARE_ONE / 2);
+	responder_start(true);
+	assert_true(help_slowly(30) > HALF);
+	responder_join();
+	assert_memory_equal(t.dst, t.src, LEN);
+	/* Now the responder's copies are the slow ones. */
+	memset(&t.share, 0, sizeof(t.share));
+	memset(t.dst, 0, LEN);
+	atomic_store(&t.slow_ms, 30);
+	responder_start(true);
+	help_at_once();
+	responder_join();
+	assert_memory_equal(t.dst, t.src, LEN);
+	assert_true(t.share.part[0] && t.share.part[0] < SHARE_ONE / 2);
+}
+
+/* A requester's clock reading from the future (or the past) is not learnt from. */
+static void test_implausible_done_ns(void **state)
+{
+	uint32_t gen, i;
+
+	(void)state;
+	t.job.share = &t.share;
+	responder_start(true);
+	i = claim_back(&gen);
+	memcpy(t.dst + HALF, t.src + HALF, LEN - HALF);
+	/* Later than the responder reads it, yet within what share_learn() takes. */
+	atomic_store(&t.slot.done_ns, soft_now_ns() + COOP_WAIT_NS / 2);
+	mark_done(&t.slot, gen, true);
+	responder_join();
+	assert_int_equal(i, 1);
+	assert_int_equal(t.share.part[0], 0);
+	responder_start(true);
+	i = claim_back(&gen);
+	memcpy(t.dst + HALF, t.src + HALF, LEN - HALF);
+	atomic_store(&t.slot.done_ns, 1);
+	mark_done(&t.slot, gen, true);
+	responder_join();
+	assert_int_equal(t.share.part[0], 0);
+	assert_memory_equal(t.dst, t.src, LEN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +563,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_requester_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_generation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requester_stopped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cut_tiles, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split_for, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_share_learn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_offer_cut_checked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split_follows_speed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_implausible_done_ns, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("coop-proto", tests, NULL, NULL);
