@@ -18,6 +18,11 @@
  * processes, softrdma's rings are then run by the pollers instead of its
  * net threads. It prints the system calls per RPC of both sides.
  *
+ * With --procs it also times process_vm_readv() of the server process's
+ * source into this one, on one core: the kernel's own rate for the copies
+ * softrdma makes between processes, which pins the other process's pages
+ * one at a time. Two processes sharing a copy can at best double it.
+ *
  * With --hugepages every buffer (the payloads and the memcpy reference's)
  * is 2 MiB-aligned and advised for transparent huge pages before its first
  * touch, as RDMA programs often place their registered pools: across
@@ -27,12 +32,14 @@
  *   ddp-bench [--size BYTES] [--calls N] [--runs R] [--procs] [--busy|--busy-arm]
  *             [--hugepages]
  */
+#define _GNU_SOURCE	/* process_vm_readv */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <netinet/in.h>
@@ -185,10 +192,11 @@ static void rdv_remove(const char *dir)
 }
 
 /*
- * --procs: the server in a child process, which sends its address up @up
- * and serves until @down reaches EOF. Returns the child's pid, or -1.
+ * --procs: the server in a child process, which sends its address and
+ * where its source lies (*@source) up @up and serves until @down reaches
+ * EOF. Returns the child's pid, or -1.
  */
-static pid_t server_fork(size_t size, struct sockaddr_storage *addr)
+static pid_t server_fork(size_t size, struct sockaddr_storage *addr, uint64_t *source)
 {
 	int up[2], down[2];
 	pid_t pid;
@@ -202,8 +210,11 @@ static pid_t server_fork(size_t size, struct sockaddr_storage *addr)
 
 		close(up[0]);
 		close(down[1]);
-		if (server_start(&s, size, addr) ||
-		    write(up[1], addr, sizeof(*addr)) != (ssize_t)sizeof(*addr))
+		if (server_start(&s, size, addr))
+			_exit(1);
+		*source = (uint64_t)(uintptr_t)s.source;
+		if (write(up[1], addr, sizeof(*addr)) != (ssize_t)sizeof(*addr) ||
+		    write(up[1], source, sizeof(*source)) != (ssize_t)sizeof(*source))
 			_exit(1);
 		for (unsigned int turn = 0;; turn++) {
 			/* Polling, look at the pipe one turn in 1024 only. */
@@ -216,7 +227,8 @@ static pid_t server_fork(size_t size, struct sockaddr_storage *addr)
 	}
 	close(up[1]);
 	close(down[0]);
-	if (pid < 0 || read(up[0], addr, sizeof(*addr)) != (ssize_t)sizeof(*addr))
+	if (pid < 0 || read(up[0], addr, sizeof(*addr)) != (ssize_t)sizeof(*addr) ||
+	    read(up[0], source, sizeof(*source)) != (ssize_t)sizeof(*source))
 		return -1;
 	close(up[0]);
 	/* The child's stop signal: this end closes when the parent exits. */
@@ -302,6 +314,20 @@ static double run_op(struct rpcrdma_clnt *clnt, int op, unsigned char *buf, size
 	return (double)size * calls / (bench_now_s() - t0);
 }
 
+/* --procs: @calls process_vm_readv() of the server's @size-byte source at @addr; bytes/s, or -1. */
+static double vm_read_rate(pid_t pid, uint64_t addr, unsigned char *dst, size_t size,
+			   unsigned int calls)
+{
+	struct iovec local = { dst, size }, remote = { (void *)(uintptr_t)addr, size };
+	double t0 = bench_now_s();
+	unsigned int i;
+
+	for (i = 0; i < calls; i++)
+		if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)size)
+			return -1;
+	return (double)size * calls / (bench_now_s() - t0);
+}
+
 /*
  * --procs: the client's process is the responder of the server's Writes and
  * Reads; softrdma may share those copies with the server's process.
@@ -339,7 +365,8 @@ int main(int argc, char **argv)
 	struct server s = { 0 };
 	size_t size = 1 << 20;
 	unsigned int calls = 200, runs = 5, r;
-	double rd[32], wr[32], mc[32];
+	double rd[32], wr[32], mc[32], vm[32];
+	uint64_t child_source = 0;
 	unsigned char *cbuf, *mdst;
 	unsigned long before;
 	long long sys0;
@@ -388,7 +415,7 @@ int main(int argc, char **argv)
 		/* softrdma crosses processes through a rendezvous directory of their own. */
 		if (!mkdtemp(rdv) || setenv("SOFTRDMA_DIR", rdv, 1))
 			return 1;
-		child = server_fork(size, &addr);
+		child = server_fork(size, &addr, &child_source);
 		if (child < 0)
 			return 1;
 		s.source = bench_buf(size);	/* the memcpy reference's source */
@@ -454,12 +481,19 @@ int main(int argc, char **argv)
 			__asm__ volatile("" : : "r"(mdst) : "memory");
 		}
 		mc[r] = (double)size * calls / (bench_now_s() - t0);
+		if (procs)
+			vm[r] = vm_read_rate(child, child_source, mdst, size, calls);
 	}
 	printf("  throughput, median of %u runs of %u RPCs:\n", runs, calls);
 	printf("    READ-like  %8.0f MB/s\n", bench_median(rd, runs) / 1e6);
 	printf("    WRITE-like %8.0f MB/s\n", bench_median(wr, runs) / 1e6);
 	printf("    memcpy     %8.0f MB/s  (the same bytes, one copy, for scale)\n",
 	       bench_median(mc, runs) / 1e6);
+	if (procs)
+		printf("    vm_readv   %8.0f MB/s  (process_vm_readv of the same bytes from the server's\n"
+		       "                          process on one core: the kernel's rate for the copies\n"
+		       "                          softrdma makes between processes)\n",
+		       bench_median(vm, runs) / 1e6);
 	softrdma_shm_stats(&shm1);
 	if (procs)
 		print_shared(&shm0, &shm1, runs * calls * 2);
