@@ -506,18 +506,18 @@ static void test_split_follows_speed(void **state)
 	(void)state;
 	t.job.share = &t.share;
 	responder_start(true);
-	assert_int_equal(help_slowly(30), HALF);
+	assert_int_equal(help_slowly(100), HALF);
 	responder_join();
 	assert_memory_equal(t.dst, t.src, LEN);
 	assert_true(t.share.part[0] > SHARE_ONE / 2);
 	responder_start(true);
-	assert_true(help_slowly(30) > HALF);
+	assert_true(help_slowly(100) > HALF);
 	responder_join();
 	assert_memory_equal(t.dst, t.src, LEN);
 	/* Now the responder's copies are the slow ones. */
 	memset(&t.share, 0, sizeof(t.share));
 	memset(t.dst, 0, LEN);
-	atomic_store(&t.slow_ms, 30);
+	atomic_store(&t.slow_ms, 100);
 	responder_start(true);
 	help_at_once();
 	responder_join();
