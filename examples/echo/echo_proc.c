@@ -65,10 +65,26 @@ int echo_prog_1_freeresult(SVCXPRT *transp, xdrproc_t xdr_result, caddr_t result
 	return 1;
 }
 
+/*
+ * buf[i] = i * 7 + i / 1024, mod 256. Within a KiB the second term stays
+ * put, so each KiB is the first one plus its number: filled that way, a
+ * 1 MiB result costs the server tens of microseconds. A byte at a time it
+ * cost about 350, most of the server's time for ECHO_BIG, and the demo's
+ * 1 MiB row measured that loop rather than the transports.
+ */
 void echo_pattern(unsigned char *buf, size_t len)
 {
-	size_t i;
+	unsigned char first[1024];
+	size_t i, j;
 
-	for (i = 0; i < len; i++)
-		buf[i] = (unsigned char)(i * 7 + (i >> 10));
+	for (j = 0; j < sizeof(first); j++)
+		first[j] = (unsigned char)(j * 7);
+	for (i = 0; i + sizeof(first) <= len; i += sizeof(first)) {
+		unsigned char k = (unsigned char)(i >> 10);
+
+		for (j = 0; j < sizeof(first); j++)
+			buf[i + j] = (unsigned char)(first[j] + k);
+	}
+	for (j = 0; i + j < len; j++)
+		buf[i + j] = (unsigned char)(first[j] + (i >> 10));
 }
