@@ -246,24 +246,35 @@ static size_t rpcrdma_buf_bytes(const struct rpcrdma_buf *buf)
 	return (buf->len + RPCRDMA_PAGE - 1) & ~(size_t)(RPCRDMA_PAGE - 1);
 }
 
+/* One huge page's worth of address space, aligned to it: twice the size, trimmed. NULL if none. */
+static unsigned char *rpcrdma_huge_map(int flags)
+{
+	const size_t huge = RPCRDMA_HUGE_PAGE;
+	unsigned char *p, *aligned;
+
+	p = mmap(NULL, 2 * huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	aligned = (unsigned char *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (aligned > p)
+		munmap(p, (size_t)(aligned - p));
+	munmap(aligned + huge, (size_t)(p + 2 * huge - (aligned + huge)));
+	return aligned;
+}
+
 int rpcrdma_buf_alloc_halves(struct rpcrdma_buf *a, struct rpcrdma_buf *b, struct ibv_pd *pd,
 			     int access, struct rpcrdma_stats *stats)
 {
 	const size_t huge = RPCRDMA_HUGE_PAGE, half = huge / 2;
 	struct rpcrdma_buf *bufs[2] = { a, b };
-	unsigned char *p, *aligned;
+	unsigned char *aligned;
 	unsigned int i;
 
 	memset(a, 0, sizeof(*a));
 	memset(b, 0, sizeof(*b));
-	/* Twice the size, then trimmed to the aligned huge page within. */
-	p = mmap(NULL, 2 * huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
+	aligned = rpcrdma_huge_map(0);
+	if (!aligned)
 		return -ENOMEM;
-	aligned = (unsigned char *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
-	if (aligned > p)
-		munmap(p, (size_t)(aligned - p));
-	munmap(aligned + huge, (size_t)(p + 2 * huge - (aligned + huge)));
 	/* Advice only: without huge pages the halves work as any mapping. */
 	(void)madvise(aligned, huge, MADV_HUGEPAGE);
 	for (i = 0; i < 2; i++) {
@@ -349,6 +360,12 @@ int rpcrdma_buf_reserve(struct rpcrdma_buf *buf, size_t len)
 	memset(buf, 0, sizeof(*buf));
 	if (!len || bytes < len)
 		return -EINVAL;
+	/* Room that a long reply could fill enough to be worth a huge page (rpcrdma_buf_reg_prefix()). */
+	if (bytes > RPCRDMA_HUGE_PAGE / 4 && bytes <= RPCRDMA_HUGE_PAGE) {
+		buf->data = rpcrdma_huge_map(MAP_NORESERVE);
+		buf->map_len = RPCRDMA_HUGE_PAGE;
+		return buf->data ? 0 : -ENOMEM;
+	}
 	/* Untouched pages take no memory: a peer's large Reply chunk costs address space only. */
 	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 		 -1, 0);
@@ -357,6 +374,28 @@ int rpcrdma_buf_reserve(struct rpcrdma_buf *buf, size_t len)
 	buf->data = p;
 	buf->map_len = bytes;
 	return 0;
+}
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25	/* Linux 6.1; older headers lack it */
+#endif
+
+/*
+ * A reply of more than a quarter of a huge page was written into a
+ * reservation of one: make it one huge page, at the cost of a copy once
+ * per kept buffer. Between processes softrdma's copies then pin one page
+ * instead of 512, and an RNIC maps it with one translation. A reservation
+ * that only ever carries short replies keeps its few small pages: advising
+ * it at the start would have put 2 MiB behind every connection's first
+ * long reply, however short. Advice only: refused, the pages stay small.
+ */
+static void rpcrdma_buf_make_huge(struct rpcrdma_buf *buf, size_t bytes)
+{
+	if (bytes <= RPCRDMA_HUGE_PAGE / 4 || buf->map_len != RPCRDMA_HUGE_PAGE ||
+	    ((uintptr_t)buf->data & (RPCRDMA_HUGE_PAGE - 1)))
+		return;
+	if (madvise(buf->data, RPCRDMA_HUGE_PAGE, MADV_HUGEPAGE) == 0)
+		(void)madvise(buf->data, RPCRDMA_HUGE_PAGE, MADV_COLLAPSE);
 }
 
 int rpcrdma_buf_reg_prefix(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t len, int access,
@@ -376,6 +415,7 @@ int rpcrdma_buf_reg_prefix(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t le
 		rpcrdma_count_sub(stats->heap_bytes, rpcrdma_buf_bytes(buf));
 	}
 	buf->len = 0;
+	rpcrdma_buf_make_huge(buf, bytes);
 	buf->mr = ibv_reg_mr(pd, buf->data, bytes, access);
 	if (!buf->mr)
 		return rpcrdma_errno(-ENOMEM);

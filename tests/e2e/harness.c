@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -81,6 +82,8 @@ static void harness_echo(struct harness_server *hs, struct rpcrdma_svc_call *cal
 		rc = rpcrdma_svc_reply_buf(call, &buf, &max);
 		harness_note_max(&hs->sh->reply_buf_registered, harness_registered(hs) - before);
 		if (rc == 0 && len <= max) {
+			atomic_store(&hs->sh->reply_buf_addr, (uintptr_t)buf);
+			atomic_store(&hs->sh->reply_buf_pid, (int)getpid());
 			memcpy(buf, msg, len);
 			atomic_fetch_add(&hs->sh->reply_buf_faults, harness_faults() - faults);
 			rc = rpcrdma_svc_reply_commit(call, len);

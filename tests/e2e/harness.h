@@ -126,6 +126,8 @@ struct harness_shared {
 	atomic_int reply_errors;
 	atomic_ullong reply_buf_registered;	/* most registered by one rpcrdma_svc_reply_buf() */
 	atomic_ullong reply_buf_faults;		/* page faults encoding replies in place */
+	atomic_ullong reply_buf_addr;		/* the last rpcrdma_svc_reply_buf() buffer */
+	atomic_int reply_buf_pid;		/* in this process */
 
 	/* Requests from the test, served by the server thread. */
 	atomic_uint release_requests;	/* answer every held call */

@@ -7,8 +7,11 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <softrdma.h>
 
@@ -194,6 +197,102 @@ static void t_long_reply_buf_kept(void **state)
 	free(reply);
 }
 
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+#define HUGE (2u << 20)
+
+/* AnonHugePages, in KiB, of process @pid's mapping that holds @addr; -1 if not found. */
+static long anon_huge_kb(int pid, uintptr_t addr)
+{
+	char path[64], line[256];
+	bool in = false;
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = addr >= lo && addr < hi;
+		else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return in ? kb : -1;
+}
+
+/* Can this machine make a written 2 MiB mapping one huge page on demand? */
+static bool collapse_works(void)
+{
+	unsigned char *p = mmap(NULL, 2 * HUGE, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *a;
+	bool ok;
+
+	if (p == MAP_FAILED)
+		return false;
+	a = (unsigned char *)(((uintptr_t)p + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
+	memset(a, 1, HUGE / 2);
+	ok = madvise(a, HUGE, MADV_HUGEPAGE) == 0 && madvise(a, HUGE, MADV_COLLAPSE) == 0 &&
+	     anon_huge_kb(getpid(), (uintptr_t)a) >= 2048;
+	munmap(p, 2 * HUGE);
+	return ok;
+}
+
+/*
+ * A 1 MiB reply encoded in place goes out of a buffer reserved on a huge
+ * page's boundary, made one huge page once written (softrdma's copies
+ * between processes pin one page instead of 256); short replies in a
+ * reservation of the same room leave it in small pages.
+ */
+static void t_long_reply_huge(void **state)
+{
+	const size_t big = 1u << 20;
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct harness_server hs;
+	struct rpcrdma_clnt *clnt;
+	unsigned char *msg = malloc(big), *reply = malloc(big);
+	uintptr_t addr;
+	size_t rlen;
+	int i;
+
+	assert_non_null(msg);
+	assert_non_null(reply);
+	assert_int_equal(harness_server_start(&hs, 0, 0, HARNESS_ECHO_BUF), 0);
+	harness_clnt_attr(&hs, &attr);
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
+	/* A short reply first, in the same room: its reservation keeps small pages. */
+	for (i = 0; i < 3; i++) {
+		size_t len = i == 0 ? 100 : big;
+
+		rlen = big;
+		harness_fill_msg(msg, len, 0x4242 + i, i);
+		assert_int_equal(rpcrdma_clnt_call(clnt, msg, len, reply, &rlen, 0), 0);
+		assert_int_equal(rlen, len);
+		assert_memory_equal(reply, msg, len);
+		addr = (uintptr_t)atomic_load(&hs.sh->reply_buf_addr);
+		assert_int_equal(addr % HUGE, 0);
+		if (i == 0 && anon_huge_kb(atomic_load(&hs.sh->reply_buf_pid), addr) > 0)
+			fail_msg("a 100-byte reply put its reservation on a huge page");
+	}
+	if (!collapse_works())
+		print_message("no huge page on demand here (THP off, or MADV_COLLAPSE refused): "
+			      "the reply buffer's pages are not checked\n");
+	else if (anon_huge_kb(atomic_load(&hs.sh->reply_buf_pid), addr) < 2048)
+		fail_msg("a 1 MiB reply's buffer is not on a huge page (AnonHugePages %ld kB)",
+			 anon_huge_kb(atomic_load(&hs.sh->reply_buf_pid), addr));
+	rpcrdma_clnt_destroy(clnt);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+	free(msg);
+	free(reply);
+}
+
 /*
  * 64 calls in flight against a server granting 8 credits, with rnr_retry 0:
  * a single call beyond the grant would find no receive and fail the
@@ -287,6 +386,7 @@ int main(void)
 		cmocka_unit_test(t_reply_in_place),
 		cmocka_unit_test(t_reply_in_place_huge_chunk),
 		cmocka_unit_test(t_long_reply_buf_kept),
+		cmocka_unit_test(t_long_reply_huge),
 		cmocka_unit_test(t_credits_64_over_8),
 	};
 
