@@ -906,12 +906,29 @@ static unsigned long arms_of(CLIENT *cl, int n, u_int proc, u_int ms)
 	return after.recv_cq_arms - before.recv_cq_arms;
 }
 
+/* Microseconds per NULL call over @n calls, polling up to 50 us for each reply. */
+static double us_per_null_polling(CLIENT *cl, int n)
+{
+	struct timespec t0, t1;
+	u_int us = 50;
+
+	assert_true(clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&us));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	arms_of(cl, n, TT_NULL, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	us = RPCRDMA_SPIN_AUTO;
+	assert_true(clnt_control(cl, RPCRDMA_CLSET_SPIN_US, (char *)&us));
+	return ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / n;
+}
+
 /*
  * RPCRDMA_SPIN_AUTO, the default window: read back, set again; slow
  * replies find the CLIENT asleep (armed) each time, and quick ones, once
- * more after slow ones, are caught by polling (not under valgrind, which
- * runs one thread at a time: there the server cannot answer while the
- * client polls).
+ * more after slow ones, are caught by polling. Quick means well inside the
+ * window's 50 us cap, measured first with polling forced: not so under
+ * valgrind, which runs one thread at a time (the server cannot answer while
+ * the client polls), nor, at times, under TSan with a threaded server,
+ * whose hand-offs then take longer than the cap.
  */
 static void test_spin_auto(void **state)
 {
@@ -939,9 +956,15 @@ static void test_spin_auto(void **state)
 	arms = arms_of(cl, 6, TT_SLEEP, 5);
 	assert_true(arms >= 6);
 	if (!RUNNING_ON_VALGRIND) {
+		double us_each = us_per_null_polling(cl, 100);
+
 		arms = arms_of(cl, 400, TT_NULL, 0);
-		if (arms >= 400)
-			fail_msg("400 quick replies: %lu arms, none caught by the window", arms);
+		if (us_each > 25)
+			print_message("replies took %.0f us each with polling here, too close to the "
+				      "window's 50 us cap: the window's catch is not checked\n", us_each);
+		else if (arms >= 400)
+			fail_msg("400 quick replies (%.1f us each): %lu arms, none caught by the window",
+				 us_each, arms);
 	}
 	clnt_destroy(cl);
 }
