@@ -442,13 +442,17 @@ void coop_help_locked(struct coop_slot *slot, const struct coop_offer *offer, in
 		      const struct shm_span *spans, uint32_t nspans)
 {
 	struct coop_cut cut;
-	uint32_t i;
+	uint32_t i, taken;
 
 	if (!coop_enabled() || nspans > WIRE_MAX_SEGS || !offer_fits(offer, spans, nspans))
 		return;
 	cut = cut_make(offer->length, offer->split);
-	/* The word is the responder's to write too: a chunk past the offer ends it. */
-	while (take_back(slot, offer->gen, &i) && i < cut.n) {
+	/*
+	 * The word is the responder's to write too: a chunk past the offer ends
+	 * it, and one that puts the claim back cannot keep us copying for more
+	 * than the offer's chunks.
+	 */
+	for (taken = 0; taken < cut.n && take_back(slot, offer->gen, &i) && i < cut.n; taken++) {
 		uint32_t off, len = cut_at(&cut, i, &off);
 		bool ok = help_copy(offer, peer_pid, spans, nspans, off, len);
 

@@ -17,6 +17,8 @@
  * - a claimed chunk whose requester hangs up, cannot copy, or never finishes
  *   (one second) is copied again by the responder; a late "done" of an
  *   earlier offer counts for nothing in the next;
+ * - a responder that keeps putting the claim back gets no more than the
+ *   offer's chunks copied by the requester;
  * - the cut tiles the copy whatever the split, an offer cut otherwise is
  *   left alone, and the split moves toward the side that finished first,
  *   within its bounds, unless the requester's clock reading is implausible.
@@ -468,6 +470,47 @@ static void test_offer_cut_checked(void **state)
 	assert_true(atomic_load(&t.slot.done_ns) != 0);
 }
 
+/* A responder that puts the claim back as soon as the requester takes a chunk. */
+static _Atomic bool reclaim_stop;
+
+static void *reclaim_run(void *arg)
+{
+	uint64_t open = *(const uint64_t *)arg;
+	uint64_t deadline = soft_now_ns() + 2000000000ULL;
+
+	while (!atomic_load(&reclaim_stop) && soft_now_ns() < deadline)
+		if (atomic_load(&t.slot.claim) != open)
+			atomic_store(&t.slot.claim, open);
+	return NULL;
+}
+
+/*
+ * The claim word is the responder's to write too: one that keeps putting
+ * it back, in the same generation, gets no more than the offer's chunks
+ * copied by the requester, who then returns.
+ */
+static void test_claim_put_back(void **state)
+{
+	struct shm_span span = { (uint64_t)(uintptr_t)t.src, LEN, 0 };
+	struct coop_cut cut = cut_make(LEN, HALF);
+	struct coop_offer o = { 0 };
+	uint64_t open, before;
+	pthread_t th;
+
+	(void)state;
+	coop_open(&t.job, &cut);
+	assert_true(coop_offer_read(&t.slot, &o));
+	open = atomic_load(&t.slot.claim);
+	before = coop.st.coop_helped_write_bytes;
+	atomic_store(&reclaim_stop, false);
+	assert_int_equal(pthread_create(&th, NULL, reclaim_run, &open), 0);
+	coop_help_locked(&t.slot, &o, getpid(), &span, 1);
+	atomic_store(&reclaim_stop, true);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	/* Which chunks it copied is the responder's doing: how much is ours. */
+	assert_true(coop.st.coop_helped_write_bytes - before <= LEN);
+}
+
 /* The requester claims its end at once, and finishes it @ms later: its split. */
 static uint32_t help_slowly(long ms)
 {
@@ -567,6 +610,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_split_for, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_share_learn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offer_cut_checked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claim_put_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split_follows_speed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_implausible_done_ns, setup, teardown),
 	};
