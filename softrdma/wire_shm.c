@@ -22,8 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include "net.h"
@@ -41,6 +44,8 @@
 /* How often a busy poller tells the peer that it polls (shm_poll_locked()). */
 #define SHM_POLLED_NS	20000ULL
 #define SHM_MAGIC	0x53484d33u	/* 'SHM3' */
+/* A record's spans moved aside take a memcpy: longer, the other side is stopped or lies. */
+#define SHM_MOVE_WAIT_NS	1000000000ULL
 
 struct shm_ring {
 	_Atomic uint64_t tail;		/* the writer's: bytes published */
@@ -120,6 +125,7 @@ struct shm_ref {
 	struct shm_span span[WIRE_MAX_SEGS];
 	uint32_t nspans;
 	uint64_t token;
+	uint32_t qpn;			/* our QP that sent it */
 	uint32_t length;
 	enum coop_op op;		/* 0: we do not help with it */
 	bool used;
@@ -154,6 +160,7 @@ struct shm_link {
 	struct soft_signal tx_bell;
 	int peer_pid;
 	uint64_t probe_value;		/* what the peer may read of us at probe_addr */
+	uint64_t tx_tail;		/* the tail we published: the ring's copy is the peer's to write */
 	uint64_t tx_next;		/* the tail after the record being written */
 	uint64_t rx_polled_ns;		/* what we last told the peer in rx->polled_ns */
 	struct shm_ref refs[SOFT_NET_WINDOW];
@@ -218,8 +225,10 @@ void shm_link_offer_locked(struct net_link *link)
 	s->rx_bell = -1;
 	s->tx_bell_fd = -1;
 	s->app_bell_fd = -1;
-	memfd = memfd_create("softrdma-ring", MFD_CLOEXEC);
-	if (memfd < 0 || ftruncate(memfd, sizeof(*s->rx)) < 0)
+	/* Sealed at its size: the peer cannot shrink it under our mapping (SIGBUS). */
+	memfd = memfd_create("softrdma-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (memfd < 0 || ftruncate(memfd, sizeof(*s->rx)) < 0 ||
+	    fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		goto fail;
 	s->rx = mmap(NULL, sizeof(*s->rx), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (s->rx == MAP_FAILED) {
@@ -273,6 +282,26 @@ static bool probe_peer(const struct shm_offer *o)
 	return false;
 }
 
+/* Is @fd the peer's ring: a memfd of a ring's size, sealed against shrinking? */
+static bool ring_fd_ok(int fd)
+{
+	struct stat st;
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	return seals >= 0 && (seals & F_SEAL_SHRINK) && !fstat(fd, &st) && S_ISREG(st.st_mode) &&
+	       st.st_size == (off_t)sizeof(struct shm_ring);
+}
+
+/* Is @pid the process at the other end of @link's socket? */
+static bool peer_is(const struct net_link *link, int32_t pid)
+{
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+
+	return !getsockopt(link->fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) &&
+	       clen == sizeof(cred) && cred.pid == pid;
+}
+
 void shm_link_accept_locked(struct net_link *link, const void *body, uint32_t len, int *fds,
 			    unsigned int nfds)
 {
@@ -280,8 +309,10 @@ void shm_link_accept_locked(struct net_link *link, const void *body, uint32_t le
 	struct shm_link *s = link->shm;
 	void *map;
 
+	/* The pid names the process whose memory we reach: the socket's peer's, none other. */
 	if (!s || s->tx || nfds != 2 || len != sizeof(*o) || o->magic != SHM_MAGIC ||
-	    o->ring_bytes != SHM_RING_BYTES || o->pid <= 0 || !probe_peer(o))
+	    o->ring_bytes != SHM_RING_BYTES || o->pid <= 0 || !peer_is(link, o->pid) ||
+	    !ring_fd_ok(fds[0]) || !probe_peer(o))
 		return;
 	map = mmap(NULL, sizeof(*s->tx), PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	if (map == MAP_FAILED)
@@ -328,6 +359,21 @@ static void refs_reclaim(struct shm_link *s)
 		if (s->refs[i].used &&
 		    atomic_load_explicit(&s->refs[i].rec->ref_state, memory_order_acquire) == REF_DONE)
 			ref_release(&s->refs[i]);
+}
+
+/*
+ * Our QP @qpn's request @token was answered: the peer has no copy of it left
+ * to share, so an offer that names it is stale (or forged). Its ref lives on
+ * until the peer is done with the record; if it never says so, the ref must
+ * not let it reach memory our application may have let go of since.
+ */
+static void refs_answered(struct shm_link *s, uint32_t qpn, uint64_t token)
+{
+	unsigned int i;
+
+	for (i = 0; i < SOFT_NET_WINDOW; i++)
+		if (s->refs[i].used && s->refs[i].qpn == qpn && s->refs[i].token == token)
+			s->refs[i].op = 0;
 }
 
 static struct shm_ref *ref_get(struct shm_link *s)
@@ -381,7 +427,7 @@ void shm_link_free_locked(struct net_link *link)
 static void *rec_begin(struct shm_link *s, uint32_t type, uint32_t body)
 {
 	struct shm_ring *r = s->tx;
-	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint64_t tail = s->tx_tail;
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
 	uint32_t pos = (uint32_t)(tail % SHM_RING_BYTES), need = rec_size(body);
 	uint32_t to_end = SHM_RING_BYTES - pos, pad = need > to_end ? to_end : 0;
@@ -412,6 +458,7 @@ static void rec_end(struct shm_link *s, enum shm_wakes wakes)
 {
 	struct shm_ring *r = s->tx;
 
+	s->tx_tail = s->tx_next;
 	atomic_store_explicit(&r->tail, s->tx_next, memory_order_seq_cst);
 	if (s->app_bell_fd >= 0 &&
 	    (wakes == WAKES_RECV || (wakes == WAKES_SEND && s->app_covers_send))) {
@@ -477,6 +524,7 @@ static void ref_fill(struct shm_ref *ref, struct shm_req *m, const struct wire_r
 	ref->rec = m;
 	ref->nspans = req->nsegs;
 	ref->token = req->token;
+	ref->qpn = req->src_qpn;
 	ref->length = req->length;
 	ref->op = coop;
 	for (i = 0; i < req->nsegs; i++) {
@@ -578,16 +626,28 @@ static bool peer_polls(struct shm_link *s)
 	return polled && (polled > now || now - polled < SHM_POLLER_NS);
 }
 
-/* The request @m of @link's ring, which we serve, as a cooperative copy names it. */
-static void coop_job_of(struct net_link *link, const struct shm_req *m, struct coop_job *job)
+/*
+ * A request of the peer's that we serve. Its record lies in shared memory,
+ * which the peer may rewrite while we serve it: its fields and spans are
+ * read once, into our own memory, checked there and used from there only.
+ */
+struct shm_serving {
+	struct net_link *link;
+	const struct shm_req *m;	/* in the ring: where the record lies, never read */
+	struct shm_req h;		/* its fields */
+	struct shm_span spans[WIRE_MAX_SEGS];	/* its h.nspans spans (not inline) */
+};
+
+/* The request @sv serves, as a cooperative copy names it. */
+static void coop_job_of(const struct shm_serving *sv, struct coop_job *job)
 {
-	struct shm_link *s = link->shm;
+	struct shm_link *s = sv->link->shm;
 
 	job->slot = &s->rx->coop;
-	job->link = link;
+	job->link = sv->link;
 	job->peer_pid = s->peer_pid;
-	job->rec = (uint64_t)((const uint8_t *)m - s->rx->data);
-	job->token = m->token;
+	job->rec = (uint64_t)((const uint8_t *)sv->m - s->rx->data);
+	job->token = sv->h.token;
 	job->peer_polls = peer_polls(s);
 	job->share = &s->coop_share;
 }
@@ -603,27 +663,26 @@ static bool read_chunk(const struct coop_job *job, uint32_t off, uint32_t len)
 }
 
 /* A large READ's data: straight into the requester's sink. False if it could not. */
-static bool place_read(struct net_link *link, const struct shm_req *m, const struct shm_span *sink,
-		       const struct wire_seg *data)
+static bool place_read(const struct shm_serving *sv, const struct wire_seg *data)
 {
 	struct coop_job job = {
 		.op = COOP_READ,
 		.mine = (uint8_t *)(uintptr_t)data->addr,
 		.length = data->len,
 		.copy = read_chunk,
-		.sink = sink,
-		.nspans = m->nspans,
+		.sink = sv->spans,
+		.nspans = sv->h.nspans,
 	};
 	uint64_t room = 0;
 	uint32_t i;
 
-	for (i = 0; i < m->nspans; i++)
-		room += sink[i].len;
+	for (i = 0; i < sv->h.nspans; i++)
+		room += sv->spans[i].len;
 	if (room < data->len)
 		return false;
-	coop_job_of(link, m, &job);
+	coop_job_of(sv, &job);
 	/* Only a requester that kept its sink's spans can help (ref_fill()). */
-	if (!m->coop)
+	if (!sv->h.coop)
 		return read_chunk(&job, 0, data->len);
 	return coop_copy_locked(&job);
 }
@@ -635,12 +694,6 @@ static bool write_chunk(const struct coop_job *job, uint32_t off, uint32_t len)
 	return true;
 }
 
-/* What serve_req() tells shm_place_locked() of the request it serves. */
-struct shm_serving {
-	struct net_link *link;
-	const struct shm_req *m;
-};
-
 void shm_place_locked(const struct wire_req *req, void *dst)
 {
 	struct coop_job job = {
@@ -651,16 +704,15 @@ void shm_place_locked(const struct wire_req *req, void *dst)
 		.req = req,
 	};
 
-	coop_job_of(req->shm->link, req->shm->m, &job);
+	coop_job_of(req->shm, &job);
 	coop_copy_locked(&job);
 }
 
 /* Answer on the peer's ring, or its socket if this side cannot write there. */
-static void send_answer_locked(struct net_link *link, const struct shm_req *m,
-			       const struct shm_span *sink, const struct wire_resp *resp)
+static void send_answer_locked(const struct shm_serving *sv, const struct wire_resp *resp)
 {
-	struct shm_link *s = link->shm;
-	uint32_t data_len = resp->status == WIRE_ACK && m->op == WIRE_READ ? resp->data.len : 0;
+	struct shm_link *s = sv->link->shm;
+	uint32_t data_len = resp->status == WIRE_ACK && sv->h.op == WIRE_READ ? resp->data.len : 0;
 	uint32_t status = resp->status;
 	bool placed = data_len > SHM_INLINE_MAX;
 	struct shm_resp *a;
@@ -669,7 +721,7 @@ static void send_answer_locked(struct net_link *link, const struct shm_req *m,
 	/* As on the socket (wire_net.c): only a silenced responder's no-answer is told. */
 	if ((resp->status == WIRE_NO_ANSWER && !resp->silenced) || !s->tx)
 		return;
-	if (placed && !place_read(link, m, sink, &resp->data)) {
+	if (placed && !place_read(sv, &resp->data)) {
 		/* The requester's buffers went away under its Read: it fails. */
 		status = WIRE_NAK_REM_OP;
 		placed = false;
@@ -680,8 +732,8 @@ static void send_answer_locked(struct net_link *link, const struct shm_req *m,
 	if (!a)
 		return;		/* the requester hears nothing and retries */
 	memset(a, 0, sizeof(*a));
-	a->token = m->token;
-	a->src_qpn = m->src_qpn;
+	a->token = sv->h.token;
+	a->src_qpn = sv->h.src_qpn;
 	a->status = status;
 	a->data_len = data_len;
 	a->rnr_timer = resp->rnr_timer;
@@ -697,86 +749,117 @@ static void send_answer_locked(struct net_link *link, const struct shm_req *m,
 static bool ref_take(struct shm_req *m)
 {
 	uint32_t want = REF_UNREAD;
+	uint64_t deadline = 0;
 
 	/* A writer moving the bytes aside holds them for a memcpy: wait it out. */
 	while (!atomic_compare_exchange_weak_explicit(&m->ref_state, &want, REF_READING,
 						      memory_order_acq_rel, memory_order_acquire)) {
 		if (want != REF_UNREAD && want != REF_MOVING)
 			return false;
-		if (want == REF_MOVING)
+		if (want == REF_MOVING) {
+			uint64_t now = soft_now_ns();
+
+			/* Longer, and the writer was stopped, or lies: the request is lost. */
+			if (!deadline)
+				deadline = now + SHM_MOVE_WAIT_NS;
+			else if (now > deadline)
+				return false;
 			sched_yield();
+		}
 		want = REF_UNREAD;
 	}
+	return true;
+}
+
+/* Read @len bytes of record @m once into @sv, and check them: false if they do not hold. */
+static bool serving_read(struct shm_serving *sv, const struct shm_req *m, uint32_t len)
+{
+	const struct shm_req *h = &sv->h;
+
+	if (len < sizeof(*h))
+		return false;
+	memcpy(&sv->h, m, sizeof(sv->h));
+	if (h->op > WIRE_READ || h->length > SOFT_MAX_MSG)
+		return false;
+	if (h->inline_payload)
+		return len == sizeof(*h) + h->length && h->op != WIRE_READ;
+	if (h->nspans > WIRE_MAX_SEGS || len != sizeof(*h) + h->nspans * sizeof(struct shm_span))
+		return false;
+	/* A Send's or Write's spans only once the writer let us have them (ref_detach()). */
+	if (h->op != WIRE_READ && !ref_take((struct shm_req *)m))
+		return false;
+	memcpy(sv->spans, m + 1, h->nspans * sizeof(struct shm_span));
 	return true;
 }
 
 /* A request from the peer: serve it as the socket path does (wire_net.c). */
 static void serve_req(struct net_link *link, const struct shm_req *m, uint32_t len)
 {
-	const struct shm_span *sp = (const struct shm_span *)(m + 1);
 	struct wire_resp resp = { .status = WIRE_NO_ANSWER };
-	struct shm_serving serving = { link, m };
+	struct shm_serving sv = { .link = link, .m = m };
+	const struct shm_req *h = &sv.h;
 	struct wire_req req;
 	uint64_t total = 0;
 	uint32_t i;
 
-	if (len < sizeof(*m) || m->op > WIRE_READ || m->length > SOFT_MAX_MSG)
-		return;
-	if (m->inline_payload ? len != sizeof(*m) + m->length || m->op == WIRE_READ
-			      : m->nspans > WIRE_MAX_SEGS ||
-				len != sizeof(*m) + m->nspans * sizeof(*sp))
+	if (!serving_read(&sv, m, len))
 		return;
 	memset(&req, 0, sizeof(req));
-	req.op = m->op;
-	req.src_qpn = m->src_qpn;
-	req.dst_qpn = m->dst_qpn;
-	req.solicited = m->solicited != 0;
-	req.imm = m->imm;
-	req.inv_rkey = m->inv_rkey;
-	req.rkey = m->rkey;
-	req.raddr = m->raddr;
-	req.length = m->length;
-	req.token = m->token;
-	req.psn = m->psn;
-	req.rd_depth = m->rd_depth;
-	if (m->inline_payload && m->length) {
-		req.segs[0] = wire_seg_local(m + 1, m->length);
+	req.op = h->op;
+	req.src_qpn = h->src_qpn;
+	req.dst_qpn = h->dst_qpn;
+	req.solicited = h->solicited != 0;
+	req.imm = h->imm;
+	req.inv_rkey = h->inv_rkey;
+	req.rkey = h->rkey;
+	req.raddr = h->raddr;
+	req.length = h->length;
+	req.token = h->token;
+	req.psn = h->psn;
+	req.rd_depth = h->rd_depth;
+	if (h->inline_payload && h->length) {
+		req.segs[0] = wire_seg_local(m + 1, h->length);
 		req.nsegs = 1;
-	} else if (!m->inline_payload && m->op != WIRE_READ) {
-		if (!ref_take((struct shm_req *)m))
-			return;
-		for (i = 0; i < m->nspans; i++) {
+	} else if (!h->inline_payload && h->op != WIRE_READ) {
+		for (i = 0; i < h->nspans; i++) {
 			req.segs[i] = (struct wire_seg){ .owner = WIRE_OWNER_REMOTE,
-				.addr = sp[i].addr, .len = sp[i].len, .pid = link->shm->peer_pid };
-			total += sp[i].len;
+				.addr = sv.spans[i].addr, .len = sv.spans[i].len,
+				.pid = link->shm->peer_pid };
+			total += sv.spans[i].len;
 		}
-		req.nsegs = m->nspans;
-		if (total != m->length)
+		req.nsegs = h->nspans;
+		if (total != h->length)
 			return;
 		/* A WRITE's requester that kept its spans may copy part (shm_place_locked()). */
-		if (m->coop)
-			req.shm = &serving;
+		if (h->coop)
+			req.shm = &sv;
 	}
 	if (wire_net_respond_locked(link, &req, &resp))
-		send_answer_locked(link, m, sp, &resp);
+		send_answer_locked(&sv, &resp);
 }
 
 static void take_resp(struct net_link *link, const struct shm_resp *a, uint32_t len)
 {
 	struct wire_resp resp;
+	struct shm_resp r;
 	struct soft_qp *qp;
 
-	if (len < sizeof(*a) || a->status > WIRE_NO_ANSWER || a->data_len > SOFT_MAX_MSG ||
-	    len != sizeof(*a) + (a->placed ? 0 : a->data_len))
+	/* Read once: the peer may rewrite it meanwhile. */
+	if (len < sizeof(r))
 		return;
-	qp = qp_lookup_locked(a->src_qpn);
+	memcpy(&r, a, sizeof(r));
+	if (r.status > WIRE_NO_ANSWER || r.data_len > SOFT_MAX_MSG ||
+	    len != sizeof(r) + (r.placed ? 0 : r.data_len))
+		return;
+	qp = qp_lookup_locked(r.src_qpn);
 	if (!qp || qp->remote != link)
 		return;
-	resp.status = a->status;
-	resp.data = wire_seg_local(a->placed ? NULL : a + 1, a->data_len);
-	resp.rnr_timer = (uint8_t)(a->rnr_timer & 31);
-	resp.placed = a->placed != 0;
-	engine_answer_locked(qp, a->token, &resp);
+	refs_answered(link->shm, r.src_qpn, r.token);
+	resp.status = r.status;
+	resp.data = wire_seg_local(r.placed ? NULL : a + 1, r.data_len);
+	resp.rnr_timer = (uint8_t)(r.rnr_timer & 31);
+	resp.placed = r.placed != 0;
+	engine_answer_locked(qp, r.token, &resp);
 }
 
 bool shm_link_sleep_locked(struct net_link *link, bool *lazy)
@@ -1007,7 +1090,7 @@ void shm_drain_all_locked(void)
 static void ref_detach(struct shm_ref *ref, const struct soft_mr *mr)
 {
 	struct shm_span *sp = (struct shm_span *)(ref->rec + 1);
-	uint64_t deadline = soft_now_ns() + 1000000000ULL;
+	uint64_t deadline = soft_now_ns() + SHM_MOVE_WAIT_NS;
 	uint32_t want = REF_UNREAD, i;
 
 	while (!atomic_compare_exchange_strong_explicit(&ref->rec->ref_state, &want, REF_MOVING,

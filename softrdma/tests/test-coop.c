@@ -15,11 +15,14 @@
  * - a requester that sleeps is offered nothing; one stopped right after
  *   posting (it was polling) stalls nothing: the responder takes it all;
  * - a requester whose Write's source was deregistered and unmapped while
- *   the record waited helps from the bytes set aside, not from its memory.
+ *   the record waited helps from the bytes set aside, not from its memory;
+ * - the rings' memfds are sealed at their size.
  *
  * THREAD mode: a post runs its WQE at once, as the peer's does.
  */
+#define _GNU_SOURCE	/* F_GET_SEALS */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -581,6 +584,50 @@ static void test_both_polling(void **state)
 	disconnect_peer(&c);
 }
 
+/*
+ * The rings are memfds each process maps from the other: each is sealed at
+ * its size, so that neither process can shrink one under the other's
+ * mapping (a SIGBUS there). Seen through /proc/self/map_files, which takes
+ * CAP_SYS_ADMIN: without it the seals go unchecked, and the test says so.
+ */
+static void test_rings_sealed(void **state)
+{
+	const int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	unsigned int rings = 0, checked = 0;
+	char line[512], path[128];
+	struct client c;
+	FILE *maps;
+
+	(void)state;
+	connect_peer(&c, "responder");
+	big_write(&c, 1, false);
+	maps = fopen("/proc/self/maps", "r");
+	assert_non_null(maps);
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long lo, hi;
+		int fd;
+
+		if (!strstr(line, "/memfd:softrdma-ring") || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+			continue;
+		rings++;
+		snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", lo, hi);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		assert_int_equal(fcntl(fd, F_GET_SEALS) & want, want);
+		assert_int_equal(ftruncate(fd, 4096), -1);
+		assert_int_equal(errno, EPERM);
+		close(fd);
+		checked++;
+	}
+	fclose(maps);
+	/* Ours, which the peer writes, and the peer's, which we write. */
+	assert_int_equal(rings, 2);
+	if (!checked)
+		print_message("/proc/self/map_files needs CAP_SYS_ADMIN: the seals were not checked\n");
+	disconnect_peer(&c);
+}
+
 /* (c) A requester that sleeps is offered nothing: the responder copies alone, at once. */
 static void test_sleeping_requester(void **state)
 {
@@ -708,6 +755,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_sleeping_requester),
 		cmocka_unit_test(test_stopped_requester),
 		cmocka_unit_test(test_help_from_moved_bytes),
+		cmocka_unit_test(test_rings_sealed),
 	};
 	int failed;
 
