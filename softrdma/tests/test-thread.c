@@ -286,6 +286,11 @@ static void *churn(void *arg)
 		if (mr)
 			ibv_dereg_mr(mr);
 		ibv_query_qp(pair->qp[0], &attr, IBV_QP_STATE, &init);
+		/*
+		 * Under valgrind, which runs one thread at a time, a loop that
+		 * never blocks keeps the others from running for seconds.
+		 */
+		sched_yield();
 	}
 	return NULL;
 }
