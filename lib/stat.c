@@ -49,7 +49,8 @@ static pthread_once_t stat_env_once = PTHREAD_ONCE_INIT;
 	X(reply_chunks) X(bounce_bytes) X(flushes) X(wc_errors) X(credit_stalls)         \
 	X(sq_waits) X(retransmits) X(timeouts) X(connects) X(disconnects)               \
 	X(registered_bytes) X(heap_bytes) X(conn_visits) X(conn_rejects)              \
-	X(keepalives) X(keepalive_closes) X(idle_closes)
+	X(keepalives) X(keepalive_closes) X(idle_closes) X(credit_overruns)            \
+	X(reply_overflows) X(idle_evictions)
 
 void rpcrdma_stats_sum(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src)
 {

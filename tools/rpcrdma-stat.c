@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #define STAT_MAX_SOURCES 256
-#define STAT_NFIELDS 23
+#define STAT_NFIELDS 26
 
 /* The counters as the library names them, with the columns they print as. */
 static const struct {
@@ -52,6 +52,9 @@ static const struct {
 	{ "keepalives", "kalive", false, 0 },
 	{ "keepalive_closes", "kaclose", false, 0 },
 	{ "idle_closes", "idlecls", false, 0 },
+	{ "credit_overruns", "overrun", false, 0 },
+	{ "reply_overflows", "rpover", false, 0 },
+	{ "idle_evictions", "evict", false, 0 },
 };
 
 struct source {

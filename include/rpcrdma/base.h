@@ -116,6 +116,13 @@ void rpcrdma_set_log(void (*fn)(int level, const char *msg, void *arg), void *ar
  *	unanswered for keepalive_ms
  * @idle_closes: server: connections closed after idle_timeout_ms without
  *	a call; client: 0
+ * @credit_overruns: server: connections closed because the client sent
+ *	past its credits, so that a reply of its could not be sent; client: 0
+ * @reply_overflows: server: replies that did not fit the room the client
+ *	offered for them (inline, Write or Reply chunk), answered with
+ *	RDMA_ERROR / ERR_CHUNK instead (RFC 8166 section 4.5); client: 0
+ * @idle_evictions: server: idle connections closed to make room for a new
+ *	one at max_connections; client: 0
  */
 struct rpcrdma_stats {
 	uint32_t struct_size;
@@ -142,6 +149,9 @@ struct rpcrdma_stats {
 	uint64_t keepalives;
 	uint64_t keepalive_closes;
 	uint64_t idle_closes;
+	uint64_t credit_overruns;
+	uint64_t reply_overflows;
+	uint64_t idle_evictions;
 };
 
 /**
