@@ -281,12 +281,6 @@ static rpcrdma_always_inline bool svc_rdma_after_batch(struct svcxprt_rdma *rdma
 	return true;
 }
 
-/* Calls the batch queued for the next one (a Read chunk with nothing to pull). */
-static bool svc_rdma_work_left(const struct svcxprt_rdma *rdma)
-{
-	return !list_empty(&rdma->sc_read_complete_q) || !list_empty(&rdma->sc_rq_dto_q);
-}
-
 int svc_rdma_conn_poll(struct svcxprt_rdma *rdma, int budget)
 {
 	int n;
@@ -347,8 +341,7 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 	}
 	if (!rdma->sc_ep.own_cq) {
 		/* Its completions came through the shared CQ (svc_srq.c). */
-		if (svc_rdma_after_batch(rdma) && svc_rdma_work_left(rdma))
-			svc_rdma_mark_ready(rdma);
+		svc_rdma_after_batch(rdma);
 		return 0;
 	}
 	n = rpcrdma_ep_poll(&rdma->sc_ep, budget);
@@ -378,8 +371,7 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 			svc_rdma_mark_ready(rdma);
 	}
 	/* Counters are published by the pass (svc_rdma_poller_poll()). */
-	if (svc_rdma_after_batch(rdma) && !rdma->sc_ready && svc_rdma_work_left(rdma))
-		svc_rdma_mark_ready(rdma);
+	svc_rdma_after_batch(rdma);
 	return n + m;
 }
 

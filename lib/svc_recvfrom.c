@@ -368,9 +368,6 @@ void svc_rdma_recvfrom(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_recv_ctxt *ctxt;
 
-	/* Pulls finish in few passes: spare the others the call. */
-	if (unlikely(!list_empty(&rdma->sc_read_complete_q)))
-		svc_rdma_read_complete(rdma);
 	while ((ctxt = list_pop_entry(&rdma->sc_rq_dto_q, struct svc_rdma_recv_ctxt, rc_list))) {
 		if (rdma->sc_ep.close_pending || rdma->sc_state >= SVCXPRT_CLOSING) {
 			svc_rdma_recv_ctxt_put(rdma, ctxt);
@@ -379,6 +376,15 @@ void svc_rdma_recvfrom(struct svcxprt_rdma *rdma)
 		if (!svc_rdma_handle_plain(rdma, ctxt))
 			svc_rdma_handle_call(rdma, ctxt);
 	}
+	/*
+	 * Last: the pulls this batch's completions finished, and the calls
+	 * the loop above found nothing to pull for (Read chunks of zero
+	 * length only). Both queues are empty when this returns, so no poll
+	 * or arm path has to look at them again before it sleeps. Pulls
+	 * finish in few passes: spare the others the call.
+	 */
+	if (unlikely(!list_empty(&rdma->sc_read_complete_q)))
+		svc_rdma_read_complete(rdma);
 }
 
 /* Calls: accessors. */
