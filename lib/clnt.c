@@ -628,11 +628,9 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt)
 
 	if (!clnt)
 		return;
-#ifndef NDEBUG
 	/* No guard's end: the client is gone by then. */
 	if (!rpcrdma_guard_begin(&x->rx_guard, __func__, XPRT_RDMA_GUARD_WHAT))
 		return;
-#endif
 	x->rx_destroying = true;
 	if (x->rx_have_ep) {
 		x->rx_connected = false;

@@ -6,10 +6,11 @@
  * belongs to the thread that drives it: every function below must be called
  * from that thread (or under a lock the caller holds), and completion
  * callbacks run on it, from inside rpcrdma_clnt_poll() and the functions
- * that poll. A library built without NDEBUG (the default build types)
- * refuses a second thread that enters while one is inside: its call fails
- * with -EBUSY and logs why (calls from a completion callback are the same
- * thread, and allowed). Destroying a client twice, or using it after
+ * that poll. The library, in every build (NDEBUG or not), refuses a
+ * second thread that enters while one is inside: its call fails with
+ * -EBUSY and logs why (calls from a completion callback are the same
+ * thread, and allowed). A client is not made safe for concurrent callers:
+ * threads that share one take a lock of their own around it. Destroying a client twice, or using it after
  * rpcrdma_clnt_destroy(), is a use-after-free, as with any C object. Nothing here blocks except rpcrdma_clnt_connect(),
  * rpcrdma_clnt_wait(), rpcrdma_clnt_call() and a reconnection, each bounded
  * by its timeout.

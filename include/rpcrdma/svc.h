@@ -290,8 +290,8 @@ int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms);
  * other threads are handed to that poller. Everything but the worker-safe
  * functions stays on the connection's poller; rpcrdma_svc_stats() sums the
  * pollers' counters (exact when they are not polling), from any thread. A
- * poller belongs to one thread at a time: a library built without NDEBUG
- * (the default build types) refuses a second thread that enters
+ * poller belongs to one thread at a time: the library, in every build,
+ * refuses a second thread that enters
  * rpcrdma_svc_poll(), rpcrdma_svc_wait(), rpcrdma_svc_listen_poll(),
  * rpcrdma_svc_poller_poll() or rpcrdma_svc_poller_wait() of a poller while
  * another is inside: -EBUSY, and a message says why. Returns as
