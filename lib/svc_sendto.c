@@ -584,6 +584,8 @@ static __attribute__((noinline)) int svc_rdma_sendto_general(struct svcxprt_rdma
 
 out_err:
 	/* Never a truncated or half-built reply: the client gets ERR_CHUNK. */
+	if (rc == -EMSGSIZE)	/* larger than the room the client offered (RFC 8166 4.5) */
+		rpcrdma_count_inc(rdma->sc_stats->reply_overflows);
 	svc_rdma_send_ctxt_put(rdma, ctxt);
 	svc_rdma_free_echo(rdma, &r);
 	svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
@@ -823,6 +825,13 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_err_chunk(struct rpcrdma_svc_call *call)
 		rc = -ENOTCONN;
 	svc_rdma_recv_ctxt_put(rdma, svc_rdma_call_ctxt(call));
 	return rc;
+}
+
+int svc_rdma_reply_overflow(struct rpcrdma_svc_call *call)
+{
+	if (call)
+		rpcrdma_count_inc(call->rdma->sc_stats->reply_overflows);
+	return rpcrdma_svc_reply_err_chunk(call);
 }
 
 RPCRDMA_EXPORT void rpcrdma_svc_call_drop(struct rpcrdma_svc_call *call)

@@ -43,6 +43,11 @@ int svc_rdma_reply_payload_src(struct rpcrdma_svc_call *call, uint32_t pos, cons
 			       size_t len, void (*release)(void *arg), void *arg,
 			       const struct rpcrdma_mem *mem, bool copy);
 /*
+ * rpcrdma_svc_reply_err_chunk() for a reply that does not fit the room the
+ * client offered for it, counted in the server's reply_overflows.
+ */
+int svc_rdma_reply_overflow(struct rpcrdma_svc_call *call);
+/*
  * rpcrdma_svc_mem_register() onto the caller's own @list: the engine never
  * looks there, the caller names the registration (above) and releases it.
  */

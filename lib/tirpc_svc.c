@@ -556,6 +556,29 @@ static int tconn_send_item(struct tconn *tc, const struct tirpc_ddp *w)
 					  b ? tpool_buf_put : NULL, b, mem, !b);
 }
 
+/*
+ * The reply did not fit the room the client offered for it (the inline
+ * size, or its Reply chunk) with no binding item to place elsewhere: RFC
+ * 8166 section 4.5.3 has a Responder that cannot send a reply answer
+ * RDMA_ERROR / ERR_CHUNK, "to indicate that no RPC-level reply is possible
+ * for that XID", never an RPC error of its own making (SYSTEM_ERR). The
+ * call is finished, so the svcerr_systemerr() that rpcgen's dispatcher
+ * calls next finds none.
+ */
+static bool_t tconn_reply_overflow(struct tconn *tc)
+{
+	int rc = svc_rdma_reply_overflow(tc->cur);
+
+	tc->cur = NULL;
+	if (rc)
+		rpcrdma_info("tirpc: xid 0x%08x: the reply does not fit the room the client "
+			     "offered; ERR_CHUNK not sent: %s", tc->xid, strerror(-rc));
+	else
+		rpcrdma_info("tirpc: xid 0x%08x: the reply does not fit the room the client "
+			     "offered: ERR_CHUNK", tc->xid);
+	return FALSE;
+}
+
 static bool_t tconn_reply(SVCXPRT *xprt, struct rpc_msg *msg)
 {
 	struct tconn *tc = tconn_op(xprt);
@@ -598,8 +621,10 @@ static bool_t tconn_reply(SVCXPRT *xprt, struct rpc_msg *msg)
 	ok = ok && (!has_args ||
 		    SVCAUTH_WRAP(&SVC_XP_AUTH(xprt), &xdrs, xdr_results, xdr_location));
 	if (!ok) {
-		/* Too large, most likely: the call stays open for svcerr_systemerr(). */
 		tconn_release_ddp(tc);
+		if (enc.overflow)
+			return tconn_reply_overflow(tc);
+		/* The results routine failed: the call stays open for svcerr_systemerr(). */
 		return FALSE;
 	}
 	/* Found payloads now belong to the engine, which releases them after the Send. */
@@ -626,7 +651,10 @@ static bool_t tconn_reply(SVCXPRT *xprt, struct rpc_msg *msg)
 	}
 	rc = rpcrdma_svc_reply_commit(tc->cur, enc.pos);
 	tc->cur = NULL;
-	if (rc)
+	if (rc == -EMSGSIZE)	/* the engine answered ERR_CHUNK and counted it */
+		rpcrdma_info("tirpc: xid 0x%08x: the reply does not fit the room the client "
+			     "offered: ERR_CHUNK", tc->xid);
+	else if (rc)
 		rpcrdma_info("tirpc: reply to xid 0x%08x not sent: %s", tc->xid, strerror(-rc));
 	return rc == 0;
 }

@@ -18,12 +18,16 @@
  *
  * Differences from TCP that a program may notice:
  * - Replies are bounded: a reply larger than the client's recvsize (0: the
- *   inline size, 4 KiB by default) fails (RPC_CANTDECODERES); the server
- *   answers a reply that does not fit with SYSTEM_ERR. A recvsize above the
- *   inline size makes every call offer a Reply chunk (one memory window per
- *   call), except the procedures a binding bounds below the inline size
- *   (see "Upper-layer bindings"). A call larger than sendsize goes as a
- *   long call from a buffer of its own (copied once), up to 16 MiB.
+ *   inline size, 4 KiB by default) fails (RPC_CANTDECODERES). A server
+ *   answers a reply that does not fit the room its client offered (inline,
+ *   a Write chunk or the Reply chunk) with RDMA_ERROR / ERR_CHUNK, as RFC
+ *   8166 section 4.5 has a Responder do, counted in
+ *   rpcrdma_stats.reply_overflows; the client's call then fails
+ *   (RPC_CANTDECODERES). A recvsize above the inline size makes every call
+ *   offer a Reply chunk (one memory window per call), except the
+ *   procedures a binding bounds below the inline size (see "Upper-layer
+ *   bindings"). A call larger than sendsize goes as a long call from a
+ *   buffer of its own (copied once), up to 16 MiB.
  * - Destroying the listener ends its connections too (see
  *   rpcrdma_svc_create()).
  *
