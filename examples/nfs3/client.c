@@ -58,17 +58,13 @@ CLIENT *nfs3c_client(const struct nfs3c_opts *o, rpcprog_t prog, rpcvers_t vers)
 {
 	struct timeval tv = { .tv_sec = o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S };
 	CLIENT *cl;
-	int rc;
 
-	if (o->transport == NFS3C_TCP) {
+	/* Over RDMA the NFSv3 binding is the library's, built in: nothing to register. */
+	if (o->transport == NFS3C_TCP)
 		cl = tcp_client(&o->addr, prog, vers);
-	} else {
-		rc = rpcrdma_ulb_register(rpcrdma_ulb_nfs3());
-		if (rc && rc != -EEXIST)
-			return NULL;
+	else
 		cl = rpcrdma_clnt_create((const struct sockaddr *)&o->addr, prog, vers, 0,
 					 rdma_recvsize(o, prog));
-	}
 	if (cl)
 		clnt_control(cl, CLSET_TIMEOUT, (char *)&tv);
 	return cl;

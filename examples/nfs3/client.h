@@ -3,8 +3,8 @@
  * An NFSv3 client on rpcgen's stubs, over RPC-over-RDMA or TCP: what
  * nfs3-cp, the tests and the benchmark share.
  *
- * Over RDMA the NFSv3 binding is registered (rpcrdma_ulb_nfs3()), so the
- * unmodified stubs move READ data by RDMA Write into the caller's buffer,
+ * Over RDMA the library's built-in NFSv3 binding (rpcrdma_ulb_nfs3()) is in
+ * force with nothing registered, so the unmodified stubs move READ data by RDMA Write into the caller's buffer,
  * WRITE data by RDMA Read from it, and READDIR replies through Reply
  * chunks. The client's transfer buffer is registered with the CLIENT: data
  * moves to and from it with no copy on this side.

@@ -73,10 +73,7 @@ static int rdma_start(struct nfs3_server *s, const struct nfs3_server_opts *o)
 {
 	int rc;
 
-	rc = rpcrdma_ulb_register(rpcrdma_ulb_nfs3());
-	/* A client in this process may have registered it already: the same binding. */
-	if (rc && rc != -EEXIST)
-		return rc;
+	/* The NFSv3 binding is the library's, built in: nothing to register. */
 	s->rdma = rpcrdma_svc_create_mt((const struct sockaddr *)&o->rdma_addr, 0, 0, o->threads);
 	if (!s->rdma)
 		return -errno;

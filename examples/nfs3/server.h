@@ -4,8 +4,8 @@
  * and TCP at once, with the MOUNT protocol beside NFS on both.
  *
  * RDMA: a listener of rpcrdma_svc_create_mt() served by rpcrdma_svc_run()
- * on its threads, with the NFSv3 binding registered (rpcrdma_ulb_nfs3()):
- * READ data leaves by RDMA Write from the registered pool, WRITE data
+ * on its threads, under the library's built-in NFSv3 binding
+ * (rpcrdma_ulb_nfs3()), with nothing registered: READ data leaves by RDMA Write from the registered pool, WRITE data
  * arrives by RDMA Read, READDIR replies come back in Reply chunks.
  *
  * TCP: not svc_run(), which would poll the RDMA connections' descriptors

@@ -385,6 +385,15 @@ int rpcrdma_svcerr_chunk(SVCXPRT *xprt);
  * strings it encodes (fixed or variable length), from 1, in order, leaving
  * out the empty ones. For NFSv3 WRITE3args (file handle, offset, count,
  * stable, data) the file data is item 2.
+ *
+ * Built-in bindings: RFC 8267's NFS version 3 binding (rpcrdma_ulb_nfs3())
+ * is in force from the start for program 100003 version 3, on both sides,
+ * as every NFS/RDMA peer expects (the Linux client offers a Write chunk
+ * for READ data, with no Reply chunk, and sends WRITE data as a Read
+ * chunk): an rpcgen NFSv3 program needs no registration. A program opts
+ * out with rpcrdma_ulb_unregister(100003, 3); registering a binding for
+ * 100003 version 3 replaces the built-in one, and registering
+ * rpcrdma_ulb_nfs3() after an opt-out puts it back.
  */
 
 /**
@@ -446,11 +455,13 @@ struct rpcrdma_ulb {
  * @ulb: the binding; copied
  *
  * Takes effect for the calls that start afterwards, on CLIENTs and
- * SVCXPRTs that exist already too. Thread-safe.
+ * SVCXPRTs that exist already too. A built-in binding of that program
+ * version (NFSv3's, see "Built-in bindings") is replaced. Thread-safe.
  *
- * Returns 0, -EEXIST (that program version has one), -EINVAL (a malformed
- * binding: a procedure listed twice, a @res_item without @res_max, ...),
- * -ENOSPC (64 bindings already) or -ENOMEM.
+ * Returns 0, -EEXIST (that program version has a registered one),
+ * -EINVAL (a malformed binding: a procedure listed twice, a @res_item
+ * without @res_max, ...), -ENOSPC (64 bindings already, the built-in ones
+ * counted) or -ENOMEM.
  */
 int rpcrdma_ulb_register(const struct rpcrdma_ulb *ulb);
 
@@ -459,7 +470,9 @@ int rpcrdma_ulb_register(const struct rpcrdma_ulb *ulb);
  * @prog: the program
  * @vers: the version
  *
- * Calls that start afterwards go without it. Returns 0 or -ENOENT.
+ * Calls that start afterwards go without it, a built-in binding's too:
+ * rpcrdma_ulb_unregister(100003, 3) is how a program opts out of the NFSv3
+ * binding. Thread-safe. Returns 0 or -ENOENT (none in force).
  */
 int rpcrdma_ulb_unregister(uint32_t prog, uint32_t vers);
 
@@ -471,8 +484,9 @@ int rpcrdma_ulb_unregister(uint32_t prog, uint32_t vers);
  * READLINK results (item 1, up to 4096 bytes, never preset:
  * RPCRDMA_ULB_RES_NO_PRESET) and of SYMLINK arguments
  * (item 3); a reply bound for every procedure but READDIR and
- * READDIRPLUS, whose replies grow with their arguments. Register it with
- * rpcrdma_ulb_register().
+ * READDIRPLUS, whose replies grow with their arguments. In force from the
+ * start (see "Built-in bindings"); rpcrdma_ulb_register() of it puts it
+ * back after an opt-out, and is harmless before one.
  *
  * NFS version 4 (RFC 8267 section 5) cannot be described this way: its
  * procedure is COMPOUND, whose eligible items (the data of READ and WRITE
