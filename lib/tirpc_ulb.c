@@ -97,6 +97,7 @@ static struct ulb_entry ulb_builtin[] = {
 
 #define ULB_NBUILTIN ((int)(sizeof(ulb_builtin) / sizeof(ulb_builtin[0])))
 
+/* ulb_builtin[i] starts in slot i. */
 static _Atomic(struct ulb_entry *) ulb_slots[ULB_SLOTS] = { &ulb_builtin[0] };
 /* Slots at and beyond this one were never filled: lookups stop there. */
 static _Atomic int ulb_high = ULB_NBUILTIN;
@@ -122,7 +123,7 @@ static struct ulb_entry *ulb_copy(const struct rpcrdma_ulb *u, int *rc)
 	*rc = -EINVAL;
 	if (u->nprocs > ULB_MAX_PROCS || (u->nprocs && !u->procs))
 		return NULL;
-	/* The procedures right after the entry: one allocation, aligned (pointer-sized entry). */
+	/* The procedures right after the entry (its size, a multiple of 8, keeps them aligned). */
 	e = calloc(1, sizeof(*e) + u->nprocs * sizeof(*procs));
 	if (!e) {
 		*rc = -ENOMEM;
