@@ -67,10 +67,13 @@ static int xprt_rdma_attr_fill(struct rpcrdma_xprt *x, const struct rpcrdma_clnt
 		a->call_timeout_ms = RPCRDMA_CLNT_DEF_CALL_MS;
 	if (!a->max_segment)
 		a->max_segment = RPCRDMA_CLNT_DEF_SEGMENT;
+	/* The default, 0, and a negative value are off, as for the server's field. */
+	if (a->keepalive_ms < 0)
+		a->keepalive_ms = 0;
 	if (a->max_requests > RPCRDMA_CLNT_MAX_REQUESTS || a->inline_size < RPCRDMA_MIN_INLINE ||
 	    a->inline_size > RPCRDMA_MAX_INLINE || a->connect_timeout_ms < 0 ||
 	    a->call_timeout_ms < 0 || a->rnr_retry > 7 || a->max_segment < RPCRDMA_CLNT_MIN_SEGMENT ||
-	    a->keepalive_ms < 0 || (a->keepalive_ms && a->keepalive_ms < RPCRDMA_KA_MIN_MS) ||
+	    (a->keepalive_ms && a->keepalive_ms < RPCRDMA_KA_MIN_MS) ||
 	    (a->flags & ~RPCRDMA_CLNT_PERSISTENT_REG))
 		return -EINVAL;
 	/* RFC 8797 expresses sizes in whole KiB. */

@@ -72,17 +72,28 @@ static bool rpcrdma_ka_probe(struct rpcrdma_ep *ep, void (*done)(struct ibv_cq *
 	return true;
 }
 
-enum rpcrdma_ka_verdict rpcrdma_ka_tick(struct rpcrdma_ep *ep, const struct rpcrdma_ka_conf *conf,
-					uint64_t recvd, bool busy, int64_t now,
-					void (*done)(struct ibv_cq *, struct ibv_wc *))
+void rpcrdma_ka_start(struct rpcrdma_keepalive *ka, int64_t now)
+{
+	ka->recvd = 0;
+	ka->call_ms = now;
+	ka->heard_ms = now;
+}
+
+bool rpcrdma_ka_quiet(struct rpcrdma_keepalive *ka, uint64_t recvd, bool busy, int64_t now)
+{
+	if (ka->call_ms && recvd == ka->recvd && !busy)
+		return true;
+	ka->recvd = recvd;
+	ka->call_ms = now;
+	ka->heard_ms = now;
+	return false;
+}
+
+enum rpcrdma_ka_verdict rpcrdma_ka_check(struct rpcrdma_ep *ep, const struct rpcrdma_ka_conf *conf,
+					 int64_t now, void (*done)(struct ibv_cq *, struct ibv_wc *))
 {
 	struct rpcrdma_keepalive *ka = &ep->ka;
 
-	if (!ka->call_ms || recvd != ka->recvd || busy) {
-		ka->recvd = recvd;
-		ka->call_ms = now;
-		ka->heard_ms = now;
-	}
 	if (ka->acked) {
 		ka->acked = false;
 		ka->probe_ms = 0;
@@ -97,6 +108,14 @@ enum rpcrdma_ka_verdict rpcrdma_ka_tick(struct rpcrdma_ep *ep, const struct rpcr
 	if (now - ka->heard_ms >= conf->keepalive_ms && rpcrdma_ka_probe(ep, done))
 		ka->probe_ms = now;
 	return RPCRDMA_KA_ALIVE;
+}
+
+enum rpcrdma_ka_verdict rpcrdma_ka_tick(struct rpcrdma_ep *ep, const struct rpcrdma_ka_conf *conf,
+					uint64_t recvd, bool busy, int64_t now,
+					void (*done)(struct ibv_cq *, struct ibv_wc *))
+{
+	rpcrdma_ka_quiet(&ep->ka, recvd, busy, now);
+	return rpcrdma_ka_check(ep, conf, now, done);
 }
 
 void rpcrdma_ka_probe_done(struct rpcrdma_ep *ep, const struct ibv_wc *wc)

@@ -13,8 +13,10 @@
  * also close a connection that sent no call for idle_ms.
  *
  * Time comes from a timerfd in the owner's epoll set, so an owner asleep on
- * its descriptor wakes for it and the hot path reads no clock: a tick
- * compares the count of messages received with the count it saw last.
+ * its descriptor wakes for it and the hot path reads no clock: a look (a
+ * tick, or a server's search for an idle connection to close at
+ * max_connections) compares the count of messages received with the count
+ * it saw last.
  */
 #ifndef RPCRDMA_KEEPALIVE_H
 #define RPCRDMA_KEEPALIVE_H
@@ -32,8 +34,9 @@ struct rpcrdma_ep;
 /**
  * struct rpcrdma_keepalive - one connection's liveness
  * @cqe: the probe's completion
- * @recvd: the count of received messages at the last tick
- * @call_ms: when that count last moved (0: not yet ticked)
+ * @recvd: the count of received messages at the last look
+ * @call_ms: when a look last saw activity, or the connection began (0:
+ *	not yet looked at)
  * @heard_ms: when the peer was last heard: a message or a probe's ack
  * @probe_ms: when the outstanding probe was posted, or 0
  * @acked: the outstanding probe completed successfully
@@ -70,12 +73,25 @@ int rpcrdma_ka_timer_open(int epfd, struct epoll_event *ev, int period_ms);
 /* Read the timer: true if it expired since the last read. */
 bool rpcrdma_ka_timer_expired(int fd);
 
+/* A connection begins at @now: heard from, and quiet so far (no message yet). */
+void rpcrdma_ka_start(struct rpcrdma_keepalive *ka, int64_t now);
+
 /*
- * One tick for a connected @ep whose owner has received @recvd messages in
- * all: posts a probe when due (@done is its completion handler, which calls
- * rpcrdma_ka_probe_done()). With @busy (calls the application holds) the
- * connection is not idle.
+ * A look at a connection whose owner has received @recvd messages in all:
+ * a message since the last look, or @busy (calls the application holds),
+ * is activity, noted at @now. Returns true when there was none: the peer
+ * has been quiet since ka->call_ms.
  */
+bool rpcrdma_ka_quiet(struct rpcrdma_keepalive *ka, uint64_t recvd, bool busy, int64_t now);
+
+/*
+ * The verdict on a connected @ep after a look: posts a probe when due
+ * (@done is its completion handler, which calls rpcrdma_ka_probe_done()).
+ */
+enum rpcrdma_ka_verdict rpcrdma_ka_check(struct rpcrdma_ep *ep, const struct rpcrdma_ka_conf *conf,
+					 int64_t now, void (*done)(struct ibv_cq *, struct ibv_wc *));
+
+/* One tick: a look, then the verdict. */
 enum rpcrdma_ka_verdict rpcrdma_ka_tick(struct rpcrdma_ep *ep, const struct rpcrdma_ka_conf *conf,
 					uint64_t recvd, bool busy, int64_t now,
 					void (*done)(struct ibv_cq *, struct ibv_wc *));

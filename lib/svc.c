@@ -59,8 +59,13 @@ static int svc_rdma_attr_fill(struct rpcrdma_svc *svc, const struct rpcrdma_svc_
 	if (a->max_requests > RPCRDMA_SVC_MAX_REQUESTS || a->inline_size < RPCRDMA_MIN_INLINE ||
 	    a->inline_size > RPCRDMA_MAX_INLINE)
 		return -EINVAL;
-	if (a->keepalive_ms < 0 || (a->keepalive_ms && a->keepalive_ms < RPCRDMA_KA_MIN_MS) ||
-	    a->idle_timeout_ms < 0 || (a->idle_timeout_ms && a->idle_timeout_ms < RPCRDMA_KA_MIN_MS))
+	/* 0 takes the default; negative is off. */
+	if (!a->keepalive_ms)
+		a->keepalive_ms = RPCRDMA_SVC_DEF_KEEPALIVE_MS;
+	if (!a->idle_timeout_ms)
+		a->idle_timeout_ms = RPCRDMA_SVC_DEF_IDLE_TIMEOUT_MS;
+	if ((a->keepalive_ms > 0 && a->keepalive_ms < RPCRDMA_KA_MIN_MS) ||
+	    (a->idle_timeout_ms > 0 && a->idle_timeout_ms < RPCRDMA_KA_MIN_MS))
 		return -EINVAL;
 	/* RFC 8797 expresses sizes in whole KiB. */
 	a->inline_size &= ~(uint32_t)1023;
@@ -261,15 +266,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_listen_poll(struct rpcrdma_svc *svc)
 			req.pdata_len = 0;
 		req.initiator_depth = ev->param.conn.initiator_depth;
 		rdma_ack_cm_event(ev);
-		if (atomic_load(&svc->sv_nconns) >= svc->sv_attr.max_connections) {
-			rdma_reject(req.id, NULL, 0);
-			rdma_destroy_id(req.id);
-			rpcrdma_count_inc(svc->sv_stats.conn_rejects);
-			rpcrdma_warn("server: a connection request was refused: %u connections "
-				     "(max_connections)", atomic_load(&svc->sv_nconns));
-			continue;
-		}
-		atomic_fetch_add(&svc->sv_nconns, 1);
+		/* Past the limit it is accepted only if an idle connection makes room. */
+		req.evict = atomic_fetch_add(&svc->sv_nconns, 1) >= svc->sv_attr.max_connections;
 		svc_rdma_poller_assign(svc, &req);
 	}
 	return n;

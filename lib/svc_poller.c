@@ -24,6 +24,12 @@
  * this often (rpcrdma_pace_due()).
  */
 #define SVC_RDMA_QUIET_GAP_US 1000
+/*
+ * A connection that neither received a message nor held a call for this
+ * long is idle, and may be closed to make room at max_connections (svc.h,
+ * "Idle connections"): one that calls more often is never.
+ */
+#define SVC_RDMA_IDLE_MS 1000
 
 void svc_rdma_unready(struct svcxprt_rdma *rdma)
 {
@@ -34,11 +40,14 @@ void svc_rdma_unready(struct svcxprt_rdma *rdma)
 	rdma->sc_ready = false;
 }
 
+/* The bounds, negative being off (svc.h), which keepalive.c knows as 0. */
 static struct rpcrdma_ka_conf svc_rdma_ka_conf(const struct rpcrdma_svc *svc)
 {
+	const struct rpcrdma_svc_attr *a = &svc->sv_attr;
+
 	return (struct rpcrdma_ka_conf){
-		.keepalive_ms = svc->sv_attr.keepalive_ms,
-		.idle_ms = svc->sv_attr.idle_timeout_ms,
+		.keepalive_ms = a->keepalive_ms > 0 ? a->keepalive_ms : 0,
+		.idle_ms = a->idle_timeout_ms > 0 ? a->idle_timeout_ms : 0,
 	};
 }
 
@@ -68,7 +77,18 @@ static void svc_rdma_wc_keepalive(struct ibv_cq *cq, struct ibv_wc *wc)
 	rpcrdma_ka_probe_done(&rdma->sc_ep, wc);
 }
 
-/* Close @rdma for keepalive or idleness, as rpcrdma_svc_conn_close() would. */
+/*
+ * Close @rdma as rpcrdma_svc_conn_close() would, but begin now: a
+ * connection polled alone (libtirpc's svc_run()) gets no visit from the
+ * poller, only its own completions wake its thread.
+ */
+static void svc_rdma_close_begin(struct svcxprt_rdma *rdma)
+{
+	svc_rdma_close_now(rdma);
+	svc_rdma_mark_ready(rdma);
+}
+
+/* Close @rdma for keepalive or idleness. */
 static void svc_rdma_ka_close(struct svcxprt_rdma *rdma, enum rpcrdma_ka_verdict verdict,
 			      const struct rpcrdma_ka_conf *conf)
 {
@@ -81,18 +101,56 @@ static void svc_rdma_ka_close(struct svcxprt_rdma *rdma, enum rpcrdma_ka_verdict
 		rpcrdma_warn("server: a client left a keepalive probe unanswered for %d ms; closing",
 			     conf->keepalive_ms);
 	}
-	/*
-	 * A connection polled alone (libtirpc's svc_run()) gets no visit from
-	 * the poller: only its own completions wake its thread, so begin now.
-	 */
-	svc_rdma_close_now(rdma);
-	svc_rdma_mark_ready(rdma);
+	svc_rdma_close_begin(rdma);
+}
+
+/* Connected and not closing: what ticks and the search for an idle connection look at. */
+static bool svc_rdma_conn_live(const struct svcxprt_rdma *rdma)
+{
+	return rdma->sc_state == SVCXPRT_CONNECTED && !rdma->sc_ep.close_pending;
+}
+
+/* A look at @rdma (keepalive.h): true if it received nothing and held no call since the last. */
+static bool svc_rdma_conn_quiet(struct svcxprt_rdma *rdma, int64_t now)
+{
+	uint64_t recvd = rdma->sc_srq ? rdma->sc_srq_recvd : rdma->sc_recvd;
+
+	return rpcrdma_ka_quiet(&rdma->sc_ep.ka, recvd, rdma->sc_calls_held > 0, now);
+}
+
+/* What a look over a poller's connections found idle. */
+struct svc_rdma_idle {
+	unsigned int count;
+	int64_t since;			/* the oldest one's last activity */
+	struct svcxprt_rdma *oldest;
+};
+
+/* @rdma was found quiet at @now: idle if it has been for long enough. */
+static void svc_rdma_idle_note(struct svc_rdma_idle *idle, struct svcxprt_rdma *rdma, int64_t now)
+{
+	int64_t since = rdma->sc_ep.ka.call_ms;
+
+	if (now - since < SVC_RDMA_IDLE_MS)
+		return;
+	idle->count++;
+	if (!idle->oldest || since < idle->since) {
+		idle->oldest = rdma;
+		idle->since = since;
+	}
+}
+
+/* For poller 0, choosing whom to ask for room (svc_rdma_evict_target()). */
+static void svc_rdma_idle_publish(struct svc_rdma_poller *p, const struct svc_rdma_idle *idle)
+{
+	atomic_store(&p->idle_since, idle->since);
+	atomic_store(&p->idle_count, idle->count);
 }
 
 /* The timer expired: a tick for each of the poller's connections. Returns the closes. */
 int svc_rdma_poller_keepalive(struct svc_rdma_poller *p)
 {
 	struct rpcrdma_ka_conf conf = svc_rdma_ka_conf(p->svc);
+	struct svc_rdma_idle idle = { 0 };
 	int64_t now = rpcrdma_now_ms();
 	struct list_node *pos;
 	int closed = 0;
@@ -102,18 +160,103 @@ int svc_rdma_poller_keepalive(struct svc_rdma_poller *p)
 	list_for_each(pos, &p->conns) {
 		struct svcxprt_rdma *rdma = list_entry(pos, struct svcxprt_rdma, sc_node);
 		enum rpcrdma_ka_verdict verdict;
-		uint64_t recvd = rdma->sc_srq ? rdma->sc_srq_recvd : rdma->sc_recvd;
+		bool quiet;
 
-		if (rdma->sc_state != SVCXPRT_CONNECTED || rdma->sc_ep.close_pending)
+		if (!svc_rdma_conn_live(rdma))
 			continue;
-		verdict = rpcrdma_ka_tick(&rdma->sc_ep, &conf, recvd, rdma->sc_calls_held > 0, now,
-					  svc_rdma_wc_keepalive);
+		quiet = svc_rdma_conn_quiet(rdma, now);
+		verdict = rpcrdma_ka_check(&rdma->sc_ep, &conf, now, svc_rdma_wc_keepalive);
 		if (verdict != RPCRDMA_KA_ALIVE) {
 			svc_rdma_ka_close(rdma, verdict, &conf);
 			closed++;
+		} else if (quiet) {
+			svc_rdma_idle_note(&idle, rdma, now);
 		}
 	}
+	svc_rdma_idle_publish(p, &idle);
 	return closed;
+}
+
+/*
+ * A request past max_connections, on @p: close its idle connection with
+ * the oldest activity to make room (the look is fresh: the published one
+ * may be up to a tick old). False if none is idle.
+ */
+static bool svc_rdma_poller_evict(struct svc_rdma_poller *p)
+{
+	struct svc_rdma_idle idle = { 0 };
+	int64_t now = rpcrdma_now_ms();
+	struct list_node *pos;
+
+	list_for_each(pos, &p->conns) {
+		struct svcxprt_rdma *rdma = list_entry(pos, struct svcxprt_rdma, sc_node);
+
+		if (svc_rdma_conn_live(rdma) && svc_rdma_conn_quiet(rdma, now))
+			svc_rdma_idle_note(&idle, rdma, now);
+	}
+	if (idle.oldest) {
+		idle.count--;
+		rpcrdma_count_inc(p->stats.idle_evictions);
+		rpcrdma_info("server: closing a connection idle for %lld ms to make room "
+			     "(max_connections)", (long long)(now - idle.since));
+		svc_rdma_close_begin(idle.oldest);
+	}
+	/* Its since stays the closed one's: a bound, for choosing among pollers. */
+	svc_rdma_idle_publish(p, &idle);
+	return idle.oldest != NULL;
+}
+
+/*
+ * Poller 0, for a request past max_connections: the poller with the oldest
+ * idle connection, as the pollers last published, one request per idle
+ * connection published (the count drops; the poller publishes again when
+ * it looks). NULL when none published any. A lone poller looks itself.
+ */
+static struct svc_rdma_poller *svc_rdma_evict_target(struct rpcrdma_svc *svc)
+{
+	struct svc_rdma_poller *best = NULL;
+	int64_t best_since = 0;
+	unsigned int i, n;
+
+	if (svc->sv_npollers == 1)
+		return &svc->sv_pollers[0];
+	for (i = 0; i < svc->sv_npollers; i++) {
+		struct svc_rdma_poller *p = &svc->sv_pollers[i];
+		int64_t since = atomic_load(&p->idle_since);
+
+		if (atomic_load(&p->idle_count) && (!best || since < best_since)) {
+			best = p;
+			best_since = since;
+		}
+	}
+	if (!best)
+		return NULL;
+	n = atomic_load(&best->idle_count);
+	while (n && !atomic_compare_exchange_weak(&best->idle_count, &n, n - 1))
+		;
+	return best;
+}
+
+/* Refuse @req, counted against max_connections when it came: say why, once. */
+static void svc_rdma_refuse(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req,
+			    struct rpcrdma_stats *stats, const char *why)
+{
+	rdma_reject(req->id, NULL, 0);
+	rdma_destroy_id(req->id);
+	atomic_fetch_sub(&svc->sv_nconns, 1);
+	rpcrdma_count_inc(stats->conn_rejects);
+	rpcrdma_warn("server: a connection request was refused: %s", why);
+}
+
+/* On @p, the poller it was given to: accept @req, making room first if it is past the limit. */
+static void svc_rdma_poller_accept(struct svc_rdma_poller *p, const struct svc_rdma_conn_req *req)
+{
+	if (req->evict && !svc_rdma_poller_evict(p)) {
+		svc_rdma_refuse(p->svc, req, &p->stats,
+				"max_connections reached, and no connection is idle");
+		return;
+	}
+	svc_rdma_accept(p, req);
 }
 
 static int svc_rdma_poller_init(struct rpcrdma_svc *svc, struct svc_rdma_poller *p)
@@ -260,12 +403,16 @@ bool svc_rdma_poller_queue(struct svc_rdma_poller *p, struct svc_rdma_handoff *h
 
 void svc_rdma_poller_assign(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req)
 {
-	struct svc_rdma_poller *p = &svc->sv_pollers[svc->sv_next_poller];
+	struct svc_rdma_poller *p = req->evict ? svc_rdma_evict_target(svc) : NULL;
 	struct svc_rdma_conn_req *copy;
 
-	svc->sv_next_poller = (svc->sv_next_poller + 1) % svc->sv_npollers;
+	/* No poller said it has an idle connection: the next one looks. */
+	if (!p) {
+		p = &svc->sv_pollers[svc->sv_next_poller];
+		svc->sv_next_poller = (svc->sv_next_poller + 1) % svc->sv_npollers;
+	}
 	if (p == &svc->sv_pollers[0]) {
-		svc_rdma_accept(p, req);
+		svc_rdma_poller_accept(p, req);
 		return;
 	}
 	/* Accepted on its poller, which alone touches the connection (and its SRQ). */
@@ -282,11 +429,7 @@ void svc_rdma_poller_assign(struct rpcrdma_svc *svc, const struct svc_rdma_conn_
 		pthread_mutex_unlock(&p->lock);
 		free(copy);
 	}
-	rdma_reject(req->id, NULL, 0);
-	rdma_destroy_id(req->id);
-	atomic_fetch_sub(&svc->sv_nconns, 1);
-	rpcrdma_count_inc(svc->sv_stats.conn_rejects);
-	rpcrdma_warn("server: a connection request was refused: cannot queue it");
+	svc_rdma_refuse(svc, req, &svc->sv_stats, "cannot queue it");
 }
 
 void svc_rdma_pollers_refuse(struct rpcrdma_svc *svc)
@@ -345,7 +488,7 @@ int svc_rdma_poller_take_work_slow(struct svc_rdma_poller *p, bool woken)
 	pthread_mutex_unlock(&p->lock);
 	while ((req = list_pop_entry(&adopt, struct svc_rdma_conn_req, node))) {
 		atomic_fetch_sub(&p->nwork, 1);
-		svc_rdma_accept(p, req);
+		svc_rdma_poller_accept(p, req);
 		free(req);
 		n++;
 	}

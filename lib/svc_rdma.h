@@ -279,6 +279,9 @@ struct svc_rdma_poller {
 	struct list_node adopt;			/* lock: connection requests for it */
 	struct rpcrdma_stat_src stat;		/* stats (and poller 0: the server's) for rpcrdma-stat */
 	int ka_fd;				/* keepalive and idle timer, or -1 */
+	/* Its idle connections as its last look found them, for poller 0 at max_connections. */
+	atomic_uint idle_count;
+	_Atomic int64_t idle_since;		/* the oldest one's last activity (ms) */
 	struct rpcrdma_pace wake_pace;		/* busy passes since the last epoll_wait */
 	unsigned int nconns;			/* in conns */
 	unsigned int visits;			/* connections the last pass visited */
@@ -401,7 +404,11 @@ void svc_rdma_pollers_fini(struct rpcrdma_svc *svc);
 int svc_rdma_poller_keepalive(struct svc_rdma_poller *p);
 /* Queue @h on @p and wake it; false if the wake-up could not be written. */
 bool svc_rdma_poller_queue(struct svc_rdma_poller *p, struct svc_rdma_handoff *h);
-/* Poller 0, listening: give the request to the next poller, which accepts it. */
+/*
+ * Poller 0, listening: give the request to the next poller, which accepts
+ * it; one with @req->evict to the poller with the oldest idle connection,
+ * which closes that connection to make room, or refuses the request.
+ */
 void svc_rdma_poller_assign(struct rpcrdma_svc *svc, const struct svc_rdma_conn_req *req);
 /* The server goes: requests not yet accepted are refused. */
 void svc_rdma_pollers_refuse(struct rpcrdma_svc *svc);
@@ -507,6 +514,7 @@ struct svc_rdma_conn_req {
 	unsigned char pdata[256];
 	size_t pdata_len;
 	uint8_t initiator_depth;
+	bool evict;				/* past max_connections: an idle one makes room */
 };
 
 /* On @p, the poller it was given to; a failure is logged and counted. */

@@ -73,10 +73,16 @@ struct rpcrdma_mem;
  *	no answered probe), probe it with a zero-length RDMA Write; a probe
  *	that fails or stays unanswered for another @keepalive_ms closes the
  *	connection (counted in stats.keepalive_closes), and the next call
- *	makes a new one. Default 0: off. The probes are timed by a timer in
- *	rpcrdma_clnt_fd()'s set and sent by rpcrdma_clnt_arm() (so also by
- *	rpcrdma_clnt_wait()): an application that polls without ever arming
- *	sends none. At least 10 ms and at most INT_MAX
+ *	makes a new one. 0 (the default) or negative: off; else at least
+ *	10 ms. Off by default, unlike the server's: every call in flight is
+ *	bounded by its timeout, which closes a connection to a silent
+ *	server, and a server that closes an idle connection says so (the
+ *	next call reads it and reconnects first); what a probe adds is an
+ *	idle connection found dead before the next call finds it (its Send
+ *	fails, and so does the call unless @retries allows), at the price of
+ *	waking every idle client. The probes are timed by a timer in rpcrdma_clnt_fd()'s set
+ *	and sent by rpcrdma_clnt_arm() (so also by rpcrdma_clnt_wait()): an
+ *	application that polls without ever arming sends none
  */
 struct rpcrdma_clnt_attr {
 	uint32_t struct_size;

@@ -108,6 +108,10 @@ enum rpcrdma_conn_event {
  */
 #define RPCRDMA_SVC_BUSY_POLL 0x4u
 
+/* The defaults of &rpcrdma_svc_attr.keepalive_ms and .idle_timeout_ms (0 there). */
+#define RPCRDMA_SVC_DEF_KEEPALIVE_MS 30000
+#define RPCRDMA_SVC_DEF_IDLE_TIMEOUT_MS 360000
+
 /**
  * struct rpcrdma_svc_attr - how to listen
  * @struct_size: set by the caller: RPCRDMA_SIZED() (rpcrdma.h)
@@ -131,9 +135,13 @@ enum rpcrdma_conn_event {
  * @max_reply: largest reply sent through a client's Reply chunk (default
  *	64 MiB)
  * @max_connections: connections served at once at most (default 1024,
- *	1..65536): a request beyond it is rejected (a consumer-defined
- *	reject without private data; the client's connect fails with
- *	-ECONNREFUSED), counted in stats.conn_rejects and logged
+ *	1..65536). A request beyond it closes the server's oldest idle
+ *	connection to make room (one whose calls the application holds none
+ *	of, and that made no call for a second; "Idle connections" below),
+ *	counted in stats.idle_evictions, and is accepted. Only when none is
+ *	idle is it rejected (a consumer-defined reject without private data;
+ *	the client's connect fails with -ECONNREFUSED), counted in
+ *	stats.conn_rejects and logged
  *
  * @pollers: threads that serve the connections (default 1, at most 64):
  *	each connection belongs to one, given round robin when it is
@@ -148,22 +156,37 @@ enum rpcrdma_conn_event {
  *	that fails or stays unanswered for another @keepalive_ms closes the
  *	connection (stats.keepalive_closes). Finds clients that vanished
  *	without a word (a crashed node sends no disconnect on RoCE) and lost
- *	DISCONNECTED events. Default 0: off. At least 10 ms
+ *	DISCONNECTED events: such a connection is closed within twice
+ *	@keepalive_ms and a tick (below) of the client's last word. 0: the
+ *	default, RPCRDMA_SVC_DEF_KEEPALIVE_MS (30 s, so a silent client is
+ *	found within about a minute); negative: off; else at least 10 ms
  * @idle_timeout_ms: close a connection that sent no call for this long
  *	while the application held none of its calls (stats.idle_closes), as
  *	NFS servers do with idle clients; the client reconnects when it next
- *	calls. Default 0: off. At least 10 ms
+ *	calls. 0: the default, RPCRDMA_SVC_DEF_IDLE_TIMEOUT_MS (6 minutes,
+ *	knfsd's idle period); negative: off; else at least 10 ms
  *
  * Both are timed by a timer in each poller's descriptor (rpcrdma_svc_fd(),
  * rpcrdma_svc_poller_fd(), and rpcrdma_svc_listen_fd() for poller 0), and
  * checked by the poll that finds it expired; a tick costs the poller one
- * pass over its connections, at most every second, at least every 10 ms.
+ * pass over its connections, every quarter of the shorter bound but at
+ * most every second and at least every 10 ms (so with the defaults, once a
+ * second). With both off there is no timer. The probes and ticks are
+ * timed, not counted per call: a busy connection pays nothing for them.
+ *
+ * Idle connections. A look at a connection (a tick, or the search for one
+ * to close at @max_connections) notes whether it received a message since
+ * the last look or has calls the application holds; a connection is idle
+ * when it has had neither for a second. So one that never calls is idle a
+ * second after it was accepted, and one that calls more often than once a
+ * second is never closed to make room.
  *
  * What one connection can make the server hold is bounded by these:
  * @max_requests receives and calls at once, each call at most
  * @inline_size inline, @max_read pulled and @max_reply sent, and
  * @max_requests + 8 send buffers; and the server holds at most
- * @max_connections connections. With RPCRDMA_SVC_SRQ a connection's
+ * @max_connections connections (beside those it closed to make room,
+ * until their drain ends). With RPCRDMA_SVC_SRQ a connection's
  * receives come from its poller's pool: at most the credits it was
  * granted (a client past them is closed once no unpromised receive is
  * left), the pool at most @srq_size.

@@ -230,13 +230,23 @@ int harness_server_listen(struct harness_server *hs, struct harness_shared *sh,
 		hs->attr.flags |= RPCRDMA_SVC_SRQ;
 	if (getenv("E2E_SRQ_SIZE"))
 		hs->attr.srq_size = (uint32_t)atoi(getenv("E2E_SRQ_SIZE"));
-	/* Set by a test before it starts the server (a server process inherits them). */
+	/*
+	 * Set by a test before it starts the server (a server process inherits
+	 * them). Keepalive and the idle timeout are off unless a test asks ("0":
+	 * the library's defaults): a probe after 30 idle seconds, which a slow
+	 * run (valgrind) reaches, would be a work request and a visit that the
+	 * tests counting those do not expect.
+	 */
+	hs->attr.keepalive_ms = -1;
 	if (getenv("E2E_SVC_KEEPALIVE_MS"))
 		hs->attr.keepalive_ms = atoi(getenv("E2E_SVC_KEEPALIVE_MS"));
 	if (getenv("E2E_SVC_BUSY_POLL"))
 		hs->attr.flags |= RPCRDMA_SVC_BUSY_POLL;
+	hs->attr.idle_timeout_ms = -1;
 	if (getenv("E2E_SVC_IDLE_MS"))
 		hs->attr.idle_timeout_ms = atoi(getenv("E2E_SVC_IDLE_MS"));
+	if (getenv("E2E_SVC_MAX_CONNS"))
+		hs->attr.max_connections = (uint32_t)atoi(getenv("E2E_SVC_MAX_CONNS"));
 	rc = rpcrdma_svc_listen(&hs->attr, &hs->svc);
 	if (rc)
 		return rc;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Keepalive and the server's idle timeout: a client that vanished without a
- * word is found by the server's probes, an idle connection is closed and
- * the client reconnects at its next call, a busy or probing connection is
- * left alone, and bad bounds are refused.
+ * Keepalive and the server's idle timeout: on by default; a client that
+ * vanished without a word, or whose DISCONNECTED was lost, is found by the
+ * server's probes; an idle connection is closed and the client reconnects
+ * at its next call; a busy or probing connection is left alone; at
+ * max_connections an idle connection makes room for a new one, and only a
+ * server whose connections are all busy refuses it; bad bounds are refused.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,10 +20,12 @@
 #include <string.h>
 #include <time.h>
 
+#include <rpcrdma/tirpc.h>
 #include <softrdma.h>
 
 #include "harness.h"
 #include "rawpeer.h"
+#include "svc_rdma.h"
 
 static int64_t ms_now(void)
 {
@@ -78,6 +82,7 @@ static struct rpcrdma_stats clnt_stats(struct rpcrdma_clnt *clnt)
 	return st;
 }
 
+/* A harness server; NULL leaves a bound off (the harness's choice), "0" takes the default. */
 static void start_server(struct harness_server *hs, const char *keepalive, const char *idle,
 			 enum harness_mode mode)
 {
@@ -90,12 +95,97 @@ static void start_server(struct harness_server *hs, const char *keepalive, const
 	unsetenv("E2E_SVC_IDLE_MS");
 }
 
+/*
+ * What a server made with 0 in both fields runs with: keepalive and the
+ * idle timeout at their documented defaults, and the timer that drives
+ * them in each poller's descriptor.
+ */
+static void assert_default_timers(const struct rpcrdma_svc *svc)
+{
+	unsigned int i;
+
+	assert_int_equal(svc->sv_attr.keepalive_ms, RPCRDMA_SVC_DEF_KEEPALIVE_MS);
+	assert_int_equal(svc->sv_attr.idle_timeout_ms, RPCRDMA_SVC_DEF_IDLE_TIMEOUT_MS);
+	/* "Tens of seconds", and knfsd's idle period. */
+	assert_in_range(RPCRDMA_SVC_DEF_KEEPALIVE_MS, 10000, 60000);
+	assert_int_equal(RPCRDMA_SVC_DEF_IDLE_TIMEOUT_MS, 6 * 60 * 1000);
+	for (i = 0; i < svc->sv_npollers; i++)
+		assert_true(svc->sv_pollers[i].ka_fd >= 0);
+}
+
+static void on_call_abort(struct rpcrdma_svc_call *call, void *arg)
+{
+	(void)call;
+	(void)arg;
+	abort();
+}
+
+static void default_svc_attr(struct rpcrdma_svc_attr *sa, struct sockaddr_in *sin)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	memset(sa, 0, sizeof(*sa));
+	sa->struct_size = sizeof(*sa);
+	sa->addr = (struct sockaddr *)sin;
+	sa->on_call = on_call_abort;
+}
+
+/*
+ * A server left to its defaults (native, with several pollers, and the
+ * libtirpc listener) finds silent clients and closes idle ones; a negative
+ * bound is off, and then no timer runs.
+ */
+static void t_defaults_on(void **state)
+{
+	struct rpcrdma_svc_attr sa;
+	struct sockaddr_in sin;
+	struct rpcrdma_svc *svc;
+	SVCXPRT *xprt;
+
+	(void)state;
+	default_svc_attr(&sa, &sin);
+	assert_int_equal(rpcrdma_svc_listen(&sa, &svc), 0);
+	assert_default_timers(svc);
+	rpcrdma_svc_destroy(svc);
+
+	sa.pollers = 3;
+	assert_int_equal(rpcrdma_svc_listen(&sa, &svc), 0);
+	assert_default_timers(svc);
+	rpcrdma_svc_destroy(svc);
+
+	sa.pollers = 0;
+	sa.keepalive_ms = -1;
+	sa.idle_timeout_ms = -1;
+	assert_int_equal(rpcrdma_svc_listen(&sa, &svc), 0);
+	assert_true(svc->sv_pollers[0].ka_fd < 0);
+	rpcrdma_svc_destroy(svc);
+
+	xprt = rpcrdma_svc_create((struct sockaddr *)&sin, 0, 0);
+	assert_non_null(xprt);
+	assert_default_timers(rpcrdma_svc_native(xprt));
+	svc_destroy(xprt);
+	xprt = rpcrdma_svc_create_mt((struct sockaddr *)&sin, 0, 0, 2);
+	assert_non_null(xprt);
+	assert_default_timers(rpcrdma_svc_native(xprt));
+	svc_destroy(xprt);
+	/* rpcrdma_svc_create_attr() changes them. */
+	sa.on_call = NULL;
+	sa.keepalive_ms = 5000;
+	xprt = rpcrdma_svc_create_attr(&sa, 0, 0, 0);
+	assert_non_null(xprt);
+	assert_int_equal(rpcrdma_svc_native(xprt)->sv_attr.keepalive_ms, 5000);
+	assert_int_equal(rpcrdma_svc_native(xprt)->sv_attr.idle_timeout_ms, -1);
+	svc_destroy(xprt);
+	harness_assert_fabric_idle();
+}
+
 static void t_bounds_refused(void **state)
 {
 	struct rpcrdma_svc_attr sa = { RPCRDMA_SIZED(sa) };
 	struct rpcrdma_clnt_attr ca = { RPCRDMA_SIZED(ca) };
 	struct sockaddr_in sin = { .sin_family = AF_INET };
-	const int bad[] = { -1, 1, 9 };
+	const int bad[] = { 1, 9 };
 	struct rpcrdma_clnt *clnt = NULL;
 	struct rpcrdma_svc *svc = NULL;
 	unsigned int i;
@@ -192,7 +282,65 @@ static void t_server_finds_vanished_client(void **state)
 
 static void t_vanished_client_kept_without_keepalive(void **state)
 {
-	vanish(NULL, false);
+	vanish("-1", false);
+}
+
+/*
+ * A client that went away whose DISCONNECTED the server never got: its
+ * connection stays up on the server, its QP in RTS. With the defaults,
+ * scaled down 300 times (keepalive 100 ms, idle timeout 1.2 s), the
+ * server's probe finds it and closes the connection within the documented
+ * time: twice keepalive_ms and a tick after the client's last word.
+ */
+static void t_lost_disconnected_found(void **state)
+{
+	const int keepalive = RPCRDMA_SVC_DEF_KEEPALIVE_MS / 300;
+	struct rpcrdma_svc_attr sa;
+	struct rpcrdma_svc *svc;
+	struct sockaddr_in sin;
+	char ka[16], idle[16];
+	struct harness_server hs;
+	struct rpcrdma_stats st;
+	struct rawpeer rp;
+	int64_t t0, closed_after;
+
+	(void)state;
+	harness_require_inproc("drops a CM event in the server's process");
+	default_svc_attr(&sa, &sin);
+	assert_int_equal(rpcrdma_svc_listen(&sa, &svc), 0);
+	assert_default_timers(svc);
+	rpcrdma_svc_destroy(svc);
+
+	snprintf(ka, sizeof(ka), "%d", keepalive);
+	snprintf(idle, sizeof(idle), "%d", RPCRDMA_SVC_DEF_IDLE_TIMEOUT_MS / 300);
+	start_server(&hs, ka, idle, HARNESS_ECHO);
+	assert_int_equal(rawpeer_connect(&rp, (struct sockaddr *)&hs.addr, NULL, 0, 0), 0);
+	assert_true(harness_wait_established(&hs, 1, 2000));
+	/* The client goes, telling the server: its DREQ arrives, the event is lost. */
+	assert_int_equal(softrdma_cm_drop_events(RDMA_CM_EVENT_DISCONNECTED, 1), 0);
+	t0 = ms_now();
+	rdma_destroy_qp(rp.id);
+	rdma_destroy_id(rp.id);
+	rp.id = NULL;
+	while (softrdma_cm_fault_left(RDMA_CM_EVENT_DISCONNECTED, SOFTRDMA_CM_FAULT_DROP) > 0 &&
+	       ms_now() - t0 < 5000)
+		poll(NULL, 0, 5);
+	assert_int_equal(softrdma_cm_fault_left(RDMA_CM_EVENT_DISCONNECTED,
+						SOFTRDMA_CM_FAULT_DROP), 0);
+	assert_true(harness_wait_for(closed_once, &hs, 10000));
+	closed_after = ms_now() - t0;
+	st = harness_server_stats(&hs);
+	assert_int_equal(st.keepalive_closes, 1);
+	assert_int_equal(st.idle_closes, 0);
+	print_message("closed %lld ms after the client went (keepalive %d ms: at most %d "
+		      "documented)\n", (long long)closed_after, keepalive,
+		      2 * keepalive + keepalive / 4);
+	/* A loaded machine runs the server late, never early: room for that, not more. */
+	if (closed_after > 2 * keepalive + keepalive / 4 + 2000)
+		fail_msg("closed %lld ms after the client went", (long long)closed_after);
+	rawpeer_close(&rp);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
 }
 
 /* No call for idle_timeout_ms: closed, counted, and the next call reconnects. */
@@ -310,6 +458,117 @@ static void t_busy_connection_kept(void **state)
 	harness_assert_fabric_idle();
 }
 
+static bool held_two(void *arg)
+{
+	return atomic_load(&((struct harness_server *)arg)->sh->held_now) == 2;
+}
+
+static bool held_three(void *arg)
+{
+	return atomic_load(&((struct harness_server *)arg)->sh->held_now) == 3;
+}
+
+/* Poll @clnt until the server's close reaches it; false if it did not within 5 s. */
+static bool client_dropped(struct rpcrdma_clnt *clnt)
+{
+	int64_t t0 = ms_now();
+
+	while (client_connected(clnt) && ms_now() - t0 < 5000)
+		assert_true(rpcrdma_clnt_wait(clnt, 20) >= 0);
+	return !client_connected(clnt);
+}
+
+static void submit_held(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call, unsigned char *msg,
+			uint32_t xid, int *finished)
+{
+	memset(call, 0, sizeof(*call));
+	call->struct_size = sizeof(*call);
+	harness_fill_msg(msg, 32, xid, xid);
+	call->msg = msg;
+	call->msg_len = 32;
+	call->reply = msg + 32;
+	call->reply_max = 32;
+	call->timeout_ms = 10000;
+	call->done = done_flag;
+	call->arg = finished;
+	assert_int_equal(rpcrdma_clnt_submit(clnt, call), 0);
+}
+
+/*
+ * max_connections 3, held by two connections whose calls the application
+ * holds and one that never called: a new client is served, in the place of
+ * the idle one (not the oldest, which is busy), counted in idle_evictions.
+ * With all three busy, the next is refused (conn_rejects).
+ */
+static void t_full_server_makes_room(void **state)
+{
+	struct rpcrdma_call call[4];
+	unsigned char msg[4][64];
+	struct rpcrdma_clnt *c[4], *late;
+	int finished[4] = { 0 };
+	struct harness_server hs;
+	struct rpcrdma_stats st;
+	int64_t idle_from, t0;
+	unsigned int i;
+
+	(void)state;
+	setenv("E2E_SVC_MAX_CONNS", "3", 1);
+	start_server(&hs, NULL, NULL, HARNESS_HOLD);
+	unsetenv("E2E_SVC_MAX_CONNS");
+	c[0] = connect_ka(&hs, 0);
+	submit_held(c[0], &call[0], msg[0], 1, &finished[0]);
+	c[1] = connect_ka(&hs, 0);
+	idle_from = ms_now();
+	c[2] = connect_ka(&hs, 0);
+	submit_held(c[2], &call[2], msg[2], 3, &finished[2]);
+	while (!held_two(&hs) && ms_now() - idle_from < 5000) {
+		assert_true(rpcrdma_clnt_wait(c[0], 5) >= 0);
+		assert_true(rpcrdma_clnt_wait(c[2], 5) >= 0);
+	}
+	assert_true(held_two(&hs));
+	/* Idle means a second without a call (svc.h): c[1] was accepted before idle_from. */
+	while (ms_now() - idle_from <= 1000)
+		poll(NULL, 0, (int)(1001 - (ms_now() - idle_from)));
+
+	c[3] = connect_ka(&hs, 0);
+	submit_held(c[3], &call[3], msg[3], 4, &finished[3]);
+	assert_true(client_dropped(c[1]));
+	assert_true(client_connected(c[0]));
+	assert_true(client_connected(c[2]));
+	while (!held_three(&hs) && ms_now() - idle_from < 10000)
+		assert_true(rpcrdma_clnt_wait(c[3], 5) >= 0);
+	assert_true(held_three(&hs));
+	st = harness_server_stats(&hs);
+	assert_int_equal(st.idle_evictions, 1);
+	assert_int_equal(st.conn_rejects, 0);
+
+	/* Every place busy: refused. */
+	{
+		struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+
+		harness_clnt_attr(&hs, &attr);
+		assert_int_equal(rpcrdma_clnt_connect(&attr, &late), -ECONNREFUSED);
+	}
+	st = harness_server_stats(&hs);
+	assert_int_equal(st.idle_evictions, 1);
+	assert_int_equal(st.conn_rejects, 1);
+
+	harness_server_release(&hs);
+	for (t0 = ms_now(); finished[0] + finished[2] + finished[3] < 3 && ms_now() - t0 < 5000; )
+		for (i = 0; i < 4; i++)
+			assert_true(rpcrdma_clnt_wait(c[i], 5) >= 0);
+	for (i = 0; i < 4; i++) {
+		if (i == 1)
+			continue;
+		assert_int_equal(finished[i], 1);
+		assert_int_equal(call[i].status, 0);
+		rpcrdma_clnt_destroy(c[i]);
+	}
+	rpcrdma_clnt_destroy(c[1]);
+	harness_server_stop(&hs);
+	harness_assert_fabric_idle();
+}
+
 /*
  * The server's probes are answered, yet they are no calls: a client that
  * only answers probes is still closed for idleness.
@@ -345,10 +604,13 @@ static void t_probes_are_no_calls(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_defaults_on),
 		cmocka_unit_test(t_bounds_refused),
 		cmocka_unit_test(t_client_probes_idle_server),
 		cmocka_unit_test(t_server_finds_vanished_client),
 		cmocka_unit_test(t_vanished_client_kept_without_keepalive),
+		cmocka_unit_test(t_lost_disconnected_found),
+		cmocka_unit_test(t_full_server_makes_room),
 		cmocka_unit_test(t_idle_connection_closed),
 		cmocka_unit_test(t_idle_close_heard_at_next_call),
 		cmocka_unit_test(t_busy_connection_kept),
