@@ -89,6 +89,12 @@ extern "C" {
  * has finished with it: it turns XPRT_DIED and libtirpc destroys it when
  * the dispatch returns; its reply, if any, is not sent.
  *
+ * The connections live by rpcrdma_svc_listen()'s defaults (svc.h): a client
+ * silent for 30 s is probed, and its connection closed if the probe goes
+ * unanswered; one that made no call for 6 minutes is closed; at 1024
+ * connections the oldest idle one makes room for a new one.
+ * rpcrdma_svc_create_attr() changes them.
+ *
  * Credentials: AUTH_NONE and AUTH_SYS work as over TCP (libtirpc checks
  * them before dispatching: svc_getcaller(), svc_getrpccaller() and the
  * authsys_parms in rq_clntcred).
@@ -144,7 +150,8 @@ SVCXPRT *rpcrdma_svc_create_mt(const struct sockaddr *addr, u_int sendsize, u_in
  * @tune: &struct rpcrdma_svc_attr (RPCRDMA_SIZED): @tune->addr as
  *	rpcrdma_svc_create()'s @addr, and any of backlog, max_requests,
  *	inline_size, max_connections, keepalive_ms and idle_timeout_ms, as
- *	they mean for rpcrdma_svc_listen(); copied. The adapter sets the
+ *	they mean for rpcrdma_svc_listen() (0: the default; for the last
+ *	two, negative: off); copied. The adapter sets the
  *	rest: on_call, on_conn, arg, pollers, max_read, max_reply (from
  *	@recvsize and @sendsize) and the flag RPCRDMA_SVC_WORKERS, which must
  *	be left 0. RPCRDMA_SVC_SRQ is refused: each connection SVCXPRT polls
