@@ -46,6 +46,7 @@ void nfs3_server_opts_init(struct nfs3_server_opts *o)
 	o->tcp_addr.sin_port = htons(NFS3_TCP_PORT);
 	o->threads = NFS3_DEFAULT_THREADS;
 	o->max_tcp = NFS3_DEFAULT_MAX_TCP;
+	o->idle_s = NFS3_DEFAULT_IDLE_S;
 }
 
 /*
@@ -71,10 +72,17 @@ static void *rdma_main(void *arg)
 
 static int rdma_start(struct nfs3_server *s, const struct nfs3_server_opts *o)
 {
+	struct rpcrdma_svc_attr tune = { RPCRDMA_SIZED(tune) };
 	int rc;
 
-	/* The NFSv3 binding is the library's, built in: nothing to register. */
-	s->rdma = rpcrdma_svc_create_mt((const struct sockaddr *)&o->rdma_addr, 0, 0, o->threads);
+	/*
+	 * The NFSv3 binding is the library's, built in: nothing to register.
+	 * The library's defaults (keepalive, max_connections), with our idle
+	 * timeout.
+	 */
+	tune.addr = (const struct sockaddr *)&o->rdma_addr;
+	tune.idle_timeout_ms = o->idle_s ? (int)o->idle_s * 1000 : -1;
+	s->rdma = rpcrdma_svc_create_attr(&tune, 0, 0, o->threads);
 	if (!s->rdma)
 		return -errno;
 	memcpy(&s->rdma_addr, s->rdma->xp_ltaddr.buf, sizeof(s->rdma_addr));
@@ -136,6 +144,8 @@ static bool opts_valid(const struct nfs3_server_opts *o)
 	if (!o->export_path || (!o->rdma && !o->tcp))
 		return false;
 	if (o->rdma && (o->threads < 1 || o->threads > RPCRDMA_SVC_MAX_THREADS))
+		return false;
+	if (o->idle_s > NFS3_MAX_IDLE_S)
 		return false;
 	return !o->tcp || o->max_tcp >= 1;
 }
@@ -208,7 +218,7 @@ int nfs3_server_start(const struct nfs3_server_opts *o, struct nfs3_server **out
 		goto fail;
 	/* Before any listener exists: no call can come before the export is set. */
 	nfs3_service_export = s->export;
-	rc = o->tcp ? nfs3_tcp_start(&o->tcp_addr, o->max_tcp, &s->tcp) : 0;
+	rc = o->tcp ? nfs3_tcp_start(&o->tcp_addr, o->max_tcp, (int)o->idle_s * 1000, &s->tcp) : 0;
 	if (!rc && s->tcp && !register_programs(nfs3_tcp_listener(s->tcp)))
 		rc = -EEXIST;
 	if (!rc && o->rdma)

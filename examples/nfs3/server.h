@@ -3,9 +3,10 @@
  * The NFSv3 server as a library: one directory exported over RPC-over-RDMA
  * and TCP at once, with the MOUNT protocol beside NFS on both.
  *
- * RDMA: a listener of rpcrdma_svc_create_mt() served by rpcrdma_svc_run()
+ * RDMA: a listener of rpcrdma_svc_create_attr() served by rpcrdma_svc_run()
  * on its threads, under the library's built-in NFSv3 binding
- * (rpcrdma_ulb_nfs3()), with nothing registered: READ data leaves by RDMA Write from the registered pool, WRITE data
+ * (rpcrdma_ulb_nfs3()), with nothing registered: READ data leaves by RDMA
+ * Write from the registered pool, WRITE data
  * arrives by RDMA Read, READDIR replies come back in Reply chunks.
  *
  * TCP: not svc_run(), which would poll the RDMA connections' descriptors
@@ -29,6 +30,9 @@
 #define NFS3_TCP_PORT 2049
 #define NFS3_DEFAULT_THREADS 4
 #define NFS3_DEFAULT_MAX_TCP 64
+/* knfsd's idle period, and librpcrdma's default idle timeout. */
+#define NFS3_DEFAULT_IDLE_S 360
+#define NFS3_MAX_IDLE_S (24 * 3600)
 
 struct nfs3_server;
 
@@ -38,7 +42,13 @@ struct nfs3_server;
  * @rdma: serve over RDMA, at @rdma_addr (port 0: any)
  * @tcp: serve over TCP, at @tcp_addr (port 0: any)
  * @threads: RDMA serving threads, 1..RPCRDMA_SVC_MAX_THREADS
- * @max_tcp: TCP connections at once (more are closed when accepted)
+ * @max_tcp: TCP connections at once; beyond, a new one takes the place of
+ *	the one idle the longest (no call in progress, none for a second),
+ *	or is closed when accepted if none is idle
+ * @idle_s: close a connection, TCP or RDMA, that made no call for this
+ *	many seconds (0: never; at most NFS3_MAX_IDLE_S). RDMA connections
+ *	also have librpcrdma's keepalive and make room at its max_connections
+ *	(1024) the same way
  * @max_nodes: the node table's size (0: the default, export.h)
  * @rpcbind: register NFS (rdma and tcp) and MOUNT (tcp) with the local
  *	rpcbind; a refusal or no rpcbind is reported, not fatal. Off by default:
@@ -52,6 +62,7 @@ struct nfs3_server_opts {
 	struct sockaddr_in tcp_addr;
 	unsigned int threads;
 	unsigned int max_tcp;
+	unsigned int idle_s;
 	unsigned int max_nodes;
 	bool rpcbind;
 };

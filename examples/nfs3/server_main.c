@@ -3,9 +3,14 @@
  * nfs3-server: export a directory over NFSv3, on RPC-over-RDMA and TCP.
  *
  *	nfs3-server [-a address] [-p rdma-port] [-t tcp-port] [--no-rdma] [--no-tcp]
- *		    [-n threads] [--no-rpcbind] [-r ready-file] [-s stats-file] directory
+ *		    [-n threads] [--max-tcp n] [--idle-timeout seconds] [--no-rpcbind]
+ *		    [-r ready-file] [-s stats-file] directory
  *
- * RDMA listens at port 20049 (-p 0: any free port), TCP at 2049 (-t 0: any);
+ * RDMA listens at port 20049 (-p 0: any free port), TCP at 2049 (-t 0: any).
+ * At most --max-tcp TCP connections at once (default 64): beyond, a new one
+ * takes the place of the one idle the longest, or is closed if none is
+ * idle. A connection, TCP or RDMA, that makes no call for --idle-timeout
+ * seconds is closed (default 360, 0: never).
  * It registers with the local rpcbind when one answers (--no-rpcbind: it
  * does not); a refusal is reported, not fatal. -r writes "rdma PORT" and "tcp PORT"
  * lines to a file once both listen (for scripts that asked for port 0).
@@ -28,9 +33,24 @@ static void usage(const char *prog)
 {
 	fprintf(stderr,
 		"usage: %s [-a address] [-p rdma-port] [-t tcp-port] [--no-rdma] [--no-tcp]\n"
-		"       [-n threads] [--no-rpcbind] [-r ready-file] [-s stats-file] directory\n",
+		"       [-n threads] [--max-tcp n] [--idle-timeout seconds] [--no-rpcbind]\n"
+		"       [-r ready-file] [-s stats-file] directory\n",
 		prog);
 	exit(2);
+}
+
+/* A decimal number from @min to @max. */
+static bool parse_uint(const char *arg, unsigned long min, unsigned long max, unsigned int *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (!*arg || *end || errno || *arg == '-' || v < min || v > max)
+		return false;
+	*out = (unsigned int)v;
+	return true;
 }
 
 static bool parse_port(const char *arg, struct sockaddr_in *sin)
@@ -102,6 +122,8 @@ static void parse(int argc, char **argv, struct main_opts *m)
 		{ "no-rdma", no_argument, NULL, 'D' },
 		{ "no-tcp", no_argument, NULL, 'T' },
 		{ "no-rpcbind", no_argument, NULL, 'B' },
+		{ "max-tcp", required_argument, NULL, 'M' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nfs3_server_opts *o = &m->server;
@@ -136,6 +158,14 @@ static void parse(int argc, char **argv, struct main_opts *m)
 			break;
 		case 'B':
 			o->rpcbind = false;
+			break;
+		case 'M':
+			if (!parse_uint(optarg, 1, 65536, &o->max_tcp))
+				usage(argv[0]);
+			break;
+		case 'I':
+			if (!parse_uint(optarg, 0, NFS3_MAX_IDLE_S, &o->idle_s))
+				usage(argv[0]);
 			break;
 		case 'r':
 			m->ready_file = optarg;

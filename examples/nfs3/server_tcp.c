@@ -2,6 +2,13 @@
 /*
  * TCP: accepting, and a thread per connection (server_tcp.h).
  *
+ * Connections that go quiet are let go as the library's RDMA server lets
+ * them go (rpcrdma/svc.h): after the idle timeout without a call, and, at
+ * the connection limit, the one idle the longest (no call in progress,
+ * none for a second) makes room for a new one, which is refused only when
+ * none is idle. Without that, as many clients that connect and never send
+ * as the limit locked every other client out.
+ *
  * libtirpc destroys a connection's SVCXPRT inside svc_getreq_common() when
  * the peer goes (or sends what is not a record), and closes its descriptor,
  * telling nobody. The connection's thread must know, or it would poll a
@@ -20,12 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server_tcp.h"
 
-/* How often a waiting thread looks at the stop flag. */
+/* How often a waiting thread looks at the stop flag and its idle time. */
 #define TCP_TICK_MS 100
+/* Quiet this long (no call in progress, none received), a connection may make room. */
+#define TCP_IDLE_MS 1000
 
 struct tcp_conn {
 	struct nfs3_tcp *t;
@@ -35,6 +45,9 @@ struct tcp_conn {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	bool dead;			/* lock: libtirpc destroyed xprt and closed fd */
+	bool in_call;			/* lock: the thread is inside svc_getreq_common() */
+	bool evicted;			/* lock: closed to make room; the thread ends */
+	int64_t last_ms;		/* lock: accepted, or its last call ended */
 	atomic_bool done;		/* the thread has ended: join it */
 };
 
@@ -43,6 +56,7 @@ struct nfs3_tcp {
 	int fd;
 	struct sockaddr_in addr;
 	unsigned int max;
+	int idle_ms;			/* 0: no idle timeout */
 	pthread_t acceptor;
 	atomic_bool stop;
 	pthread_mutex_t lock;
@@ -97,20 +111,68 @@ static void tcp_hook(SVCXPRT *xprt)
 	xprt->xp_ops = &tcp_ops;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The connection's thread is about to read a call: false if it was closed
+ * to make room meanwhile (its descriptor is shut down, nothing to read).
+ */
+static bool conn_call_begin(struct tcp_conn *c)
+{
+	bool go;
+
+	pthread_mutex_lock(&c->lock);
+	go = !c->evicted;
+	c->in_call = go;
+	pthread_mutex_unlock(&c->lock);
+	return go;
+}
+
+static void conn_call_end(struct tcp_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->in_call = false;
+	c->last_ms = now_ms();
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* No call for the idle timeout: the thread lets the connection go. */
+static bool conn_timed_out(struct tcp_conn *c)
+{
+	bool out;
+
+	if (!c->t->idle_ms)
+		return false;
+	pthread_mutex_lock(&c->lock);
+	out = now_ms() - c->last_ms >= c->t->idle_ms;
+	pthread_mutex_unlock(&c->lock);
+	return out;
+}
+
 static void *conn_main(void *arg)
 {
 	struct tcp_conn *c = arg;
 	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 
 	tcp_self = c;
-	while (!atomic_load(&c->t->stop) && !c->dead) {
+	while (!atomic_load(&c->t->stop) && !c->dead && !conn_timed_out(c)) {
 		int n = poll(&pfd, 1, TCP_TICK_MS);
 
 		if (n < 0 && errno != EINTR)
 			break;
 		/* A call, or the peer gone: either way libtirpc reads and decides. */
-		if (n > 0)
+		if (n > 0) {
+			if (!conn_call_begin(c))
+				break;
 			svc_getreq_common(c->fd);
+			conn_call_end(c);
+		}
 	}
 	if (!c->dead)
 		svc_destroy(c->xprt);
@@ -165,6 +227,7 @@ static void conn_start(struct nfs3_tcp *t, int fd)
 	}
 	c->t = t;
 	c->fd = fd;
+	c->last_ms = now_ms();
 	pthread_mutex_init(&c->lock, NULL);
 	tcp_hook(c->xprt);
 	pthread_mutex_lock(&t->lock);
@@ -182,14 +245,63 @@ static void conn_start(struct nfs3_tcp *t, int fd)
 	pthread_mutex_unlock(&t->lock);
 }
 
-static bool conns_full(struct nfs3_tcp *t)
+/* Under t->lock: @c is idle, the longest so far in *@since (or none yet). */
+static bool conn_idlest(struct tcp_conn *c, int64_t now, int64_t *since)
 {
-	bool full;
+	bool idlest;
+
+	pthread_mutex_lock(&c->lock);
+	idlest = !c->dead && !c->evicted && !c->in_call && now - c->last_ms >= TCP_IDLE_MS &&
+		 (*since < 0 || c->last_ms <= *since);
+	if (idlest)
+		*since = c->last_ms;
+	pthread_mutex_unlock(&c->lock);
+	return idlest;
+}
+
+/*
+ * Under t->lock: close the connection idle the longest to make room. The
+ * list runs newest first, so of two quiet since the same millisecond the
+ * older goes. False if none is idle.
+ */
+static bool conns_evict(struct nfs3_tcp *t)
+{
+	struct tcp_conn *c, *victim = NULL;
+	int64_t now = now_ms(), since = -1;
+
+	for (c = t->conns; c; c = c->next)
+		if (conn_idlest(c, now, &since))
+			victim = c;
+	if (!victim)
+		return false;
+	pthread_mutex_lock(&victim->lock);
+	/* Still idle: its thread sets in_call under this lock, and sees evicted there. */
+	if (victim->in_call || victim->dead) {
+		pthread_mutex_unlock(&victim->lock);
+		return false;
+	}
+	victim->evicted = true;
+	shutdown(victim->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&victim->lock);
+	return true;
+}
+
+/* Room for one more: below the limit (those closed to make room aside), or made. */
+static bool conns_room(struct nfs3_tcp *t)
+{
+	unsigned int live = 0;
+	struct tcp_conn *c;
+	bool room;
 
 	pthread_mutex_lock(&t->lock);
-	full = t->nconns >= t->max;
+	for (c = t->conns; c; c = c->next) {
+		pthread_mutex_lock(&c->lock);
+		live += !c->evicted;
+		pthread_mutex_unlock(&c->lock);
+	}
+	room = live < t->max || conns_evict(t);
 	pthread_mutex_unlock(&t->lock);
-	return full;
+	return room;
 }
 
 static void *acceptor_main(void *arg)
@@ -206,7 +318,9 @@ static void *acceptor_main(void *arg)
 		fd = accept4(t->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
-		if (conns_full(t)) {
+		if (!conns_room(t)) {
+			fprintf(stderr, "nfs3: a TCP connection refused: %u connections, none idle\n",
+				t->max);
 			close(fd);
 			continue;
 		}
@@ -232,7 +346,8 @@ static int listen_at(const struct sockaddr_in *addr, struct sockaddr_in *bound)
 	return fd;
 }
 
-int nfs3_tcp_start(const struct sockaddr_in *addr, unsigned int max, struct nfs3_tcp **out)
+int nfs3_tcp_start(const struct sockaddr_in *addr, unsigned int max, int idle_ms,
+		   struct nfs3_tcp **out)
 {
 	struct nfs3_tcp *t = calloc(1, sizeof(*t));
 	int rc;
@@ -241,6 +356,7 @@ int nfs3_tcp_start(const struct sockaddr_in *addr, unsigned int max, struct nfs3
 		return -ENOMEM;
 	pthread_mutex_init(&t->lock, NULL);
 	t->max = max;
+	t->idle_ms = idle_ms;
 	t->fd = listen_at(addr, &t->addr);
 	if (t->fd < 0) {
 		rc = t->fd;

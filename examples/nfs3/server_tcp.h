@@ -14,11 +14,16 @@
 struct nfs3_tcp;
 
 /*
- * Listen at @addr and accept up to @max connections at once. *@listener is
- * svc_vc's SVCXPRT of the listening socket, for svc_reg() and rpcbind; it
- * is never polled (the acceptor accepts). Returns 0 or -errno.
+ * Listen at @addr and serve up to @max connections at once; beyond, a new
+ * one takes the place of the connection idle the longest (no call in
+ * progress, none for a second), or is closed if none is idle. A
+ * connection that made no call for @idle_ms (0: never) is closed.
+ * nfs3_tcp_listener() is svc_vc's SVCXPRT of the listening socket, for
+ * svc_reg() and rpcbind; it is never polled (the acceptor accepts).
+ * Returns 0 or -errno.
  */
-int nfs3_tcp_start(const struct sockaddr_in *addr, unsigned int max, struct nfs3_tcp **out);
+int nfs3_tcp_start(const struct sockaddr_in *addr, unsigned int max, int idle_ms,
+		   struct nfs3_tcp **out);
 SVCXPRT *nfs3_tcp_listener(const struct nfs3_tcp *t);
 void nfs3_tcp_addr(const struct nfs3_tcp *t, struct sockaddr_in *addr);
 unsigned int nfs3_tcp_conns(struct nfs3_tcp *t);

@@ -132,6 +132,8 @@ void t_file_64m(void **state);
 void t_readdirplus_big(void **state);
 void t_concurrent(void **state);
 void t_killed_mid_write(void **state);
+void t_tcp_full_makes_room(void **state);
+void t_tcp_idle_closed(void **state);
 void t_chunk_stats(void **state);
 
 #endif /* NFS3_TEST_H */

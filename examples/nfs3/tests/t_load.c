@@ -2,8 +2,9 @@
 /*
  * Data and load: files of 0 B to 64 MiB byte for byte, a directory of
  * 10,000 entries through READDIRPLUS, concurrent clients, a client lost in
- * the middle of a WRITE, and the counters that show which calls used which
- * chunks over RDMA.
+ * the middle of a WRITE, TCP connections that never send (a full server
+ * makes room, an idle one is closed), and the counters that show which
+ * calls used which chunks over RDMA.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -18,7 +19,10 @@
 
 #include <softrdma.h>
 
+#include "mount.h"
+#include "nfs3_prot.h"
 #include "nfs3_test.h"
+#include "server_tcp.h"
 
 /* put @size bytes of @seed as @name, get them back: both copies and the server's file exact. */
 static void round_trip(struct tgroup *g, struct nfs3c *c, const char *name, uint64_t size,
@@ -385,6 +389,128 @@ void t_killed_mid_write(void **state)
 		nfs3c_close(fresh);
 	}
 	nfs3c_fh_free(&fh);
+}
+
+/* Wait (5 s at most) until the server serves @want TCP connections or more; how many it does. */
+static unsigned int tcp_conns_up_to(unsigned int want)
+{
+	int64_t deadline = now_ms() + 5000;
+	unsigned int n;
+
+	while ((n = nfs3_server_tcp_conns(nfs3t_server)) < want && now_ms() < deadline)
+		poll(NULL, 0, 10);
+	return n;
+}
+
+/* A TCP connection to @sin that never sends. */
+static int quiet_tcp_conn(const struct sockaddr_in *sin)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)sin, sizeof(*sin)), 0);
+	return fd;
+}
+
+/* Did the server close @fd (end of file, or a reset) within @ms? */
+static bool tcp_closed_by_server(int fd, int ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char byte;
+
+	return poll(&pfd, 1, ms) == 1 && recv(fd, &byte, 1, MSG_DONTWAIT) <= 0;
+}
+
+/*
+ * TCP: the server's connections all taken (NFS3_DEFAULT_MAX_TCP) by the
+ * group's mount and by sockets that connected and never sent, quiet for
+ * a second. A new mount (MOUNT, then NFS: two connections) is served: the
+ * two oldest quiet sockets make room, closed by the server; the others
+ * and the group's mount, which called since, stay.
+ */
+void t_tcp_full_makes_room(void **state)
+{
+	struct tgroup *g = tgroup_of(state);
+	const unsigned int n = NFS3_DEFAULT_MAX_TCP - MOUNT_TCP_CONNS;
+	int fds[NFS3_DEFAULT_MAX_TCP];
+	struct sockaddr_in sin;
+	struct nfs3c *fresh;
+	int64_t opened;
+	unsigned int i;
+
+	if (g->c->rdma)
+		skip();
+	assert_int_equal(tcp_conns_down_to(MOUNT_TCP_CONNS), MOUNT_TCP_CONNS);
+	assert_true(nfs3_server_tcp_addr(nfs3t_server, &sin));
+	for (i = 0; i < n; i++)
+		fds[i] = quiet_tcp_conn(&sin);
+	opened = now_ms();
+	assert_int_equal(tcp_conns_up_to(NFS3_DEFAULT_MAX_TCP), NFS3_DEFAULT_MAX_TCP);
+	assert_int_equal(mountproc3_null_3(NULL, NULL, g->c->mnt), RPC_SUCCESS);
+	assert_int_equal(nfsproc3_null_3(NULL, NULL, g->c->nfs), RPC_SUCCESS);
+	/* Idle is a second without a call (server_tcp.h). */
+	while (now_ms() - opened <= 1000)
+		poll(NULL, 0, 50);
+
+	fresh = nfs3t_open_as(g, getuid(), getgid());
+	round_trip(g, fresh, "full-server", 65536, 8);
+	assert_true(tcp_closed_by_server(fds[0], 5000));
+	assert_true(tcp_closed_by_server(fds[1], 5000));
+	for (i = 2; i < n; i++)
+		assert_false(tcp_closed_by_server(fds[i], 0));
+	assert_int_equal(mountproc3_null_3(NULL, NULL, g->c->mnt), RPC_SUCCESS);
+	assert_int_equal(nfsproc3_null_3(NULL, NULL, g->c->nfs), RPC_SUCCESS);
+	nfs3c_close(fresh);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	assert_int_equal(tcp_conns_down_to(MOUNT_TCP_CONNS), MOUNT_TCP_CONNS);
+}
+
+/*
+ * TCP's idle timeout, on a listener of its own (300 ms): a socket that
+ * never sends is closed, not before; a client that calls every 100 ms is
+ * served on the same connection throughout. The server's default is on.
+ */
+void t_tcp_idle_closed(void **state)
+{
+	struct tgroup *g = tgroup_of(state);
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct nfs3_server_opts so;
+	struct nfs3c_opts o;
+	struct nfs3_tcp *t;
+	int64_t before;
+	CLIENT *cl;
+	int fd, i;
+
+	if (g->c->rdma)
+		skip();
+	nfs3_server_opts_init(&so);
+	assert_int_equal(so.idle_s, NFS3_DEFAULT_IDLE_S);
+	assert_true(NFS3_DEFAULT_IDLE_S > 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(nfs3_tcp_start(&sin, 4, 300, &t), 0);
+	nfs3_tcp_addr(t, &sin);
+	nfs3c_opts_init(&o);
+	o.transport = NFS3C_TCP;
+	o.addr = sin;
+	o.timeout_s = 10;
+	cl = nfs3c_client(&o, NFS_PROGRAM, NFS_V3);
+	assert_non_null(cl);
+	before = now_ms();
+	fd = quiet_tcp_conn(&sin);
+	for (i = 0; i < 6; i++) {
+		assert_false(tcp_closed_by_server(fd, 0) && now_ms() - before < 300);
+		assert_int_equal(nfsproc3_null_3(NULL, NULL, cl), RPC_SUCCESS);
+		poll(NULL, 0, 100);
+	}
+	assert_true(tcp_closed_by_server(fd, 5000));
+	/* Accepted after @before, closed once quiet for 300 ms: never earlier. */
+	assert_true(now_ms() - before >= 300);
+	assert_int_equal(nfsproc3_null_3(NULL, NULL, cl), RPC_SUCCESS);
+	clnt_destroy(cl);
+	close(fd);
+	nfs3_tcp_stop(t);
 }
 
 struct chunk_delta {

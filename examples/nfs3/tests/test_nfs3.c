@@ -336,6 +336,8 @@ int main(void)
 		cmocka_unit_test(t_readdirplus_big),
 		cmocka_unit_test(t_concurrent),
 		cmocka_unit_test(t_killed_mid_write),
+		cmocka_unit_test(t_tcp_full_makes_room),
+		cmocka_unit_test(t_tcp_idle_closed),
 		cmocka_unit_test(t_chunk_stats),
 	};
 	const char *filter = getenv("NFS3_FILTER");
