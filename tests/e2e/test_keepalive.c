@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -569,6 +570,106 @@ static void t_full_server_makes_room(void **state)
 	harness_assert_fabric_idle();
 }
 
+/* A server of two pollers, each on a thread of its own, that echoes. */
+struct two_pollers {
+	struct rpcrdma_svc *svc;
+	pthread_t threads[2];
+	unsigned int index[2];
+	atomic_bool stop;
+};
+
+static struct two_pollers *two_pollers_of(unsigned int *index)
+{
+	return container_of(index - *index, struct two_pollers, index[0]);
+}
+
+static void *two_pollers_run(void *arg)
+{
+	unsigned int *index = arg;
+	struct two_pollers *tp = two_pollers_of(index);
+
+	while (!atomic_load(&tp->stop))
+		rpcrdma_svc_poller_wait(tp->svc, *index, 20);
+	return NULL;
+}
+
+static void echo_call(struct rpcrdma_svc_call *call, void *arg)
+{
+	size_t len;
+	const void *msg = rpcrdma_svc_call_msg(call, &len);
+
+	(void)arg;
+	rpcrdma_svc_reply(call, msg, len);
+}
+
+static bool both_published_idle(void *arg)
+{
+	struct rpcrdma_svc *svc = arg;
+
+	return atomic_load(&svc->sv_pollers[0].idle_count) >= 1 &&
+	       atomic_load(&svc->sv_pollers[1].idle_count) >= 1;
+}
+
+static struct rpcrdma_clnt *connect_to(struct rpcrdma_svc *svc)
+{
+	struct rpcrdma_clnt *clnt = harness_connect_to(svc);
+
+	assert_true(client_connected(clnt));
+	return clnt;
+}
+
+/*
+ * Two pollers, max_connections 3, every connection quiet: c[0] and c[2] on
+ * poller 0, c[1] on poller 1, whose turn the next request would be. Once
+ * both pollers have published what their ticks found idle, a new client
+ * takes the place of the oldest connection, c[0], on poller 0: not of the
+ * one on the next poller in turn.
+ */
+static void t_pollers_oldest_makes_room(void **state)
+{
+	struct rpcrdma_svc_attr sa;
+	struct sockaddr_in sin;
+	struct two_pollers tp;
+	struct rpcrdma_clnt *c[4];
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+	unsigned int i;
+
+	(void)state;
+	harness_require_inproc("reads what the pollers published");
+	memset(&tp, 0, sizeof(tp));
+	default_svc_attr(&sa, &sin);
+	sa.on_call = echo_call;
+	sa.pollers = 2;
+	sa.max_connections = 3;
+	/* Ticks every 25 ms: the pollers publish soon. */
+	sa.keepalive_ms = 100;
+	assert_int_equal(rpcrdma_svc_listen(&sa, &tp.svc), 0);
+	for (i = 0; i < 2; i++) {
+		tp.index[i] = i;
+		assert_int_equal(pthread_create(&tp.threads[i], NULL, two_pollers_run,
+						&tp.index[i]), 0);
+	}
+	for (i = 0; i < 3; i++)
+		c[i] = connect_to(tp.svc);
+	/* Idle a second after they came, then published at a tick. */
+	assert_true(harness_wait_for(both_published_idle, tp.svc, 10000));
+	c[3] = connect_to(tp.svc);
+	echo_ok(c[3], 1);
+	assert_true(client_dropped(c[0]));
+	for (i = 1; i < 4; i++)
+		assert_true(client_connected(c[i]));
+	assert_int_equal(rpcrdma_svc_stats(tp.svc, &st), 0);
+	assert_int_equal(st.idle_evictions, 1);
+	assert_int_equal(st.conn_rejects, 0);
+	for (i = 0; i < 4; i++)
+		rpcrdma_clnt_destroy(c[i]);
+	atomic_store(&tp.stop, true);
+	for (i = 0; i < 2; i++)
+		pthread_join(tp.threads[i], NULL);
+	rpcrdma_svc_destroy(tp.svc);
+	harness_assert_fabric_idle();
+}
+
 /*
  * The server's probes are answered, yet they are no calls: a client that
  * only answers probes is still closed for idleness.
@@ -611,6 +712,7 @@ int main(void)
 		cmocka_unit_test(t_vanished_client_kept_without_keepalive),
 		cmocka_unit_test(t_lost_disconnected_found),
 		cmocka_unit_test(t_full_server_makes_room),
+		cmocka_unit_test(t_pollers_oldest_makes_room),
 		cmocka_unit_test(t_idle_connection_closed),
 		cmocka_unit_test(t_idle_close_heard_at_next_call),
 		cmocka_unit_test(t_busy_connection_kept),
