@@ -597,6 +597,8 @@ int svc_rdma_accept(struct svc_rdma_poller *p, const struct svc_rdma_conn_req *r
 		goto out_reject;
 	svc_rdma_accept_params(rdma, req->id->verbs, req->initiator_depth, pdata, &param);
 	rdma->sc_ord = param.initiator_depth;
+	/* Idle from its accept, before the client can know of it, until its first call. */
+	rpcrdma_ka_start(&rdma->sc_ep.ka, rpcrdma_now_ms());
 	if (rdma_accept(req->id, &param)) {
 		rc = rpcrdma_errno(-ECONNABORTED);
 		goto out_reject;
@@ -604,8 +606,6 @@ int svc_rdma_accept(struct svc_rdma_poller *p, const struct svc_rdma_conn_req *r
 	/* The QP is ready to send now; ESTABLISHED only confirms it. */
 	rdma->sc_ep.state = RPCRDMA_EP_CONNECTED;
 	rdma->sc_state = SVCXPRT_ACCEPTING;
-	/* Idle from now until its first call (svc.h, "Idle connections"). */
-	rpcrdma_ka_start(&rdma->sc_ep.ka, rpcrdma_now_ms());
 	rpcrdma_count_inc(rdma->sc_stats->connects);
 	list_add_tail(&rdma->sc_node, &p->conns);
 	p->nconns++;
