@@ -220,20 +220,37 @@ static bool rpcrdma_reply_write_list(const struct rpcrdma_hdr *hdr, const struct
 }
 
 /*
- * An inline reply of @len bytes at @body, to call @xid: it must carry the
- * same RPC XID; one longer than the caller's buffer ends the call with
- * -EMSGSIZE. Returns false to drop it.
+ * The head of an RPC reply message (RFC 5531 section 9): the call's XID,
+ * msg_type REPLY, and a reply_stat of MSG_ACCEPTED or MSG_DENIED. Whatever
+ * way the reply came (inline, after Write chunks, whole in the Reply
+ * chunk), a message that does not start so does not answer this call: a
+ * zeroed Reply chunk, a peer's stale or misrouted reply.
+ */
+#define RPC_REPLY_HEAD_LEN 12
+#define RPC_MSG_REPLY 1
+#define RPC_MSG_DENIED 1
+
+static bool rpcrdma_rpc_reply_head(const unsigned char *msg, size_t len, uint32_t xid)
+{
+	uint32_t w[3];
+
+	if (len < RPC_REPLY_HEAD_LEN)
+		return false;
+	memcpy(w, msg, sizeof(w));
+	return ntohl(w[0]) == xid && ntohl(w[1]) == RPC_MSG_REPLY &&
+	       ntohl(w[2]) <= RPC_MSG_DENIED;
+}
+
+/*
+ * An inline reply of @len bytes at @body, to call @xid: it must be an RPC
+ * reply to that call; one longer than the caller's buffer ends the call
+ * with -EMSGSIZE. Returns false to drop it.
  */
 static bool rpcrdma_reply_inline(const struct rpcrdma_req *req, uint32_t xid,
 				 const unsigned char *body, size_t len,
 				 struct rpcrdma_reply_view *v)
 {
-	uint32_t rpc_xid;
-
-	if (len < sizeof(rpc_xid))
-		return false;
-	memcpy(&rpc_xid, body, sizeof(rpc_xid));
-	if (ntohl(rpc_xid) != xid)
+	if (!rpcrdma_rpc_reply_head(body, len, xid))
 		return false;
 	if (len > req->rl_call->reply_max) {
 		v->status = -EMSGSIZE;
@@ -242,6 +259,18 @@ static bool rpcrdma_reply_inline(const struct rpcrdma_req *req, uint32_t xid,
 	v->body = body;
 	v->reply_len = len;
 	return true;
+}
+
+/*
+ * Where the server's Writes into the Reply chunk landed: the caller's
+ * buffer, or the bounce buffer that stands in for it until the call
+ * completes (frwr_release_regions()).
+ */
+static const unsigned char *rpcrdma_reply_chunk_data(const struct rpcrdma_req *req)
+{
+	const struct rpcrdma_buf *b = &req->rl_bounce[RPCRDMA_BOUNCE_REPLY];
+
+	return b->data ? b->data : req->rl_call->reply;
 }
 
 /*
@@ -283,8 +312,12 @@ static bool rpcrdma_reply_accept(struct rpcrdma_xprt *x, const struct rpcrdma_hd
 			return false;
 	}
 	if (hdr->proc == RPCRDMA_NOMSG) {
-		/* The whole reply came by RDMA Write into the Reply chunk. */
-		if (!hdr->has_reply || n < (int64_t)sizeof(uint32_t))
+		/*
+		 * The whole reply came by RDMA Write into the Reply chunk, and
+		 * by RC ordering it is in place before this Send arrived.
+		 */
+		if (!hdr->has_reply ||
+		    !rpcrdma_rpc_reply_head(rpcrdma_reply_chunk_data(req), (size_t)n, hdr->xid))
 			return false;
 		v->reply_len = (size_t)n;
 		v->reply_chunk_len = (uint32_t)n;
