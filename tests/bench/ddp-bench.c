@@ -97,10 +97,11 @@ static void on_call(struct rpcrdma_svc_call *call, void *arg)
 	struct server *s = arg;
 	size_t len;
 	const unsigned char *msg = rpcrdma_svc_call_msg(call, &len);
-	uint32_t reply[2] = { htonl(rpcrdma_svc_call_xid(call)), 0 };
+	/* An accepted reply's head (xid, REPLY, MSG_ACCEPTED); a READ's data after it. */
+	uint32_t reply[3] = { htonl(rpcrdma_svc_call_xid(call)), htonl(1), 0 };
 
-	if (len >= 8 && word(msg, 1) == OP_READ)
-		rpcrdma_svc_reply_payload(call, 8, s->source, s->size, NULL, NULL);
+	if (len >= 16 && word(msg, 3) == OP_READ)
+		rpcrdma_svc_reply_payload(call, sizeof(reply), s->source, s->size, NULL, NULL);
 	/* WRITE: the payload was pulled into place; a real server would use it here. */
 	rpcrdma_svc_reply(call, reply, sizeof(reply));
 }
@@ -280,7 +281,8 @@ static double run_op(struct rpcrdma_clnt *clnt, int op, unsigned char *buf, size
 	unsigned int i;
 
 	for (i = 0; i < calls; i++) {
-		uint32_t msg[4] = { htonl(++*xid), htonl((uint32_t)op), 0, 0 };
+		/* A call's head (xid, CALL, rpcvers 2), then the op. */
+		uint32_t msg[4] = { htonl(++*xid), 0, htonl(2), htonl((uint32_t)op) };
 		int finished = 0;
 		struct rpcrdma_call call = {
 			RPCRDMA_SIZED(call),

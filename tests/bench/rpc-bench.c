@@ -52,11 +52,13 @@ static struct poller_arg poller_args[MAX_POLLERS];
 
 static void on_call(struct rpcrdma_svc_call *call, void *arg)
 {
-	size_t len;
-	const void *msg = rpcrdma_svc_call_msg(call, &len);
+	/*
+	 * The NULL procedure's accepted reply, as small as the call: xid, REPLY,
+	 * MSG_ACCEPTED, AUTH_NONE verifier, SUCCESS (24 bytes).
+	 */
+	uint32_t w[6] = { htonl(rpcrdma_svc_call_xid(call)), htonl(1), 0, 0, 0, 0 };
 
-	/* A NULL procedure's reply is as small as the call: echo its 24 bytes. */
-	rpcrdma_svc_reply(call, msg, len);
+	rpcrdma_svc_reply(call, w, sizeof(w));
 }
 
 static void *server_thread(void *arg)

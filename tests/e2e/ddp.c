@@ -70,31 +70,32 @@ void ddp_serve_call(struct rpcrdma_svc_call *call)
 	int rc = 0;
 
 	atomic_fetch_add(&ddp_counters.calls, 1);
-	if (len < 8) {
+	if (len < DDP_CALL_MIN || !rpcmsg_is_call(msg, len)) {
 		rpcrdma_svc_call_drop(call);
 		return;
 	}
-	if (get32(msg, 1) == DDP_OP_ERR_CHUNK) {
+	if (get32(msg, DDP_W_OP) == DDP_OP_ERR_CHUNK) {
 		unsigned char *data = malloc(16);
 
-		rc = data ? ddp_name(call, 8, data, 16, 0) : -ENOMEM;
+		rc = data ? ddp_name(call, DDP_READ_POS, data, 16, 0) : -ENOMEM;
 		if (!rc)
 			rc = rpcrdma_svc_reply_err_chunk(call);
 		else
 			rpcrdma_svc_call_drop(call);
-	} else if (get32(msg, 1) == DDP_OP_READ && len >= 16) {
-		uint32_t xid_status[2] = { htonl(get32(msg, 0)), 0 };
-		size_t bytes = get32(msg, 2);
+	} else if (get32(msg, DDP_W_OP) == DDP_OP_READ && len >= DDP_CALL_LEN) {
+		unsigned char head[RPCMSG_HEAD];
+		size_t bytes = get32(msg, DDP_W_ARG0);
 		unsigned char *data = malloc(bytes ? bytes : 1);
 
 		if (!data) {
 			rpcrdma_svc_call_drop(call);
 			return;
 		}
-		ddp_fill(data, bytes, get32(msg, 3));
-		rc = ddp_name(call, 8, data, bytes, 0);
+		rpcmsg_reply_head(head, get32(msg, 0));
+		ddp_fill(data, bytes, get32(msg, DDP_W_ARG1));
+		rc = ddp_name(call, DDP_READ_POS, data, bytes, 0);
 		if (!rc)
-			rc = rpcrdma_svc_reply(call, xid_status, sizeof(xid_status));
+			rc = rpcrdma_svc_reply(call, head, sizeof(head));
 		else
 			rpcrdma_svc_call_drop(call);
 	} else {
@@ -115,7 +116,7 @@ void ddp_serve_call(struct rpcrdma_svc_call *call)
 			rc = ddp_name(call, pos, kept, plen, 1);
 		}
 		if (!rc)
-			rc = rpcrdma_svc_reply(call, msg, len);
+			rc = rpcmsg_svc_echo(call);
 		else
 			rpcrdma_svc_call_drop(call);
 	}

@@ -85,6 +85,7 @@ static void harness_echo(struct harness_server *hs, struct rpcrdma_svc_call *cal
 			atomic_store(&hs->sh->reply_buf_addr, (uintptr_t)buf);
 			atomic_store(&hs->sh->reply_buf_pid, (int)getpid());
 			memcpy(buf, msg, len);
+			rpcmsg_echo(buf, len);
 			atomic_fetch_add(&hs->sh->reply_buf_faults, harness_faults() - faults);
 			rc = rpcrdma_svc_reply_commit(call, len);
 		} else {
@@ -92,7 +93,7 @@ static void harness_echo(struct harness_server *hs, struct rpcrdma_svc_call *cal
 			rc = rc ? rc : -EMSGSIZE;
 		}
 	} else {
-		rc = rpcrdma_svc_reply(call, msg, len);
+		rc = rpcmsg_svc_echo(call);
 	}
 	if (rc)
 		atomic_fetch_add(&hs->sh->reply_errors, 1);
@@ -349,16 +350,29 @@ void harness_clnt_attr(const struct harness_server *hs, struct rpcrdma_clnt_attr
 
 void harness_fill_msg(unsigned char *buf, size_t len, uint32_t xid, uint32_t seed)
 {
-	uint32_t be = htonl(xid), x = seed * 2654435761u + 1;
+	uint32_t x = seed * 2654435761u + 1;
 	size_t i;
 
-	memcpy(buf, &be, sizeof(be));
-	for (i = sizeof(be); i < len; i++) {
+	assert_true(len >= RPCMSG_HEAD);
+	rpcmsg_call_head(buf, xid);
+	for (i = RPCMSG_HEAD; i < len; i++) {
 		x ^= x << 13;
 		x ^= x >> 17;
 		x ^= x << 5;
 		buf[i] = (unsigned char)x;
 	}
+}
+
+void harness_assert_echo_at(const void *reply, const void *msg, size_t len, const char *file,
+			    int line)
+{
+	unsigned char head[RPCMSG_HEAD];
+
+	_assert_true(len >= RPCMSG_HEAD, "len >= RPCMSG_HEAD", file, line);
+	rpcmsg_reply_head(head, rpcmsg_word(msg, 0));
+	_assert_memory_equal(reply, head, RPCMSG_HEAD, file, line);
+	_assert_memory_equal((const unsigned char *)reply + RPCMSG_HEAD,
+			     (const unsigned char *)msg + RPCMSG_HEAD, len - RPCMSG_HEAD, file, line);
 }
 
 bool harness_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms)
@@ -397,13 +411,14 @@ void *harness_caller_run(void *arg)
 	unsigned int i;
 
 	for (i = 0; i < c->calls; i++) {
-		size_t len = 8 + (i * 13) % (sizeof(msg) - 8), rlen = sizeof(reply);
+		size_t len = HARNESS_CALLER_MIN + (i * 13) % (sizeof(msg) - HARNESS_CALLER_MIN);
+		size_t rlen = sizeof(reply);
 		uint32_t w = htonl(c->seed);
 
 		harness_fill_msg(msg, len, c->seed * 1000 + i + 1, c->seed);
-		memcpy(msg + 4, &w, sizeof(w));
+		memcpy(msg + RPCMSG_HEAD, &w, sizeof(w));
 		if (rpcrdma_clnt_call(c->clnt, msg, len, reply, &rlen, 0) || rlen != len ||
-		    memcmp(reply, msg, len))
+		    !rpcmsg_echoes(reply, msg, len))
 			c->failures++;
 	}
 	atomic_store(&c->done, true);
@@ -412,12 +427,9 @@ void *harness_caller_run(void *arg)
 
 uint32_t harness_caller_seed(const void *msg, size_t len)
 {
-	uint32_t w;
-
-	if (len < 8)
+	if (len < HARNESS_CALLER_MIN || !rpcmsg_is_call(msg, len))
 		return 0;
-	memcpy(&w, (const unsigned char *)msg + 4, sizeof(w));
-	return ntohl(w);
+	return rpcmsg_word(msg, RPCMSG_HEAD / 4);
 }
 
 struct harness_count_wait {

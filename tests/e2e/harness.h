@@ -2,7 +2,8 @@
 /*
  * End-to-end test harness: a server driven by its own thread (objects belong
  * to the thread that polls them), or by a process of its own, and helpers
- * for RPC-like messages. Runs over the fabric E2E_FABRIC names (below).
+ * for test calls and their echoes (rpcmsg.h). Runs over the fabric
+ * E2E_FABRIC names (below).
  * Include it after cmocka.h.
  */
 #ifndef E2E_HARNESS_H
@@ -19,14 +20,15 @@
 
 #include <rpcrdma/rpcrdma.h>
 
+#include "rpcmsg.h"
 #include "softrdma.h"
 
 /* How the harness server answers calls. */
 enum harness_mode {
-	HARNESS_ECHO = 0,	/* reply with the call's bytes at once */
+	HARNESS_ECHO = 0,	/* reply with the call's echo at once (rpcmsg_svc_echo()) */
 	HARNESS_HOLD,		/* keep calls until harness_server_release() */
 	HARNESS_DROP,		/* finish calls without replying */
-	HARNESS_ECHO_BUF,	/* echo through rpcrdma_svc_reply_buf/commit */
+	HARNESS_ECHO_BUF,	/* the echo through rpcrdma_svc_reply_buf/commit */
 	HARNESS_DDP,		/* ddp_serve_call() (ddp.h) */
 };
 
@@ -184,8 +186,21 @@ void harness_server_run(struct harness_server *hs, void (*fn)(struct harness_ser
 /* Client attributes aimed at @hs. */
 void harness_clnt_attr(const struct harness_server *hs, struct rpcrdma_clnt_attr *attr);
 
-/* Fill @buf with an RPC-like message: the XID, then @len - 4 bytes of pattern. */
+/*
+ * Fill @buf with a test call of @len bytes (at least RPCMSG_HEAD): a call's
+ * head with @xid (rpcmsg.h), then a pattern of @seed. The harness's echo
+ * servers answer it with its echo (rpcmsg_echo()).
+ */
 void harness_fill_msg(unsigned char *buf, size_t len, uint32_t xid, uint32_t seed);
+
+/*
+ * cmocka assertion: the first @len bytes at @reply are the echo of those of
+ * call @msg (rpcmsg_echoes()), reported at the caller's line.
+ */
+#define harness_assert_echo(reply, msg, len)                                           \
+	harness_assert_echo_at((reply), (msg), (len), __FILE__, __LINE__)
+void harness_assert_echo_at(const void *reply, const void *msg, size_t len, const char *file,
+			    int line);
 
 /*
  * cmocka assertion: the fabric holds nothing of anybody's any more (no QP,
@@ -203,10 +218,12 @@ bool harness_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms);
 struct rpcrdma_clnt *harness_connect_to(struct rpcrdma_svc *svc);
 
 /*
- * A thread's worth of calls: @calls echo calls of sizes 8 to 255, word 1 of
- * each message set to @seed (a server can tell such calls apart), each
- * reply checked; @failures counts the bad ones, @done is set at the end.
+ * A thread's worth of calls: @calls echo calls of sizes 16 to 255, the
+ * first word after each call's head set to @seed (a server can tell such
+ * calls apart), each reply checked; @failures counts the bad ones, @done is
+ * set at the end.
  */
+#define HARNESS_CALLER_MIN (RPCMSG_HEAD + 4)
 struct harness_caller {
 	struct rpcrdma_clnt *clnt;
 	uint32_t seed;
@@ -216,7 +233,7 @@ struct harness_caller {
 };
 
 void *harness_caller_run(void *caller);
-/* Word 1 of @msg (@len bytes) as harness_caller_run() sets it, or 0. */
+/* The seed of a call (@len bytes at @msg) as harness_caller_run() sets it, or 0. */
 uint32_t harness_caller_seed(const void *msg, size_t len);
 
 /* Wait until the server has seen @want connections established (closed) in all. */

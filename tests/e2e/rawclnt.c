@@ -110,7 +110,7 @@ void cfix_call_start(struct cfix *f, struct ccall *c, unsigned int slot, size_t 
 	assert_non_null(c->msg);
 	assert_non_null(c->reply);
 	ddp_fill(c->msg, 16, ++f->xid);
-	put32(c->msg, 0, f->xid);
+	rpcmsg_call_head(c->msg, f->xid);
 	c->call.struct_size = sizeof(c->call);
 	c->call.msg = c->msg;
 	c->call.msg_len = 16;

@@ -53,11 +53,12 @@ struct ccall {
 };
 
 /*
- * Submit a 16-byte call with a Write chunk of @result_max bytes (0: none)
- * and room for @reply_max bytes of reply (a Reply chunk beyond the inline
- * size), its buffers in arena slot @slot (64 KiB each; or malloc'd ones
- * filled with 0x3c, with bounce), and receive it at the raw server,
- * collecting the rkeys (and offsets) it advertised.
+ * Submit a 16-byte call (a call's head, rpcmsg.h, then a pattern) with a
+ * Write chunk of @result_max bytes (0: none) and room for @reply_max bytes
+ * of reply (a Reply chunk beyond the inline size), its buffers in arena
+ * slot @slot (64 KiB each; or malloc'd ones filled with 0x3c, with
+ * bounce), and receive it at the raw server, collecting the rkeys (and
+ * offsets) it advertised.
  */
 void cfix_call_start(struct cfix *f, struct ccall *c, unsigned int slot, size_t result_max,
 		     size_t reply_max, int timeout_ms);

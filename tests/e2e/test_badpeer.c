@@ -55,10 +55,11 @@ static void build(struct vec *v, const char *name, enum expect expect, uint32_t 
 	v->len = off;
 }
 
-/* Append an RPC-like body starting with @xid and @extra bytes. */
+/* Append an RPC call: a call's head with @xid (rpcmsg.h), then @extra bytes. */
 static void body(struct vec *v, uint32_t xid, size_t extra)
 {
-	v->len = put(v->buf, v->len, xid);
+	rpcmsg_call_head(v->buf + v->len, xid);
+	v->len += RPCMSG_HEAD;
 	memset(v->buf + v->len, 0x5a, extra);
 	v->len += extra;
 }
@@ -99,7 +100,7 @@ static void check_answer(struct rawpeer *rp, const struct vec *v, uint32_t xid)
 		break;
 	case EXPECT_ECHO:
 		if (n != (int)v->len || get(reply, 0) != xid || get(reply, 1) != 1 ||
-		    get(reply, 3) != 0 || memcmp(reply + 28, v->buf + 28, v->len - 28) != 0)
+		    get(reply, 3) != 0 || !rpcmsg_echoes(reply + 28, v->buf + 28, v->len - 28))
 			fail_msg("%s: expected an echo, got %d bytes", v->name, n);
 		break;
 	}
@@ -185,7 +186,7 @@ static void t_every_defect_class(void **state)
 	build(&vecs[n], "RDMA_MSG with 3 bytes of RPC message", EXPECT_ERR_CHUNK, 0x113, 1, 0,
 	      empty3, 3);
 	body(&vecs[n], 0x113, 0);
-	vecs[n++].len -= 1;
+	vecs[n++].len -= RPCMSG_HEAD - 3;
 	build(&vecs[n], "RDMA_NOMSG without a Read chunk", EXPECT_ERR_CHUNK, 0x114, 1,
 	      RPCRDMA_NOMSG, empty3, 3);
 	body(&vecs[n++], 0x114, 40);
@@ -212,7 +213,7 @@ static void t_every_defect_class(void **state)
 		rlen = sizeof(reply);
 		harness_fill_msg(msg, sizeof(msg), (uint32_t)(0x5000 + i), (uint32_t)i);
 		assert_int_equal(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 0), 0);
-		assert_memory_equal(reply, msg, sizeof(msg));
+		harness_assert_echo(reply, msg, sizeof(msg));
 	}
 	rpcrdma_clnt_destroy(clnt);
 	rawpeer_close(&rp);
@@ -237,12 +238,12 @@ static void t_no_private_data_means_1024(void **state)
 
 	/* A reply of exactly 1024 bytes fits. */
 	build(&v, "1024-byte echo", EXPECT_ECHO, 0x200, 1, 0, empty3, 3);
-	body(&v, 0x200, 1024 - 28 - 4);
+	body(&v, 0x200, 1024 - 28 - RPCMSG_HEAD);
 	assert_int_equal(rawpeer_send(&rp, v.buf, v.len), 0);
 	check_answer(&rp, &v, 0x200);
 	/* One more byte would overflow the peer's 1024-byte receive: ERR_CHUNK instead. */
 	build(&v, "1025-byte echo", EXPECT_ERR_CHUNK, 0x201, 1, 0, empty3, 3);
-	body(&v, 0x201, 1024 - 28 - 4 + 1);
+	body(&v, 0x201, 1024 - 28 - RPCMSG_HEAD + 1);
 	assert_int_equal(rawpeer_send(&rp, v.buf, v.len), 0);
 	n = rawpeer_recv(&rp, reply, sizeof(reply), 3000);
 	assert_int_equal(n, 20);

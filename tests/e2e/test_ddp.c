@@ -177,8 +177,8 @@ static void echo_case(struct fixture *fx, size_t msg_len, size_t payload_len, ui
 	};
 
 	ddp_fill(msg, msg_len, fx->xid);
-	put32(msg, 0, ++fx->xid);
-	put32(msg, 1, DDP_OP_ECHO);
+	rpcmsg_call_head(msg, ++fx->xid);
+	put32(msg, DDP_W_OP, DDP_OP_ECHO);
 	ddp_fill(payload, payload_len, pseed);
 	rc = run_call(fx, &call);
 	if (expect_len > 16 * MiB) {
@@ -193,10 +193,10 @@ static void echo_case(struct fixture *fx, size_t msg_len, size_t payload_len, ui
 		fail_msg("%s: echo msg %zu payload %zu: reply %zu bytes, expected %zu",
 			 reg_names[fx->mode], msg_len, payload_len, call.reply_len, expect_len);
 	if (want_result || !payload_len) {
-		assert_memory_equal(reply, msg, msg_len);
+		harness_assert_echo(reply, msg, msg_len);
 	} else {
 		/* The payload came back inline, spliced at its position and padded. */
-		assert_memory_equal(reply, msg, pos);
+		harness_assert_echo(reply, msg, pos);
 		off = ddp_check(reply + pos, payload_len, pseed);
 		if (off != payload_len)
 			fail_msg("%s: spliced payload differs at %zu", reg_names[fx->mode], off);
@@ -222,9 +222,9 @@ out:
 /* DDP_OP_READ of @bytes: a result by Write chunk, or spliced into the reply. */
 static void read_case(struct fixture *fx, size_t bytes, bool want_result)
 {
-	size_t expect_len = want_result ? 8 : 8 + round4(bytes);
+	size_t expect_len = DDP_READ_POS + (want_result ? 0 : round4(bytes));
 	bool too_big = expect_len > 16 * MiB;
-	unsigned char *msg = (arena_reset(fx), arena_get(fx, 16));
+	unsigned char *msg = (arena_reset(fx), arena_get(fx, DDP_CALL_LEN));
 	unsigned char *reply = arena_get(fx, expect_len);
 	/* Room beyond what comes (the reply says how much was written), within 16 MiB. */
 	size_t room = bytes + 100 > 16 * MiB ? bytes : bytes + 100;
@@ -235,17 +235,14 @@ static void read_case(struct fixture *fx, size_t bytes, bool want_result)
 	struct rpcrdma_call call = {
 		RPCRDMA_SIZED(call),
 		.msg = msg,
-		.msg_len = 16,
+		.msg_len = DDP_CALL_LEN,
 		.reply = reply,
 		.reply_max = expect_len,
 		.result = result,
 		.result_max = want_result ? room : 0,
 	};
 
-	put32(msg, 0, ++fx->xid);
-	put32(msg, 1, DDP_OP_READ);
-	put32(msg, 2, (uint32_t)bytes);
-	put32(msg, 3, seed);
+	ddp_call_msg(msg, ++fx->xid, DDP_OP_READ, (uint32_t)bytes, seed);
 	rc = run_call(fx, &call);
 	if (too_big) {
 		assert_int_equal(rc, -EMSGSIZE);
@@ -255,11 +252,12 @@ static void read_case(struct fixture *fx, size_t bytes, bool want_result)
 		fail_msg("%s: read %zu result %d: status %d", reg_names[fx->mode], bytes, want_result,
 			 rc);
 	assert_int_equal(call.reply_len, expect_len);
+	assert_true(rpcmsg_echoes(reply, msg, DDP_READ_POS));
 	if (want_result) {
 		assert_int_equal(call.result_len, bytes);
 		off = ddp_check(result, bytes, seed);
 	} else {
-		off = ddp_check(reply + 8, bytes, seed);
+		off = ddp_check(reply + DDP_READ_POS, bytes, seed);
 	}
 	if (off != bytes)
 		fail_msg("%s: read of %zu bytes differs at %zu", reg_names[fx->mode], bytes, off);
@@ -287,11 +285,11 @@ static void unused_write_chunk_case(struct fixture *fx)
 	};
 
 	ddp_fill(msg, 40, 9);
-	put32(msg, 0, ++fx->xid);
-	put32(msg, 1, DDP_OP_ECHO);
+	rpcmsg_call_head(msg, ++fx->xid);
+	put32(msg, DDP_W_OP, DDP_OP_ECHO);
 	assert_int_equal(run_call(fx, &call), 0);
 	assert_int_equal(call.reply_len, 40);
-	assert_memory_equal(reply, msg, 40);
+	harness_assert_echo(reply, msg, 40);
 	assert_int_equal(call.result_len, 0);
 	arena_put(fx, msg);
 	arena_put(fx, reply);
@@ -304,7 +302,8 @@ static const size_t payload_sizes[] = {
 
 static void run_matrix(enum reg_mode mode)
 {
-	static const size_t msg_sizes[] = { 8, 100, 4000, 4040, 4067, 4068, 4069, 4100, 9000, MiB };
+	static const size_t msg_sizes[] = { DDP_CALL_MIN, 100, 4000, 4040, 4067, 4068, 4069, 4100,
+					    9000, MiB };
 	struct fixture fx;
 	size_t i;
 
@@ -322,7 +321,7 @@ static void run_matrix(enum reg_mode mode)
 	unused_write_chunk_case(&fx);
 	/* A long call carrying a payload too, at the message's end. */
 	echo_case(&fx, 9000, MiB + 1, 9000, true);
-	echo_case(&fx, 9000, 3, 8, false);
+	echo_case(&fx, 9000, 3, DDP_ARG_POS, false);
 	fixture_down(&fx);
 }
 
@@ -376,7 +375,7 @@ static void t_cancel_in_flight(void **state)
 	msg = arena_get(&fx, 9000);
 	reply = arena_get(&fx, 9000);
 	ddp_fill(msg, 9000, 1);
-	put32(msg, 0, ++fx.xid);
+	rpcmsg_call_head(msg, ++fx.xid);
 	RPCRDMA_INIT(&call);
 	call.msg = msg;
 	call.msg_len = 9000;		/* a long call ... */
@@ -414,7 +413,7 @@ static void t_cancel_in_flight(void **state)
 	/* The server answers late: its Reply-chunk Write meets a dead window. */
 	harness_server_release(&fx.hs);
 	atomic_store(&fx.hs.sh->mode, HARNESS_DDP);
-	echo_case(&fx, 100, 10, 8, true);
+	echo_case(&fx, 100, 10, DDP_ARG_POS, true);
 	assert_int_equal(w.finished, 1);
 	fixture_down(&fx);
 }
@@ -450,7 +449,7 @@ static void t_cancel_fence_times_out(void **state)
 	msg = arena_get(&fx, 64);
 	reply = arena_get(&fx, 9000);
 	ddp_fill(msg, 64, 2);
-	put32(msg, 0, ++fx.xid);
+	rpcmsg_call_head(msg, ++fx.xid);
 	call.msg = msg;
 	call.msg_len = 64;
 	call.reply = reply;
@@ -487,7 +486,7 @@ static void t_cancel_fence_times_out(void **state)
 
 	harness_server_release(&fx.hs);
 	atomic_store(&fx.hs.sh->mode, HARNESS_DDP);
-	echo_case(&fx, 100, 10, 8, true);
+	echo_case(&fx, 100, 10, DDP_ARG_POS, true);
 	assert_int_equal(w.finished, 1);
 	fixture_down(&fx);
 }

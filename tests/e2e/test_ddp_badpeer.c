@@ -105,10 +105,10 @@ static void other_call(struct rig *r)
 
 	r->xid++;
 	harness_fill_msg(msg, sizeof(msg), r->xid, r->xid);
-	put32(msg, 1, DDP_OP_ECHO);
+	put32(msg, DDP_W_OP, DDP_OP_ECHO);
 	assert_int_equal(rpcrdma_clnt_call(r->other, msg, sizeof(msg), reply, &rlen, 5000), 0);
 	assert_int_equal(rlen, sizeof(msg));
-	assert_memory_equal(reply, msg, sizeof(msg));
+	harness_assert_echo(reply, msg, sizeof(msg));
 }
 
 static void rig_up(struct rig *r)
@@ -172,7 +172,7 @@ struct vcall {
 	size_t body_len;
 };
 
-/* A call @name with an RPC message of @len bytes: xid | @op | @arg0 | @arg1 | pattern. */
+/* A call @name with an RPC message of @len bytes: a call's head, @op, @arg0, @arg1, a pattern. */
 static void vcall_init(struct rig *r, struct vcall *v, const char *name, size_t len, uint32_t op,
 		       uint32_t arg0, uint32_t arg1)
 {
@@ -180,12 +180,9 @@ static void vcall_init(struct rig *r, struct vcall *v, const char *name, size_t 
 	v->name = name;
 	v->xid = ++r->xid;
 	v->proc = RPCRDMA_MSG;
-	assert_true(len >= 16 && len <= sizeof(v->body));
+	assert_true(len >= DDP_CALL_LEN && len <= sizeof(v->body));
 	ddp_fill(v->body, len, v->xid);
-	put32(v->body, 0, v->xid);
-	put32(v->body, 1, op);
-	put32(v->body, 2, arg0);
-	put32(v->body, 3, arg1);
+	ddp_call_msg(v->body, v->xid, op, arg0, arg1);
 	v->body_len = len;
 }
 
@@ -287,7 +284,10 @@ static void expect_msg(struct rig *r, const struct vcall *v, struct rawpeer_call
 			 rc->len, rc->hdr.hdr_len, len);
 }
 
-/* The XDR stream of an echo: the message with the payloads spliced in, padded to 4. */
+/*
+ * The XDR stream of an echo: the message with the payloads spliced in,
+ * padded to 4, under the reply head (rpcmsg_echo()).
+ */
 static size_t echo_stream(const struct vcall *v, unsigned char *out, size_t max,
 			  const unsigned char *const *payloads, const size_t *lens,
 			  const uint32_t *msg_pos, unsigned int n)
@@ -307,14 +307,16 @@ static size_t echo_stream(const struct vcall *v, unsigned char *out, size_t max,
 	}
 	assert_true(off + v->body_len - from <= max);
 	memcpy(out + off, v->body + from, v->body_len - from);
-	return off + v->body_len - from;
+	off += v->body_len - from;
+	rpcmsg_echo(out, off);
+	return off;
 }
 
 /*
  * An echo call carrying @nchunks payloads of @segs segments each (1 to 5
  * bytes a segment, from the raw client's memory), the payload of chunk c
- * belonging at message offset 8 + 4c. Served: the reply is the message with
- * the payloads spliced in. Else: ERR_CHUNK, without a single RDMA Read.
+ * belonging at message offset DDP_ARG_POS + 4c. Served: the reply is the echo
+ * of the message with the payloads spliced in. Else: ERR_CHUNK, without a single RDMA Read.
  */
 static void payload_case(struct rig *r, const char *name, unsigned int nchunks,
 			 unsigned int segs, bool served)
@@ -328,11 +330,11 @@ static void payload_case(struct rig *r, const char *name, unsigned int nchunks,
 	unsigned long reads = softrdma_executed(IBV_WR_RDMA_READ);
 	unsigned int c, k;
 
-	assert_true(nchunks <= 16 && 8 + 4 * (nchunks - 1) <= 64);
+	assert_true(nchunks <= 16 && DDP_ARG_POS + 4 * (nchunks - 1) <= 64);
 	vcall_init(r, &v, name, 64, DDP_OP_ECHO, 0, 0);
 	for (c = 0; c < nchunks; c++) {
 		lens[c] = 0;
-		msg_pos[c] = 8 + 4 * c;
+		msg_pos[c] = DDP_ARG_POS + 4 * c;
 		for (k = 0; k < segs; k++) {
 			uint32_t len = 1 + (c * 7 + k) % 5;
 
@@ -363,9 +365,11 @@ static void good_call(struct rig *r)
 	static struct vcall v;
 	static struct rawpeer_call rc;
 
+	static unsigned char want[64];
+
 	vcall_init(r, &v, "a good call", 64, DDP_OP_ECHO, 0, 0);
 	vcall_send(r, &v);
-	expect_msg(r, &v, &rc, v.body, v.body_len);
+	expect_msg(r, &v, &rc, want, echo_stream(&v, want, sizeof(want), NULL, NULL, NULL, 0));
 }
 
 /*
@@ -417,13 +421,13 @@ static void t_read_list_caps(void **state)
 
 	reads = softrdma_executed(IBV_WR_RDMA_READ);
 	vcall_init(&r, &v, "a Read chunk beyond max_read", 64, DDP_OP_ECHO, 0, 0);
-	vcall_read(&v, 8, r.mr->rkey, 64 * MiB + 4, (uintptr_t)r.mem);
+	vcall_read(&v, DDP_ARG_POS, r.mr->rkey, 64 * MiB + 4, (uintptr_t)r.mem);
 	vcall_send(&r, &v);
 	expect_err_chunk(&r, &v);
 	good_call(&r);
 
 	vcall_init(&r, &v, "a Read chunk ending beyond 2^32 - 1", 64, DDP_OP_ECHO, 0, 0);
-	vcall_read(&v, 8, r.mr->rkey, 0xfffffffcu, (uintptr_t)r.mem);
+	vcall_read(&v, DDP_ARG_POS, r.mr->rkey, 0xfffffffcu, (uintptr_t)r.mem);
 	vcall_send(&r, &v);
 	expect_err_chunk(&r, &v);
 	good_call(&r);
@@ -441,7 +445,7 @@ static bool payloads_released(void *arg)
 static void read_call(struct rig *r, struct vcall *v, const char *name, uint32_t bytes,
 		      uint32_t seed)
 {
-	vcall_init(r, v, name, 16, DDP_OP_READ, bytes, seed);
+	vcall_init(r, v, name, DDP_CALL_LEN, DDP_OP_READ, bytes, seed);
 }
 
 /*
@@ -456,7 +460,8 @@ static void t_write_list_caps(void **state)
 	static struct vcall v;
 	static struct rawpeer_call rc;
 	struct rpcrdma_segment seg;
-	uint32_t xid_status[2], c, k;
+	unsigned char rhead[RPCMSG_HEAD];
+	uint32_t c, k;
 	unsigned long writes;
 	struct rig r;
 
@@ -467,9 +472,8 @@ static void t_write_list_caps(void **state)
 	for (c = 0; c < 8; c++)
 		vcall_write(&v, c, r.mr->rkey, 64, (uintptr_t)(r.mem + 128 * c));
 	vcall_send(&r, &v);
-	put32((unsigned char *)xid_status, 0, v.xid);
-	xid_status[1] = 0;
-	expect_msg(&r, &v, &rc, xid_status, sizeof(xid_status));
+	rpcmsg_reply_head(rhead, v.xid);
+	expect_msg(&r, &v, &rc, rhead, sizeof(rhead));
 	assert_int_equal(rc.hdr.write_chunks, 8);
 	for (c = 0; c < 8; c++) {
 		assert_int_equal(rc.hdr.write[c].nsegs, 1);
@@ -494,8 +498,8 @@ static void t_write_list_caps(void **state)
 	for (k = 0; k < 16; k++)
 		vcall_write(&v, 0, r.mr->rkey, 8, (uintptr_t)(r.mem + 8192 + 8 * k));
 	vcall_send(&r, &v);
-	put32((unsigned char *)xid_status, 0, v.xid);
-	expect_msg(&r, &v, &rc, xid_status, sizeof(xid_status));
+	rpcmsg_reply_head(rhead, v.xid);
+	expect_msg(&r, &v, &rc, rhead, sizeof(rhead));
 	assert_int_equal(rc.hdr.write_chunks, 1);
 	assert_int_equal(rc.hdr.write[0].nsegs, 16);
 	assert_int_equal(rc.hdr.write[0].total, 16 * 8);
@@ -543,7 +547,8 @@ static void t_zero_length_segments(void **state)
 	static unsigned char stream[4096];
 	const uint32_t bogus = 0xdead0000u | 0x42;
 	unsigned long reads, writes;
-	uint32_t xid_status[2], pos = 8;
+	unsigned char rhead[RPCMSG_HEAD];
+	uint32_t pos = DDP_ARG_POS;
 	const unsigned char *payloads[1];
 	struct rpcrdma_segment seg;
 	unsigned char pay[16];
@@ -554,15 +559,16 @@ static void t_zero_length_segments(void **state)
 
 	reads = softrdma_executed(IBV_WR_RDMA_READ);
 	vcall_init(&r, &v, "a zero-length Read chunk", 64, DDP_OP_ECHO, 0, 0);
-	vcall_read(&v, 8, bogus, 0, 0x1000);
+	vcall_read(&v, DDP_ARG_POS, bogus, 0, 0x1000);
 	vcall_send(&r, &v);
-	expect_msg(&r, &v, &rc, v.body, v.body_len);
+	len = echo_stream(&v, stream, sizeof(stream), NULL, NULL, NULL, 0);
+	expect_msg(&r, &v, &rc, stream, len);
 	assert_int_equal(softrdma_executed(IBV_WR_RDMA_READ), reads);
 
 	vcall_init(&r, &v, "a zero-length Read segment between two", 64, DDP_OP_ECHO, 0, 0);
-	vcall_read(&v, 8, r.mr->rkey, 4, (uintptr_t)r.mem);
-	vcall_read(&v, 8, bogus, 0, 0x1000);
-	vcall_read(&v, 8, r.mr->rkey, 5, (uintptr_t)(r.mem + 100));
+	vcall_read(&v, DDP_ARG_POS, r.mr->rkey, 4, (uintptr_t)r.mem);
+	vcall_read(&v, DDP_ARG_POS, bogus, 0, 0x1000);
+	vcall_read(&v, DDP_ARG_POS, r.mr->rkey, 5, (uintptr_t)(r.mem + 100));
 	vcall_send(&r, &v);
 	memcpy(pay, r.mem, 4);
 	memcpy(pay + 4, r.mem + 100, 5);
@@ -576,9 +582,8 @@ static void t_zero_length_segments(void **state)
 	read_call(&r, &v, "an empty result into a zero-length Write chunk", 0, 31);
 	vcall_write(&v, 0, bogus, 0, 0x1000);
 	vcall_send(&r, &v);
-	put32((unsigned char *)xid_status, 0, v.xid);
-	xid_status[1] = 0;
-	expect_msg(&r, &v, &rc, xid_status, sizeof(xid_status));
+	rpcmsg_reply_head(rhead, v.xid);
+	expect_msg(&r, &v, &rc, rhead, sizeof(rhead));
 	assert_int_equal(rc.hdr.write_chunks, 1);
 	rpcrdma_chunk_segment(&rc.hdr.write[0], 0, &seg);
 	assert_int_equal(seg.handle, bogus);
@@ -589,8 +594,8 @@ static void t_zero_length_segments(void **state)
 	vcall_write(&v, 0, bogus, 0, 0x1000);
 	vcall_write(&v, 0, r.mr->rkey, 64, (uintptr_t)(r.mem + 4096));
 	vcall_send(&r, &v);
-	put32((unsigned char *)xid_status, 0, v.xid);
-	expect_msg(&r, &v, &rc, xid_status, sizeof(xid_status));
+	rpcmsg_reply_head(rhead, v.xid);
+	expect_msg(&r, &v, &rc, rhead, sizeof(rhead));
 	assert_int_equal(rc.hdr.write[0].nsegs, 2);
 	rpcrdma_chunk_segment(&rc.hdr.write[0], 0, &seg);
 	assert_int_equal(seg.length, 0);
@@ -613,7 +618,7 @@ static void t_zero_length_segments(void **state)
 	assert_int_equal(rc.hdr.reply.total, 200);
 	rpcrdma_chunk_segment(&rc.hdr.reply, 0, &seg);
 	assert_int_equal(seg.length, 0);
-	assert_memory_equal(r.mem + 8192, v.body, 200);
+	harness_assert_echo(r.mem + 8192, v.body, 200);
 	assert_int_equal(softrdma_executed(IBV_WR_RDMA_WRITE) - writes, 2);
 	rig_down(&r);
 }
@@ -627,7 +632,7 @@ static void t_wrapping_segments(void **state)
 
 	rig_up(&r);
 	vcall_init(&r, &v, "a wrapping Read segment", 64, DDP_OP_ECHO, 0, 0);
-	vcall_read(&v, 8, r.mr->rkey, 64, top);
+	vcall_read(&v, DDP_ARG_POS, r.mr->rkey, 64, top);
 	vcall_send(&r, &v);
 	expect_err_chunk(&r, &v);
 	good_call(&r);
@@ -661,12 +666,12 @@ static void t_bad_rkeys(void **state)
 
 	rig_up(&r);
 	vcall_init(&r, &v, "a Read chunk with an rkey never registered", 64, DDP_OP_ECHO, 0, 0);
-	vcall_read(&v, 8, r.mr->rkey ^ 0x80, 64, (uintptr_t)r.mem);
+	vcall_read(&v, DDP_ARG_POS, r.mr->rkey ^ 0x80, 64, (uintptr_t)r.mem);
 	vcall_send(&r, &v);
 	expect_closed(&r, &v, false);
 
 	vcall_init(&r, &v, "a Read chunk registered without remote read", 64, DDP_OP_ECHO, 0, 0);
-	vcall_read(&v, 8, r.wo_mr->rkey, 64, (uintptr_t)r.wo);
+	vcall_read(&v, DDP_ARG_POS, r.wo_mr->rkey, 64, (uintptr_t)r.wo);
 	vcall_send(&r, &v);
 	expect_closed(&r, &v, false);
 
@@ -733,7 +738,7 @@ static void t_chunk_roles(void **state)
 
 	vcall_init(&r, &v, "RDMA_NOMSG with only a data chunk", 64, DDP_OP_ECHO, 0, 0);
 	v.proc = RPCRDMA_NOMSG;
-	vcall_read(&v, 8, r.mr->rkey, 64, (uintptr_t)r.mem);
+	vcall_read(&v, DDP_ARG_POS, r.mr->rkey, 64, (uintptr_t)r.mem);
 	vcall_send(&r, &v);
 	expect_err_chunk(&r, &v);
 	good_call(&r);
@@ -745,8 +750,8 @@ static void t_chunk_roles(void **state)
 	good_call(&r);
 
 	vcall_init(&r, &v, "overlapping data chunks", 64, DDP_OP_ECHO, 0, 0);
-	vcall_read(&v, 8, r.mr->rkey, 100, (uintptr_t)r.mem);
-	vcall_read(&v, 12, r.mr->rkey, 100, (uintptr_t)(r.mem + 128));
+	vcall_read(&v, DDP_ARG_POS, r.mr->rkey, 100, (uintptr_t)r.mem);
+	vcall_read(&v, DDP_ARG_POS + 4, r.mr->rkey, 100, (uintptr_t)(r.mem + 128));
 	vcall_send(&r, &v);
 	expect_err_chunk(&r, &v);
 	good_call(&r);
@@ -773,8 +778,8 @@ static void t_chunk_roles(void **state)
 	msg = r.mem + 131072;
 	vcall_init(&r, &v, "a long call with a long reply", 64, DDP_OP_ECHO, 0, 0);
 	ddp_fill(msg, 5000, v.xid);
-	put32(msg, 0, v.xid);
-	put32(msg, 1, DDP_OP_ECHO);
+	rpcmsg_call_head(msg, v.xid);
+	put32(msg, DDP_W_OP, DDP_OP_ECHO);
 	v.proc = RPCRDMA_NOMSG;
 	vcall_read(&v, 0, r.mr->rkey, 4096, (uintptr_t)msg);
 	vcall_read(&v, 0, r.mr->rkey, 904, (uintptr_t)(msg + 4096));
@@ -784,7 +789,7 @@ static void t_chunk_roles(void **state)
 	assert_int_equal(rc.hdr.xid, v.xid);
 	assert_int_equal(rc.hdr.proc, RPCRDMA_NOMSG);
 	assert_int_equal(rc.hdr.reply.total, 5000);
-	assert_memory_equal(r.mem + 196608, msg, 5000);
+	harness_assert_echo(r.mem + 196608, msg, 5000);
 	rig_down(&r);
 }
 
@@ -896,7 +901,7 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 	ccall_start(&f, &c, 0, bc->result_max, bc->reply_max);
 	enc.xid = c.rc.hdr.xid;
 	memset(body, 0, sizeof(body));
-	put32(body, 0, enc.xid);
+	rpcmsg_reply_head(body, enc.xid);
 
 	/* By default, answer well: the result placed, every chunk echoed as used. */
 	if (c.rc.hdr.write_chunks) {
@@ -909,9 +914,9 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 		enc.write = wdesc;
 	}
 	if (c.rc.hdr.has_reply) {
-		memcpy(f.local + 4096, body, 8);
-		assert_int_equal(rawpeer_push(&f.srv, &c.rc.hdr.reply, f.local + 4096, 8, recho),
-				 0);
+		memcpy(f.local + 4096, body, RPCMSG_HEAD);
+		assert_int_equal(rawpeer_push(&f.srv, &c.rc.hdr.reply, f.local + 4096, RPCMSG_HEAD,
+					      recho), 0);
 		rdesc.nsegs = c.rc.hdr.reply.nsegs;
 		rdesc.segs = recho;
 		enc.reply = &rdesc;
@@ -981,7 +986,7 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 		break;
 	case BAD_RPC_XID:
 		put32(body, 0, enc.xid + 1);
-		assert_int_equal(srv_reply(&f, &enc, body, 8, 0), IBV_WC_SUCCESS);
+		assert_int_equal(srv_reply(&f, &enc, body, RPCMSG_HEAD, 0), IBV_WC_SUCCESS);
 		put32(body, 0, enc.xid);
 		break;
 	case BAD_TOO_LONG:
@@ -998,13 +1003,13 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 		 * invalidate. As on rxe, the Send succeeds and the client's
 		 * receive fails, taking its connection down.
 		 */
-		st = srv_reply(&f, &enc, body, 8, c.rkeys[0] ^ 0x80);
+		st = srv_reply(&f, &enc, body, RPCMSG_HEAD, c.rkeys[0] ^ 0x80);
 		assert_int_equal(st, IBV_WC_SUCCESS);
 		break;
 	case BAD_UNKNOWN_XID:
 		enc.xid += 1000;
 		put32(body, 0, enc.xid);
-		assert_int_equal(srv_reply(&f, &enc, body, 8, 0), IBV_WC_SUCCESS);
+		assert_int_equal(srv_reply(&f, &enc, body, RPCMSG_HEAD, 0), IBV_WC_SUCCESS);
 		cfix_run(&f, &c.finished, 100);
 		assert_int_equal(c.finished, 0);
 		assert_int_equal(rpcrdma_clnt_stats(f.clnt, &after), 0);
@@ -1013,10 +1018,11 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 			assert_int_equal(softrdma_rkey_reach(c.rkeys[i], NULL, NULL, NULL), 0);
 		enc.xid -= 1000;
 		put32(body, 0, enc.xid);
-		assert_int_equal(srv_reply(&f, &enc, body, 8, 0), IBV_WC_SUCCESS);
+		assert_int_equal(srv_reply(&f, &enc, body, RPCMSG_HEAD, 0), IBV_WC_SUCCESS);
 		break;
 	default:
-		assert_int_equal(srv_reply(&f, &enc, body, enc.proc == RPCRDMA_MSG ? 8 : 0, 0),
+		assert_int_equal(srv_reply(&f, &enc, body,
+					   enc.proc == RPCRDMA_MSG ? RPCMSG_HEAD : 0, 0),
 				 IBV_WC_SUCCESS);
 		break;
 	}
@@ -1030,8 +1036,9 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 		memcpy(recho, good_recho, sizeof(recho));
 		memcpy(wdesc, good_wdesc, sizeof(wdesc));
 		rdesc = good_rdesc;
-		assert_int_equal(srv_reply(&f, &good_enc, body, good_enc.proc == RPCRDMA_MSG ? 8 : 0,
-					   0), IBV_WC_SUCCESS);
+		assert_int_equal(srv_reply(&f, &good_enc, body,
+					   good_enc.proc == RPCRDMA_MSG ? RPCMSG_HEAD : 0, 0),
+				 IBV_WC_SUCCESS);
 	}
 	cfix_run(&f, &c.finished, 5000);
 	if (c.finished != 1)
@@ -1044,8 +1051,8 @@ static void bad_reply_case(const struct bad_case *bc, bool bounce)
 		assert_int_equal(c.call.reply_len, 0);
 		assert_int_equal(c.call.result_len, 0);
 	} else {
-		assert_int_equal(c.call.reply_len, 8);
-		assert_memory_equal(c.reply, body, 8);
+		assert_int_equal(c.call.reply_len, RPCMSG_HEAD);
+		assert_memory_equal(c.reply, body, RPCMSG_HEAD);
 		assert_int_equal(c.call.result_len, bc->result_max ? 3000 : 0);
 		if (bc->result_max)
 			assert_int_equal(ddp_check(c.result, 3000, 5), 3000);
@@ -1103,16 +1110,15 @@ static void inv_other_call(void)
 	struct rpcrdma_chunk_desc wdesc;
 	static struct ccall w, a, b;
 	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
-	unsigned char body[8];
+	unsigned char body[RPCMSG_HEAD];
 	struct cfix f;
 
 	cfix_up(&f, false);
 	/* A first call, answered with a grant of GRANT credits: two calls may then be in flight. */
 	ccall_start(&f, &w, 0, 0, 64);
 	enc.xid = w.rc.hdr.xid;
-	put32(body, 0, enc.xid);
-	put32(body, 1, 0);
-	assert_int_equal(srv_reply(&f, &enc, body, 8, 0), IBV_WC_SUCCESS);
+	rpcmsg_reply_head(body, enc.xid);
+	assert_int_equal(srv_reply(&f, &enc, body, sizeof(body), 0), IBV_WC_SUCCESS);
 	cfix_run(&f, &w.finished, 5000);
 	assert_int_equal(w.finished, 1);
 	assert_int_equal(w.call.status, 0);
@@ -1128,8 +1134,8 @@ static void inv_other_call(void)
 	enc.write_chunks = 1;
 	enc.write = &wdesc;
 	enc.xid = a.rc.hdr.xid;
-	put32(body, 0, enc.xid);
-	assert_int_equal(srv_reply(&f, &enc, body, 8, b.rkeys[0]), IBV_WC_SUCCESS);
+	rpcmsg_reply_head(body, enc.xid);
+	assert_int_equal(srv_reply(&f, &enc, body, sizeof(body), b.rkeys[0]), IBV_WC_SUCCESS);
 	/* The fabric did invalidate B's window. */
 	assert_int_equal(softrdma_rkey_reach(b.rkeys[0], NULL, NULL, NULL), -ENOENT);
 	cfix_run(&f, &a.finished, 5000);
@@ -1186,8 +1192,8 @@ static void t_long_call_rpc_xid(void **state)
 		reads = softrdma_executed(IBV_WR_RDMA_READ);
 		vcall_init(&r, &v, cases[i].name, 64, DDP_OP_ECHO, 0, 0);
 		ddp_fill(msg, 100, v.xid);
-		put32(msg, 0, v.xid + cases[i].xid_delta);
-		put32(msg, 1, DDP_OP_ECHO);
+		rpcmsg_call_head(msg, v.xid + cases[i].xid_delta);
+		put32(msg, DDP_W_OP, DDP_OP_ECHO);
 		v.proc = RPCRDMA_NOMSG;
 		vcall_read(&v, 0, r.mr->rkey, cases[i].len, (uintptr_t)msg);
 		vcall_send(&r, &v);

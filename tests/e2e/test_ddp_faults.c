@@ -101,8 +101,8 @@ static int ddp_call(struct fixture *fx, bool check)
 	};
 
 	ddp_fill(msg, MSG, seed);
-	put32(msg, 0, ++fx->xid);
-	put32(msg, 1, DDP_OP_ECHO);
+	rpcmsg_call_head(msg, ++fx->xid);
+	put32(msg, DDP_W_OP, DDP_OP_ECHO);
 	ddp_fill(payload, PAYLOAD, seed);
 	memset(result, 0, PAYLOAD);
 	rc = rpcrdma_clnt_submit(fx->clnt, &call);
@@ -112,7 +112,7 @@ static int ddp_call(struct fixture *fx, bool check)
 		rpcrdma_clnt_wait(fx->clnt, 100);
 	if (call.status || !check)
 		return call.status;
-	if (call.reply_len != MSG || memcmp(reply, msg, MSG) || call.result_len != PAYLOAD ||
+	if (call.reply_len != MSG || !rpcmsg_echoes(reply, msg, MSG) || call.result_len != PAYLOAD ||
 	    ddp_check(result, PAYLOAD, seed) != PAYLOAD)
 		return -EBADMSG;
 	return 0;

@@ -123,21 +123,21 @@ static void wide_call(struct rpcrdma_clnt *clnt, unsigned char *arena, uint32_t 
 	struct rpcrdma_call call = {
 		RPCRDMA_SIZED(call),
 		.msg = msg, .msg_len = msg_len,
-		.payload = payload, .payload_len = pay_len, .payload_pos = 8,
+		.payload = payload, .payload_len = pay_len, .payload_pos = DDP_ARG_POS,
 		.reply = reply, .reply_max = msg_len,
 		.result = result, .result_max = pay_len,
 	};
 	int rc;
 
 	ddp_fill(msg, msg_len, seed);
-	put32(msg, 0, seed);
-	put32(msg, 1, DDP_OP_ECHO);
+	rpcmsg_call_head(msg, seed);
+	put32(msg, DDP_W_OP, DDP_OP_ECHO);
 	ddp_fill(payload, pay_len, seed + 1);
 	rc = call_sync(clnt, &call);
 	if (rc)
 		fail_msg("profile %s: a call of 32 Read segments failed: %d", softrdma_profile(), rc);
 	assert_int_equal(call.reply_len, msg_len);
-	assert_memory_equal(reply, msg, msg_len);
+	harness_assert_echo(reply, msg, msg_len);
 	assert_int_equal(call.result_len, pay_len);
 	assert_int_equal(ddp_check(result, pay_len, seed + 1), pay_len);
 }
@@ -228,7 +228,7 @@ static void t_split_at_max_msg(void **state)
 	struct rpcrdma_call call = {
 		RPCRDMA_SIZED(call),
 		.msg = msg, .msg_len = 64,
-		.payload = payload, .payload_len = 65536, .payload_pos = 8,
+		.payload = payload, .payload_len = 65536, .payload_pos = DDP_ARG_POS,
 		.reply = reply, .reply_max = 64,
 		.result = result, .result_max = 65536,
 	};
@@ -244,8 +244,8 @@ static void t_split_at_max_msg(void **state)
 	harness_server_run(&hs, set_max_msg_4k, NULL);
 
 	ddp_fill(msg, 64, 7);
-	put32(msg, 0, 0x300);
-	put32(msg, 1, DDP_OP_ECHO);
+	rpcmsg_call_head(msg, 0x300);
+	put32(msg, DDP_W_OP, DDP_OP_ECHO);
 	ddp_fill(payload, 65536, 8);
 	reads = softrdma_executed(IBV_WR_RDMA_READ);
 	writes = softrdma_executed(IBV_WR_RDMA_WRITE);
@@ -254,7 +254,7 @@ static void t_split_at_max_msg(void **state)
 	assert_int_equal(softrdma_executed(IBV_WR_RDMA_WRITE) - writes, 16);
 	assert_int_equal(call.result_len, 65536);
 	assert_int_equal(ddp_check(result, 65536, 8), 65536);
-	assert_memory_equal(reply, msg, 64);
+	harness_assert_echo(reply, msg, 64);
 
 	teardown(&hs, clnt, mem, arena);
 }

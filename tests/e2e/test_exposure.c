@@ -366,7 +366,7 @@ static uint32_t run_shape(struct fixture *fx, const struct shape *sh, enum probe
 
 	assert_non_null(rc);
 	ddp_fill(msg, sh->msg_len, xid);
-	put32(msg, 0, xid);
+	rpcmsg_call_head(msg, xid);
 	if (payload)
 		ddp_fill(payload, sh->payload_len, xid + 1);
 	RPCRDMA_INIT(&call);
@@ -421,9 +421,9 @@ static uint32_t run_shape(struct fixture *fx, const struct shape *sh, enum probe
 		enc.write = &wdesc;
 	}
 
-	/* The reply message: the XID, then a pattern. */
+	/* The reply message: a reply's head (rpcmsg.h), then a pattern. */
 	ddp_fill(rmsg, sh->reply_len, xid + 3);
-	put32(rmsg, 0, xid);
+	rpcmsg_reply_head(rmsg, xid);
 	enc.xid = xid;
 	if (rc->hdr.has_reply) {
 		check_cover(fx, ad, ad->n - ad->nreply, ad->nreply, reply, sh->reply_max);
@@ -528,7 +528,7 @@ static const struct shape shapes[] = {
 	{ .name = "payload", .msg_len = 40, .payload_len = 10000, .payload_pos = 24,
 	  .reply_max = 64, .reply_len = 40 },
 	{ .name = "result", .msg_len = 16, .result_max = 10000, .result_len = 9001,
-	  .reply_max = 64, .reply_len = 8 },
+	  .reply_max = 64, .reply_len = 12 },
 	{ .name = "long reply", .msg_len = 16, .reply_max = 20000, .reply_len = 12345 },
 	{ .name = "all", .msg_len = 9000, .payload_len = 5000, .payload_pos = 8000,
 	  .result_max = 6000, .result_len = 6000, .reply_max = 20000, .reply_len = 12345 },
@@ -572,10 +572,10 @@ static void t_bounce_every_chunk(void **state)
 /* Calls with exactly one rkey, answered by Send With Invalidate of it. */
 static const struct shape reminv_shapes[] = {
 	{ .name = "reminv result", .msg_len = 16, .result_max = 3000, .result_len = 2999,
-	  .reply_max = 64, .reply_len = 8, .reminv = 1 },
+	  .reply_max = 64, .reply_len = 12, .reminv = 1 },
 	{ .name = "reminv long reply", .msg_len = 16, .reply_max = 4096, .reply_len = 4001,
 	  .reminv = 1 },
-	{ .name = "reminv long call", .msg_len = 4080, .reply_max = 64, .reply_len = 8,
+	{ .name = "reminv long call", .msg_len = 4080, .reply_max = 64, .reply_len = 12,
 	  .reminv = 1 },
 };
 
@@ -844,7 +844,7 @@ static void t_server_exposes_nothing(void **state)
 
 	/* A long call offering a Reply chunk, held by the server once pulled. */
 	ddp_fill(arena, 9000, 1);
-	put32(arena, 0, 0x100);
+	rpcmsg_call_head(arena, 0x100);
 	RPCRDMA_INIT(&call);
 	call.msg = arena;
 	call.msg_len = 9000;
@@ -863,7 +863,7 @@ static void t_server_exposes_nothing(void **state)
 		rpcrdma_clnt_wait(clnt, 100);
 	assert_int_equal(call.status, 0);
 	assert_int_equal(call.reply_len, 9000);
-	assert_memory_equal(call.reply, call.msg, 9000);
+	harness_assert_echo(call.reply, call.msg, 9000);
 	assert_int_equal(svc_exposed(hs.svc), 0);
 
 	/* DDP calls of every kind while another thread samples the server's exposure. */
@@ -878,14 +878,14 @@ static void t_server_exposes_nothing(void **state)
 
 		RPCRDMA_INIT(&call);
 		ddp_fill(msg, msg_len, (uint32_t)i);
-		put32(msg, 0, 0x200 + (uint32_t)i);
-		put32(msg, 1, DDP_OP_ECHO);
+		rpcmsg_call_head(msg, 0x200 + (uint32_t)i);
+		put32(msg, DDP_W_OP, DDP_OP_ECHO);
 		ddp_fill(payload, pay, (uint32_t)i + 100);
 		call.msg = msg;
 		call.msg_len = msg_len;
 		call.payload = payload;
 		call.payload_len = pay;
-		call.payload_pos = 8;
+		call.payload_pos = DDP_ARG_POS;
 		call.reply = reply;
 		if (i % 3 == 0) {
 			call.reply_max = msg_len;
@@ -898,7 +898,7 @@ static void t_server_exposes_nothing(void **state)
 		if (call.result)
 			assert_int_equal(ddp_check(result, pay, (uint32_t)i + 100), pay);
 		else
-			assert_int_equal(ddp_check(reply + 8, pay, (uint32_t)i + 100), pay);
+			assert_int_equal(ddp_check(reply + DDP_ARG_POS, pay, (uint32_t)i + 100), pay);
 	}
 	atomic_store(&smp.stop, true);
 	pthread_join(smp.thread, NULL);

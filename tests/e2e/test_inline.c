@@ -52,14 +52,14 @@ static void t_roundtrip_10000(void **state)
 	max_msg = info.inline_send - RPCRDMA_HDR_MIN_LEN;
 
 	for (i = 0; i < 10000; i++) {
-		size_t len = 4 + (i * 37) % (max_msg - 3);
+		size_t len = RPCMSG_HEAD + (i * 37) % (max_msg - RPCMSG_HEAD + 1);
 		/* A reply buffer that fits inline: no Reply chunk, so the whole call fits too. */
 		size_t rlen = len;
 
 		harness_fill_msg(msg, len, i + 1, i);
 		assert_int_equal(rpcrdma_clnt_call(clnt, msg, len, reply, &rlen, 0), 0);
 		assert_int_equal(rlen, len);
-		assert_memory_equal(reply, msg, len);
+		harness_assert_echo(reply, msg, len);
 	}
 	assert_int_equal(rpcrdma_clnt_stats(clnt, &st), 0);
 	assert_int_equal(st.calls, 10000);
@@ -77,7 +77,7 @@ static void t_roundtrip_10000(void **state)
 		harness_fill_msg(msg, max_msg + 1, 999999, 1);
 		assert_int_equal(rpcrdma_clnt_call(clnt, msg, max_msg + 1, reply, &rlen, 0), 0);
 		assert_int_equal(rlen, max_msg + 1);
-		assert_memory_equal(reply, msg, max_msg + 1);
+		harness_assert_echo(reply, msg, max_msg + 1);
 		assert_int_equal(rpcrdma_clnt_stats(clnt, &st), 0);
 		/* A long call, and a Reply chunk for the reply that cannot come inline. */
 		assert_int_equal(st.read_chunks, 1);
@@ -101,12 +101,12 @@ static void t_reply_in_place(void **state)
 	harness_clnt_attr(&hs, &attr);
 	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
 	for (i = 0; i < 1000; i++) {
-		size_t len = 4 + i % 1000, rlen = sizeof(reply);
+		size_t len = RPCMSG_HEAD + i % 1000, rlen = sizeof(reply);
 
 		harness_fill_msg(msg, len, i + 7, i);
 		assert_int_equal(rpcrdma_clnt_call(clnt, msg, len, reply, &rlen, 0), 0);
 		assert_int_equal(rlen, len);
-		assert_memory_equal(reply, msg, len);
+		harness_assert_echo(reply, msg, len);
 	}
 	rpcrdma_clnt_destroy(clnt);
 	harness_server_stop(&hs);
@@ -135,7 +135,7 @@ static void t_reply_in_place_huge_chunk(void **state)
 	harness_fill_msg(msg, sizeof(msg), 0x5151, 3);
 	assert_int_equal(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 0), 0);
 	assert_int_equal(rlen, sizeof(msg));
-	assert_memory_equal(reply, msg, sizeof(msg));
+	harness_assert_echo(reply, msg, sizeof(msg));
 	assert_int_equal(harness_server_stats(&hs).reply_chunks, 1);
 	if (atomic_load(&hs.sh->reply_buf_registered) >= 1u << 20)
 		fail_msg("rpcrdma_svc_reply_buf() registered %llu bytes for a 64-byte reply",
@@ -179,7 +179,7 @@ static void t_long_reply_buf_kept(void **state)
 		harness_fill_msg(msg, len, i + 11, i);
 		assert_int_equal(rpcrdma_clnt_call(clnt, msg, len, reply, &rlen, 0), 0);
 		assert_int_equal(rlen, len);
-		assert_memory_equal(reply, msg, len);
+		harness_assert_echo(reply, msg, len);
 	}
 	assert_int_equal(harness_server_stats(&hs).reply_chunks, 101);
 	/*
@@ -274,7 +274,7 @@ static void t_long_reply_huge(void **state)
 		harness_fill_msg(msg, len, 0x4242 + i, i);
 		assert_int_equal(rpcrdma_clnt_call(clnt, msg, len, reply, &rlen, 0), 0);
 		assert_int_equal(rlen, len);
-		assert_memory_equal(reply, msg, len);
+		harness_assert_echo(reply, msg, len);
 		addr = (uintptr_t)atomic_load(&hs.sh->reply_buf_addr);
 		assert_int_equal(addr % HUGE, 0);
 		if (i == 0 && anon_huge_kb(atomic_load(&hs.sh->reply_buf_pid), addr) > 0)
@@ -334,10 +334,10 @@ static void t_credits_64_over_8(void **state)
 	{
 		struct async_call extra = { 0 };
 
-		harness_fill_msg(extra.msg, 8, 0x9999, 0);
+		harness_fill_msg(extra.msg, RPCMSG_HEAD, 0x9999, 0);
 		extra.call.struct_size = sizeof(extra.call);
 		extra.call.msg = extra.msg;
-		extra.call.msg_len = 8;
+		extra.call.msg_len = RPCMSG_HEAD;
 		extra.call.done = async_done;
 		extra.call.arg = &extra;
 		assert_int_equal(rpcrdma_clnt_submit(clnt, &extra.call), -EAGAIN);
@@ -361,7 +361,7 @@ static void t_credits_64_over_8(void **state)
 		assert_int_equal(calls[i].finished, 1);
 		assert_int_equal(calls[i].call.status, 0);
 		assert_int_equal(calls[i].call.reply_len, 100 + i);
-		assert_memory_equal(calls[i].reply, calls[i].msg, 100 + i);
+		harness_assert_echo(calls[i].reply, calls[i].msg, 100 + i);
 	}
 	/* The grant was used to the full and never exceeded. */
 	assert_int_equal(atomic_load(&hs.sh->held_max), 8);

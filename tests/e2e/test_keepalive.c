@@ -44,7 +44,7 @@ static void echo_ok(struct rpcrdma_clnt *clnt, uint32_t xid)
 	harness_fill_msg(msg, sizeof(msg), xid, xid);
 	assert_int_equal(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &len, 2000), 0);
 	assert_int_equal(len, sizeof(msg));
-	assert_memory_equal(reply, msg, sizeof(msg));
+	harness_assert_echo(reply, msg, sizeof(msg));
 }
 
 static struct rpcrdma_clnt *connect_ka(const struct harness_server *hs, int keepalive_ms)

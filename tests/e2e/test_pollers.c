@@ -66,11 +66,7 @@ static void note_thread(struct multi *m)
 
 static void *answer_later(void *arg)
 {
-	struct rpcrdma_svc_call *call = arg;
-	size_t len;
-	const void *msg = rpcrdma_svc_call_msg(call, &len);
-
-	rpcrdma_svc_reply(call, msg, len);
+	rpcmsg_svc_echo(arg);
 	return NULL;
 }
 
@@ -89,13 +85,16 @@ static void multi_on_call(struct rpcrdma_svc_call *call, void *arg)
 			poll(NULL, 0, 1);
 	}
 	if (m->region) {
-		/* Bytes 8.. of the echo from the shared region, named, not copied. */
+		/* The echo's bytes after its head from the shared region, named, not copied. */
 		unsigned char *slot = m->region + (atomic_fetch_add(&m->next_slot, 1) % SLOTS) *
 							  SLOT_BYTES;
+		unsigned char head[RPCMSG_HEAD];
 
-		memcpy(slot, msg + 8, len - 8);
-		if (rpcrdma_svc_reply_payload(call, 8, slot, len - 8, NULL, NULL) == 0)
-			rpcrdma_svc_reply(call, msg, 8);
+		rpcmsg_reply_head(head, rpcmsg_word(msg, 0));
+		memcpy(slot, msg + RPCMSG_HEAD, len - RPCMSG_HEAD);
+		if (rpcrdma_svc_reply_payload(call, RPCMSG_HEAD, slot, len - RPCMSG_HEAD, NULL,
+					      NULL) == 0)
+			rpcrdma_svc_reply(call, head, sizeof(head));
 		return;
 	}
 	if (m->workers) {
@@ -106,7 +105,7 @@ static void multi_on_call(struct rpcrdma_svc_call *call, void *arg)
 			return;
 		}
 	}
-	rpcrdma_svc_reply(call, msg, len);
+	rpcmsg_svc_echo(call);
 }
 
 static void *poller_main(void *arg)
@@ -207,7 +206,10 @@ static void *churn_run(void *arg)
 	return NULL;
 }
 
-/* Calls of 8 + 4k bytes (a named payload goes with its XDR padding), echoed. */
+/*
+ * Calls of 16 + 4k bytes, echoed: what follows the head, 4 + 4k bytes, is a
+ * named payload, which goes with its XDR padding.
+ */
 static void *aligned_caller(void *arg)
 {
 	struct harness_caller *c = arg;
@@ -215,11 +217,12 @@ static void *aligned_caller(void *arg)
 	unsigned int i;
 
 	for (i = 0; i < c->calls; i++) {
-		size_t len = 12 + 4 * ((i * 7) % ((SLOT_BYTES - 12) / 4)), rlen = sizeof(reply);
+		size_t len = RPCMSG_HEAD + 4 + 4 * ((i * 7) % ((SLOT_BYTES - RPCMSG_HEAD - 4) / 4));
+		size_t rlen = sizeof(reply);
 
 		harness_fill_msg(msg, len, c->seed * 1000 + i + 1, c->seed);
 		if (rpcrdma_clnt_call(c->clnt, msg, len, reply, &rlen, 0) || rlen != len ||
-		    memcmp(reply, msg, len))
+		    !rpcmsg_echoes(reply, msg, len))
 			c->failures++;
 	}
 	return NULL;

@@ -113,13 +113,10 @@ static void srig_send(struct srig *r, const struct rpcrdma_hdr_enc *enc, const v
 	assert_int_equal(rawpeer_send(&r->rp, buf, (size_t)n + len), 0);
 }
 
-/* A 16-byte DDP-protocol message: xid | op | arg0 | arg1. */
+/* A DDP-protocol call (ddp.h) of DDP_CALL_LEN bytes. */
 static void srig_msg(struct srig *r, unsigned char *msg, uint32_t op, uint32_t arg0, uint32_t arg1)
 {
-	put32(msg, 0, ++r->xid);
-	put32(msg, 1, op);
-	put32(msg, 2, arg0);
-	put32(msg, 3, arg1);
+	ddp_call_msg(msg, ++r->xid, op, arg0, arg1);
 }
 
 /* A call is still served: an echo comes back inline. */
@@ -127,7 +124,7 @@ static void srig_good_call(struct srig *r)
 {
 	struct rpcrdma_hdr_enc enc = { .credit = GRANT, .proc = RPCRDMA_MSG };
 	static struct rawpeer_call rc;
-	unsigned char msg[16];
+	unsigned char msg[DDP_CALL_LEN];
 
 	srig_msg(r, msg, DDP_OP_ECHO, 0, 0);
 	enc.xid = r->xid;
@@ -136,7 +133,7 @@ static void srig_good_call(struct srig *r)
 	assert_int_equal(rc.hdr.xid, r->xid);
 	assert_int_equal(rc.hdr.proc, RPCRDMA_MSG);
 	assert_int_equal(rc.len - (int)rc.hdr.hdr_len, sizeof(msg));
-	assert_memory_equal(rc.buf + rc.hdr.hdr_len, msg, sizeof(msg));
+	harness_assert_echo(rc.buf + rc.hdr.hdr_len, msg, sizeof(msg));
 }
 
 /*
@@ -214,9 +211,9 @@ static void t_svc_short_message_dropped(void **state)
 
 /*
  * Sections 3.4.6 and 4.3.2: a Write chunk with no segments asks for its
- * result item inline. DDP_OP_READ names a 100-byte result at position 8:
- * the reply is xid | 0 | the 100 bytes (padded), and its Write list holds
- * one chunk with no segments. No RDMA Write is posted.
+ * result item inline. DDP_OP_READ names a 100-byte result at DDP_READ_POS:
+ * the reply is a reply head and the 100 bytes (padded), and its Write list
+ * holds one chunk with no segments. No RDMA Write is posted.
  */
 static void t_svc_empty_write_chunk_read(void **state)
 {
@@ -225,7 +222,7 @@ static void t_svc_empty_write_chunk_read(void **state)
 		.credit = GRANT, .proc = RPCRDMA_MSG, .write_chunks = 1, .write = &wdesc,
 	};
 	static struct rawpeer_call rc;
-	unsigned char msg[16], want[8 + 100];
+	unsigned char msg[DDP_CALL_LEN], want[DDP_READ_POS + 100];
 	unsigned long writes = softrdma_executed(IBV_WR_RDMA_WRITE);
 	struct srig r;
 
@@ -241,10 +238,9 @@ static void t_svc_empty_write_chunk_read(void **state)
 	assert_int_equal(rc.hdr.write_chunks, 1);
 	assert_int_equal(rc.hdr.write[0].nsegs, 0);
 	assert_int_equal(rc.hdr.has_reply, 0);
-	put32(want, 0, r.xid);
-	put32(want, 1, 0);
-	ddp_fill(want + 8, 100, 33);
-	assert_int_equal(rc.len - (int)rc.hdr.hdr_len, 8 + 100);
+	rpcmsg_reply_head(want, r.xid);
+	ddp_fill(want + DDP_READ_POS, 100, 33);
+	assert_int_equal(rc.len - (int)rc.hdr.hdr_len, DDP_READ_POS + 100);
 	assert_memory_equal(rc.buf + rc.hdr.hdr_len, want, sizeof(want));
 	assert_int_equal(softrdma_executed(IBV_WR_RDMA_WRITE), writes);
 	srig_good_call(&r);
@@ -253,9 +249,10 @@ static void t_svc_empty_write_chunk_read(void **state)
 
 /*
  * Two result items, the first for an empty Write chunk and the second for a
- * real one: an echo of a call with two payloads (Read chunks at positions 8
- * and 12). The first comes back inline, the second by RDMA Write into the
- * second chunk, which the reply echoes with its length.
+ * real one: an echo of a call with two payloads (Read chunks at message
+ * offsets DDP_ARG_POS and DDP_ARG_POS + 4). The first comes back inline, the
+ * second by RDMA Write into the second chunk, which the reply echoes with
+ * its length.
  */
 static void t_svc_empty_write_chunk_mixed(void **state)
 {
@@ -267,7 +264,7 @@ static void t_svc_empty_write_chunk_mixed(void **state)
 		.write_chunks = 2, .write = wdesc,
 	};
 	static struct rawpeer_call rc;
-	unsigned char msg[16], want[16 + 12];
+	unsigned char msg[DDP_CALL_LEN], want[DDP_CALL_LEN + 12];
 	unsigned char *p0, *p1, *sink;
 	struct rpcrdma_segment seg;
 	struct srig r;
@@ -281,9 +278,10 @@ static void t_svc_empty_write_chunk_mixed(void **state)
 	memset(sink, 0, 4096);
 	srig_msg(&r, msg, DDP_OP_ECHO, 0, 0);
 	enc.xid = r.xid;
-	reads[0] = (struct rpcrdma_read_segment){ 8, { r.mr->rkey, 10, (uintptr_t)p0 } };
+	reads[0] = (struct rpcrdma_read_segment){ DDP_ARG_POS, { r.mr->rkey, 10, (uintptr_t)p0 } };
 	/* The second payload follows the first's 12 padded bytes in the full stream. */
-	reads[1] = (struct rpcrdma_read_segment){ 12 + 12, { r.mr->rkey, 300, (uintptr_t)p1 } };
+	reads[1] = (struct rpcrdma_read_segment){ DDP_ARG_POS + 4 + 12,
+						  { r.mr->rkey, 300, (uintptr_t)p1 } };
 	wseg = (struct rpcrdma_segment){ r.mr->rkey, 4096, (uintptr_t)sink };
 	srig_send(&r, &enc, msg, sizeof(msg));
 	assert_int_equal(rawpeer_recv_call(&r.rp, &rc, 3000), 0);
@@ -297,13 +295,14 @@ static void t_svc_empty_write_chunk_mixed(void **state)
 	rpcrdma_chunk_segment(&rc.hdr.write[1], 0, &seg);
 	assert_int_equal(seg.handle, r.mr->rkey);
 	assert_int_equal(seg.offset, (uintptr_t)sink);
-	/* The message with the first payload (10 bytes, padded) spliced in at 8. */
-	memcpy(want, msg, 8);
-	memset(want + 8, 0xa1, 10);
-	memset(want + 18, 0, 2);
-	memcpy(want + 20, msg + 8, 8);
-	assert_int_equal(rc.len - (int)rc.hdr.hdr_len, 28);
-	assert_memory_equal(rc.buf + rc.hdr.hdr_len, want, 28);
+	/* The echo with the first payload (10 bytes, padded) spliced in at DDP_ARG_POS. */
+	memcpy(want, msg, DDP_ARG_POS);
+	memset(want + DDP_ARG_POS, 0xa1, 10);
+	memset(want + DDP_ARG_POS + 10, 0, 2);
+	memcpy(want + DDP_ARG_POS + 12, msg + DDP_ARG_POS, DDP_CALL_LEN - DDP_ARG_POS);
+	rpcmsg_echo(want, sizeof(want));
+	assert_int_equal(rc.len - (int)rc.hdr.hdr_len, sizeof(want));
+	assert_memory_equal(rc.buf + rc.hdr.hdr_len, want, sizeof(want));
 	for (size_t k = 0; k < 300; k++)
 		assert_int_equal(sink[k], 0xb2);
 	srig_good_call(&r);
@@ -319,7 +318,7 @@ static void t_svc_empty_write_chunk_mixed(void **state)
 static void t_svc_app_err_chunk(void **state)
 {
 	struct rpcrdma_hdr_enc enc = { .credit = GRANT, .proc = RPCRDMA_MSG };
-	unsigned char msg[16], reply[RAWPEER_BUF];
+	unsigned char msg[DDP_CALL_LEN], reply[RAWPEER_BUF];
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_clnt *clnt;
 	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
@@ -601,11 +600,11 @@ static void echo_unused(const struct rpcrdma_chunk *chunk, struct rpcrdma_segmen
 	desc->segs = segs;
 }
 
-/* An RPC-reply-like body of @len bytes: the XID, then a pattern. */
+/* An RPC reply of @len bytes: a reply's head (rpcmsg.h), then a pattern. */
 static void reply_body(unsigned char *body, size_t len, uint32_t xid)
 {
 	ddp_fill(body, len, xid + 77);
-	put32(body, 0, xid);
+	rpcmsg_reply_head(body, xid);
 }
 
 /*
@@ -897,14 +896,14 @@ static void send_bad_reply(struct cfix *f, const struct bad_case *bc, struct cca
 	struct rpcrdma_chunk_desc wdesc, rdesc = { 1, &rseg };
 	struct rpcrdma_hdr_enc enc = { .xid = c->rc.hdr.xid, .credit = GRANT, .proc = RPCRDMA_MSG };
 	uint32_t xid = c->rc.hdr.xid;
-	unsigned char other[8];
+	unsigned char other[RPCMSG_HEAD];
 
 	switch (bc->kind) {
 	case BAD_PROC_MSGP: {
 		/* xid 1 credit MSGP, three empty lists, align, threshold: then the message. */
 		const uint32_t w[] = { xid, 1, GRANT, RPCRDMA_MSGP, 0, 0, 0, 4, 4 };
 
-		srv_send_words(f, w, 9, body, 8);
+		srv_send_words(f, w, 9, body, RPCMSG_HEAD);
 		break;
 	}
 	case BAD_PROC_DONE: {
@@ -916,7 +915,7 @@ static void send_bad_reply(struct cfix *f, const struct bad_case *bc, struct cca
 	case BAD_PROC_UNKNOWN: {
 		const uint32_t w[] = { xid, 1, GRANT, 9, 0, 0, 0 };
 
-		srv_send_words(f, w, 7, body, 8);
+		srv_send_words(f, w, 7, body, RPCMSG_HEAD);
 		break;
 	}
 	case BAD_ERR_UNKNOWN: {
@@ -928,7 +927,7 @@ static void send_bad_reply(struct cfix *f, const struct bad_case *bc, struct cca
 	case BAD_READ_LIST:
 		enc.read_segs = 1;
 		enc.read = &rs;
-		srv_send(f, &enc, body, 8);
+		srv_send(f, &enc, body, RPCMSG_HEAD);
 		break;
 	case BAD_WRITE_LONGER:
 	case BAD_WRITE_HANDLE: {
@@ -945,7 +944,7 @@ static void send_bad_reply(struct cfix *f, const struct bad_case *bc, struct cca
 		wdesc.segs = wecho;
 		enc.write_chunks = 1;
 		enc.write = &wdesc;
-		srv_send(f, &enc, body, 8);
+		srv_send(f, &enc, body, RPCMSG_HEAD);
 		break;
 	}
 	case BAD_NOMSG_UNOFFERED:
@@ -961,9 +960,9 @@ static void send_bad_reply(struct cfix *f, const struct bad_case *bc, struct cca
 		break;
 	}
 	case BAD_RPC_XID:
-		memcpy(other, body, 8);
+		memcpy(other, body, RPCMSG_HEAD);
 		put32(other, 0, xid + 1);
-		srv_send(f, &enc, other, 8);
+		srv_send(f, &enc, other, RPCMSG_HEAD);
 		break;
 	}
 }
@@ -974,7 +973,7 @@ static void dropped_reply_case(const struct bad_case *bc, bool bounce)
 	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
 	const char *how = bounce ? "bounce" : "windows";
 	static struct ccall c;
-	unsigned char body[8];
+	unsigned char body[RPCMSG_HEAD];
 	struct cfix f;
 
 	cfix_up(&f, bounce);
@@ -1022,7 +1021,7 @@ static void t_clnt_drops_bad_replies(void **state)
 static void t_clnt_dropped_reply_times_out(void **state)
 {
 	static struct ccall c;
-	unsigned char body[8];
+	unsigned char body[RPCMSG_HEAD];
 	struct cfix f;
 
 	cfix_up(&f, false);

@@ -155,12 +155,8 @@ static void t_sq_waiters_fifo(void **state)
 	avail = fx.rdma->sc_ep.sq_avail;
 	fx.rdma->sc_ep.sq_avail = 0;
 	rpcrdma_svc_stats(fx.hs.svc, &st);
-	for (i = 0; i < 6; i++) {
-		size_t len;
-		const void *msg = rpcrdma_svc_call_msg(fx.hs.held[i], &len);
-
-		assert_int_equal(rpcrdma_svc_reply(fx.hs.held[i], msg, len), 0);
-	}
+	for (i = 0; i < 6; i++)
+		assert_int_equal(rpcmsg_svc_echo(fx.hs.held[i]), 0);
 	fx.hs.nheld = 0;
 	{
 		struct rpcrdma_stats st2 = { RPCRDMA_SIZED(st2) };
@@ -186,7 +182,7 @@ static void t_sq_waiters_fifo(void **state)
 	for (i = 0; i < 6; i++) {
 		assert_int_equal(order[i], i);
 		assert_int_equal(calls[i].call.status, 0);
-		assert_memory_equal(calls[i].reply, calls[i].msg, sizeof(calls[i].msg));
+		harness_assert_echo(calls[i].reply, calls[i].msg, sizeof(calls[i].msg));
 	}
 	assert_int_equal(fx.rdma->sc_ep.sq_avail, avail);
 	fixture_down(&fx);
@@ -214,12 +210,8 @@ static void t_sq_waiters_released_on_close(void **state)
 	submit_ordered(&fx, calls, 4, 0x200, order, &next);
 	assert_int_equal(fx.hs.nheld, 4);
 	fx.rdma->sc_ep.sq_avail = 0;
-	for (i = 0; i < 4; i++) {
-		size_t len;
-		const void *msg = rpcrdma_svc_call_msg(fx.hs.held[i], &len);
-
-		assert_int_equal(rpcrdma_svc_reply(fx.hs.held[i], msg, len), 0);
-	}
+	for (i = 0; i < 4; i++)
+		assert_int_equal(rpcmsg_svc_echo(fx.hs.held[i]), 0);
 	fx.hs.nheld = 0;
 	assert_false(list_empty(&fx.rdma->sc_ep.sq_waiters));
 	/* Close from the server: the waiters go back to the free list at once. */
@@ -279,7 +271,7 @@ static void t_svc_replies_batched(void **state)
 	assert_int_equal(next, 4);
 	for (i = 0; i < 4; i++) {
 		assert_int_equal(calls[i].call.status, 0);
-		assert_memory_equal(calls[i].reply, calls[i].msg, sizeof(calls[i].msg));
+		harness_assert_echo(calls[i].reply, calls[i].msg, sizeof(calls[i].msg));
 	}
 	fixture_down(&fx);
 }
@@ -306,12 +298,8 @@ static void t_svc_batch_post_fails_midway(void **state)
 	assert_int_equal(fx.hs.nheld, 4);
 	softrdma_qp_stats(fx.rdma->sc_ep.qp, &before);
 	fx.rdma->sc_batching = true;
-	for (i = 0; i < 4; i++) {
-		size_t len;
-		const void *msg = rpcrdma_svc_call_msg(fx.hs.held[i], &len);
-
-		assert_int_equal(rpcrdma_svc_reply(fx.hs.held[i], msg, len), 0);
-	}
+	for (i = 0; i < 4; i++)
+		assert_int_equal(rpcmsg_svc_echo(fx.hs.held[i]), 0);
 	fx.hs.nheld = 0;
 	svc_posts_since(&fx, &before, &posts, &wrs);
 	assert_int_equal(posts, 0);		/* batched, not posted */
@@ -408,7 +396,7 @@ static void t_clnt_unsignaled_sends(void **state)
 		settle(&fx);
 		assert_int_equal(next, 1);
 		assert_int_equal(one.call.status, 0);
-		assert_memory_equal(one.reply, one.msg, sizeof(one.msg));
+		harness_assert_echo(one.reply, one.msg, sizeof(one.msg));
 		assert_true(x->rx_unsig_held <= x->rx_unsig_max);
 		assert_int_equal(x->rx_ep.sq_avail + x->rx_unsig_held, total);
 	}
@@ -467,7 +455,7 @@ static void t_clnt_calls_wait_for_slots(void **state)
 	for (i = 0; i < 4; i++) {
 		assert_int_equal(order[i], i);
 		assert_int_equal(calls[i].call.status, 0);
-		assert_memory_equal(calls[i].reply, calls[i].msg, sizeof(calls[i].msg));
+		harness_assert_echo(calls[i].reply, calls[i].msg, sizeof(calls[i].msg));
 	}
 	assert_int_equal(clnt_sq_waits(&fx) - waits, 3);
 	assert_int_equal(clnt_sq_waiters(x), 0);
@@ -540,13 +528,10 @@ static void read_call(struct ordered *o, unsigned char *result, size_t len, uint
 		      unsigned int *order, unsigned int *next)
 {
 	memset(o, 0, sizeof(*o));
-	put32(o->msg, 0, xid);
-	put32(o->msg, 1, DDP_OP_READ);
-	put32(o->msg, 2, (uint32_t)len);
-	put32(o->msg, 3, xid);
+	ddp_call_msg(o->msg, xid, DDP_OP_READ, (uint32_t)len, xid);
 	RPCRDMA_INIT(&o->call);
 	o->call.msg = o->msg;
-	o->call.msg_len = 16;
+	o->call.msg_len = DDP_CALL_LEN;
 	o->call.reply = o->reply;
 	o->call.reply_max = sizeof(o->reply);
 	o->call.result = result;
@@ -625,7 +610,7 @@ static void t_clnt_linv_waits_behind_calls(void **state)
 	assert_int_equal(rd.call.result_len, sizeof(result));
 	assert_int_equal(ddp_check(result, sizeof(result), 0x700), sizeof(result));
 	assert_int_equal(echo[0].call.status, 0);
-	assert_memory_equal(echo[0].reply, echo[0].msg, sizeof(echo[0].msg));
+	harness_assert_echo(echo[0].reply, echo[0].msg, sizeof(echo[0].msg));
 	assert_int_equal(clnt_sq_waiters(x), 0);
 	assert_int_equal(x->rx_outstanding, 0);
 	assert_int_equal(x->rx_ep.sq_avail, avail);
@@ -712,7 +697,7 @@ static void t_arm_then_poll_again(void **state)
 	assert_true(rpcrdma_clnt_arm(fx.clnt) > 0);
 	assert_true(finished);
 	assert_int_equal(call.status, 0);
-	assert_memory_equal(reply, msg, sizeof(msg));
+	harness_assert_echo(reply, msg, sizeof(msg));
 	assert_int_equal(rpcrdma_clnt_arm(fx.clnt), 0);
 	assert_int_equal(fd_readable(fd), 0);
 	fixture_down(&fx);

@@ -60,7 +60,7 @@ static void pool_on_call(struct rpcrdma_svc_call *call, void *arg)
 		rpcrdma_svc_call_drop(call);	/* cannot happen: credits bound the calls */
 }
 
-/* Answer by copy, or encoded in place, by turns. */
+/* Answer with the call's echo, by copy or encoded in place, by turns. */
 static int answer(struct rpcrdma_svc_call *call, const void *msg, size_t len, unsigned int turn)
 {
 	void *buf;
@@ -68,13 +68,14 @@ static int answer(struct rpcrdma_svc_call *call, const void *msg, size_t len, un
 	int rc;
 
 	if (turn % 2 == 0)
-		return rpcrdma_svc_reply(call, msg, len);
+		return rpcmsg_svc_echo(call);
 	rc = rpcrdma_svc_reply_buf(call, &buf, &max);
 	if (rc || max < len) {
 		rpcrdma_svc_call_drop(call);
 		return rc ? rc : -EMSGSIZE;
 	}
 	memcpy(buf, msg, len);
+	rpcmsg_echo(buf, len);
 	return rpcrdma_svc_reply_commit(call, len);
 }
 

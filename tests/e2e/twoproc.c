@@ -129,8 +129,12 @@ static void srv_on_call(struct rpcrdma_svc_call *call, void *arg)
 	if (kill_armed && softrdma_fault_fired(kill_armed) > 0)
 		tp_kill_self();
 	atomic_fetch_add(&srv_ctl->calls, 1);
-	if (len >= 16 && get32(msg, 1) == TP_OP_SINK) {
-		if (rpcrdma_svc_reply(call, msg, 16))
+	if (len >= DDP_CALL_MIN && get32(msg, DDP_W_OP) == TP_OP_SINK) {
+		unsigned char echo[DDP_CALL_MIN];
+
+		memcpy(echo, msg, sizeof(echo));
+		rpcmsg_echo(echo, sizeof(echo));
+		if (rpcrdma_svc_reply(call, echo, sizeof(echo)))
 			atomic_fetch_add(&srv_ctl->tally.reply_errors, 1);
 		return;
 	}
@@ -407,22 +411,19 @@ static void tp_done(struct rpcrdma_call *call)
 	atomic_fetch_add(&tc->done_runs, 1);
 }
 
-/* The message of a DDP_OP_READ: xid | op | bytes | seed. */
+/* The message of a DDP_OP_READ: a call's head, op, bytes, seed. */
 static size_t msg_read(unsigned char *msg, uint32_t xid, uint32_t bytes)
 {
-	put32(msg, 0, xid);
-	put32(msg, 1, DDP_OP_READ);
-	put32(msg, 2, bytes);
-	put32(msg, 3, xid * 7 + 1);
-	return 16;
+	ddp_call_msg(msg, xid, DDP_OP_READ, bytes, xid * 7 + 1);
+	return DDP_CALL_LEN;
 }
 
-/* A message of @len bytes: xid | @op | pattern. */
+/* A message of @len bytes: a call's head, @op, a pattern. */
 static size_t msg_fill(unsigned char *msg, uint32_t xid, uint32_t op, size_t len)
 {
 	ddp_fill(msg, len, xid);
-	put32(msg, 0, xid);
-	put32(msg, 1, op);
+	rpcmsg_call_head(msg, xid);
+	put32(msg, DDP_W_OP, op);
 	return len;
 }
 
@@ -508,33 +509,33 @@ int tp_call_check(const struct tp_call *tc)
 	switch (tc->shape) {
 	case TP_INLINE:
 	case TP_LONG_CALL_REPLY:
-		if (c->reply_len != c->msg_len || memcmp(reply, msg, c->msg_len))
+		if (c->reply_len != c->msg_len || !rpcmsg_echoes(reply, msg, c->msg_len))
 			return -EBADMSG;
 		break;
 	case TP_LONG_CALL:
 	case TP_READ:
-		if (c->reply_len != 16 || memcmp(reply, msg, 16))
+		if (c->reply_len != DDP_CALL_MIN || !rpcmsg_echoes(reply, msg, DDP_CALL_MIN))
 			return -EBADMSG;
 		break;
 	case TP_WRITE:
 	case TP_WRITE_REPLY:
-		if (c->reply_len != 8 || get32(reply, 0) != tc->xid || get32(reply, 1) != 0 ||
+		if (c->reply_len != DDP_READ_POS || !rpcmsg_echoes(reply, msg, RPCMSG_HEAD) ||
 		    c->result_len != PAYLOAD || ddp_check(result, PAYLOAD, seed) != PAYLOAD)
 			return -EBADMSG;
 		break;
 	case TP_REPLY:
-		if (c->reply_len != 8 + 6000 || get32(reply, 0) != tc->xid ||
-		    ddp_check(reply + 8, 6000, seed) != 6000)
+		if (c->reply_len != DDP_READ_POS + 6000 || !rpcmsg_echoes(reply, msg, RPCMSG_HEAD) ||
+		    ddp_check(reply + DDP_READ_POS, 6000, seed) != 6000)
 			return -EBADMSG;
 		break;
 	case TP_READ_WRITE:
 	case TP_READ_WRITE_REPLY:
-		if (c->reply_len != c->msg_len || memcmp(reply, msg, c->msg_len) ||
+		if (c->reply_len != c->msg_len || !rpcmsg_echoes(reply, msg, c->msg_len) ||
 		    c->result_len != PAYLOAD || memcmp(result, payload, PAYLOAD))
 			return -EBADMSG;
 		break;
 	case TP_READ_REPLY:
-		if (c->reply_len != c->msg_len + PAYLOAD || memcmp(reply, msg, 24) ||
+		if (c->reply_len != c->msg_len + PAYLOAD || !rpcmsg_echoes(reply, msg, 24) ||
 		    memcmp(reply + 24, payload, PAYLOAD) ||
 		    memcmp(reply + 24 + PAYLOAD, msg + 24, c->msg_len - 24))
 			return -EBADMSG;

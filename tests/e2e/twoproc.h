@@ -43,7 +43,7 @@ enum tp_shape {
 	TP_NSHAPES,
 };
 
-/* The server answers TP_OP_SINK with the first 16 bytes of the message only. */
+/* The server answers TP_OP_SINK with the echo of the call's head and op only (16 bytes). */
 #define TP_OP_SINK 9
 
 extern const char *const tp_shape_names[TP_NSHAPES];

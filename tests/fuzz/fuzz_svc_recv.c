@@ -24,8 +24,8 @@
  * - what the decoder's verdict on the call says to answer with an error is
  *   answered with that error, and a header it refuses never gets a reply;
  * - a reply names no Read chunk, and only segments the call offered, with
- *   their rkey and offset and no more bytes; echoes carry the call's bytes,
- *   inline or through the Reply chunk;
+ *   their rkey and offset and no more bytes; echoes carry the call's bytes
+ *   under a reply head (rpcmsg_echo()), inline or through the Reply chunk;
  * - no byte of the peer's regions changes outside the Write and Reply
  *   chunk segments the call named;
  * - every 64 inputs, and after every lost connection, a known-good call
@@ -43,6 +43,7 @@
 #include <rpcrdma/proto.h>
 
 #include "fuzz.h"
+#include "rpcmsg.h"
 #include "svc_peer.h"
 
 /*
@@ -350,10 +351,18 @@ static long pulled_message(const struct rpcrdma_hdr *call, unsigned char *out, s
 	return (long)at;
 }
 
-/* An echo carries @body (@len bytes): inline after the header, or in the Reply chunk. */
+/*
+ * An echo carries the echo of @body (@len bytes, rpcmsg_echo()): inline
+ * after the header, or in the Reply chunk.
+ */
 static void check_echo(const struct rpcrdma_hdr *r, const unsigned char *reply, size_t rlen,
-		       const unsigned char *body, size_t len)
+		       const unsigned char *call_body, size_t len)
 {
+	static unsigned char body[SVC_PEER_MRS * SVC_PEER_MEM];
+
+	CHECK(len <= sizeof(body));
+	memcpy(body, call_body, len);
+	rpcmsg_echo(body, len);
 	if (r->proc == RPCRDMA_MSG) {
 		CHECK(rlen - r->hdr_len == len);
 		CHECK(memcmp(reply + r->hdr_len, body, len) == 0);
@@ -471,8 +480,8 @@ static bool probe_once(uint32_t xid)
 	put_be32(msg + 8, SVC_PEER_CREDITS);
 	put_be32(msg + 12, RPCRDMA_MSG);
 	memset(msg + 16, 0, 12);
-	put_be32(msg + RPCRDMA_HDR_MIN_LEN, xid);
-	for (i = RPCRDMA_HDR_MIN_LEN + 4; i < sizeof(msg); i++)
+	rpcmsg_call_head(msg + RPCRDMA_HDR_MIN_LEN, xid);
+	for (i = RPCRDMA_HDR_MIN_LEN + RPCMSG_HEAD; i < sizeof(msg); i++)
 		msg[i] = (unsigned char)(i * 7 + xid);
 	sp.program = SVC_PEER_ECHO;
 	if (svc_peer_exchange(&sp, msg, sizeof(msg), 1, 2000) != 0 || sp.peer_lost)

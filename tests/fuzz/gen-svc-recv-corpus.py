@@ -67,6 +67,11 @@ def rpc_null(xid=XID, extra=0):
     return w(xid, 0, 2, 100003, 3, 0, 0, 0, 0, 0) + bytes(i & 0xFF for i in range(extra))
 
 
+def ddp(op, *args):
+    """A call of the DDP tests' protocol (tests/e2e/ddp.h): a call's head, the op, its arguments."""
+    return w(XID, 0, 2, op, *args)
+
+
 def seeds():
     yield "null-inline", sel(RAW, ECHO) + msg(body=rpc_null())
     yield "null-inline-buf", sel(RAW, ECHO_BUF) + msg(body=rpc_null())
@@ -77,21 +82,21 @@ def seeds():
     yield "read-pos0", sel(VALID, ECHO) + msg(NOMSG, reads=read(0, 0, 256, 0), xid=xid0)
     yield "read-pos0-two-segs", sel(VALID, ECHO) + msg(
         NOMSG, reads=read(0, 0, 128, 0) + read(0, 3, 128, 128), xid=xid0)
-    # A payload at position 8 after an inline head: DDP echoes it back.
-    yield "read-pos8-ddp", sel(VALID, DDP) + msg(
-        reads=read(8, 0, 512, 4096), body=w(XID, DDP_OP_ECHO))
-    yield "read-pos8-two-chunks", sel(VALID, DDP) + msg(
-        reads=read(8, 0, 100, 0) + read(12, 1, 200, 1000), body=w(XID, DDP_OP_ECHO, 0))
+    # A payload at position 16, after an inline head and op: DDP echoes it back.
+    yield "read-pos16-ddp", sel(VALID, DDP) + msg(
+        reads=read(16, 0, 512, 4096), body=ddp(DDP_OP_ECHO))
+    yield "read-pos16-two-chunks", sel(VALID, DDP) + msg(
+        reads=read(16, 0, 100, 0) + read(20, 1, 200, 1000), body=ddp(DDP_OP_ECHO, 0))
     # The DDP echo of a payload into a Write chunk the call offers.
     yield "write-chunk-echo", sel(VALID, DDP) + msg(
-        reads=read(8, 0, 512, 0), writes=chunk(seg(2, 1024, 8192)), body=w(XID, DDP_OP_ECHO))
+        reads=read(16, 0, 512, 0), writes=chunk(seg(2, 1024, 8192)), body=ddp(DDP_OP_ECHO))
     yield "write-chunk-read-op", sel(VALID, DDP) + msg(
-        writes=chunk(seg(0, 700, 100), seg(2, 700, 900)), body=w(XID, DDP_OP_READ, 1200, 7))
+        writes=chunk(seg(0, 700, 100), seg(2, 700, 900)), body=ddp(DDP_OP_READ, 1200, 7))
     # Region 1 is read only: the server's Write fails and the connection goes.
     yield "write-chunk-readonly", sel(VALID, DDP) + msg(
-        writes=chunk(seg(1, 1024, 0)), body=w(XID, DDP_OP_READ, 512, 1))
+        writes=chunk(seg(1, 1024, 0)), body=ddp(DDP_OP_READ, 512, 1))
     yield "write-chunk-err-chunk", sel(VALID, DDP) + msg(
-        writes=chunk(seg(0, 64, 0)), body=w(XID, DDP_OP_ERR_CHUNK))
+        writes=chunk(seg(0, 64, 0)), body=ddp(DDP_OP_ERR_CHUNK))
     # Replies past the peer's 1 KiB receives go through the Reply chunk.
     yield "reply-chunk", sel(VALID, ECHO) + msg(
         rep=chunk(seg(0, 4096, 0)), body=rpc_null(extra=2000))
@@ -106,32 +111,32 @@ def seeds():
     yield "reply-chunk-too-small", sel(VALID, ECHO) + msg(
         rep=chunk(seg(0, 100, 0)), body=rpc_null(extra=2000))
     yield "all-lists", sel(VALID, DDP) + msg(
-        reads=read(8, 0, 300, 0), writes=chunk(seg(2, 512, 0)),
-        rep=chunk(seg(0, 2048, 8192)), body=w(XID, DDP_OP_ECHO))
+        reads=read(16, 0, 300, 0), writes=chunk(seg(2, 512, 0)),
+        rep=chunk(seg(0, 2048, 8192)), body=ddp(DDP_OP_ECHO))
     # Bogus memory: an unknown rkey, before a region, past its end.
     yield "read-bogus-rkey", sel(MIXED, ECHO) + msg(
-        reads=read(8, 0x400, 64, 0), body=w(XID, DDP_OP_ECHO))
+        reads=read(16, 0x400, 64, 0), body=ddp(DDP_OP_ECHO))
     yield "read-before-region", sel(MIXED, DDP) + msg(
-        reads=read(8, 0x500, 64, 0), body=w(XID, DDP_OP_ECHO))
+        reads=read(16, 0x500, 64, 0), body=ddp(DDP_OP_ECHO))
     yield "read-past-end", sel(MIXED, DDP) + msg(
-        reads=read(8, 0x600, 64, MEM - 16), body=w(XID, DDP_OP_ECHO))
+        reads=read(16, 0x600, 64, MEM - 16), body=ddp(DDP_OP_ECHO))
     yield "write-bogus-rkey", sel(MIXED, DDP) + msg(
-        writes=chunk(seg(0x400, 256, 0)), body=w(XID, DDP_OP_READ, 200, 3))
+        writes=chunk(seg(0x400, 256, 0)), body=ddp(DDP_OP_READ, 200, 3))
     yield "reply-past-end", sel(MIXED, ECHO) + msg(
         rep=chunk(seg(0x600, 4096, MEM - 100)), body=rpc_null(extra=2000))
     yield "read-raw-rkey", sel(RAW, DDP) + msg(
-        reads=read(8, 0x77, 64, 0x1000), body=w(XID, DDP_OP_ECHO))
+        reads=read(16, 0x77, 64, 0x1000), body=ddp(DDP_OP_ECHO))
     # Several copies back to back: calls in flight together.
     yield "burst-null", sel(RAW, ECHO, 4) + msg(body=rpc_null())
     yield "burst-read-pos0", sel(VALID, ECHO, 3) + msg(NOMSG, reads=read(0, 0, 600, 0),
                                                         xid=xid0)
     yield "burst-write-chunk", sel(VALID, DDP, 2) + msg(
-        writes=chunk(seg(0, 700, 100)), body=w(XID, DDP_OP_READ, 600, 9))
+        writes=chunk(seg(0, 700, 100)), body=ddp(DDP_OP_READ, 600, 9))
     yield "burst-reply-chunk", sel(VALID, ECHO_BUF, 4) + msg(
         rep=chunk(seg(2, 4096, 0)), body=rpc_null(extra=1500))
     yield "burst-bad-version", sel(RAW, ECHO, 4) + fixed(MSG, vers=3) + w(0, 0, 0)
     yield "burst-bogus-read", sel(MIXED, DDP, 2) + msg(
-        reads=read(8, 0x400, 64, 0), body=w(XID, DDP_OP_ECHO))
+        reads=read(16, 0x400, 64, 0), body=ddp(DDP_OP_ECHO))
     # Four calls offering a 128 MiB Reply chunk: reply_buf allocates up to
     # max_reply for each, before a byte is encoded (found by the fuzzer as a
     # 300 ms stall under ASan with the default 64 MiB).
@@ -153,19 +158,19 @@ def seeds():
         writes=chunk(seg(0, 64, 0), seg(0, 64, 64)))[:60]
     yield "bad-discriminator", sel(RAW, ECHO) + fixed(MSG) + w(2, 0, 0) + rpc_null()
     yield "write-17-segs", sel(VALID, DDP) + msg(
-        writes=chunk(*[seg(0, 64, 64 * i) for i in range(17)]), body=w(XID, DDP_OP_READ, 64, 1))
+        writes=chunk(*[seg(0, 64, 64 * i) for i in range(17)]), body=ddp(DDP_OP_READ, 64, 1))
     yield "write-9-chunks", sel(VALID, DDP) + msg(
-        writes=chunk(seg(0, 64, 0)) * 9, body=w(XID, DDP_OP_READ, 64, 1))
+        writes=chunk(seg(0, 64, 0)) * 9, body=ddp(DDP_OP_READ, 64, 1))
     yield "read-9-segs", sel(VALID, DDP) + msg(
-        reads=b"".join(read(8, 0, 16, 16 * i) for i in range(9)), body=w(XID, DDP_OP_ECHO))
+        reads=b"".join(read(16, 0, 16, 16 * i) for i in range(9)), body=ddp(DDP_OP_ECHO))
     yield "segment-count-huge", sel(RAW, ECHO) + fixed(MSG) + w(0, 1, 0xFFFFFFFF) + seg(
         0, 64, 0) + w(0, 0) + rpc_null()
     yield "offset-wraps", sel(RAW, ECHO) + msg(
         writes=chunk(seg(0x77, 64, 0xFFFFFFFFFFFFFFF0)), body=rpc_null())
     yield "misaligned-position", sel(VALID, DDP) + msg(
-        reads=read(6, 0, 64, 0), body=w(XID, DDP_OP_ECHO))
+        reads=read(6, 0, 64, 0), body=ddp(DDP_OP_ECHO))
     yield "position-past-message", sel(VALID, DDP) + msg(
-        reads=read(4000, 0, 64, 0), body=w(XID, DDP_OP_ECHO))
+        reads=read(4000, 0, 64, 0), body=ddp(DDP_OP_ECHO))
     yield "xid-mismatch", sel(RAW, ECHO) + msg(body=rpc_null(xid=0xDEAD))
     yield "msg-without-rpc", sel(RAW, ECHO) + msg()
     yield "nomsg-without-read", sel(RAW, ECHO) + msg(NOMSG)

@@ -53,11 +53,12 @@ static void svc_peer_echo(struct rpcrdma_svc_call *call, bool in_place)
 
 	if (!in_place) {
 		/* A reply too large for every way back is refused; the call is finished either way. */
-		rpcrdma_svc_reply(call, msg, len);
+		rpcmsg_svc_echo(call);
 		return;
 	}
 	if (rpcrdma_svc_reply_buf(call, &buf, &max) == 0 && len <= max) {
 		memcpy(buf, msg, len);
+		rpcmsg_echo(buf, len);
 		rpcrdma_svc_reply_commit(call, len);
 	} else {
 		rpcrdma_svc_call_drop(call);
@@ -70,7 +71,8 @@ static bool svc_peer_ddp_sane(struct rpcrdma_svc_call *call)
 	size_t len;
 	const unsigned char *msg = rpcrdma_svc_call_msg(call, &len);
 
-	return len < 16 || get32(msg, 1) != DDP_OP_READ || get32(msg, 2) <= SVC_PEER_DDP_READ_MAX;
+	return len < DDP_CALL_LEN || get32(msg, DDP_W_OP) != DDP_OP_READ ||
+	       get32(msg, DDP_W_ARG0) <= SVC_PEER_DDP_READ_MAX;
 }
 
 static void svc_peer_on_call(struct rpcrdma_svc_call *call, void *arg)

@@ -28,7 +28,7 @@
 
 /* What the server's program does with a call. */
 enum svc_peer_program {
-	SVC_PEER_ECHO,		/* rpcrdma_svc_reply() of the call's message */
+	SVC_PEER_ECHO,		/* rpcrdma_svc_reply() of the call's echo (rpcmsg_echo()) */
 	SVC_PEER_ECHO_BUF,	/* the same through rpcrdma_svc_reply_buf/commit */
 	SVC_PEER_DDP,		/* ddp_serve_call() (tests/e2e/ddp.h): payloads come back */
 };

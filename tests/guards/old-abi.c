@@ -29,13 +29,31 @@
 static struct rpcrdma_svc *svc;
 static atomic_bool stop;
 
+/* RPC message heads (RFC 5531): xid, CALL (0), rpcvers 2; xid, REPLY (1), MSG_ACCEPTED (0). */
+static void head(unsigned char *msg, uint32_t xid, uint32_t type, uint32_t word2)
+{
+	uint32_t w[3] = { htonl(xid), htonl(type), htonl(word2) };
+
+	memcpy(msg, w, sizeof(w));
+}
+
+/* Echo a call: its bytes under the reply head of its XID. */
 static void on_call(struct rpcrdma_svc_call *call, void *arg)
 {
+	unsigned char echo[256];
 	size_t len;
-	const void *msg = rpcrdma_svc_call_msg(call, &len);
+	const unsigned char *msg = rpcrdma_svc_call_msg(call, &len);
+	uint32_t xid;
 
 	(void)arg;
-	rpcrdma_svc_reply(call, msg, len);
+	if (len < 12 || len > sizeof(echo)) {
+		rpcrdma_svc_call_drop(call);
+		return;
+	}
+	memcpy(echo, msg, len);
+	memcpy(&xid, msg, 4);
+	head(echo, ntohl(xid), 1, 0);
+	rpcrdma_svc_reply(call, echo, len);
 }
 
 static void *serve(void *arg)
@@ -55,14 +73,25 @@ static void on_done(struct rpcrdma_call *call)
 	done_call = call;
 }
 
+/* A call: its head, then a pattern. */
 static void fill(unsigned char *msg, size_t len, uint32_t xid)
 {
 	size_t i;
 
 	for (i = 0; i < len; i++)
 		msg[i] = (unsigned char)(i * 7 + xid);
-	xid = htonl(xid);
-	memcpy(msg, &xid, 4);
+	head(msg, xid, 0, 2);
+}
+
+/* Is @reply the echo of call @msg (@len bytes)? */
+static bool echoes(const unsigned char *reply, const unsigned char *msg, size_t len)
+{
+	unsigned char want[12];
+	uint32_t xid;
+
+	memcpy(&xid, msg, 4);
+	head(want, ntohl(xid), 1, 0);
+	return memcmp(reply, want, 12) == 0 && memcmp(reply + 12, msg + 12, len - 12) == 0;
 }
 
 int main(void)
@@ -105,7 +134,7 @@ int main(void)
 	fill(msg, sizeof(msg), 0x100);
 	rlen = sizeof(reply);
 	CHECK(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 5000) == 0);
-	CHECK(rlen == sizeof(msg) && memcmp(reply, msg, rlen) == 0);
+	CHECK(rlen == sizeof(msg) && echoes(reply, msg, rlen));
 	/* 0.1's rpcrdma_clnt_next_timeout: -1 for none (and for NULL), else ms. */
 	CHECK(rpcrdma_clnt_next_timeout(clnt) == -1);
 	CHECK(rpcrdma_clnt_next_timeout(NULL) == -1);
@@ -124,7 +153,7 @@ int main(void)
 	while (!done_runs)
 		CHECK(rpcrdma_clnt_wait(clnt, 1000) >= 0);
 	CHECK(done_runs == 1 && done_call == &call);
-	CHECK(call.status == 0 && call.reply_len == 100 && memcmp(reply, msg, 100) == 0);
+	CHECK(call.status == 0 && call.reply_len == 100 && echoes(reply, msg, 100));
 
 	/* Cancelled before it was ever polled: done() with -ECANCELED, the same pointer. */
 	fill(msg, 64, 0x102);
