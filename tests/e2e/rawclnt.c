@@ -18,6 +18,11 @@ const struct rpcrdma_cm_private cfix_peer_pd = { 4096, 4096, 0 };
 
 void cfix_up(struct cfix *f, bool bounce)
 {
+	cfix_up_flags(f, bounce, 0);
+}
+
+void cfix_up_flags(struct cfix *f, bool bounce, uint32_t flags)
+{
 	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
 	struct rpcrdma_clnt_attr attr;
 
@@ -33,6 +38,7 @@ void cfix_up(struct cfix *f, bool bounce)
 	attr.connect_timeout_ms = 5000;
 	attr.call_timeout_ms = 10000;
 	attr.max_segment = CFIX_SEG;
+	attr.flags = flags;
 	assert_int_equal(rpcrdma_clnt_connect(&attr, &f->clnt), 0);
 	assert_int_equal(rawpeer_accept_join(&f->srv), 0);
 	f->local = aligned_alloc(4096, CFIX_MEM);

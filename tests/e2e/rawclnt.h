@@ -34,6 +34,8 @@ struct cfix {
 
 /* Connect a client (10 s call timeout) to a new raw server; the arena is filled with 0x3c. */
 void cfix_up(struct cfix *f, bool bounce);
+/* cfix_up() of a client with @flags (RPCRDMA_CLNT_PERSISTENT_REG, ...). */
+void cfix_up_flags(struct cfix *f, bool bounce, uint32_t flags);
 /* Destroy both and check that the fabric is idle. */
 void cfix_down(struct cfix *f);
 /* Poll the client for @ms milliseconds, or until *@finished. */

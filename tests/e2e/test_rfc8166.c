@@ -15,7 +15,11 @@
  * lengths, lands intact (section 4.3.3), through windows and bounce buffers
  * alike, and through the libtirpc CLIENT; replies the client cannot accept
  * are dropped, counted, and leave the call pending until a valid reply or
- * its timeout (section 4.5); ERR_VERS and ERR_CHUNK end a call with their
+ * its timeout (section 4.5), among them a reply whose RPC message does not
+ * start with the call's XID, REPLY and a reply_stat (RFC 5531 section 9),
+ * whichever way it came: inline, after a Write chunk, or in the Reply chunk
+ * (windows, per-call MRs, persistent registration, bounce buffers), and
+ * through the libtirpc CLIENT; ERR_VERS and ERR_CHUNK end a call with their
  * own statuses.
  */
 #include <stdarg.h>
@@ -1035,6 +1039,411 @@ static void t_clnt_dropped_reply_times_out(void **state)
 	cfix_down(&f);
 }
 
+/* ---- The RPC reply's head, whatever way the reply came (RFC 5531 9, RFC 8166 4.5) ------ */
+
+/*
+ * How a reply's RPC message can fail to answer its call. Memory a dying
+ * peer wrote into a Reply chunk looks like HEAD_ZERO: the expected length,
+ * and XID 0.
+ */
+enum head_kind { HEAD_XID, HEAD_CALL, HEAD_STAT, HEAD_ZERO, HEAD_SHORT, HEAD_KINDS };
+
+static const char *const head_names[HEAD_KINDS] = {
+	"another RPC XID", "msg_type CALL", "reply_stat 2", "all zeros", "8 bytes",
+};
+
+/* The ways a reply's RPC message travels. */
+enum head_shape { SHAPE_INLINE, SHAPE_WRITE, SHAPE_NOMSG, SHAPES };
+
+static const char *const shape_names[SHAPES] = {
+	"inline RDMA_MSG", "RDMA_MSG with a Write chunk filled", "RDMA_NOMSG",
+};
+
+/*
+ * Where the client's Reply chunk lands: the registered arena (memory
+ * windows, or per-call MRs on a device without them, the siw profile) or
+ * bounce buffers, through windows or persistent registration.
+ */
+struct head_reg {
+	const char *name;
+	bool bounce;
+	uint32_t flags;
+};
+
+static const struct head_reg head_regs[] = {
+	{ NULL, false, 0 },	/* head_reg_name() */
+	{ "bounce", true, 0 },
+	{ "persistent", false, RPCRDMA_CLNT_PERSISTENT_REG },
+	{ "persistent bounce", true, RPCRDMA_CLNT_PERSISTENT_REG },
+};
+
+/* Which registration the client's registered arena gets: the device says. */
+static const char *head_reg_name(const struct head_reg *reg)
+{
+	if (reg->name)
+		return reg->name;
+	return harness_device_windows() ? "memory windows" : "per-call MRs";
+}
+
+#define HEAD_INLINE_LEN 200	/* bytes of a good inline reply */
+#define HEAD_LONG_LEN 6000	/* bytes of a good reply through the Reply chunk */
+#define HEAD_REPLY_MAX 20000	/* room that gets a Reply chunk offered */
+#define HEAD_RESULT 3000	/* bytes of result a good reply writes; a bad one writes 1000 */
+
+/* Copy @good (@len bytes, a reply to @xid) into @out made bad as @kind says; returns its length. */
+static size_t head_bad_body(enum head_kind kind, unsigned char *out, const unsigned char *good,
+			    size_t len, uint32_t xid)
+{
+	memcpy(out, good, len);
+	switch (kind) {
+	case HEAD_XID:
+		put32(out, 0, xid + 1);
+		break;
+	case HEAD_CALL:
+		rpcmsg_call_head(out, xid);
+		break;
+	case HEAD_STAT:
+		put32(out, 2, 2);
+		break;
+	case HEAD_ZERO:
+		memset(out, 0, len);
+		break;
+	case HEAD_SHORT:
+		return 8;
+	case HEAD_KINDS:
+		break;
+	}
+	return len;
+}
+
+/*
+ * Answer call @c in @shape with the RPC message @body (@len bytes): inline;
+ * inline after writing @result_len bytes of pattern @seed into its Write
+ * chunk; or written whole into its Reply chunk (RDMA_NOMSG).
+ */
+static void head_reply(struct cfix *f, const struct ccall *c, enum head_shape shape,
+		       const unsigned char *body, size_t len, size_t result_len, uint32_t seed)
+{
+	struct rpcrdma_hdr_enc enc = { .xid = c->rc.hdr.xid, .credit = GRANT, .proc = RPCRDMA_MSG };
+	struct rpcrdma_segment echo[RPCRDMA_CLNT_MAX_SEGS];
+	struct rpcrdma_chunk_desc desc = { 0, echo };
+
+	if (shape == SHAPE_WRITE) {
+		ddp_fill(f->local, result_len, seed);
+		assert_int_equal(rawpeer_push(&f->srv, &c->rc.hdr.write[0], f->local, result_len,
+					      echo), 0);
+		desc.nsegs = c->rc.hdr.write[0].nsegs;
+		enc.write_chunks = 1;
+		enc.write = &desc;
+	} else if (shape == SHAPE_NOMSG) {
+		memcpy(f->local, body, len);
+		assert_int_equal(rawpeer_push(&f->srv, &c->rc.hdr.reply, f->local, len, echo), 0);
+		desc.nsegs = c->rc.hdr.reply.nsegs;
+		enc.reply = &desc;
+		enc.proc = RPCRDMA_NOMSG;
+		len = 0;
+	}
+	srv_send(f, &enc, body, len);
+}
+
+/* A call of @shape (with @timeout_ms) as the raw server receives it. */
+static void head_call_start(struct cfix *f, struct ccall *c, enum head_shape shape, int timeout_ms)
+{
+	cfix_call_start(f, c, 0, shape == SHAPE_WRITE ? HEAD_RESULT : 0,
+			shape == SHAPE_NOMSG ? HEAD_REPLY_MAX : 1024, timeout_ms);
+	assert_int_equal(c->rc.hdr.write_chunks, shape == SHAPE_WRITE);
+	assert_int_equal(c->rc.hdr.has_reply, shape == SHAPE_NOMSG);
+}
+
+/* Poll the client until it has dropped @want replies since @before, the call ended, or 5 s. */
+static uint64_t head_wait_dropped(struct cfix *f, const struct rpcrdma_stats *before,
+				  uint64_t want, const int *finished)
+{
+	struct timespec t0, t;
+	uint64_t n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		rpcrdma_clnt_poll(f->clnt, 16);
+		n = cfix_stats(f).dropped - before->dropped;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (n >= want || *finished || (t.tv_sec - t0.tv_sec) * 1000 +
+		    (t.tv_nsec - t0.tv_nsec) / 1000000 > 5000)
+			return n;
+		poll(NULL, 0, 1);
+	}
+}
+
+/*
+ * A reply whose RPC message does not answer the call (@kind), in @shape,
+ * is dropped and counted, and leaves the call pending; the good reply that
+ * follows ends the call with its own bytes (and its result). On @f's
+ * client, which stays connected.
+ */
+static void head_case(struct cfix *f, const char *reg, enum head_shape shape,
+		      enum head_kind kind)
+{
+	static unsigned char good[HEAD_LONG_LEN], bad[HEAD_LONG_LEN];
+	size_t len = shape == SHAPE_NOMSG ? HEAD_LONG_LEN : HEAD_INLINE_LEN, bad_len;
+	struct rpcrdma_stats before = cfix_stats(f);
+	static struct ccall c;
+	uint64_t dropped;
+
+	head_call_start(f, &c, shape, 0);
+	reply_body(good, len, c.rc.hdr.xid);
+	bad_len = head_bad_body(kind, bad, good, len, c.rc.hdr.xid);
+	head_reply(f, &c, shape, bad, bad_len, HEAD_RESULT / 3, 1);
+	dropped = head_wait_dropped(f, &before, 1, &c.finished);
+	if (c.finished || dropped != 1)
+		fail_msg("%s, %s, %s: the call ended (%d, status %d), %llu replies dropped", reg,
+			 shape_names[shape], head_names[kind], c.finished, c.call.status,
+			 (unsigned long long)dropped);
+
+	head_reply(f, &c, shape, good, len, HEAD_RESULT, 2);
+	cfix_run(f, &c.finished, 5000);
+	assert_int_equal(c.finished, 1);
+	if (c.call.status != 0)
+		fail_msg("%s, %s, %s: the good reply after it ended the call with %d", reg,
+			 shape_names[shape], head_names[kind], c.call.status);
+	assert_int_equal(c.call.reply_len, len);
+	assert_memory_equal(c.reply, good, len);
+	assert_int_equal(c.call.result_len, shape == SHAPE_WRITE ? HEAD_RESULT : 0);
+	if (shape == SHAPE_WRITE)
+		assert_int_equal(ddp_check(c.result, HEAD_RESULT, 2), HEAD_RESULT);
+	assert_int_equal(cfix_stats(f).dropped - before.dropped, 1);
+	cfix_call_free(f, &c);
+}
+
+/* A MSG_DENIED reply (RPC_MISMATCH 2 to 2) answers its call, in @shape, like any reply. */
+static void head_denied_case(struct cfix *f, const char *reg, enum head_shape shape)
+{
+	static unsigned char denied[HEAD_LONG_LEN];
+	size_t len = shape == SHAPE_NOMSG ? HEAD_LONG_LEN : HEAD_INLINE_LEN;
+	struct rpcrdma_stats before = cfix_stats(f);
+	static struct ccall c;
+
+	head_call_start(f, &c, shape, 0);
+	reply_body(denied, len, c.rc.hdr.xid);
+	put32(denied, 2, RPCMSG_DENIED);
+	put32(denied, 3, 0);
+	put32(denied, 4, 2);
+	put32(denied, 5, 2);
+	head_reply(f, &c, shape, denied, len, HEAD_RESULT, 4);
+	cfix_run(f, &c.finished, 5000);
+	assert_int_equal(c.finished, 1);
+	if (c.call.status != 0)
+		fail_msg("%s, %s: MSG_DENIED ended the call with %d", reg, shape_names[shape],
+			 c.call.status);
+	assert_int_equal(c.call.reply_len, len);
+	assert_memory_equal(c.reply, denied, len);
+	assert_int_equal(cfix_stats(f).dropped, before.dropped);
+	cfix_call_free(f, &c);
+}
+
+/*
+ * The library checks the head of the RPC reply (its XID, msg_type REPLY, a
+ * reply_stat) on every path before a call completes: inline, after Write
+ * chunks, and in the Reply chunk of RDMA_NOMSG, wherever that landed. Both
+ * reply_stats pass.
+ */
+static void t_clnt_reply_head_checked(void **state)
+{
+	size_t r;
+	int s, k;
+	struct cfix f;
+
+	for (r = 0; r < sizeof(head_regs) / sizeof(head_regs[0]); r++) {
+		cfix_up_flags(&f, head_regs[r].bounce, head_regs[r].flags);
+		for (s = 0; s < SHAPES; s++) {
+			for (k = 0; k < HEAD_KINDS; k++)
+				head_case(&f, head_reg_name(&head_regs[r]), (enum head_shape)s,
+					  (enum head_kind)k);
+			head_denied_case(&f, head_reg_name(&head_regs[r]), (enum head_shape)s);
+		}
+		cfix_down(&f);
+	}
+}
+
+/*
+ * A call that gets only replies it cannot accept, one of each kind, times
+ * out (-ETIMEDOUT) and never completes with them. They are all sent before
+ * the client polls once: the last one written into a Reply chunk, zeros,
+ * is what each RDMA_NOMSG finds there.
+ */
+static void t_clnt_bad_heads_time_out(void **state)
+{
+	static const enum head_kind order[HEAD_KINDS] = {
+		HEAD_SHORT, HEAD_XID, HEAD_CALL, HEAD_STAT, HEAD_ZERO,
+	};
+	static unsigned char good[HEAD_LONG_LEN], bad[HEAD_LONG_LEN];
+	static struct ccall c;
+	struct rpcrdma_stats before;
+	size_t r, len, bad_len;
+	struct cfix f;
+	int s, k;
+
+	for (r = 0; r < sizeof(head_regs) / sizeof(head_regs[0]); r++) {
+		for (s = 0; s < SHAPES; s++) {
+			cfix_up_flags(&f, head_regs[r].bounce, head_regs[r].flags);
+			before = cfix_stats(&f);
+			len = s == SHAPE_NOMSG ? HEAD_LONG_LEN : HEAD_INLINE_LEN;
+			head_call_start(&f, &c, (enum head_shape)s, 300);
+			reply_body(good, len, c.rc.hdr.xid);
+			for (k = 0; k < HEAD_KINDS; k++) {
+				bad_len = head_bad_body(order[k], bad, good, len, c.rc.hdr.xid);
+				head_reply(&f, &c, (enum head_shape)s, bad, bad_len, HEAD_RESULT,
+					   3);
+			}
+			cfix_run(&f, &c.finished, 5000);
+			assert_int_equal(c.finished, 1);
+			if (c.call.status != -ETIMEDOUT)
+				fail_msg("%s, %s: bad replies only: status %d",
+					 head_reg_name(&head_regs[r]), shape_names[s], c.call.status);
+			assert_int_equal(c.call.reply_len, 0);
+			assert_int_equal(c.call.result_len, 0);
+			assert_int_equal(cfix_stats(&f).dropped - before.dropped, HEAD_KINDS);
+			cfix_call_free(&f, &c);
+			cfix_down(&f);
+		}
+	}
+}
+
+/* ---- The libtirpc CLIENT against a raw server that answers with bad heads --------------- */
+
+struct tbad {
+	struct rawpeer *srv;
+	unsigned char *local;	/* the raw server's registered memory */
+	enum head_kind kind;	/* the bad reply's defect */
+	bool nomsg;		/* the bad reply in the Reply chunk (RDMA_NOMSG), else inline */
+	bool good;		/* then the good reply, inline */
+	uint32_t value;		/* what the procedure returns */
+	int rc;
+};
+
+/* Send @body (@len bytes) after the header @enc. */
+static int tbad_send(struct tbad *t, const struct rpcrdma_hdr_enc *enc, const void *body,
+		     size_t len)
+{
+	unsigned char out[RAWPEER_BUF];
+	long n = rpcrdma_hdr_encode(out, sizeof(out), enc);
+
+	if (n <= 0)
+		return -EINVAL;
+	memcpy(out + n, body, len);
+	return rawpeer_send(t->srv, out, (size_t)n + len);
+}
+
+/* The raw server's side: one call, answered badly, then (if @good) well. */
+static void *tbad_main(void *arg)
+{
+	struct tbad *t = arg;
+	static struct rawpeer_call rc;
+	struct rpcrdma_hdr_enc enc = { .credit = GRANT, .proc = RPCRDMA_MSG };
+	struct rpcrdma_segment echo[RPCRDMA_CLNT_MAX_SEGS];
+	struct rpcrdma_chunk_desc desc = { 0, echo };
+	unsigned char good[32], bad[32];
+	size_t bad_len;
+
+	t->rc = rawpeer_recv_call(t->srv, &rc, 5000);
+	if (t->rc)
+		return NULL;
+	if (!rc.hdr.has_reply) {
+		t->rc = -EPROTO;
+		return NULL;
+	}
+	enc.xid = rc.hdr.xid;
+	/* xid, REPLY, MSG_ACCEPTED, AUTH_NONE verifier, SUCCESS, the value, no bytes. */
+	memset(good, 0, sizeof(good));
+	rpcmsg_reply_head(good, rc.hdr.xid);
+	put32(good, 6, t->value);
+	bad_len = head_bad_body(t->kind, bad, good, sizeof(good), rc.hdr.xid);
+	if (t->nomsg) {
+		memcpy(t->local, bad, bad_len);
+		t->rc = rawpeer_push(t->srv, &rc.hdr.reply, t->local, bad_len, echo);
+		desc.nsegs = rc.hdr.reply.nsegs;
+		enc.reply = &desc;
+		enc.proc = RPCRDMA_NOMSG;
+		bad_len = 0;
+	}
+	if (!t->rc)
+		t->rc = tbad_send(t, &enc, bad, bad_len);
+	if (t->rc || !t->good)
+		return NULL;
+	/* Inline, the Reply chunk left out (section 4.3.3): what it holds stays bad. */
+	enc.reply = NULL;
+	enc.proc = RPCRDMA_MSG;
+	t->rc = tbad_send(t, &enc, good, sizeof(good));
+	return NULL;
+}
+
+/*
+ * Through the libtirpc CLIENT: a reply whose RPC head does not answer the
+ * call, inline or in the Reply chunk, is dropped (and counted), and
+ * clnt_call() returns the results of the good reply after it; with no good
+ * reply, RPC_TIMEDOUT, never RPC_SUCCESS.
+ */
+static void t_tirpc_reply_head_checked(void **state)
+{
+	struct timeval tv = { 5, 0 }, brief = { 0, 300000 };
+	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
+	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
+	static struct tres res;
+	unsigned char *local = aligned_alloc(4096, 65536);
+	uint64_t dropped = 0;
+	struct rawpeer srv;
+	enum clnt_stat cs;
+	struct tbad t;
+	pthread_t th;
+	CLIENT *cl;
+	int k, nomsg;
+
+	assert_non_null(local);
+	memset(&srv, 0, sizeof(srv));
+	assert_int_equal(rpcrdma_cm_private_encode(pdata, sizeof(pdata), &peer_pd),
+			 RPCRDMA_CM_PRIVATE_LEN);
+	assert_int_equal(rawpeer_listen(&srv), 0);
+	assert_int_equal(rawpeer_accept_start(&srv, pdata, sizeof(pdata)), 0);
+	/* A recvsize above the inline size: every call offers a Reply chunk. */
+	cl = rpcrdma_clnt_create((struct sockaddr *)&srv.addr, TPROG, TVERS, 0, 65536);
+	assert_non_null(cl);
+	assert_int_equal(rawpeer_accept_join(&srv), 0);
+	assert_non_null(rawpeer_reg(&srv, local, 65536, IBV_ACCESS_LOCAL_WRITE));
+	for (nomsg = 0; nomsg < 2; nomsg++) {
+		for (k = 0; k < HEAD_KINDS; k++) {
+			t = (struct tbad){ &srv, local, (enum head_kind)k, nomsg, true,
+					   0x600d0000u + (uint32_t)(2 * k + nomsg), 0 };
+			assert_int_equal(pthread_create(&th, NULL, tbad_main, &t), 0);
+			memset(&res, 0, sizeof(res));
+			cs = clnt_call(cl, 1, (xdrproc_t)(void (*)(void))xdr_void, NULL,
+				       (xdrproc_t)xdr_tres, (char *)&res, tv);
+			pthread_join(th, NULL);
+			assert_int_equal(t.rc, 0);
+			if (cs != RPC_SUCCESS || res.value != t.value)
+				fail_msg("tirpc, %s %s: clnt_call: %s, result 0x%x, expected 0x%x",
+					 nomsg ? "RDMA_NOMSG" : "inline", head_names[k],
+					 clnt_sperrno(cs), res.value, t.value);
+			assert_int_equal(res.len, 0);
+			assert_true(clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)&st));
+			assert_int_equal(st.dropped, ++dropped);
+		}
+	}
+	/* Only the bad reply: the call times out. */
+	t = (struct tbad){ &srv, local, HEAD_ZERO, true, false, 0x600dffffu, 0 };
+	assert_int_equal(pthread_create(&th, NULL, tbad_main, &t), 0);
+	memset(&res, 0, sizeof(res));
+	cs = clnt_call(cl, 1, (xdrproc_t)(void (*)(void))xdr_void, NULL, (xdrproc_t)xdr_tres,
+		       (char *)&res, brief);
+	pthread_join(th, NULL);
+	assert_int_equal(t.rc, 0);
+	if (cs != RPC_TIMEDOUT)
+		fail_msg("tirpc, a zeroed Reply chunk only: clnt_call: %s", clnt_sperrno(cs));
+	assert_int_equal(res.value, 0);
+	clnt_destroy(cl);
+	rawpeer_close(&srv);
+	free(local);
+	harness_assert_fabric_idle();
+}
+
 /*
  * RDMA_ERROR ends the call: ERR_CHUNK with -EREMOTEIO, ERR_VERS with
  * -EPROTONOSUPPORT and the versions the server named in rpcrdma_clnt_info().
@@ -1101,6 +1510,9 @@ int main(void)
 		cmocka_unit_test(t_tirpc_inline_reply),
 		cmocka_unit_test(t_clnt_drops_bad_replies),
 		cmocka_unit_test(t_clnt_dropped_reply_times_out),
+		cmocka_unit_test(t_clnt_reply_head_checked),
+		cmocka_unit_test(t_clnt_bad_heads_time_out),
+		cmocka_unit_test(t_tirpc_reply_head_checked),
 		cmocka_unit_test(t_clnt_rdma_error_statuses),
 	};
 
