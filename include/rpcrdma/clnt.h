@@ -141,11 +141,15 @@ struct rpcrdma_clnt_attr {
  *	A call of any shape (inline, long, with chunks) interrupted by a lost
  *	connection is sent again on the next one while @retries allows. A reply the
  *	client cannot accept (an unknown or deprecated procedure, a Read list,
- *	chunks the call did not offer or echoed longer than offered, an RPC
- *	XID that differs, RDMA_NOMSG without a usable Reply chunk, an unknown
- *	RDMA_ERROR code) is dropped, as RFC 8166 section 4.5 requires, and
- *	counted in &struct rpcrdma_stats.dropped: the call waits on for a
- *	valid reply or its timeout
+ *	chunks the call did not offer or echoed longer than offered, RDMA_NOMSG
+ *	without a usable Reply chunk, an unknown RDMA_ERROR code, or an RPC
+ *	message that does not start with the call's XID, msg_type REPLY and a
+ *	reply_stat of MSG_ACCEPTED or MSG_DENIED (RFC 5531 section 9), which
+ *	also means one shorter than those 12 bytes, whichever way it came:
+ *	inline, beside Write chunks, or whole in the Reply chunk) is dropped, as
+ *	RFC 8166 section 4.5 requires, and counted in
+ *	&struct rpcrdma_stats.dropped: the call waits on for a valid reply or
+ *	its timeout
  * @reply_len: set before @done runs: bytes of the reply at @reply
  * @result_len: set before @done runs: bytes the server wrote at @result
  *
