@@ -372,7 +372,8 @@ void harness_assert_echo_at(const void *reply, const void *msg, size_t len, cons
 	rpcmsg_reply_head(head, rpcmsg_word(msg, 0));
 	_assert_memory_equal(reply, head, RPCMSG_HEAD, file, line);
 	_assert_memory_equal((const unsigned char *)reply + RPCMSG_HEAD,
-			     (const unsigned char *)msg + RPCMSG_HEAD, len - RPCMSG_HEAD, file, line);
+			     (const unsigned char *)msg + RPCMSG_HEAD, len - RPCMSG_HEAD, file,
+			     line);
 }
 
 bool harness_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms)

@@ -112,7 +112,8 @@ static int ddp_call(struct fixture *fx, bool check)
 		rpcrdma_clnt_wait(fx->clnt, 100);
 	if (call.status || !check)
 		return call.status;
-	if (call.reply_len != MSG || !rpcmsg_echoes(reply, msg, MSG) || call.result_len != PAYLOAD ||
+	if (call.reply_len != MSG || !rpcmsg_echoes(reply, msg, MSG) ||
+	    call.result_len != PAYLOAD ||
 	    ddp_check(result, PAYLOAD, seed) != PAYLOAD)
 		return -EBADMSG;
 	return 0;

@@ -898,7 +898,8 @@ static void t_server_exposes_nothing(void **state)
 		if (call.result)
 			assert_int_equal(ddp_check(result, pay, (uint32_t)i + 100), pay);
 		else
-			assert_int_equal(ddp_check(reply + DDP_ARG_POS, pay, (uint32_t)i + 100), pay);
+			assert_int_equal(ddp_check(reply + DDP_ARG_POS, pay, (uint32_t)i + 100),
+					 pay);
 	}
 	atomic_store(&smp.stop, true);
 	pthread_join(smp.thread, NULL);

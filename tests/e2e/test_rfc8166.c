@@ -1298,7 +1298,8 @@ static void t_clnt_bad_heads_time_out(void **state)
 			assert_int_equal(c.finished, 1);
 			if (c.call.status != -ETIMEDOUT)
 				fail_msg("%s, %s: bad replies only: status %d",
-					 head_reg_name(&head_regs[r]), shape_names[s], c.call.status);
+					 head_reg_name(&head_regs[r]), shape_names[s],
+					 c.call.status);
 			assert_int_equal(c.call.reply_len, 0);
 			assert_int_equal(c.call.result_len, 0);
 			assert_int_equal(cfix_stats(&f).dropped - before.dropped, HEAD_KINDS);

@@ -247,7 +247,8 @@ static void t_peer_disconnects_mid_call(void **state)
 			assert_int_equal(calls[i].finished, 1);
 			if (retries) {
 				assert_int_equal(calls[i].call.status, 0);
-				harness_assert_echo(calls[i].reply, calls[i].msg, sizeof(calls[i].msg));
+				harness_assert_echo(calls[i].reply, calls[i].msg,
+						    sizeof(calls[i].msg));
 			} else {
 				assert_int_equal(calls[i].call.status, -ECONNRESET);
 			}

@@ -524,7 +524,8 @@ int tp_call_check(const struct tp_call *tc)
 			return -EBADMSG;
 		break;
 	case TP_REPLY:
-		if (c->reply_len != DDP_READ_POS + 6000 || !rpcmsg_echoes(reply, msg, RPCMSG_HEAD) ||
+		if (c->reply_len != DDP_READ_POS + 6000 ||
+		    !rpcmsg_echoes(reply, msg, RPCMSG_HEAD) ||
 		    ddp_check(reply + DDP_READ_POS, 6000, seed) != 6000)
 			return -EBADMSG;
 		break;
