@@ -25,6 +25,7 @@
 #include <softrdma.h>
 
 #include "harness.h"
+#include "rpcmsg.h"
 #include "rawpeer.h"
 #include "svc_rdma.h"
 
@@ -595,11 +596,8 @@ static void *two_pollers_run(void *arg)
 
 static void echo_call(struct rpcrdma_svc_call *call, void *arg)
 {
-	size_t len;
-	const void *msg = rpcrdma_svc_call_msg(call, &len);
-
 	(void)arg;
-	rpcrdma_svc_reply(call, msg, len);
+	rpcmsg_svc_echo(call);
 }
 
 static bool both_published_idle(void *arg)
