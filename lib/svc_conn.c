@@ -16,8 +16,6 @@
 
 /* Receive contexts beyond 2 x credits: the refill batch (kernel's sc_recv_batch). */
 #define SVC_RDMA_RECV_BATCH 8
-/* Send contexts beyond one per credit: room for RDMA_ERROR replies. */
-#define SVC_RDMA_SEND_EXTRA 8
 /*
  * Send-queue slots beyond one per send context: the Writes of one reply
  * (Write chunks and a Reply chunk at the default caps: 8 x 16 + 16), plus
@@ -56,30 +54,25 @@ void *svc_rdma_realloc(struct svcxprt_rdma *rdma, void *p, size_t old, size_t si
 
 static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32_t inline_size)
 {
-	size_t slabs;
+	size_t slab;
 	uint32_t i;
 	int rc;
 
 	rdma->sc_nrecv = 2 * rdma->sc_max_requests + SVC_RDMA_RECV_BATCH;
-	rdma->sc_nsend = rdma->sc_max_requests + SVC_RDMA_SEND_EXTRA;
 	if (rdma->sc_srq)
 		return 0;	/* the poller's pool serves it */
 	rdma->sc_recv_ctxts = svc_rdma_alloc(rdma, sizeof(*rdma->sc_recv_ctxts) * rdma->sc_nrecv);
-	rdma->sc_send_ctxts = svc_rdma_alloc(rdma, sizeof(*rdma->sc_send_ctxts) * rdma->sc_nsend);
-	if (!rdma->sc_recv_ctxts || !rdma->sc_send_ctxts)
+	if (!rdma->sc_recv_ctxts)
 		return -ENOMEM;
 	/* The server never exposes memory: local access only. */
 	rc = rpcrdma_slab_create(&rdma->sc_recv_slab, pd, rdma->sc_nrecv, inline_size,
 				 IBV_ACCESS_LOCAL_WRITE);
 	if (rc)
 		return rc;
-	rc = rpcrdma_slab_create(&rdma->sc_send_slab, pd, rdma->sc_nsend, inline_size, 0);
-	if (rc)
-		return rc;
-	slabs = rpcrdma_slab_bytes(&rdma->sc_recv_slab) + rpcrdma_slab_bytes(&rdma->sc_send_slab);
-	rdma->sc_heap += slabs;
-	rpcrdma_count_add(rdma->sc_stats->heap_bytes, slabs);
-	rpcrdma_count_add(rdma->sc_stats->registered_bytes, slabs);
+	slab = rpcrdma_slab_bytes(&rdma->sc_recv_slab);
+	rdma->sc_heap += slab;
+	rpcrdma_count_add(rdma->sc_stats->heap_bytes, slab);
+	rpcrdma_count_add(rdma->sc_stats->registered_bytes, slab);
 
 	for (i = 0; i < rdma->sc_nrecv; i++) {
 		struct svc_rdma_recv_ctxt *ctxt = &rdma->sc_recv_ctxts[i];
@@ -89,39 +82,18 @@ static int svc_rdma_buffers(struct svcxprt_rdma *rdma, struct ibv_pd *pd, uint32
 		ctxt->rc_rdma = rdma;
 		list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
 	}
-	for (i = 0; i < rdma->sc_nsend; i++) {
-		struct svc_rdma_send_ctxt *ctxt = &rdma->sc_send_ctxts[i];
-
-		svc_rdma_send_ctxt_init(ctxt, rpcrdma_slab_buf(&rdma->sc_send_slab, i),
-					rpcrdma_slab_lkey(&rdma->sc_send_slab));
-		svc_rdma_send_ctxt_push(rdma, ctxt);
-	}
-	return 0;
+	/* One per call in progress, and room for RDMA_ERROR replies; more when needed. */
+	return svc_rdma_send_ctxts_grow(rdma, rdma->sc_max_requests + SVC_RDMA_SEND_EXTRA);
 }
 
 /* Free the memory of a connection whose verbs resources are gone. */
 void svc_rdma_free(struct svcxprt_rdma *rdma)
 {
-	size_t slabs = rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
-		       rpcrdma_slab_bytes(&rdma->sc_send_slab);
-
-	uint32_t i;
-
 	list_del(&rdma->sc_node);
-	rpcrdma_count_sub(rdma->sc_stats->heap_bytes, slabs);
-	for (i = 0; rdma->sc_send_ctxts && i < rdma->sc_nsend; i++) {
-		struct svc_rdma_send_ctxt *ctxt = &rdma->sc_send_ctxts[i];
-
-		svc_rdma_free_mem(rdma, ctxt->sc_wrs, ctxt->sc_max_wrs * sizeof(*ctxt->sc_wrs));
-		svc_rdma_free_mem(rdma, ctxt->sc_wr_sges,
-				  ctxt->sc_max_wrs * sizeof(*ctxt->sc_wr_sges));
-		svc_rdma_free_mem(rdma, ctxt->sc_releases,
-				  ctxt->sc_max_releases * sizeof(*ctxt->sc_releases));
-	}
+	rpcrdma_count_sub(rdma->sc_stats->heap_bytes, rpcrdma_slab_bytes(&rdma->sc_recv_slab));
+	svc_rdma_send_ctxts_free(rdma);
 	rpcrdma_slab_free(&rdma->sc_recv_slab);
-	rpcrdma_slab_free(&rdma->sc_send_slab);
 	svc_rdma_free_mem(rdma, rdma->sc_recv_ctxts, sizeof(*rdma->sc_recv_ctxts) * rdma->sc_nrecv);
-	svc_rdma_free_mem(rdma, rdma->sc_send_ctxts, sizeof(*rdma->sc_send_ctxts) * rdma->sc_nsend);
 	rpcrdma_count_sub(rdma->sc_stats->heap_bytes, sizeof(*rdma));
 	free(rdma);
 }
@@ -132,8 +104,6 @@ static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
 	struct svc_rdma_srq *sh = rdma->sc_srq;
 	struct svc_rdma_recv_ctxt *ctxt;
 	struct svc_rdma_chain *chain;
-	size_t slabs = rpcrdma_slab_bytes(&rdma->sc_recv_slab) +
-		       rpcrdma_slab_bytes(&rdma->sc_send_slab);
 
 	/* The drain is over: partly posted chains can be released now. */
 	while ((chain = list_pop_entry(&rdma->sc_orphans, struct svc_rdma_chain, sq.list)))
@@ -159,10 +129,11 @@ static void svc_rdma_release_verbs(struct svcxprt_rdma *rdma)
 	if (rdma->sc_cm_channel)
 		rdma_destroy_event_channel(rdma->sc_cm_channel);
 	rdma->sc_cm_channel = NULL;
-	if (rdma->sc_recv_slab.mr || rdma->sc_send_slab.mr)
-		rpcrdma_count_sub(rdma->sc_stats->registered_bytes, slabs);
+	if (rdma->sc_recv_slab.mr)
+		rpcrdma_count_sub(rdma->sc_stats->registered_bytes,
+				  rpcrdma_slab_bytes(&rdma->sc_recv_slab));
 	rpcrdma_slab_dereg(&rdma->sc_recv_slab);
-	rpcrdma_slab_dereg(&rdma->sc_send_slab);
+	svc_rdma_send_ctxts_dereg(rdma);
 }
 
 /*

@@ -153,6 +153,23 @@ struct svc_rdma_send_ctxt {
 };
 
 /*
+ * A connection's own send contexts (without the SRQ), made in chunks, each
+ * with its buffers in one registered slab: max_requests +
+ * SVC_RDMA_SEND_EXTRA when it is accepted, SVC_RDMA_SEND_EXTRA more at a
+ * time when a reply finds none free (svc_sendto.c), up to
+ * svc_rdma_send_max(). They live as long as the connection's memory.
+ */
+struct svc_rdma_send_chunk {
+	struct svc_rdma_send_chunk *next;
+	struct rpcrdma_slab slab;
+	uint32_t count;
+	struct svc_rdma_send_ctxt ctxts[];
+};
+
+/* Send contexts beyond one per credit, first made: room for RDMA_ERROR replies. */
+#define SVC_RDMA_SEND_EXTRA 8
+
+/*
  * Read sinks kept for reuse per connection: registering memory is costly on
  * a real device, and fresh large buffers fault their pages in.
  */
@@ -184,7 +201,7 @@ struct svcxprt_rdma {
 	struct ibv_pd *sc_pd;
 	struct rpcrdma_ep sc_ep;
 	struct rpcrdma_inline sc_inline;
-	uint32_t sc_max_requests;		/* grant ceiling: receives kept posted, at least */
+	uint32_t sc_max_requests;		/* grant ceiling, and calls in progress at most */
 	uint32_t sc_recv_target;		/* a refill posts up to this many (svc_rdma_refill_recvs) */
 	uint32_t sc_ord;			/* RDMA Reads in flight at most (initiator depth) */
 	bool sc_iwarp;				/* Read sinks need remote write (svc_rw.c) */
@@ -195,11 +212,10 @@ struct svcxprt_rdma {
 	struct rpcrdma_stats sc_own_stats;
 
 	struct rpcrdma_slab sc_recv_slab;
-	struct rpcrdma_slab sc_send_slab;
 	struct svc_rdma_recv_ctxt *sc_recv_ctxts;
 	uint32_t sc_nrecv;
-	struct svc_rdma_send_ctxt *sc_send_ctxts;
-	uint32_t sc_nsend;
+	struct svc_rdma_send_chunk *sc_send_chunks;	/* its send contexts, newest first */
+	uint32_t sc_nsend;			/* send contexts made (svc_rdma_send_max() at most) */
 	struct list_node sc_recv_free;
 	struct list_node sc_rq_dto_q;		/* received, not yet decoded */
 	struct list_node sc_read_complete_q;	/* Read chunks pulled, ready to hand up */
@@ -229,7 +245,7 @@ struct svcxprt_rdma {
 	uint32_t sc_srq_demand;			/* most calls in progress in this window */
 	uint32_t sc_srq_demand_prev;		/* and in the one before */
 	uint32_t sc_srq_window;			/* replies in this window */
-	uint32_t sc_sends_out;			/* shared send contexts taken */
+	uint32_t sc_sends_out;			/* shared send contexts taken (svc_rdma_send_max()) */
 
 	struct rpcrdma_buf sc_sinks[SVC_RDMA_SINK_CACHE];	/* registered Read sinks for reuse */
 	unsigned int sc_nsinks;
@@ -619,6 +635,13 @@ bool svc_rdma_srq_woken(struct svc_rdma_poller *p, void *ptr);
 void svc_rdma_srq_destroy(struct svc_rdma_srq *sh);
 
 /* svc_recvfrom.c: the receive path. */
+/*
+ * @rdma's client went past its credits (RFC 8166 3.3.1) so far that the
+ * server would hold more of its calls or replies than one connection may
+ * (@what says which): close the connection, count it in credit_overruns,
+ * log it. Once per connection: one already closing is left as it is.
+ */
+void svc_rdma_credit_overrun(struct svcxprt_rdma *rdma, const char *what);
 void svc_rdma_recv_ctxt_init(struct svc_rdma_recv_ctxt *ctxt, unsigned char *buf, uint32_t len,
 			     uint32_t lkey);
 void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc);
@@ -682,6 +705,26 @@ int svc_rdma_prepare_reply_chunk(struct svcxprt_rdma *rdma, struct svc_rdma_send
 
 /* svc_sendto.c: the reply path. */
 void svc_rdma_send_ctxt_init(struct svc_rdma_send_ctxt *ctxt, unsigned char *buf, uint32_t lkey);
+
+/*
+ * Send contexts one connection may hold at once, its own or (with the SRQ)
+ * its poller's: one per call it may have in progress, as many again for
+ * replies that reached the client but whose Send completions are not
+ * polled yet (a client within its credits needs a few of these in rare
+ * timing, never all), and SVC_RDMA_SEND_EXTRA for RDMA_ERROR replies. A
+ * reply that would need one more is of a client far past its credits: the
+ * connection is closed (svc_rdma_credit_overrun()), never the reply lost.
+ */
+static inline uint32_t svc_rdma_send_max(const struct svcxprt_rdma *rdma)
+{
+	return 2 * rdma->sc_max_requests + SVC_RDMA_SEND_EXTRA;
+}
+/* @n more send contexts of the connection's own, onto its free stack. Returns 0 or -ENOMEM. */
+int svc_rdma_send_ctxts_grow(struct svcxprt_rdma *rdma, uint32_t n);
+/* The verbs teardown: the send slabs' registrations go, their memory stays. */
+void svc_rdma_send_ctxts_dereg(struct svcxprt_rdma *rdma);
+/* The connection's memory goes: its send contexts and what they grew. */
+void svc_rdma_send_ctxts_free(struct svcxprt_rdma *rdma);
 void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc);
 void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt);
 

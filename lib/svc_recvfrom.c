@@ -363,6 +363,36 @@ static bool svc_rdma_handle_plain(struct svcxprt_rdma *rdma, struct svc_rdma_rec
 	return true;
 }
 
+void svc_rdma_credit_overrun(struct svcxprt_rdma *rdma, const char *what)
+{
+	if (rdma->sc_ep.close_pending || rdma->sc_state >= SVCXPRT_CLOSING)
+		return;
+	rpcrdma_warn("server: a client sent past its credits (%s); closing the connection", what);
+	rpcrdma_count_inc(rdma->sc_stats->credit_overruns);
+	rpcrdma_ep_close_deferred(&rdma->sc_ep);
+	svc_rdma_mark_ready(rdma);
+}
+
+/*
+ * A client within its credits (RFC 8166 3.3.1) has at most max_requests
+ * calls outstanding, and each call the server holds is one of them: the
+ * server let go of it before posting its reply. So a message that finds
+ * max_requests calls held comes from a client past its credits, which
+ * would make the server hold more than one connection may (svc.h): it is
+ * dropped and the connection closed. This bounds the send contexts the
+ * held calls' replies take, too (svc_rdma_send_max()).
+ */
+static rpcrdma_always_inline bool svc_rdma_within_credits(struct svcxprt_rdma *rdma,
+							  struct svc_rdma_recv_ctxt *ctxt)
+{
+	if (likely(rdma->sc_calls_held < rdma->sc_max_requests))
+		return true;
+	rpcrdma_count_inc(rdma->sc_stats->dropped);
+	svc_rdma_credit_overrun(rdma, "more calls in progress than max_requests");
+	svc_rdma_recv_ctxt_put(rdma, ctxt);
+	return false;
+}
+
 /* Decode what arrived and hand the calls up, in arrival order. */
 void svc_rdma_recvfrom(struct svcxprt_rdma *rdma)
 {
@@ -373,6 +403,8 @@ void svc_rdma_recvfrom(struct svcxprt_rdma *rdma)
 			svc_rdma_recv_ctxt_put(rdma, ctxt);
 			continue;
 		}
+		if (!svc_rdma_within_credits(rdma, ctxt))
+			continue;
 		if (!svc_rdma_handle_plain(rdma, ctxt))
 			svc_rdma_handle_call(rdma, ctxt);
 	}

@@ -35,16 +35,147 @@ void svc_rdma_send_ctxt_init(struct svc_rdma_send_ctxt *ctxt, unsigned char *buf
 	rpcrdma_send_wr_init(&ctxt->sc_send_wr, &ctxt->sc_cqe, &ctxt->sc_sge);
 }
 
+/* The warmest free send context of the connection's own, or NULL. */
 static rpcrdma_always_inline struct svc_rdma_send_ctxt *
-svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma)
+svc_rdma_send_ctxt_pop(struct svcxprt_rdma *rdma)
 {
+	struct svc_rdma_send_ctxt *ctxt = rdma->sc_send_free;
+
+	if (likely(ctxt))
+		rdma->sc_send_free = ctxt->sc_free_next;
+	return ctxt;
+}
+
+int svc_rdma_send_ctxts_grow(struct svcxprt_rdma *rdma, uint32_t n)
+{
+	size_t bytes = sizeof(struct svc_rdma_send_chunk) + n * sizeof(struct svc_rdma_send_ctxt);
+	struct svc_rdma_send_chunk *c = svc_rdma_alloc(rdma, bytes);
+	size_t slab;
+	uint32_t i;
+
+	if (!c)
+		return -ENOMEM;
+	/* The server never exposes memory: local access only. */
+	if (rpcrdma_slab_create(&c->slab, rdma->sc_pd, n, rdma->sc_buf_size, 0)) {
+		svc_rdma_free_mem(rdma, c, bytes);
+		return -ENOMEM;
+	}
+	c->count = n;
+	c->next = rdma->sc_send_chunks;
+	rdma->sc_send_chunks = c;
+	rdma->sc_nsend += n;
+	slab = rpcrdma_slab_bytes(&c->slab);
+	rdma->sc_heap += slab;
+	rpcrdma_count_add(rdma->sc_stats->heap_bytes, slab);
+	rpcrdma_count_add(rdma->sc_stats->registered_bytes, slab);
+	for (i = 0; i < n; i++) {
+		svc_rdma_send_ctxt_init(&c->ctxts[i], rpcrdma_slab_buf(&c->slab, i),
+					rpcrdma_slab_lkey(&c->slab));
+		svc_rdma_send_ctxt_push(rdma, &c->ctxts[i]);
+	}
+	return 0;
+}
+
+void svc_rdma_send_ctxts_dereg(struct svcxprt_rdma *rdma)
+{
+	struct svc_rdma_send_chunk *c;
+
+	for (c = rdma->sc_send_chunks; c; c = c->next) {
+		if (c->slab.mr)
+			rpcrdma_count_sub(rdma->sc_stats->registered_bytes,
+					  rpcrdma_slab_bytes(&c->slab));
+		rpcrdma_slab_dereg(&c->slab);
+	}
+}
+
+void svc_rdma_send_ctxts_free(struct svcxprt_rdma *rdma)
+{
+	struct svc_rdma_send_chunk *c;
+	uint32_t i;
+
+	while ((c = rdma->sc_send_chunks)) {
+		rdma->sc_send_chunks = c->next;
+		for (i = 0; i < c->count; i++) {
+			struct svc_rdma_send_ctxt *ctxt = &c->ctxts[i];
+
+			svc_rdma_free_mem(rdma, ctxt->sc_wrs,
+					  ctxt->sc_max_wrs * sizeof(*ctxt->sc_wrs));
+			svc_rdma_free_mem(rdma, ctxt->sc_wr_sges,
+					  ctxt->sc_max_wrs * sizeof(*ctxt->sc_wr_sges));
+			svc_rdma_free_mem(rdma, ctxt->sc_releases,
+					  ctxt->sc_max_releases * sizeof(*ctxt->sc_releases));
+		}
+		rpcrdma_count_sub(rdma->sc_stats->heap_bytes, rpcrdma_slab_bytes(&c->slab));
+		rpcrdma_slab_free(&c->slab);
+		svc_rdma_free_mem(rdma, c, sizeof(*c) + c->count * sizeof(c->ctxts[0]));
+	}
+	rdma->sc_nsend = 0;
+}
+
+/*
+ * Out of memory for a reply the application handed over (or is building):
+ * close the connection rather than leave the client waiting for a reply
+ * that will never come. Its calls fail, and go again on a new connection.
+ * Returns -ENOMEM.
+ */
+static __attribute__((noinline)) int svc_rdma_reply_nomem(struct svcxprt_rdma *rdma)
+{
+	if (svc_rdma_can_send(rdma)) {
+		rpcrdma_warn("server: no memory for a reply; closing the connection");
+		rpcrdma_ep_close_deferred(&rdma->sc_ep);
+		svc_rdma_mark_ready(rdma);
+	}
+	return -ENOMEM;
+}
+
+/*
+ * A reply found no send context free (with the SRQ: every reply comes
+ * here). Up to svc_rdma_send_max() the connection takes one more: from its
+ * poller's pool, or a chunk of its own made now. Past that bound the
+ * client is far past its credits, and out of memory no reply can go: the
+ * connection is closed either way, so that the client learns its calls
+ * failed (a reply is never dropped with the connection left up). Returns
+ * a context, or NULL with *@rc -ENOTCONN (closed, or closing already) or
+ * -ENOMEM (closed now).
+ */
+static __attribute__((noinline)) struct svc_rdma_send_ctxt *
+svc_rdma_send_ctxt_get_slow(struct svcxprt_rdma *rdma, int *rc)
+{
+	uint32_t held = rdma->sc_srq ? rdma->sc_sends_out : rdma->sc_nsend;
+	uint32_t max = svc_rdma_send_max(rdma);
 	struct svc_rdma_send_ctxt *ctxt;
 
+	*rc = -ENOTCONN;
+	/* A closing connection sends nothing more: it needs no more memory. */
+	if (!svc_rdma_can_send(rdma))
+		return NULL;
+	if (held >= max) {
+		svc_rdma_credit_overrun(rdma, "more replies due than its send contexts");
+		return NULL;
+	}
 	if (rdma->sc_srq)
 		ctxt = svc_rdma_srq_send_get(rdma);
-	else if ((ctxt = rdma->sc_send_free))
-		rdma->sc_send_free = ctxt->sc_free_next;
-	if (unlikely(!ctxt))
+	else if (svc_rdma_send_ctxts_grow(rdma, max - held < SVC_RDMA_SEND_EXTRA ?
+						 max - held : SVC_RDMA_SEND_EXTRA) == 0)
+		ctxt = svc_rdma_send_ctxt_pop(rdma);
+	else
+		ctxt = NULL;
+	if (!ctxt)
+		*rc = svc_rdma_reply_nomem(rdma);
+	return ctxt;
+}
+
+/*
+ * A send context for a reply, from the top of the connection's free stack
+ * (with the SRQ, which leaves that stack empty: from the poller's pool).
+ * Returns it, or NULL with *@rc as svc_rdma_send_ctxt_get_slow() says.
+ */
+static rpcrdma_always_inline struct svc_rdma_send_ctxt *
+svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma, int *rc)
+{
+	struct svc_rdma_send_ctxt *ctxt = svc_rdma_send_ctxt_pop(rdma);
+
+	if (unlikely(!ctxt) && !(ctxt = svc_rdma_send_ctxt_get_slow(rdma, rc)))
 		return NULL;
 	ctxt->sc_rdma = rdma;
 	ctxt->sc_chain.first = &ctxt->sc_send_wr;
@@ -304,10 +435,11 @@ int svc_rdma_send_error(struct svcxprt_rdma *rdma, const struct rpcrdma_hdr *fai
 	};
 	struct svc_rdma_send_ctxt *ctxt;
 	long len;
+	int rc;
 
-	ctxt = svc_rdma_send_ctxt_get(rdma);
+	ctxt = svc_rdma_send_ctxt_get(rdma, &rc);
 	if (!ctxt)
-		return -ENOMEM;
+		return rc;
 	enc.credit = svc_rdma_grant(rdma);
 	len = rpcrdma_hdr_encode(ctxt->sc_xprt_buf, rdma->sc_buf_size, &enc);
 	if (len < 0) {
@@ -583,23 +715,27 @@ static __attribute__((noinline)) int svc_rdma_sendto_general(struct svcxprt_rdma
 	return svc_rdma_post_send(rdma, ctxt);
 
 out_err:
+	svc_rdma_send_ctxt_put(rdma, ctxt);
+	svc_rdma_free_echo(rdma, &r);
+	/* No memory for a bounce or a Write: the client learns it by the close. */
+	if (rc == -ENOMEM)
+		return svc_rdma_reply_nomem(rdma);
 	/* Never a truncated or half-built reply: the client gets ERR_CHUNK. */
 	if (rc == -EMSGSIZE)	/* larger than the room the client offered (RFC 8166 4.5) */
 		rpcrdma_count_inc(rdma->sc_stats->reply_overflows);
-	svc_rdma_send_ctxt_put(rdma, ctxt);
-	svc_rdma_free_echo(rdma, &r);
 	svc_rdma_send_error(rdma, call->hdr, RPCRDMA_ERR_CHUNK);
 	return rc == -EINVAL ? -EINVAL : -EMSGSIZE;
 out_put:
 	svc_rdma_send_ctxt_put(rdma, ctxt);
 	svc_rdma_free_echo(rdma, &r);
-	return rc;
+	return rc == -ENOMEM ? svc_rdma_reply_nomem(rdma) : rc;
 }
 
 /*
  * Build and post the reply. Consumes @ctxt and the call's payloads whatever
  * happens. Returns 0, -ENOTCONN, -EMSGSIZE (the client got ERR_CHUNK),
- * -EINVAL (a misplaced payload; ERR_CHUNK too), or -ENOMEM.
+ * -EINVAL (a misplaced payload; ERR_CHUNK too), or -ENOMEM (the
+ * connection is closed).
  */
 static rpcrdma_always_inline int svc_rdma_sendto(struct svcxprt_rdma *rdma,
 						 struct rpcrdma_svc_call *call,
@@ -617,13 +753,14 @@ static rpcrdma_always_inline int svc_rdma_sendto(struct svcxprt_rdma *rdma,
 	return svc_rdma_sendto_general(rdma, call, ctxt, m);
 }
 
+/* The context rpcrdma_svc_reply_buf() took, or a new one (NULL: *@rc says why). */
 static rpcrdma_always_inline struct svc_rdma_send_ctxt *
-svc_rdma_call_take_ctxt(struct rpcrdma_svc_call *call)
+svc_rdma_call_take_ctxt(struct rpcrdma_svc_call *call, int *rc)
 {
 	struct svc_rdma_send_ctxt *ctxt = call->reply_ctxt;
 
 	call->reply_ctxt = NULL;
-	return ctxt ? ctxt : svc_rdma_send_ctxt_get(call->rdma);
+	return ctxt ? ctxt : svc_rdma_send_ctxt_get(call->rdma, rc);
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *msg, size_t len)
@@ -646,9 +783,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *
 	/* svc_rdma_sendto() says -ENOTCONN when the connection cannot send. */
 	if (!msg && len)
 		rc = -EINVAL;
-	else if (!(ctxt = svc_rdma_call_take_ctxt(call)))
-		rc = svc_rdma_can_send(rdma) ? -ENOMEM : -ENOTCONN;
-	else
+	else if ((ctxt = svc_rdma_call_take_ctxt(call, &rc)))
 		rc = svc_rdma_sendto(rdma, call, ctxt, &m);
 	svc_rdma_recv_ctxt_put_inline(rdma, svc_rdma_call_ctxt(call));
 	return rc;
@@ -691,7 +826,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **b
 		if (!call->long_reply.data) {
 			rc = svc_rdma_long_reply_get(rdma, &call->long_reply, room ? room : 4);
 			if (rc)
-				return rc;
+				return svc_rdma_reply_nomem(rdma);
 			call->long_room = room;
 		}
 		*buf = call->long_reply.data;
@@ -699,9 +834,11 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **b
 		return 0;
 	}
 	if (!call->reply_ctxt) {
-		call->reply_ctxt = svc_rdma_send_ctxt_get(rdma);
+		int rc;
+
+		call->reply_ctxt = svc_rdma_send_ctxt_get(rdma, &rc);
 		if (!call->reply_ctxt)
-			return -ENOMEM;
+			return rc;
 	}
 	*buf = call->reply_ctxt->sc_xprt_buf + call->hdr_reserve;
 	*max = rdma->sc_buf_size - call->hdr_reserve;
@@ -727,14 +864,18 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_
 	if (call->hdr->has_reply && call->long_reply.data) {
 		m.msg = call->long_reply.data;
 		m.long_buf = &call->long_reply;
-		rc = len > call->long_room ? -EINVAL :
-		     rpcrdma_buf_reg_prefix(&call->long_reply, rdma->sc_pd, len, 0, rdma->sc_stats);
-		if (!rc && !(ctxt = svc_rdma_call_take_ctxt(call)))
-			rc = -ENOMEM;
-		if (!rc)
+		/* A closed connection's PD may be gone: nothing is registered for it. */
+		if (len > call->long_room)
+			rc = -EINVAL;
+		else if (!svc_rdma_can_send(rdma))
+			rc = -ENOTCONN;
+		else if (rpcrdma_buf_reg_prefix(&call->long_reply, rdma->sc_pd, len, 0,
+						rdma->sc_stats))
+			rc = svc_rdma_reply_nomem(rdma);
+		else if ((ctxt = svc_rdma_call_take_ctxt(call, &rc)))
 			rc = svc_rdma_sendto(rdma, call, ctxt, &m);
 	} else if (call->reply_ctxt && !call->hdr->has_reply) {
-		ctxt = svc_rdma_call_take_ctxt(call);
+		ctxt = svc_rdma_call_take_ctxt(call, &rc);
 		m.in_place = true;
 		m.msg = ctxt->sc_xprt_buf + call->hdr_reserve;
 		if (call->hdr_reserve + len > rdma->sc_buf_size) {
@@ -778,12 +919,13 @@ int svc_rdma_reply_payload_src(struct rpcrdma_svc_call *call, uint32_t pos, cons
 	rc = -ENOTCONN;
 	if (!svc_rdma_can_send(call->rdma))
 		goto fail;
-	rc = -ENOMEM;
 	if (!call->payloads) {
 		call->payloads = svc_rdma_alloc(call->rdma,
 						SVC_RDMA_MAX_PAYLOADS * sizeof(*call->payloads));
-		if (!call->payloads)
+		if (!call->payloads) {
+			rc = svc_rdma_reply_nomem(call->rdma);
 			goto fail;
+		}
 	}
 	p = &call->payloads[call->npayloads++];
 	p->pos = pos;

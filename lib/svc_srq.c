@@ -40,8 +40,6 @@
  * whatever it did before, such as several the server holds a while.
  */
 #define SVC_SRQ_MIN_GRANT 4
-/* Send contexts beyond one per credit a connection may take (as without the SRQ). */
-#define SVC_SRQ_SEND_EXTRA 8
 
 /* One shared CQ; its cq_context. */
 struct svc_srq_cq {
@@ -292,9 +290,8 @@ void svc_rdma_wc_srq_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 		 */
 		if (sh->posted < (uint64_t)sh->committed + sh->idle ||
 		    rdma->sc_srq_recvd - rdma->sc_srq_replies >= rdma->sc_max_requests) {
-			rpcrdma_warn("server: a client sent more calls than its credits; closing");
 			rpcrdma_count_inc(rdma->sc_stats->dropped);
-			rpcrdma_ep_close_deferred(&rdma->sc_ep);
+			svc_rdma_credit_overrun(rdma, "more calls than it was granted");
 			svc_rdma_srq_recv_put(sh, ctxt);
 			return;
 		}
@@ -315,14 +312,12 @@ void svc_rdma_wc_srq_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 	list_add_tail(&ctxt->rc_list, &rdma->sc_rq_dto_q);
 }
 
+/* The caller bounds what one connection takes (svc_rdma_send_max()): no client drains the pool. */
 struct svc_rdma_send_ctxt *svc_rdma_srq_send_get(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_srq *sh = rdma->sc_srq;
 	struct svc_rdma_send_ctxt *ctxt;
 
-	/* Bounded per connection as without the SRQ: no client drains the pool. */
-	if (unlikely(rdma->sc_sends_out >= rdma->sc_max_requests + SVC_SRQ_SEND_EXTRA))
-		return NULL;
 	if (unlikely(list_empty(&sh->send_free)) && svc_srq_grow(sh, false))
 		return NULL;
 	ctxt = list_pop_entry(&sh->send_free, struct svc_rdma_send_ctxt, sc_chain.sq.list);
