@@ -117,7 +117,9 @@ void rpcrdma_set_log(void (*fn)(int level, const char *msg, void *arg), void *ar
  * @idle_closes: server: connections closed after idle_timeout_ms without
  *	a call; client: 0
  * @credit_overruns: server: connections closed because the client sent
- *	past its credits, so that a reply of its could not be sent; client: 0
+ *	past its credits: a call beyond max_requests in progress, or more
+ *	replies due than its send buffers allow (rpcrdma_svc_listen(3),
+ *	"Credits"); client: 0
  * @reply_overflows: server: replies that did not fit the room the client
  *	offered for them (inline, Write or Reply chunk), answered with
  *	RDMA_ERROR / ERR_CHUNK instead (RFC 8166 section 4.5); client: 0

@@ -58,7 +58,9 @@ enum rpcrdma_conn_event {
  * thread that last entered rpcrdma_svc_poll(), rpcrdma_svc_listen_poll()
  * or rpcrdma_svc_conn_poll()), each hands its work to the poller, waits
  * for it (rpcrdma_svc_fd() and rpcrdma_svc_listen_fd() wake for it at
- * once) and returns what it would have returned on the poller. The accessors of a call (rpcrdma_svc_call_xid(), _msg(),
+ * once) and returns what it would have returned on the poller, or -EIO if
+ * it could not wake the poller (nothing was done; the call is still the
+ * worker's). The accessors of a call (rpcrdma_svc_call_xid(), _msg(),
  * _payload(), _payloads(), _write_chunk(), _write_segs()) read only the
  * call and are safe from the thread that holds it. Everything else stays
  * on the poller. The poller must keep polling while workers hold calls:
@@ -86,7 +88,7 @@ enum rpcrdma_conn_event {
  * do not hold, and a connection request that finds no reserve left is
  * refused. A client past its credits is served from receives no one was
  * promised while it has fewer than max_requests calls in progress, and
- * closed otherwise. The per-connection descriptor functions (rpcrdma_svc_conn_fd(),
+ * closed otherwise (see "Credits" at &rpcrdma_svc_attr). The per-connection descriptor functions (rpcrdma_svc_conn_fd(),
  * _conn_poll(), _conn_arm()) return -EOPNOTSUPP: completions arrive on the
  * poller's shared CQs.
  */
@@ -118,7 +120,8 @@ enum rpcrdma_conn_event {
  * @addr: address to bind (IPv4 or IPv6; port 0 picks a free one); required
  * @backlog: listen backlog (default 16)
  * @max_requests: credits granted to each client: receives kept posted and
- *	calls in progress per connection at most (default 32, 1..1024)
+ *	calls in progress per connection at most (default 32, 1..1024); a
+ *	call past it closes the connection ("Credits" below)
  * @inline_size: largest inline message received and sent, in bytes
  *	(default 4096, 1024..65536)
  * @on_call: a call arrived; required. The call is the application's until
@@ -184,12 +187,26 @@ enum rpcrdma_conn_event {
  * What one connection can make the server hold is bounded by these:
  * @max_requests receives and calls at once, each call at most
  * @inline_size inline, @max_read pulled and @max_reply sent, and
- * @max_requests + 8 send buffers; and the server holds at most
- * @max_connections connections (beside those it closed to make room,
- * until their drain ends). With RPCRDMA_SVC_SRQ a connection's
- * receives come from its poller's pool: at most the credits it was
- * granted (a client past them is closed once no unpromised receive is
- * left), the pool at most @srq_size.
+ * 2 x @max_requests + 8 send buffers (@max_requests + 8 made when it is
+ * accepted, 8 more at a time when replies are due faster than their Sends
+ * complete); and the server holds at most @max_connections connections
+ * (beside those it closed to make room, until their drain ends). With
+ * RPCRDMA_SVC_SRQ a connection's receives come from its poller's pool: at
+ * most the credits it was granted (a client past them is closed once no
+ * unpromised receive is left), the pool at most @srq_size.
+ *
+ * Credits (RFC 8166 section 3.3.1). A client within its credits never has
+ * more than @max_requests calls outstanding. So a message that arrives
+ * while @max_requests calls of its connection are in progress (received,
+ * not yet answered nor dropped) is from a client past its credits: it is
+ * dropped and the connection closed. A reply the application hands over
+ * is sent, or its connection is closed: the client learns its calls
+ * failed, and sends them again on a new connection; no reply is lost with
+ * the connection left up. The connection is closed when one more reply is
+ * due than the send buffers above allow (a client far past its credits),
+ * or when no memory for a reply can be had (the reply functions return
+ * -ENOMEM). Each close for credits is logged and counted in
+ * stats.credit_overruns, with the message that overran in stats.dropped.
  */
 struct rpcrdma_svc_attr {
 	uint32_t struct_size;
@@ -526,8 +543,10 @@ int rpcrdma_svc_call_write_segs(const struct rpcrdma_svc_call *call, unsigned in
  * larger than its Write chunk makes the reply fail with -EMSGSIZE and the
  * client get ERR_CHUNK (never a truncated reply).
  *
- * Returns 0, -EINVAL (misplaced, or more than 32 payloads), or -ENOTCONN;
- * on failure @release has already run.
+ * Returns 0, -EINVAL (a NULL @call, a NULL @buf with a non-zero @len,
+ * misplaced, or more than 32 payloads), -ENOTCONN, or -ENOMEM (no memory
+ * to record it: the connection is closed, see "Credits" at
+ * &rpcrdma_svc_attr); on failure @release has already run.
  */
 int rpcrdma_svc_reply_payload(struct rpcrdma_svc_call *call, uint32_t pos, const void *buf,
 			      size_t len, void (*release)(void *arg), void *arg);
@@ -551,10 +570,15 @@ struct rpcrdma_svc_conn *rpcrdma_svc_call_conn(const struct rpcrdma_svc_call *ca
  * client allows it and the call named exactly one rkey.
  *
  * Returns 0 when the reply is posted (or queued behind others for send-queue
- * space), -ENOTCONN if the connection is gone, -EMSGSIZE if the reply does
- * not fit: larger than the client's inline receive size with no Reply
- * chunk, larger than the Reply chunk, or a payload larger than its Write
- * chunk; the client then gets RDMA_ERROR / ERR_CHUNK instead.
+ * space); -ENOTCONN if the connection is gone, or was closed now because
+ * its client went past its credits (stats.credit_overruns, see "Credits"
+ * at &rpcrdma_svc_attr); -EMSGSIZE if the reply does not fit: larger than
+ * the client's inline receive size with no Reply chunk, larger than the
+ * Reply chunk, or a payload larger than its Write chunk (the client then
+ * gets RDMA_ERROR / ERR_CHUNK instead); -EINVAL for a NULL @call, a NULL
+ * @msg with a non-zero @len, or a payload placed beyond the message (the
+ * client gets ERR_CHUNK); -ENOMEM if no memory for the reply could be had
+ * (the connection is closed: the client's calls fail there).
  */
 int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *msg, size_t len);
 
@@ -570,7 +594,9 @@ int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *msg, size_t len
  * what fits inline. The room for a Reply chunk is address space only: its
  * pages take memory as they are written, and only the reply's length is
  * registered, at commit, so a client offering a huge Reply chunk costs no
- * more than the reply. Returns 0, -ENOTCONN, or -ENOMEM.
+ * more than the reply. The call stays the application's whatever the
+ * result. Returns 0, -EINVAL (a NULL argument), -ENOTCONN or -ENOMEM as
+ * rpcrdma_svc_reply() says.
  */
 int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **buf, size_t *max);
 
@@ -596,8 +622,8 @@ int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_t len);
  * -EREMOTEIO). Payloads named for the reply are released, as for
  * rpcrdma_svc_call_drop().
  *
- * Returns 0 when the error is posted (or queued), -ENOTCONN if the
- * connection is gone, -ENOMEM, or -EINVAL for a NULL @call.
+ * Returns 0 when the error is posted (or queued), -ENOTCONN or -ENOMEM as
+ * rpcrdma_svc_reply() says, or -EINVAL for a NULL @call.
  */
 int rpcrdma_svc_reply_err_chunk(struct rpcrdma_svc_call *call);
 
