@@ -624,6 +624,7 @@ void svc_rdma_wc_srq_receive(struct ibv_cq *cq, struct ibv_wc *wc);
 void svc_rdma_srq_refill(struct svc_rdma_srq *sh);
 uint32_t svc_rdma_srq_grant(struct svcxprt_rdma *rdma);
 void svc_rdma_srq_recv_put(struct svc_rdma_srq *sh, struct svc_rdma_recv_ctxt *ctxt);
+/* One of the pool's send contexts; NULL at svc_rdma_send_max() for @rdma, or out of memory. */
 struct svc_rdma_send_ctxt *svc_rdma_srq_send_get(struct svcxprt_rdma *rdma);
 void svc_rdma_srq_send_put(struct svc_rdma_send_ctxt *ctxt);
 /* A poller's pass: poll the shared CQs that have work. Returns completions. */

@@ -129,21 +129,20 @@ static __attribute__((noinline)) int svc_rdma_reply_nomem(struct svcxprt_rdma *r
 }
 
 /*
- * A reply found no send context free (with the SRQ: every reply comes
- * here). Up to svc_rdma_send_max() the connection takes one more: from its
- * poller's pool, or a chunk of its own made now. Past that bound the
- * client is far past its credits, and out of memory no reply can go: the
- * connection is closed either way, so that the client learns its calls
- * failed (a reply is never dropped with the connection left up). Returns
- * a context, or NULL with *@rc -ENOTCONN (closed, or closing already) or
- * -ENOMEM (closed now).
+ * A reply found no send context free: its connection's are all taken, or
+ * (with the SRQ) it holds svc_rdma_send_max() of its poller's pool, or that
+ * pool could not grow. Below the bound the connection makes a chunk of
+ * its own. At the bound the client is far past its credits, and out of
+ * memory no reply can go: the connection is closed either way, so that
+ * the client learns its calls failed (a reply is never dropped with the
+ * connection left up). Returns a context, or NULL with *@rc -ENOTCONN
+ * (closed, or closing already) or -ENOMEM (closed now).
  */
 static __attribute__((noinline)) struct svc_rdma_send_ctxt *
 svc_rdma_send_ctxt_get_slow(struct svcxprt_rdma *rdma, int *rc)
 {
 	uint32_t held = rdma->sc_srq ? rdma->sc_sends_out : rdma->sc_nsend;
 	uint32_t max = svc_rdma_send_max(rdma);
-	struct svc_rdma_send_ctxt *ctxt;
 
 	*rc = -ENOTCONN;
 	/* A closing connection sends nothing more: it needs no more memory. */
@@ -153,21 +152,16 @@ svc_rdma_send_ctxt_get_slow(struct svcxprt_rdma *rdma, int *rc)
 		svc_rdma_credit_overrun(rdma, "more replies due than its send contexts");
 		return NULL;
 	}
-	if (rdma->sc_srq)
-		ctxt = svc_rdma_srq_send_get(rdma);
-	else if (svc_rdma_send_ctxts_grow(rdma, max - held < SVC_RDMA_SEND_EXTRA ?
-						 max - held : SVC_RDMA_SEND_EXTRA) == 0)
-		ctxt = svc_rdma_send_ctxt_pop(rdma);
-	else
-		ctxt = NULL;
-	if (!ctxt)
-		*rc = svc_rdma_reply_nomem(rdma);
-	return ctxt;
+	if (!rdma->sc_srq && svc_rdma_send_ctxts_grow(rdma, max - held < SVC_RDMA_SEND_EXTRA ?
+							      max - held : SVC_RDMA_SEND_EXTRA) == 0)
+		return svc_rdma_send_ctxt_pop(rdma);
+	*rc = svc_rdma_reply_nomem(rdma);
+	return NULL;
 }
 
 /*
- * A send context for a reply, from the top of the connection's free stack
- * (with the SRQ, which leaves that stack empty: from the poller's pool).
+ * A send context for a reply: the top of the connection's free stack, or
+ * with the SRQ (which leaves that stack empty) one of its poller's pool.
  * Returns it, or NULL with *@rc as svc_rdma_send_ctxt_get_slow() says.
  */
 static rpcrdma_always_inline struct svc_rdma_send_ctxt *
@@ -175,8 +169,12 @@ svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma, int *rc)
 {
 	struct svc_rdma_send_ctxt *ctxt = svc_rdma_send_ctxt_pop(rdma);
 
-	if (unlikely(!ctxt) && !(ctxt = svc_rdma_send_ctxt_get_slow(rdma, rc)))
-		return NULL;
+	if (unlikely(!ctxt)) {
+		if (rdma->sc_srq)
+			ctxt = svc_rdma_srq_send_get(rdma);
+		if (!ctxt && !(ctxt = svc_rdma_send_ctxt_get_slow(rdma, rc)))
+			return NULL;
+	}
 	ctxt->sc_rdma = rdma;
 	ctxt->sc_chain.first = &ctxt->sc_send_wr;
 	ctxt->sc_chain.sq.sqecount = 1;

@@ -312,12 +312,14 @@ void svc_rdma_wc_srq_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 	list_add_tail(&ctxt->rc_list, &rdma->sc_rq_dto_q);
 }
 
-/* The caller bounds what one connection takes (svc_rdma_send_max()): no client drains the pool. */
 struct svc_rdma_send_ctxt *svc_rdma_srq_send_get(struct svcxprt_rdma *rdma)
 {
 	struct svc_rdma_srq *sh = rdma->sc_srq;
 	struct svc_rdma_send_ctxt *ctxt;
 
+	/* Bounded per connection as without the SRQ: no client drains the pool. */
+	if (unlikely(rdma->sc_sends_out >= svc_rdma_send_max(rdma)))
+		return NULL;
 	if (unlikely(list_empty(&sh->send_free)) && svc_srq_grow(sh, false))
 		return NULL;
 	ctxt = list_pop_entry(&sh->send_free, struct svc_rdma_send_ctxt, sc_chain.sq.list);
