@@ -96,6 +96,7 @@ static void raw_connect(struct fixture *fx)
 	assert_int_equal(rpcrdma_cm_private_encode(pdata, sizeof(pdata), &mine),
 			 RPCRDMA_CM_PRIVATE_LEN);
 	fx->rp_up = true;
+	/* rnr_retry 7: the server's replies wait for our receives, never fail on them. */
 	assert_int_equal(rawpeer_connect(&fx->rp, (struct sockaddr *)&fx->hs.addr, pdata,
 					 sizeof(pdata), 7), 0);
 }
@@ -220,9 +221,10 @@ static void assert_serves_good_client(struct fixture *fx)
  * A client sends 16 calls, ignoring its credits, to a server that holds
  * every call, then the server answers them all. With or without the SRQ
  * the server never holds more than max_requests of them: the call past
- * that closes the connection, counted in credit_overruns. Without the
- * rule it held 16 and had send contexts for 12 replies: 4 were lost, and
- * the connection stayed up.
+ * that closes the connection, counted in credit_overruns. Before, the
+ * server without the SRQ held 16 and had send contexts for 12 replies: 4
+ * were lost, and the connection stayed up; with the SRQ, the close went
+ * uncounted.
  */
 static void t_flood_of_held_calls(void **state)
 {
@@ -384,14 +386,18 @@ struct stall {
 	bool up;		/* the connection could still send when the stall ended */
 };
 
-/* On the server thread: no send-queue slot free, and every held call answered. */
+/*
+ * On the server thread: no send-queue slot free, and every held call
+ * answered. (No assertion here: cmocka's belong to the test's thread.)
+ */
 static void stall_and_answer(struct harness_server *hs, void *arg)
 {
 	struct stall *s = arg;
 	struct svcxprt_rdma *rdma;
 	unsigned int i;
 
-	assert_int_equal(hs->nconns, 1);
+	if (hs->nconns != 1)
+		return;
 	rdma = svc_conn_rdma(hs->conns[0]);
 	s->saved = rdma->sc_ep.sq_avail;
 	rdma->sc_ep.sq_avail = 0;
