@@ -46,6 +46,7 @@
 #include "harness.h"
 #include "rawclnt.h"
 #include "rawpeer.h"
+#include "rawtirpc.h"
 #include "xprt_rdma.h"
 
 #define GRANT 8
@@ -414,38 +415,6 @@ static void sdispatch(struct svc_req *rq, SVCXPRT *xprt)
 	}
 }
 
-struct tconnect {
-	struct rawpeer *rp;
-	const struct sockaddr *addr;
-	atomic_int rc;
-	atomic_bool done;
-};
-
-static void *tconnect_main(void *arg)
-{
-	struct tconnect *t = arg;
-	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
-	struct rawpeer_opts opts = { .pdata = pdata, .pdata_len = sizeof(pdata) };
-
-	rpcrdma_cm_private_encode(pdata, sizeof(pdata), &peer_pd);
-	atomic_store(&t->rc, rawpeer_connect_opts(t->rp, t->addr, &opts));
-	atomic_store(&t->done, true);
-	return NULL;
-}
-
-/* One round of the service: what svc_run() would do, bounded by @ms. */
-static void svc_round(int ms)
-{
-	struct pollfd fds[64];
-	int i, n = 0;
-
-	for (i = 0; i < svc_max_pollfd && n < 64; i++)
-		if (svc_pollfd[i].fd >= 0)
-			fds[n++] = svc_pollfd[i];
-	if (poll(fds, (nfds_t)n, ms) > 0)
-		svc_getreq_poll(fds, n);
-}
-
 /* Send an RPC call (AUTH_NONE, no arguments) of @proc with @enc's chunks; drive the service
  * until the answer arrives in @rc. */
 static void tcall(struct rawpeer *rp, struct rpcrdma_hdr_enc *enc, uint32_t xid, uint32_t proc,
@@ -454,7 +423,6 @@ static void tcall(struct rawpeer *rp, struct rpcrdma_hdr_enc *enc, uint32_t xid,
 	const uint32_t words[] = { xid, 0, 2, SPROG, SVERS, proc, 0, 0, 0, 0 };
 	unsigned char buf[RAWPEER_BUF];
 	long n;
-	int i, got = -ETIMEDOUT;
 	size_t k;
 
 	enc->xid = xid;
@@ -463,11 +431,7 @@ static void tcall(struct rawpeer *rp, struct rpcrdma_hdr_enc *enc, uint32_t xid,
 	for (k = 0; k < sizeof(words) / 4; k++)
 		put32(buf + n, k, words[k]);
 	assert_int_equal(rawpeer_send(rp, buf, (size_t)n + sizeof(words)), 0);
-	for (i = 0; i < 300 && got == -ETIMEDOUT; i++) {
-		svc_round(10);
-		got = rawpeer_recv_call(rp, rc, 1);
-	}
-	assert_int_equal(got, 0);
+	assert_int_equal(rawtirpc_recv(rp, rc, 3000), 0);
 	assert_int_equal(rc->hdr.xid, xid);
 }
 
@@ -495,12 +459,10 @@ static void t_tirpc_svc_empty_chunk_and_err_chunk(void **state)
 	struct rpcrdma_chunk_desc wdesc[2] = { { 0, NULL }, { 1, &wseg } };
 	struct rpcrdma_hdr_enc enc = { .credit = GRANT, .proc = RPCRDMA_MSG };
 	static struct rawpeer_call rc;
-	struct tconnect tc = { 0 };
 	const unsigned char *b;
 	unsigned char *mem;
 	struct rawpeer rp;
 	struct ibv_mr *mr;
-	pthread_t th;
 	SVCXPRT *lx;
 	int i;
 
@@ -512,13 +474,7 @@ static void t_tirpc_svc_empty_chunk_and_err_chunk(void **state)
 	assert_non_null(lx);
 	assert_true(svc_reg(lx, SPROG, SVERS, sdispatch, NULL));
 	memset(&rp, 0, sizeof(rp));
-	tc.rp = &rp;
-	tc.addr = (const struct sockaddr *)lx->xp_ltaddr.buf;
-	assert_int_equal(pthread_create(&th, NULL, tconnect_main, &tc), 0);
-	for (i = 0; i < 500 && !atomic_load(&tc.done); i++)
-		svc_round(10);
-	pthread_join(th, NULL);
-	assert_int_equal(atomic_load(&tc.rc), 0);
+	assert_int_equal(rawtirpc_connect(&rp, lx, &peer_pd, 0), 0);
 	mem = aligned_alloc(4096, 8192);
 	assert_non_null(mem);
 	memset(mem, 0, 8192);
@@ -560,7 +516,7 @@ static void t_tirpc_svc_empty_chunk_and_err_chunk(void **state)
 
 	rawpeer_close(&rp);
 	for (i = 0; i < 20; i++)
-		svc_round(5);
+		rawtirpc_round(5);
 	svc_unreg(SPROG, SVERS);
 	svc_destroy(lx);
 	free(mem);
@@ -795,11 +751,31 @@ static bool_t xdr_tres(XDR *xdrs, struct tres *r)
 	return xdr_u_int(xdrs, &r->value) && xdr_bytes(xdrs, &p, &r->len, sizeof(r->buf));
 }
 
+/*
+ * A libtirpc CLIENT of program TPROG connected to the raw server @srv
+ * (listening and accepting here). Its recvsize is above the inline size:
+ * every call offers a Reply chunk.
+ */
+static CLIENT *tclnt_to_raw(struct rawpeer *srv)
+{
+	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
+	CLIENT *cl;
+
+	memset(srv, 0, sizeof(*srv));
+	assert_int_equal(rpcrdma_cm_private_encode(pdata, sizeof(pdata), &peer_pd),
+			 RPCRDMA_CM_PRIVATE_LEN);
+	assert_int_equal(rawpeer_listen(srv), 0);
+	assert_int_equal(rawpeer_accept_start(srv, pdata, sizeof(pdata)), 0);
+	cl = rpcrdma_clnt_create((struct sockaddr *)&srv->addr, TPROG, TVERS, 0, 65536);
+	assert_non_null(cl);
+	assert_int_equal(rawpeer_accept_join(srv), 0);
+	return cl;
+}
+
 static void tirpc_inline_case(bool echo_zero)
 {
 	struct timeval tv = { 5, 0 };
 	struct tsrv t = { .value = 0x600df00d, .pad = 1500, .echo_zero = echo_zero };
-	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
 	static struct tres res;
 	struct rawpeer srv;
 	pthread_t th;
@@ -807,15 +783,7 @@ static void tirpc_inline_case(bool echo_zero)
 	CLIENT *cl;
 	u_int i;
 
-	memset(&srv, 0, sizeof(srv));
-	assert_int_equal(rpcrdma_cm_private_encode(pdata, sizeof(pdata), &peer_pd),
-			 RPCRDMA_CM_PRIVATE_LEN);
-	assert_int_equal(rawpeer_listen(&srv), 0);
-	assert_int_equal(rawpeer_accept_start(&srv, pdata, sizeof(pdata)), 0);
-	/* A recvsize above the inline size: every call offers a Reply chunk. */
-	cl = rpcrdma_clnt_create((struct sockaddr *)&srv.addr, TPROG, TVERS, 0, 65536);
-	assert_non_null(cl);
-	assert_int_equal(rawpeer_accept_join(&srv), 0);
+	cl = tclnt_to_raw(&srv);
 	t.srv = &srv;
 	assert_int_equal(pthread_create(&th, NULL, tsrv_main, &t), 0);
 	memset(&res, 0, sizeof(res));
@@ -1387,7 +1355,6 @@ static void t_tirpc_reply_head_checked(void **state)
 {
 	struct timeval tv = { 5, 0 }, brief = { 0, 300000 };
 	struct rpcrdma_stats st = { RPCRDMA_SIZED(st) };
-	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
 	static struct tres res;
 	unsigned char *local = aligned_alloc(4096, 65536);
 	uint64_t dropped = 0;
@@ -1399,15 +1366,7 @@ static void t_tirpc_reply_head_checked(void **state)
 	int k, nomsg;
 
 	assert_non_null(local);
-	memset(&srv, 0, sizeof(srv));
-	assert_int_equal(rpcrdma_cm_private_encode(pdata, sizeof(pdata), &peer_pd),
-			 RPCRDMA_CM_PRIVATE_LEN);
-	assert_int_equal(rawpeer_listen(&srv), 0);
-	assert_int_equal(rawpeer_accept_start(&srv, pdata, sizeof(pdata)), 0);
-	/* A recvsize above the inline size: every call offers a Reply chunk. */
-	cl = rpcrdma_clnt_create((struct sockaddr *)&srv.addr, TPROG, TVERS, 0, 65536);
-	assert_non_null(cl);
-	assert_int_equal(rawpeer_accept_join(&srv), 0);
+	cl = tclnt_to_raw(&srv);
 	assert_non_null(rawpeer_reg(&srv, local, 65536, IBV_ACCESS_LOCAL_WRITE));
 	for (nomsg = 0; nomsg < 2; nomsg++) {
 		for (k = 0; k < HEAD_KINDS; k++) {

@@ -23,9 +23,6 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
-#include <poll.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +34,7 @@
 #include "ddp.h"
 #include "harness.h"
 #include "rawpeer.h"
+#include "rawtirpc.h"
 
 #define GRANT 8
 #define MEM 8192u
@@ -65,29 +63,9 @@ static void zdispatch(struct svc_req *rq, SVCXPRT *xprt)
 		svcerr_noproc(xprt);
 }
 
-/* One round of the libtirpc service, as svc_run() would do it, bounded by @ms. */
-static void zsvc_round(int ms)
+static void zrig_up(struct zrig *r, bool tirpc)
 {
-	struct pollfd fds[64];
-	int i, n = 0;
-
-	for (i = 0; i < svc_max_pollfd && n < 64; i++)
-		if (svc_pollfd[i].fd >= 0)
-			fds[n++] = svc_pollfd[i];
-	if (poll(fds, (nfds_t)n, ms) > 0)
-		svc_getreq_poll(fds, n);
-}
-
-struct zconnect {
-	struct rawpeer *rp;
-	const struct sockaddr *addr;
-	atomic_int rc;
-	atomic_bool done;
-};
-
-static void *zconnect_main(void *arg)
-{
-	struct zconnect *c = arg;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
 	unsigned char pdata[RPCRDMA_CM_PRIVATE_LEN];
 	struct rawpeer_opts opts = {
 		.pdata = pdata,
@@ -95,50 +73,28 @@ static void *zconnect_main(void *arg)
 		.responder_resources = 16,
 	};
 
-	rpcrdma_cm_private_encode(pdata, sizeof(pdata), &peer_pd);
-	atomic_store(&c->rc, rawpeer_connect_opts(c->rp, c->addr, &opts));
-	atomic_store(&c->done, true);
-	return NULL;
-}
-
-static void zrig_up(struct zrig *r, bool tirpc)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	struct zconnect c = { 0 };
-	pthread_t th;
-	int i;
-
 	memset(r, 0, sizeof(*r));
 	r->xid = 0x7a00;
-	c.rp = &r->rp;
 	if (tirpc) {
 		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		r->lx = rpcrdma_svc_create((struct sockaddr *)&sin, 0, 0);
 		assert_non_null(r->lx);
 		assert_true(svc_reg(r->lx, ZPROG, ZVERS, zdispatch, NULL));
-		c.addr = (const struct sockaddr *)r->lx->xp_ltaddr.buf;
+		assert_int_equal(rawtirpc_connect(&r->rp, r->lx, &peer_pd, 16), 0);
 	} else {
 		assert_int_equal(harness_server_start(&r->hs, GRANT, 0, HARNESS_ECHO), 0);
-		c.addr = (const struct sockaddr *)&r->hs.addr;
+		assert_int_equal(rpcrdma_cm_private_encode(pdata, sizeof(pdata), &peer_pd),
+				 RPCRDMA_CM_PRIVATE_LEN);
+		assert_int_equal(rawpeer_connect_opts(&r->rp, (struct sockaddr *)&r->hs.addr,
+						      &opts), 0);
+		assert_true(harness_wait_established(&r->hs, 1, 3000));
 	}
-	if (tirpc) {
-		/* The adapter's service runs on this thread: connect from another. */
-		assert_int_equal(pthread_create(&th, NULL, zconnect_main, &c), 0);
-		for (i = 0; i < 500 && !atomic_load(&c.done); i++)
-			zsvc_round(10);
-		pthread_join(th, NULL);
-	} else {
-		zconnect_main(&c);
-	}
-	assert_int_equal(atomic_load(&c.rc), 0);
 	r->mem = aligned_alloc(4096, MEM);
 	assert_non_null(r->mem);
 	memset(r->mem, 0x5a, MEM);
 	r->mr = rawpeer_reg(&r->rp, r->mem, MEM, IBV_ACCESS_LOCAL_WRITE |
 			    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
 	assert_non_null(r->mr);
-	if (!tirpc)
-		assert_true(harness_wait_established(&r->hs, 1, 3000));
 }
 
 static void zrig_down(struct zrig *r)
@@ -148,7 +104,7 @@ static void zrig_down(struct zrig *r)
 	rawpeer_close(&r->rp);
 	if (r->lx) {
 		for (i = 0; i < 20; i++)
-			zsvc_round(5);
+			rawtirpc_round(5);
 		svc_unreg(ZPROG, ZVERS);
 		svc_destroy(r->lx);
 	} else {
@@ -191,8 +147,8 @@ static void zsend(struct zrig *r, uint32_t proc, const struct rpcrdma_read_segme
 	struct rpcrdma_hdr_enc enc = { .xid = ++r->xid, .credit = GRANT, .proc = proc,
 				       .read_segs = nsegs, .read = segs };
 	unsigned char buf[RAWPEER_BUF];
-	int i, got = -ETIMEDOUT;
 	long n;
+	int got;
 
 	n = rpcrdma_hdr_encode(buf, sizeof(buf), &enc);
 	assert_true(n > 0);
@@ -202,11 +158,8 @@ static void zsend(struct zrig *r, uint32_t proc, const struct rpcrdma_read_segme
 		n += NULL_CALL_LEN;
 	}
 	assert_int_equal(rawpeer_send(&r->rp, buf, (size_t)n), 0);
-	for (i = 0; i < ANSWER_MS / 10 && got == -ETIMEDOUT; i++) {
-		if (r->lx)
-			zsvc_round(10);
-		got = rawpeer_recv_call(&r->rp, rc, r->lx ? 0 : 10);
-	}
+	got = r->lx ? rawtirpc_recv(&r->rp, rc, ANSWER_MS) :
+		      rawpeer_recv_call(&r->rp, rc, ANSWER_MS);
 	if (got == -ETIMEDOUT)
 		fail_msg("%s server: no answer to XID 0x%x within %d ms",
 			 r->lx ? "libtirpc" : "native", r->xid, ANSWER_MS);
