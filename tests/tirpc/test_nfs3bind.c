@@ -30,6 +30,7 @@
 #include <rpcrdma/tirpc.h>
 #include <softrdma.h>
 
+#include "mtsrv.h"
 #include "nfs3bind.h"
 #include "rawpeer.h"
 
@@ -153,52 +154,24 @@ static void on_log(int level, const char *msg, void *arg)
 		atomic_fetch_add(&overflow_logs, 1);
 }
 
-static struct {
-	SVCXPRT *listener;
-	pthread_t thread;
-	struct sockaddr_in addr;
-} srv;
-
-static void *serve(void *arg)
-{
-	(void)arg;
-	rpcrdma_svc_run(srv.listener);
-	return NULL;
-}
+static struct mtsrv srv;
+static const struct mtsrv_prog srv_progs[] = {
+	{ NFS_PROGRAM, NFS_V3, nfs_program_3 },
+	{ FAIL_PROG, FAIL_VERS, fail_dispatch },
+};
 
 /* The server registers no binding: its create call is all that differs from TCP. */
 static int group_up(void **state)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-
 	(void)state;
 	rpcrdma_set_log(on_log, NULL, RPCRDMA_LOG_INFO);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	srv.listener = rpcrdma_svc_create_mt((const struct sockaddr *)&sin, 0, 0, 2);
-	if (!srv.listener || !svc_reg(srv.listener, NFS_PROGRAM, NFS_V3, nfs_program_3, NULL) ||
-	    !svc_reg(srv.listener, FAIL_PROG, FAIL_VERS, fail_dispatch, NULL))
-		return -1;
-	memcpy(&srv.addr, srv.listener->xp_ltaddr.buf, sizeof(srv.addr));
-	return pthread_create(&srv.thread, NULL, serve, NULL) ? -1 : 0;
+	return mtsrv_start(&srv, srv_progs, 2);
 }
 
 static int group_down(void **state)
 {
-	struct softrdma_counts c;
-
 	(void)state;
-	svc_exit();
-	pthread_join(srv.thread, NULL);
-	svc_unreg(NFS_PROGRAM, NFS_V3);
-	svc_unreg(FAIL_PROG, FAIL_VERS);
-	svc_destroy(srv.listener);
-	softrdma_get_counts(&c);
-	if (c.qps || c.mrs || c.pds || c.cm_ids || c.send_wrs || c.recv_wrs) {
-		print_error("left behind: %u QPs, %u MRs, %u PDs, %u ids, %u+%u WRs\n", c.qps,
-			    c.mrs, c.pds, c.cm_ids, c.send_wrs, c.recv_wrs);
-		return -1;
-	}
-	return 0;
+	return mtsrv_stop(&srv);
 }
 
 static CLIENT *client(rpcprog_t prog, rpcvers_t vers, u_int recvsize)
@@ -211,19 +184,6 @@ static CLIENT *client(rpcprog_t prog, rpcvers_t vers, u_int recvsize)
 	return cl;
 }
 
-static void clnt_stats(CLIENT *cl, struct rpcrdma_stats *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->struct_size = sizeof(*st);
-	assert_true(clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)st));
-}
-
-static void svc_stats(struct rpcrdma_stats *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->struct_size = sizeof(*st);
-	assert_int_equal(rpcrdma_svc_stats(rpcrdma_svc_native(srv.listener), st), 0);
-}
 
 static const unsigned char fh_bytes[8] = { 'n', 'f', 's', '3', 0, 0, 0, 1 };
 
@@ -266,11 +226,11 @@ static void t_read_by_default(void **state)
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		READ3res res;
 
-		clnt_stats(cl, &c0);
-		svc_stats(&s0);
+		mtsrv_clnt_stats(cl, &c0);
+		mtsrv_stats(&srv, &s0);
 		assert_int_equal(read_call(cl, 4096 * i, sizes[i], &res), RPC_SUCCESS);
-		clnt_stats(cl, &c1);
-		svc_stats(&s1);
+		mtsrv_clnt_stats(cl, &c1);
+		mtsrv_stats(&srv, &s1);
 		assert_read_ok(&res, 4096 * i, sizes[i]);
 		assert_int_equal(c1.write_chunks - c0.write_chunks, 1);
 		assert_int_equal(c1.reply_chunks - c0.reply_chunks, 0);
@@ -302,9 +262,9 @@ static void t_write_by_default(void **state)
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = pattern(3, i);
 	memset(&res, 0, sizeof(res));
-	clnt_stats(cl, &c0);
+	mtsrv_clnt_stats(cl, &c0);
 	assert_int_equal(nfsproc3_write_3(&a, &res, cl), RPC_SUCCESS);
-	clnt_stats(cl, &c1);
+	mtsrv_clnt_stats(cl, &c1);
 	assert_int_equal(res.status, NFS3_OK);
 	assert_int_equal(res.WRITE3res_u.resok.count, sizeof(data));
 	memcpy(&s, res.WRITE3res_u.resok.verf, sizeof(s));
@@ -467,9 +427,9 @@ static void t_linux_client_placed(void **state)
 	(void)state;
 	linux_up(&lc, true);
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		svc_stats(&s0);
+		mtsrv_stats(&srv, &s0);
 		linux_read(&lc, 0x5100 + (uint32_t)i, 12345 * i, sizes[i], sizes[i], &rc);
-		svc_stats(&s1);
+		mtsrv_stats(&srv, &s1);
 		assert_placed(&lc, &rc, 12345 * i, sizes[i]);
 		assert_int_equal(s1.write_chunks - s0.write_chunks, 1);
 	}
@@ -482,9 +442,9 @@ static void read_chunks(CLIENT *cl, uint64_t *write_chunks, uint64_t *reply_chun
 	struct rpcrdma_stats c0, c1;
 	READ3res res;
 
-	clnt_stats(cl, &c0);
+	mtsrv_clnt_stats(cl, &c0);
 	assert_int_equal(read_call(cl, 0, 65536, &res), RPC_SUCCESS);
-	clnt_stats(cl, &c1);
+	mtsrv_clnt_stats(cl, &c1);
 	assert_read_ok(&res, 0, 65536);
 	clnt_freeres(cl, (xdrproc_t)xdr_READ3res, (caddr_t)&res);
 	*write_chunks = c1.write_chunks - c0.write_chunks;
@@ -559,35 +519,35 @@ static void t_linux_client_opted_out(void **state)
 	linux_up(&small, false);
 	assert_int_equal(rpcrdma_ulb_unregister(NFS_PROGRAM, NFS_V3), 0);
 
-	svc_stats(&s0);
+	mtsrv_stats(&srv, &s0);
 	logs = atomic_load(&overflow_logs);
 	linux_read(&lc, 0x5201, 0, 65536, 65536, &rc);
-	svc_stats(&s1);
+	mtsrv_stats(&srv, &s1);
 	assert_err_chunk(&rc);
 	assert_int_equal(s1.reply_overflows - s0.reply_overflows, 1);
 	assert_int_equal(s1.write_chunks - s0.write_chunks, 0);
 	assert_overflow_logged(logs);
 
-	svc_stats(&s0);
+	mtsrv_stats(&srv, &s0);
 	logs = atomic_load(&overflow_logs);
 	linux_read(&small, 0x5202, 0, 2000, 65536, &rc);
-	svc_stats(&s1);
+	mtsrv_stats(&srv, &s1);
 	assert_err_chunk(&rc);
 	assert_int_equal(s1.reply_overflows - s0.reply_overflows, 1);
 	assert_overflow_logged(logs);
 
 	assert_int_equal(rpcrdma_ulb_register(rpcrdma_ulb_nfs3()), 0);
-	svc_stats(&s0);
+	mtsrv_stats(&srv, &s0);
 	logs = atomic_load(&overflow_logs);
 	linux_read(&lc, 0x5203, 0, 65536, 4096, &rc);
-	svc_stats(&s1);
+	mtsrv_stats(&srv, &s1);
 	assert_err_chunk(&rc);
 	assert_int_equal(s1.reply_overflows - s0.reply_overflows, 1);
 	assert_overflow_logged(logs);
 
-	svc_stats(&s0);
+	mtsrv_stats(&srv, &s0);
 	linux_read(&lc, 0x5204, 777, 65536, 65536, &rc);
-	svc_stats(&s1);
+	mtsrv_stats(&srv, &s1);
 	assert_placed(&lc, &rc, 777, 65536);
 	assert_int_equal(s1.reply_overflows - s0.reply_overflows, 0);
 	linux_read(&small, 0x5205, 0, 2000, 65536, &rc);
@@ -614,26 +574,26 @@ static void t_client_opted_out(void **state)
 	(void)state;
 	assert_int_equal(rpcrdma_ulb_unregister(NFS_PROGRAM, NFS_V3), 0);
 
-	clnt_stats(inl, &c0);
-	svc_stats(&s0);
+	mtsrv_clnt_stats(inl, &c0);
+	mtsrv_stats(&srv, &s0);
 	logs = atomic_load(&overflow_logs);
 	assert_int_equal(read_call(inl, 0, 65536, &res), RPC_CANTDECODERES);
-	clnt_stats(inl, &c1);
-	svc_stats(&s1);
+	mtsrv_clnt_stats(inl, &c1);
+	mtsrv_stats(&srv, &s1);
 	assert_int_equal(c1.write_chunks - c0.write_chunks, 0);
 	assert_int_equal(s1.reply_overflows - s0.reply_overflows, 1);
 	assert_overflow_logged(logs);
 
-	svc_stats(&s0);
+	mtsrv_stats(&srv, &s0);
 	logs = atomic_load(&overflow_logs);
 	assert_int_equal(read_call(small, 0, 65536, &res), RPC_CANTDECODERES);
-	svc_stats(&s1);
+	mtsrv_stats(&srv, &s1);
 	assert_int_equal(s1.reply_overflows - s0.reply_overflows, 1);
 	assert_overflow_logged(logs);
 
-	clnt_stats(big, &c0);
+	mtsrv_clnt_stats(big, &c0);
 	assert_int_equal(read_call(big, 0, 65536, &res), RPC_SUCCESS);
-	clnt_stats(big, &c1);
+	mtsrv_clnt_stats(big, &c1);
 	assert_read_ok(&res, 0, 65536);
 	clnt_freeres(big, (xdrproc_t)xdr_READ3res, (caddr_t)&res);
 	assert_int_equal(c1.write_chunks - c0.write_chunks, 0);
@@ -641,9 +601,9 @@ static void t_client_opted_out(void **state)
 
 	/* Registered again, the same CLIENT places READ data once more. */
 	assert_int_equal(rpcrdma_ulb_register(rpcrdma_ulb_nfs3()), 0);
-	clnt_stats(inl, &c0);
+	mtsrv_clnt_stats(inl, &c0);
 	assert_int_equal(read_call(inl, 0, 65536, &res), RPC_SUCCESS);
-	clnt_stats(inl, &c1);
+	mtsrv_clnt_stats(inl, &c1);
 	assert_read_ok(&res, 0, 65536);
 	clnt_freeres(inl, (xdrproc_t)xdr_READ3res, (caddr_t)&res);
 	assert_int_equal(c1.write_chunks - c0.write_chunks, 1);
@@ -664,11 +624,11 @@ static void t_results_fail_systemerr(void **state)
 	CLIENT *cl = client(FAIL_PROG, FAIL_VERS, 0);
 
 	(void)state;
-	svc_stats(&s0);
+	mtsrv_stats(&srv, &s0);
 	assert_int_equal(clnt_call(cl, 1, (xdrproc_t)(void (*)(void))xdr_void, NULL,
 				   (xdrproc_t)(void (*)(void))xdr_void, NULL, tv),
 			 RPC_SYSTEMERROR);
-	svc_stats(&s1);
+	mtsrv_stats(&srv, &s1);
 	assert_int_equal(s1.reply_overflows - s0.reply_overflows, 0);
 	clnt_destroy(cl);
 }

@@ -26,6 +26,7 @@
 #include <rpcrdma/tirpc.h>
 #include <softrdma.h>
 
+#include "mtsrv.h"
 #include "ulbtest.h"
 
 void ulb_prog_1(struct svc_req *rqstp, SVCXPRT *transp);
@@ -165,51 +166,22 @@ static const struct rpcrdma_ulb ulb = {
 	.nprocs = sizeof(ulb_procs) / sizeof(ulb_procs[0]),
 };
 
-static struct {
-	SVCXPRT *listener;
-	pthread_t thread;
-	struct sockaddr_in addr;
-} srv;
-
-static void *serve(void *arg)
-{
-	(void)arg;
-	rpcrdma_svc_run(srv.listener);
-	return NULL;
-}
+static struct mtsrv srv;
+static const struct mtsrv_prog srv_progs[] = { { ULB_PROG, ULB_VERS, ulb_prog_1 } };
 
 static int group_up(void **state)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-
 	(void)state;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	srv.listener = rpcrdma_svc_create_mt((const struct sockaddr *)&sin, 0, 0, 2);
-	if (!srv.listener || !svc_reg(srv.listener, ULB_PROG, ULB_VERS, ulb_prog_1, NULL))
+	if (mtsrv_start(&srv, srv_progs, 1) || rpcrdma_ulb_register(&ulb))
 		return -1;
-	memcpy(&srv.addr, srv.listener->xp_ltaddr.buf, sizeof(srv.addr));
-	if (rpcrdma_ulb_register(&ulb))
-		return -1;
-	return pthread_create(&srv.thread, NULL, serve, NULL) ? -1 : 0;
+	return 0;
 }
 
 static int group_down(void **state)
 {
-	struct softrdma_counts c;
-
 	(void)state;
-	svc_exit();
-	pthread_join(srv.thread, NULL);
-	svc_unreg(ULB_PROG, ULB_VERS);
-	svc_destroy(srv.listener);
 	rpcrdma_ulb_unregister(ULB_PROG, ULB_VERS);
-	softrdma_get_counts(&c);
-	if (c.qps || c.mrs || c.pds || c.cm_ids || c.send_wrs || c.recv_wrs) {
-		print_error("left behind: %u QPs, %u MRs, %u PDs, %u ids, %u+%u WRs\n", c.qps,
-			    c.mrs, c.pds, c.cm_ids, c.send_wrs, c.recv_wrs);
-		return -1;
-	}
-	return 0;
+	return mtsrv_stop(&srv);
 }
 
 static CLIENT *client(u_int sendsize, u_int recvsize)
@@ -222,19 +194,6 @@ static CLIENT *client(u_int sendsize, u_int recvsize)
 	return cl;
 }
 
-static void clnt_stats(CLIENT *cl, struct rpcrdma_stats *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->struct_size = sizeof(*st);
-	assert_true(clnt_control(cl, RPCRDMA_CLGET_STATS, (char *)st));
-}
-
-static void svc_stats(struct rpcrdma_stats *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->struct_size = sizeof(*st);
-	assert_int_equal(rpcrdma_svc_stats(rpcrdma_svc_native(srv.listener), st), 0);
-}
 
 /*
  * READ with a malloc'd result and a zeroed result struct: the data comes by
@@ -254,11 +213,11 @@ static void t_read_placed(void **state)
 		u_int n = sizes[i];
 
 		memset(&res, 0, sizeof(res));
-		clnt_stats(cl, &c0);
-		svc_stats(&s0);
+		mtsrv_clnt_stats(cl, &c0);
+		mtsrv_stats(&srv, &s0);
 		assert_int_equal(ulb_read_1(&n, &res, cl), RPC_SUCCESS);
-		clnt_stats(cl, &c1);
-		svc_stats(&s1);
+		mtsrv_clnt_stats(cl, &c1);
+		mtsrv_stats(&srv, &s1);
 		assert_int_equal(res.ulb_data_len, n);
 		assert_true(check((unsigned char *)res.ulb_data_val, n, n));
 		assert_int_equal(c1.write_chunks - c0.write_chunks, 1);
@@ -288,8 +247,8 @@ static void t_read_pool_zero_copy(void **state)
 	(void)state;
 	assert_non_null(buf);
 	assert_true(clnt_control(cl, RPCRDMA_CLSET_MEM_REGISTER, (char *)&reg));
-	clnt_stats(cl, &c0);
-	svc_stats(&s0);
+	mtsrv_clnt_stats(cl, &c0);
+	mtsrv_stats(&srv, &s0);
 	for (round = 0; round < 200; round++) {
 		ulb_data res = { .ulb_data_len = n, .ulb_data_val = (char *)buf };
 		u_int len = n - (u_int)round;
@@ -301,8 +260,8 @@ static void t_read_pool_zero_copy(void **state)
 		assert_int_equal(res.ulb_data_len, len);
 		assert_true(check(buf, len, len));
 	}
-	clnt_stats(cl, &c1);
-	svc_stats(&s1);
+	mtsrv_clnt_stats(cl, &c1);
+	mtsrv_stats(&srv, &s1);
 	assert_int_equal(c1.write_chunks - c0.write_chunks, 200);
 	assert_int_equal(c1.bounce_bytes - c0.bounce_bytes, 0);
 	assert_int_equal(s1.bounce_bytes - s0.bounce_bytes, 0);
@@ -326,18 +285,18 @@ static void t_write_read_chunk(void **state)
 	fill(data, sizeof(data), 3);
 	a.data.ulb_data_len = sizeof(data);
 	a.data.ulb_data_val = (char *)data;
-	clnt_stats(cl, &c0);
+	mtsrv_clnt_stats(cl, &c0);
 	assert_int_equal(ulb_write_1(&a, &s, cl), RPC_SUCCESS);
-	clnt_stats(cl, &c1);
+	mtsrv_clnt_stats(cl, &c1);
 	assert_int_equal(s, sum(data, sizeof(data)));
 	assert_int_equal(c1.read_chunks - c0.read_chunks, 1);
 	assert_int_equal(atomic_load(&served.write_payloads) - payloads, 1);
 
 	/* Below ddp_min (1 KiB): inline. */
 	a.data.ulb_data_len = 100;
-	clnt_stats(cl, &c0);
+	mtsrv_clnt_stats(cl, &c0);
 	assert_int_equal(ulb_write_1(&a, &s, cl), RPC_SUCCESS);
-	clnt_stats(cl, &c1);
+	mtsrv_clnt_stats(cl, &c1);
 	assert_int_equal(s, sum(data, 100));
 	assert_int_equal(c1.read_chunks - c0.read_chunks, 0);
 	assert_int_equal(atomic_load(&served.writes) - writes, 2);
@@ -351,15 +310,15 @@ static void t_reply_chunk_when_needed(void **state)
 	CLIENT *cl = client(0, 64 * 1024);
 
 	(void)state;
-	clnt_stats(cl, &c0);
+	mtsrv_clnt_stats(cl, &c0);
 	assert_int_equal(ulb_null_1(NULL, NULL, cl), RPC_SUCCESS);
-	clnt_stats(cl, &c1);
+	mtsrv_clnt_stats(cl, &c1);
 	assert_int_equal(c1.reply_chunks - c0.reply_chunks, 0);
 
 	assert_int_equal(rpcrdma_ulb_unregister(ULB_PROG, ULB_VERS), 0);
-	clnt_stats(cl, &c0);
+	mtsrv_clnt_stats(cl, &c0);
 	assert_int_equal(ulb_null_1(NULL, NULL, cl), RPC_SUCCESS);
-	clnt_stats(cl, &c1);
+	mtsrv_clnt_stats(cl, &c1);
 	assert_int_equal(c1.reply_chunks - c0.reply_chunks, 1);
 	assert_int_equal(rpcrdma_ulb_register(&ulb), 0);
 	assert_int_equal(rpcrdma_ulb_register(&ulb), -EEXIST);
@@ -532,9 +491,9 @@ static void t_string_result(void **state)
 		u_int n = lens[i];
 		char *name = NULL;
 
-		clnt_stats(cl, &c0);
+		mtsrv_clnt_stats(cl, &c0);
 		assert_int_equal(ulb_name_1(&n, &name, cl), RPC_SUCCESS);
-		clnt_stats(cl, &c1);
+		mtsrv_clnt_stats(cl, &c1);
 		assert_non_null(name);
 		assert_int_equal(strlen(name), n);
 		assert_int_equal(strspn(name, "n"), n);
