@@ -1,3 +1,3 @@
 /* SPDX-License-Identifier: MIT */
 /* The library's lists (kernel names and argument order), shared with softrdma. */
-#include "../lib/list.h"
+#include "../lib/base/list.h"

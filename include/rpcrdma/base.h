@@ -181,6 +181,19 @@ int rpcrdma_stat_serve(const char *path);
  */
 int rpcrdma_stat_stop(void);
 
+/* A registration of memory (rpcrdma_clnt_mem_register(), rpcrdma_svc_mem_register()). */
+struct rpcrdma_mem;
+
+/**
+ * rpcrdma_mem_deregister - undo rpcrdma_clnt_mem_register() or
+ * rpcrdma_svc_mem_register() (a client's or a server's registration alike)
+ * @mem: the registration, or NULL
+ *
+ * Returns 0, or -EBUSY while a call in flight uses the region (nothing is
+ * changed then).
+ */
+int rpcrdma_mem_deregister(struct rpcrdma_mem *mem);
+
 #ifdef __cplusplus
 }
 #endif

@@ -256,16 +256,6 @@ int rpcrdma_clnt_mem_register(struct rpcrdma_clnt *clnt, void *addr, size_t len,
 			      struct rpcrdma_mem **out);
 
 /**
- * rpcrdma_mem_deregister - undo rpcrdma_clnt_mem_register() or
- * rpcrdma_svc_mem_register()
- * @mem: the registration, or NULL
- *
- * Returns 0, or -EBUSY while a call in flight uses the region (nothing is
- * changed then).
- */
-int rpcrdma_mem_deregister(struct rpcrdma_mem *mem);
-
-/**
  * rpcrdma_clnt_poll - make progress without blocking (busy polling)
  * @clnt: the client
  * @budget: most completions to process (> 0)

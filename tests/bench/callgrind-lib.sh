@@ -12,7 +12,7 @@ callgrind_prepare() {
 }
 
 # The lines of functions whose source lies in lib/. softrdma shares
-# lib/list.h: what is inlined from it into the fabric's own functions is the
+# lib/base/list.h: what is inlined from it into the fabric's own functions is the
 # fabric's cost (its path goes through softrdma/).
 lib_lines() {
 	awk '{ gsub(",", "", $1) } $1 ~ /^[0-9]+$/ && $0 ~ /\/lib\/[a-z_]+\.[ch]:/ &&

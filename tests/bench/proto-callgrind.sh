@@ -33,7 +33,7 @@ per_iter() {
 	case=$2
 	set --
 	if [ "$kind" = library ]; then
-		# The encoder is versioned (rpcrdma_hdr_encode@@RPCRDMA_0.2, lib/abi.h):
+		# The encoder is versioned (rpcrdma_hdr_encode@@RPCRDMA_0.2, lib/base/abi.h):
 		# callgrind names it so.
 		set -- --toggle-collect='rpcrdma_hdr_encode@*' --toggle-collect=rpcrdma_hdr_decode
 	fi

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the RPC-over-RDMA Version 1 codec (lib/proto.c) against byte
+ * Unit tests of the RPC-over-RDMA Version 1 codec (lib/proto/proto.c) against byte
  * vectors built by hand from the RFC 8166 layout. Every decode reads from an
  * exactly-sized heap copy, so that AddressSanitizer and valgrind catch any
  * read past the bytes received.

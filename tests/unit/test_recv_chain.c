@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The receive chain (lib/ep.c): the WRs linked from a free list, and what
+ * The receive chain (lib/core/ep.c): the WRs linked from a free list, and what
  * leaves the list once a post took all of them or stopped at a bad WR.
  */
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The CLIENT's polling window (lib/tirpc_spin.c): a fixed window stays as
+ * The CLIENT's polling window (lib/tirpc/tirpc_spin.c): a fixed window stays as
  * set; the adaptive one follows how soon replies come, closes while they
  * are slow (probing now and then), opens again once they are quick, and
  * never opens on one CPU.

@@ -34,12 +34,12 @@
 
 #include "compat_0_1.h"
 #include "ep.h"
-#include "tirpc_engine.h"
-#include "tirpc_ulb.h"
-#include "util.h"
 #include "tirpc_msg.h"
 #include "tirpc_spin.h"
+#include "tirpc_ulb.h"
 #include "tirpc_xdr.h"
+#include "util.h"
+#include "xprt_rdma.h"
 
 #define TCLNT_BUDGET 64
 /*

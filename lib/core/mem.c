@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include <rpcrdma/clnt.h>
+#include <rpcrdma/base.h>
 
 #include "mem.h"
 #include "stat.h"
@@ -57,33 +57,6 @@ void rpcrdma_slab_free(struct rpcrdma_slab *slab)
 	free(slab->base);
 	slab->base = NULL;
 	slab->count = 0;
-}
-
-void *rpcrdma_zalloc(struct rpcrdma_stats *stats, size_t size)
-{
-	void *p = calloc(1, size);
-
-	if (p && stats)
-		rpcrdma_count_add(stats->heap_bytes, size);
-	return p;
-}
-
-void *rpcrdma_realloc(struct rpcrdma_stats *stats, void *p, size_t old, size_t size)
-{
-	void *q = realloc(p, size);
-
-	if (q && stats)
-		rpcrdma_count_add(stats->heap_bytes, size - old);
-	return q;
-}
-
-void rpcrdma_free(struct rpcrdma_stats *stats, void *p, size_t size)
-{
-	if (!p)
-		return;
-	if (stats)
-		rpcrdma_count_sub(stats->heap_bytes, size);
-	free(p);
 }
 
 #define RPCRDMA_PAGE 4096

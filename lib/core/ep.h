@@ -60,7 +60,7 @@ enum rpcrdma_ep_state {
  * @async_pace: polls that found nothing, to pace the async-event check
  * @cm_pace: polls without a wait's word, to pace the CM channel's reads
  * @async_error: a fatal async event concerns this endpoint; set by whichever
- *	thread read the event (lib/async.c), acted on by the owner
+ *	thread read the event (lib/core/async.c), acted on by the owner
  * @srq: the QP receives from this shared receive queue (the owner posts
  *	to it); the endpoint then has no receive queue and no drain marker on it
  * @own_cq: @cq and @channel are the endpoint's; otherwise the CQ is shared

@@ -3,7 +3,7 @@
  * The ABI's moving parts: structs that carry their own size (the scheme of
  * rpcrdma.h's conventions block), and symbol versions for the entry points
  * whose structs changed layout, so that programs built against an older
- * header keep the layout they were built with (lib/compat_0_1.c).
+ * header keep the layout they were built with (lib/compat/compat_0_1.c).
  */
 #ifndef RPCRDMA_ABI_H
 #define RPCRDMA_ABI_H

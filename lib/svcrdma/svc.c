@@ -11,7 +11,6 @@
 
 #include "abi.h"
 #include "svc_rdma.h"
-#include "tirpc_engine.h"
 
 #define RPCRDMA_SVC_DEF_REQUESTS 32
 #define RPCRDMA_SVC_MAX_REQUESTS 1024

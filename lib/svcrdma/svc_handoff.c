@@ -14,7 +14,6 @@
 #include <rpcrdma/svc.h>
 
 #include "svc_rdma.h"
-#include "tirpc_engine.h"
 
 
 int svc_rdma_handoff(struct svc_rdma_handoff *h)

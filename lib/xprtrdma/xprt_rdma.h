@@ -549,4 +549,20 @@ static inline void xprt_rdma_run_done(struct rpcrdma_xprt *x)
 		xprt_rdma_run_done_list(x);
 }
 
+/*
+ * The adapter API: what the libtirpc CLIENT (lib/tirpc) uses beyond the
+ * public one. Waits that say which descriptors are ready (enum
+ * rpcrdma_ready, ep.h), so that the adapter reads only those where its own
+ * event loop would read every channel on every pass.
+ */
+
+/* Add @fd (the adapter's wake-up eventfd) to the client's wait set. 0 or -errno. */
+int xprt_rdma_watch(struct rpcrdma_clnt *clnt, int fd);
+/*
+ * Sleep on the client's wait set for up to @timeout_ms (-1: no limit).
+ * Returns the &enum rpcrdma_ready tags found ready (RPCRDMA_READY_USER for
+ * a watched fd; 0 on timeout or a signal), or -errno.
+ */
+int xprt_rdma_sleep(struct rpcrdma_clnt *clnt, int timeout_ms);
+
 #endif /* RPCRDMA_XPRT_RDMA_H */

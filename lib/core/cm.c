@@ -57,18 +57,6 @@ int rpcrdma_cm_wait_event(struct rdma_event_channel *ch, int64_t deadline_ms,
 	}
 }
 
-socklen_t rpcrdma_sockaddr_len(const struct sockaddr *sa)
-{
-	switch (sa->sa_family) {
-	case AF_INET:
-		return sizeof(struct sockaddr_in);
-	case AF_INET6:
-		return sizeof(struct sockaddr_in6);
-	default:
-		return 0;
-	}
-}
-
 void rpcrdma_cm_private_build(unsigned char buf[RPCRDMA_CM_PRIVATE_LEN], uint32_t inline_size,
 			      uint32_t flags)
 {

@@ -16,7 +16,6 @@
 #include <rpcrdma/clnt.h>
 
 #include "abi.h"
-#include "tirpc_engine.h"
 #include "xprt_rdma.h"
 
 #define RPCRDMA_CLNT_DEF_REQUESTS 32

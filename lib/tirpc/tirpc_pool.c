@@ -26,7 +26,7 @@
 
 #include "list.h"
 #include "mem.h"
-#include "tirpc_engine.h"
+#include "svc_rdma.h"
 #include "tirpc_pool.h"
 #include "util.h"
 

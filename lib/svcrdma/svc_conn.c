@@ -12,7 +12,6 @@
 #include <rpcrdma/proto.h>
 
 #include "svc_rdma.h"
-#include "tirpc_engine.h"
 
 /* Receive contexts beyond 2 x credits: the refill batch (kernel's sc_recv_batch). */
 #define SVC_RDMA_RECV_BATCH 8

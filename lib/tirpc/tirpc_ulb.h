@@ -3,6 +3,7 @@
 #ifndef RPCRDMA_TIRPC_ULB_H
 #define RPCRDMA_TIRPC_ULB_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <rpcrdma/tirpc.h>

@@ -767,4 +767,51 @@ int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *
 void svc_rdma_echo(const struct rpcrdma_chunk *chunk, const uint32_t *written,
 		   struct rpcrdma_segment *segs, struct rpcrdma_chunk_desc *desc);
 
+
+/*
+ * The adapter API: what the libtirpc listeners (lib/tirpc) use beyond the
+ * public one. Waits that say which connections are ready (enum
+ * rpcrdma_ready, ep.h); payloads of upper-layer bindings sent from a
+ * registration the adapter owns (its buffer pool) or always copied, with
+ * the pool's registrations made on the server's PDs and released before
+ * them.
+ */
+
+/*
+ * Before the adapter polls a connection: if its poll() found the armed
+ * connection's descriptor ready (@woke), learn which of its channels are,
+ * without sleeping; otherwise (calls were left, or it yielded) take it
+ * that none is.
+ */
+void svc_rdma_conn_collect(struct rpcrdma_svc_conn *conn, bool woke);
+
+/*
+ * rpcrdma_svc_reply_payload() whose bytes are sent from @mem, a registration
+ * the caller owns (NULL: looked up as usual), or always copied (@copy).
+ */
+int svc_rdma_reply_payload_src(struct rpcrdma_svc_call *call, uint32_t pos, const void *buf,
+			       size_t len, void (*release)(void *arg), void *arg,
+			       const struct rpcrdma_mem *mem, bool copy);
+/*
+ * rpcrdma_svc_reply_err_chunk() for a reply that does not fit the room the
+ * client offered for it, counted in the server's reply_overflows.
+ */
+int svc_rdma_reply_overflow(struct rpcrdma_svc_call *call);
+/*
+ * rpcrdma_svc_mem_register() onto the caller's own @list: the engine never
+ * looks there, the caller names the registration (above) and releases it.
+ */
+int svc_rdma_mem_register_on(struct rpcrdma_svc *svc, struct list_node *list, void *addr,
+			     size_t len, struct rpcrdma_mem **out);
+/*
+ * Run @fn(@arg) when @svc is freed, every connection gone, just before its
+ * registrations and PDs are released.
+ */
+void svc_rdma_set_on_free(struct rpcrdma_svc *svc, void (*fn)(void *arg), void *arg);
+/*
+ * How long each poller's waits (rpcrdma_svc_poller_wait()) poll before they
+ * sleep: RPCRDMA_SVCSET_SPIN_US on a listener of rpcrdma_svc_run().
+ */
+void svc_rdma_set_spin(struct rpcrdma_svc *svc, unsigned int us);
+
 #endif /* RPCRDMA_SVC_RDMA_H */

@@ -26,16 +26,6 @@ static int rpcrdma_verbs_err(int rc)
 	return rpcrdma_errno(-EIO);
 }
 
-bool rpcrdma_pace_clock(struct rpcrdma_pace *pc, int64_t gap_us)
-{
-	int64_t now = rpcrdma_now_us();
-
-	if (now < pc->next_us)
-		return false;
-	pc->next_us = now + gap_us;
-	return true;
-}
-
 static void rpcrdma_wc_drain_send(struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	struct rpcrdma_ep *ep = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_ep, drain_send_cqe);

@@ -14,7 +14,6 @@
 #include "proto_plain.h"
 #include "svc_pcl.h"
 #include "svc_rdma.h"
-#include "tirpc_engine.h"
 
 #define SVC_RDMA_DEF_MAX_REPLY (64ull << 20)
 

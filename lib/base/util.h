@@ -81,7 +81,7 @@ void *rpcrdma_zalloc(struct rpcrdma_stats *stats, size_t size);
 void *rpcrdma_realloc(struct rpcrdma_stats *stats, void *p, size_t old, size_t size);
 void rpcrdma_free(struct rpcrdma_stats *stats, void *p, size_t size);
 
-/* Length of a sockaddr by family; 0 for an unsupported family (cm.c). */
+/* Length of a sockaddr by family; 0 for an unsupported family. */
 socklen_t rpcrdma_sockaddr_len(const struct sockaddr *sa);
 
 /*

@@ -46,13 +46,13 @@
 
 #include "abi.h"
 #include "list.h"
-#include "util.h"
-#include "tirpc_rpcb.h"
-#include "tirpc_engine.h"
-#include "tirpc_svc.h"
+#include "svc_rdma.h"
 #include "tirpc_msg.h"
+#include "tirpc_rpcb.h"
 #include "tirpc_spin.h"
+#include "tirpc_svc.h"
 #include "tirpc_xdr.h"
+#include "util.h"
 
 static const struct xp_ops tconn_ops;
 static const struct xp_ops tsvc_ops;
