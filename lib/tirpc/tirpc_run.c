@@ -15,20 +15,8 @@
 #include "tirpc_svc.h"
 #include "util.h"
 
-__thread struct tsvc_thread *tsvc_self;
-__thread struct tconn *tsvc_dispatching;
-
-/* With rpcrdma_svc_run(): the thread that received for it dispatches it next. */
-void tconn_mark_ready(struct tconn *tc)
-{
-	if (!tsvc_self || tc->ready)
-		return;
-	tc->ready = true;
-	list_add_tail(&tc->ready_node, &tsvc_self->ready);
-}
-
 /* The connections other threads destroyed (svc_destroy()) while this one served them. */
-void tsvc_thread_reap(struct tsvc_thread *t)
+static void tsvc_thread_reap(struct tsvc_thread *t)
 {
 	struct list_node kill;
 	struct tconn *tc;

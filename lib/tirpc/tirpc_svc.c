@@ -125,6 +125,18 @@ static void xprt_init_common(SVCXPRT *xprt, SVCXPRT_EXT *ext, char *verf_body, i
 
 /* Calls waiting for dispatch */
 
+__thread struct tsvc_thread *tsvc_self;
+__thread struct tconn *tsvc_dispatching;
+
+/* With rpcrdma_svc_run(): the thread that received for it dispatches it next. */
+static void tconn_mark_ready(struct tconn *tc)
+{
+	if (!tsvc_self || tc->ready)
+		return;
+	tc->ready = true;
+	list_add_tail(&tc->ready_node, &tsvc_self->ready);
+}
+
 static bool tconn_push(struct tconn *tc, struct rpcrdma_svc_call *call)
 {
 	if (tc->qlen == tc->qcap) {

@@ -94,13 +94,8 @@ struct tsvc {
 extern __thread struct tsvc_thread *tsvc_self;
 extern __thread struct tconn *tsvc_dispatching;
 
-/* tirpc_svc.c */
 struct tsvc *tsvc_of(SVCXPRT *xprt);
 /* Disconnect, drain and free a connection SVCXPRT already unregistered. */
 void tconn_destroy_now(struct tconn *tc);
-
-/* tirpc_run.c: rpcrdma_svc_run()'s threads. */
-void tconn_mark_ready(struct tconn *tc);
-void tsvc_thread_reap(struct tsvc_thread *t);
 
 #endif /* RPCRDMA_TIRPC_SVC_H */
