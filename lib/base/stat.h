@@ -18,6 +18,7 @@
 #include <rpcrdma/base.h>
 
 #include "list.h"
+#include "util.h"
 
 #define RPCRDMA_STAT_PERIOD_MS 100
 
@@ -33,17 +34,6 @@ struct rpcrdma_stat_src {
 };
 
 extern atomic_bool rpcrdma_stat_on;
-
-/*
- * Counters change on their owners' threads (a poller, a client's caller,
- * a thread registering memory) while rpcrdma_*_stats() and the publisher
- * read them from any: every change and every read is a relaxed atomic, so
- * that a reader sees each counter whole and two writers lose nothing.
- */
-#define rpcrdma_count_add(field, n) ((void)__atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED))
-#define rpcrdma_count_sub(field, n) ((void)__atomic_fetch_sub(&(field), (n), __ATOMIC_RELAXED))
-#define rpcrdma_count_inc(field) rpcrdma_count_add(field, 1)
-#define rpcrdma_count_read(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 /* Add every counter of @src to @dst's (gauges too: a sum over sources); @dst is the caller's own. */
 void rpcrdma_stats_sum(struct rpcrdma_stats *dst, const struct rpcrdma_stats *src);

@@ -3,7 +3,6 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 
-#include "stat.h"
 #include "util.h"
 
 bool rpcrdma_pace_clock(struct rpcrdma_pace *pc, int64_t gap_us)

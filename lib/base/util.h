@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What every layer of the library uses and none owns: the log, the
- * monotonic clock, heap accounting, socket address lengths and XDR's
- * rounding. No verbs here: the libtirpc adapters include this alone.
+ * monotonic clock, counters and heap accounting, socket address lengths
+ * and XDR's rounding. No verbs here: the libtirpc adapters include this
+ * alone.
  */
 #ifndef RPCRDMA_UTIL_H
 #define RPCRDMA_UTIL_H
@@ -74,6 +75,17 @@ void rpcrdma_log(int level, const char *fmt, ...) __attribute__((format(printf, 
 #define rpcrdma_warn(...) rpcrdma_log(RPCRDMA_LOG_WARNING, __VA_ARGS__)
 #define rpcrdma_info(...) rpcrdma_log(RPCRDMA_LOG_INFO, __VA_ARGS__)
 #define rpcrdma_dbg(...) rpcrdma_log(RPCRDMA_LOG_DEBUG, __VA_ARGS__)
+
+/*
+ * Counters change on their owners' threads (a poller, a client's caller,
+ * a thread registering memory) while rpcrdma_*_stats() and the publisher
+ * read them from any: every change and every read is a relaxed atomic, so
+ * that a reader sees each counter whole and two writers lose nothing.
+ */
+#define rpcrdma_count_add(field, n) ((void)__atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED))
+#define rpcrdma_count_sub(field, n) ((void)__atomic_fetch_sub(&(field), (n), __ATOMIC_RELAXED))
+#define rpcrdma_count_inc(field) rpcrdma_count_add(field, 1)
+#define rpcrdma_count_read(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 /* Heap accounting for rpcrdma_stats.heap_bytes. */
 void *rpcrdma_zalloc(struct rpcrdma_stats *stats, size_t size);
