@@ -11,11 +11,11 @@ callgrind_prepare() {
 	trap 'rm -rf "$tmp"' EXIT
 }
 
-# The lines of functions whose source lies in lib/. softrdma shares
-# lib/base/list.h: what is inlined from it into the fabric's own functions is the
+# The lines of functions whose source lies in lib/ (any layer). softrdma
+# shares list code: what is inlined from it into the fabric's own functions is the
 # fabric's cost (its path goes through softrdma/).
 lib_lines() {
-	awk '{ gsub(",", "", $1) } $1 ~ /^[0-9]+$/ && $0 ~ /\/lib\/[a-z_]+\.[ch]:/ &&
+	awk '{ gsub(",", "", $1) } $1 ~ /^[0-9]+$/ && $0 ~ /\/lib\/([a-z]+\/)?[a-z_0-9]+\.[ch]:/ &&
 		$0 !~ /softrdma\// { print }' "$1"
 }
 

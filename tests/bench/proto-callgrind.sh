@@ -63,5 +63,5 @@ awk -v c="$library_chunkless" -v r1="$library_read1" -v r8="$library_read8" \
 	printf "  one Read segment             (read1 - chunkless)  = %.1f\n", r1 - c
 }'
 echo
-echo "Targets (issue 20): chunkless <= 60; the first Write chunk or Read segment <= 60 beyond it;"
+echo "Targets: chunkless <= 60; the first Write chunk or Read segment <= 60 beyond it;"
 echo "a further Read segment <= 20, a further Write segment <= 12."

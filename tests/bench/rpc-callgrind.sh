@@ -48,10 +48,10 @@ for side in ${RPC_CALLGRIND_SIDES:-client server}; do
 	require_lib_lines "$tmp/listing" "$bench"
 	mv "$tmp/listing" "$tmp/listing.1"
 	a=$(lib_lines "$tmp/listing.1" | sum)
-	ca=$(lib_lines "$tmp/listing.1" | grep '/lib/cq\.h:' | sum)
+	ca=$(lib_lines "$tmp/listing.1" | grep '/lib/core/cq\.h:' | sum)
 	profile $side $n2
 	b=$(lib_lines "$tmp/listing" | sum)
-	cb=$(lib_lines "$tmp/listing" | grep '/lib/cq\.h:' | sum)
+	cb=$(lib_lines "$tmp/listing" | grep '/lib/core/cq\.h:' | sum)
 	# Completions per RPC: its Receive, and the Sends signaled (rpc-bench counts them).
 	wcs=$(awk -v s="$side" '$1 == s && /signaled send completions/ {
 		for (i = 1; i < NF; i++) if ($(i + 1) == "signaled") print 1 + $i }' "$tmp/out")
