@@ -9,8 +9,9 @@
  * The rules: a window exposes exactly its segment, for reading (Read
  * chunk) or writing (Write and Reply chunks) only; after the reply every
  * window is invalidated, by the server (Send With Invalidate, RFC 8797) or
- * by a LOCAL_INV, before the call completes (RFC 8166 section 3.4.3: the
- * Requester invalidates before the ULP sees the reply); a window is reused
+ * by a LOCAL_INV, before the call completes (the Requester fences its
+ * memory from the Responder before the ULP sees the reply: RFC 8166
+ * section 8.1, memory protection); a window is reused
  * only after an invalidation that succeeded, with a new rkey; one that saw
  * a flush or an error is deallocated.
  */
