@@ -1,29 +1,136 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * librpcrdma 0.1's entry points whose structs have since changed layout,
- * kept under version node RPCRDMA_0.1 for programs built against its
- * headers: each converts to the current struct and calls the current
- * function (the default version, RPCRDMA_0.2). Programs built now link to
- * those directly and never come here.
+ * for programs built against 0.1's headers: 0.1's struct layouts (before
+ * struct_size; abi/librpcrdma-0.1.abi has them as abidw saw them), and each
+ * entry point exported at version RPCRDMA_0.1 only, by the .symver above
+ * it. Each converts to the current struct and calls the current function,
+ * whose version (the default, RPCRDMA_0.2) is that of the node listing it
+ * in lib/librpcrdma.map. Programs built now link to those directly.
+ *
+ * The only file that names an older version: when a release changes a
+ * function's layout, its name moves to that release's node of the map and
+ * its old form comes here, beside the old layout.
  */
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
-#include "abi.h"
+#include <rpcrdma/clnt.h>
+#include <rpcrdma/proto.h>
+#include <rpcrdma/svc.h>
+
 #include "compat_0_1.h"
 #include "xprt_rdma.h"
+
+/*
+ * @impl is @name as version node RPCRDMA_0.1 had it. The map must not
+ * make @name local in that node (its "local: *" is in the newest node).
+ */
+#define COMPAT_0_1(impl, name) __asm__(".symver " #impl ", " #name "@RPCRDMA_0.1")
+
+/* Frozen: the layouts of a released ABI. */
+struct rpcrdma_clnt_attr_0_1 {
+	const struct sockaddr *addr;
+	const struct sockaddr *src_addr;
+	uint32_t max_requests;
+	uint32_t inline_size;
+	int connect_timeout_ms;
+	int call_timeout_ms;
+	unsigned int retries;
+	uint8_t rnr_retry;
+	uint32_t flags;
+	uint32_t max_segment;
+};
+
+struct rpcrdma_svc_attr_0_1 {
+	const struct sockaddr *addr;
+	int backlog;
+	uint32_t max_requests;
+	uint32_t inline_size;
+	void (*on_call)(struct rpcrdma_svc_call *call, void *arg);
+	void (*on_conn)(struct rpcrdma_svc_conn *conn, enum rpcrdma_conn_event event, void *arg);
+	void *arg;
+	uint32_t flags;
+	uint64_t max_read;
+	uint64_t max_reply;
+};
+
+struct rpcrdma_call_0_1 {
+	const void *msg;
+	size_t msg_len;
+	const void *payload;
+	size_t payload_len;
+	uint32_t payload_pos;
+	void *reply;
+	size_t reply_max;
+	void *result;
+	size_t result_max;
+	int timeout_ms;
+	void (*done)(struct rpcrdma_call_0_1 *call);
+	void *arg;
+	int status;
+	size_t reply_len;
+	size_t result_len;
+};
+
+/* The 18 counters, as &struct rpcrdma_stats has them after struct_size. */
+struct rpcrdma_stats_0_1 {
+	uint64_t counters[18];
+};
+
+struct rpcrdma_clnt_info_0_1 {
+	int connected;
+	uint32_t credits;
+	uint32_t inline_send;
+	uint32_t inline_recv;
+	int remote_invalidate;
+	unsigned int connects;
+};
+
+struct rpcrdma_hdr_enc_0_1 {
+	uint32_t xid;
+	uint32_t credit;
+	uint32_t proc;
+	uint32_t read_segs;
+	const struct rpcrdma_read_segment *read;
+	uint32_t write_chunks;
+	const struct rpcrdma_chunk_desc *write;
+	const struct rpcrdma_chunk_desc *reply;
+	uint32_t err;
+	uint32_t vers_low;
+	uint32_t vers_high;
+};
 
 _Static_assert(offsetof(struct rpcrdma_stats, heap_bytes) - offsetof(struct rpcrdma_stats, calls) ==
 	       sizeof(struct rpcrdma_stats_0_1) - sizeof(uint64_t),
 	       "the 0.1 counters lie contiguous in struct rpcrdma_stats");
 
-void rpcrdma_stats_to_0_1(const struct rpcrdma_stats *stats, struct rpcrdma_stats_0_1 *out)
+/* The entry points as 0.1 had them; rpcrdma_clnt_stats_0_1() is in compat_0_1.h. */
+RPCRDMA_EXPORT int rpcrdma_clnt_connect_0_1(const struct rpcrdma_clnt_attr_0_1 *old,
+					    struct rpcrdma_clnt **out);
+RPCRDMA_EXPORT int rpcrdma_svc_listen_0_1(const struct rpcrdma_svc_attr_0_1 *old,
+					  struct rpcrdma_svc **out);
+RPCRDMA_EXPORT int rpcrdma_clnt_submit_0_1(struct rpcrdma_clnt *clnt, struct rpcrdma_call_0_1 *old);
+RPCRDMA_EXPORT int rpcrdma_clnt_cancel_0_1(struct rpcrdma_clnt *clnt, struct rpcrdma_call_0_1 *old);
+RPCRDMA_EXPORT int rpcrdma_svc_stats_0_1(const struct rpcrdma_svc *svc,
+					 struct rpcrdma_stats_0_1 *out);
+RPCRDMA_EXPORT int rpcrdma_clnt_info_0_1(const struct rpcrdma_clnt *clnt,
+					 struct rpcrdma_clnt_info_0_1 *out);
+RPCRDMA_EXPORT long rpcrdma_hdr_encode_0_1(void *buf, size_t len,
+					   const struct rpcrdma_hdr_enc_0_1 *old);
+RPCRDMA_EXPORT long rpcrdma_hdr_encoded_len_0_1(const struct rpcrdma_hdr_enc_0_1 *old);
+RPCRDMA_EXPORT int rpcrdma_clnt_next_timeout_0_1(const struct rpcrdma_clnt *clnt);
+
+static void stats_to_0_1(const struct rpcrdma_stats *stats, struct rpcrdma_stats_0_1 *out)
 {
 	memcpy(out->counters, &stats->calls, sizeof(out->counters));
 }
 
-RPCRDMA_SYMVER_COMPAT(rpcrdma_clnt_connect_0_1, rpcrdma_clnt_connect, 0_1);
+COMPAT_0_1(rpcrdma_clnt_connect_0_1, rpcrdma_clnt_connect);
 int rpcrdma_clnt_connect_0_1(const struct rpcrdma_clnt_attr_0_1 *old, struct rpcrdma_clnt **out)
 {
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
@@ -43,7 +150,7 @@ int rpcrdma_clnt_connect_0_1(const struct rpcrdma_clnt_attr_0_1 *old, struct rpc
 	return rpcrdma_clnt_connect(&attr, out);
 }
 
-RPCRDMA_SYMVER_COMPAT(rpcrdma_svc_listen_0_1, rpcrdma_svc_listen, 0_1);
+COMPAT_0_1(rpcrdma_svc_listen_0_1, rpcrdma_svc_listen);
 int rpcrdma_svc_listen_0_1(const struct rpcrdma_svc_attr_0_1 *old, struct rpcrdma_svc **out)
 {
 	struct rpcrdma_svc_attr attr = { RPCRDMA_SIZED(attr) };
@@ -82,7 +189,7 @@ static void compat_call_done(struct rpcrdma_call *call)
 	old->done(old);
 }
 
-RPCRDMA_SYMVER_COMPAT(rpcrdma_clnt_submit_0_1, rpcrdma_clnt_submit, 0_1);
+COMPAT_0_1(rpcrdma_clnt_submit_0_1, rpcrdma_clnt_submit);
 int rpcrdma_clnt_submit_0_1(struct rpcrdma_clnt *clnt, struct rpcrdma_call_0_1 *old)
 {
 	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
@@ -117,7 +224,7 @@ int rpcrdma_clnt_submit_0_1(struct rpcrdma_clnt *clnt, struct rpcrdma_call_0_1 *
 	return rc;
 }
 
-RPCRDMA_SYMVER_COMPAT(rpcrdma_clnt_cancel_0_1, rpcrdma_clnt_cancel, 0_1);
+COMPAT_0_1(rpcrdma_clnt_cancel_0_1, rpcrdma_clnt_cancel);
 int rpcrdma_clnt_cancel_0_1(struct rpcrdma_clnt *clnt, struct rpcrdma_call_0_1 *old)
 {
 	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
@@ -135,7 +242,7 @@ int rpcrdma_clnt_cancel_0_1(struct rpcrdma_clnt *clnt, struct rpcrdma_call_0_1 *
 	return -ENOENT;
 }
 
-RPCRDMA_SYMVER_COMPAT(rpcrdma_clnt_stats_0_1, rpcrdma_clnt_stats, 0_1);
+COMPAT_0_1(rpcrdma_clnt_stats_0_1, rpcrdma_clnt_stats);
 int rpcrdma_clnt_stats_0_1(const struct rpcrdma_clnt *clnt, struct rpcrdma_stats_0_1 *out)
 {
 	struct rpcrdma_stats stats = { RPCRDMA_SIZED(stats) };
@@ -145,11 +252,11 @@ int rpcrdma_clnt_stats_0_1(const struct rpcrdma_clnt *clnt, struct rpcrdma_stats
 		return -EINVAL;
 	rc = rpcrdma_clnt_stats(clnt, &stats);
 	if (!rc)
-		rpcrdma_stats_to_0_1(&stats, out);
+		stats_to_0_1(&stats, out);
 	return rc;
 }
 
-RPCRDMA_SYMVER_COMPAT(rpcrdma_svc_stats_0_1, rpcrdma_svc_stats, 0_1);
+COMPAT_0_1(rpcrdma_svc_stats_0_1, rpcrdma_svc_stats);
 int rpcrdma_svc_stats_0_1(const struct rpcrdma_svc *svc, struct rpcrdma_stats_0_1 *out)
 {
 	struct rpcrdma_stats stats = { RPCRDMA_SIZED(stats) };
@@ -159,11 +266,11 @@ int rpcrdma_svc_stats_0_1(const struct rpcrdma_svc *svc, struct rpcrdma_stats_0_
 		return -EINVAL;
 	rc = rpcrdma_svc_stats(svc, &stats);
 	if (!rc)
-		rpcrdma_stats_to_0_1(&stats, out);
+		stats_to_0_1(&stats, out);
 	return rc;
 }
 
-RPCRDMA_SYMVER_COMPAT(rpcrdma_clnt_info_0_1, rpcrdma_clnt_info, 0_1);
+COMPAT_0_1(rpcrdma_clnt_info_0_1, rpcrdma_clnt_info);
 int rpcrdma_clnt_info_0_1(const struct rpcrdma_clnt *clnt, struct rpcrdma_clnt_info_0_1 *out)
 {
 	struct rpcrdma_clnt_info info = { RPCRDMA_SIZED(info) };
@@ -184,7 +291,7 @@ int rpcrdma_clnt_info_0_1(const struct rpcrdma_clnt *clnt, struct rpcrdma_clnt_i
 }
 
 /* 0.1 returned the milliseconds, or -1 (which reads as -EPERM) for none and for NULL. */
-RPCRDMA_SYMVER_COMPAT(rpcrdma_clnt_next_timeout_0_1, rpcrdma_clnt_next_timeout, 0_1);
+COMPAT_0_1(rpcrdma_clnt_next_timeout_0_1, rpcrdma_clnt_next_timeout);
 int rpcrdma_clnt_next_timeout_0_1(const struct rpcrdma_clnt *clnt)
 {
 	int ms;
@@ -213,7 +320,7 @@ static int hdr_enc_from_0_1(const struct rpcrdma_hdr_enc_0_1 *old, struct rpcrdm
 	return 0;
 }
 
-RPCRDMA_SYMVER_COMPAT(rpcrdma_hdr_encode_0_1, rpcrdma_hdr_encode, 0_1);
+COMPAT_0_1(rpcrdma_hdr_encode_0_1, rpcrdma_hdr_encode);
 long rpcrdma_hdr_encode_0_1(void *buf, size_t len, const struct rpcrdma_hdr_enc_0_1 *old)
 {
 	struct rpcrdma_hdr_enc enc;
@@ -223,7 +330,7 @@ long rpcrdma_hdr_encode_0_1(void *buf, size_t len, const struct rpcrdma_hdr_enc_
 	return rpcrdma_hdr_encode(buf, len, &enc);
 }
 
-RPCRDMA_SYMVER_COMPAT(rpcrdma_hdr_encoded_len_0_1, rpcrdma_hdr_encoded_len, 0_1);
+COMPAT_0_1(rpcrdma_hdr_encoded_len_0_1, rpcrdma_hdr_encoded_len);
 long rpcrdma_hdr_encoded_len_0_1(const struct rpcrdma_hdr_enc_0_1 *old)
 {
 	struct rpcrdma_hdr_enc enc;

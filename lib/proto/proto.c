@@ -23,7 +23,6 @@
 
 #include <rpcrdma/proto.h>
 
-#include "abi.h"
 #include "compiler.h"
 #include "proto_plain.h"
 
@@ -734,8 +733,7 @@ static long encoded_len(const struct rpcrdma_hdr_enc *enc)
 	return -EINVAL;
 }
 
-RPCRDMA_SYMVER_DEFAULT(rpcrdma_hdr_encoded_len, 0_2);
-long rpcrdma_hdr_encoded_len_0_2(const struct rpcrdma_hdr_enc *enc)
+RPCRDMA_EXPORT long rpcrdma_hdr_encoded_len(const struct rpcrdma_hdr_enc *enc)
 {
 	if (unlikely(!enc))
 		return -EINVAL;
@@ -1034,8 +1032,7 @@ static __attribute__((noinline)) long encode_lists(unsigned char *p, size_t len,
 	return n ? n : encode_slow(p, len, enc);
 }
 
-RPCRDMA_SYMVER_DEFAULT(rpcrdma_hdr_encode, 0_2);
-long rpcrdma_hdr_encode_0_2(void *buf, size_t len, const struct rpcrdma_hdr_enc *enc)
+RPCRDMA_EXPORT long rpcrdma_hdr_encode(void *buf, size_t len, const struct rpcrdma_hdr_enc *enc)
 {
 	unsigned char *p = buf;
 

@@ -9,7 +9,7 @@
 
 #include <rpcrdma/svc.h>
 
-#include "abi.h"
+#include "sized.h"
 #include "svc_rdma.h"
 
 #define RPCRDMA_SVC_DEF_REQUESTS 32
@@ -123,8 +123,7 @@ static void svc_rdma_svc_free(struct rpcrdma_svc *svc)
 	free(svc);
 }
 
-RPCRDMA_SYMVER_DEFAULT(rpcrdma_svc_listen, 0_2);
-int rpcrdma_svc_listen_0_2(const struct rpcrdma_svc_attr *attr,
+RPCRDMA_EXPORT int rpcrdma_svc_listen(const struct rpcrdma_svc_attr *attr,
 				      struct rpcrdma_svc **out)
 {
 	struct rpcrdma_svc *svc;
@@ -356,8 +355,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_mem_register(struct rpcrdma_svc *svc, void *addr,
 					 svc->sv_npds, 0, out);
 }
 
-RPCRDMA_SYMVER_DEFAULT(rpcrdma_svc_stats, 0_2);
-int rpcrdma_svc_stats_0_2(const struct rpcrdma_svc *svc, struct rpcrdma_stats *stats)
+RPCRDMA_EXPORT int rpcrdma_svc_stats(const struct rpcrdma_svc *svc, struct rpcrdma_stats *stats)
 {
 	struct rpcrdma_stats sum;
 	unsigned int i;

@@ -830,15 +830,9 @@ static bool_t tclnt_control_locked(struct tclnt *tc, u_int request, void *info)
 		return TRUE;
 	case RPCRDMA_CLGET_STATS:
 		return rpcrdma_clnt_stats(tc->native, info) == 0;
-	case RPCRDMA_CLGET_STATS_0_1: {
+	case RPCRDMA_CLGET_STATS_0_1:
 		/* A program built against 0.1 passes the struct without struct_size. */
-		struct rpcrdma_stats stats = { RPCRDMA_SIZED(stats) };
-
-		if (rpcrdma_clnt_stats(tc->native, &stats))
-			return FALSE;
-		rpcrdma_stats_to_0_1(&stats, (struct rpcrdma_stats_0_1 *)(void *)info);
-		return TRUE;
-	}
+		return rpcrdma_clnt_stats_0_1(tc->native, info) == 0;
 	default:
 		return FALSE;
 	}

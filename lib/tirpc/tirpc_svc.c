@@ -44,8 +44,8 @@
 #include <rpcrdma/svc.h>
 #include <rpcrdma/tirpc.h>
 
-#include "abi.h"
 #include "list.h"
+#include "sized.h"
 #include "svc_rdma.h"
 #include "tirpc_msg.h"
 #include "tirpc_rpcb.h"

@@ -24,7 +24,7 @@
 
 #include <rpcrdma/tirpc.h>
 
-#include "abi.h"
+#include "sized.h"
 #include "tirpc_ulb.h"
 #include "util.h"
 

@@ -15,7 +15,7 @@
 
 #include <rpcrdma/clnt.h>
 
-#include "abi.h"
+#include "sized.h"
 #include "xprt_rdma.h"
 
 #define RPCRDMA_CLNT_DEF_REQUESTS 32
@@ -140,8 +140,7 @@ static void xprt_rdma_free(struct rpcrdma_xprt *x)
 	free(x);
 }
 
-RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_connect, 0_2);
-int rpcrdma_clnt_connect_0_2(const struct rpcrdma_clnt_attr *attr,
+RPCRDMA_EXPORT int rpcrdma_clnt_connect(const struct rpcrdma_clnt_attr *attr,
 					struct rpcrdma_clnt **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = RPCRDMA_READY_CM };
@@ -336,8 +335,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_poll(struct rpcrdma_clnt *clnt, int budget)
 	return n;
 }
 
-RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_submit, 0_2);
-int rpcrdma_clnt_submit_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
+RPCRDMA_EXPORT int rpcrdma_clnt_submit(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
 {
 	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
 	struct rpcrdma_req *req;
@@ -432,8 +430,7 @@ static void xprt_rdma_fence(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	rpcrdma_ep_begin_close(&x->rx_ep);
 }
 
-RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_cancel, 0_2);
-int rpcrdma_clnt_cancel_0_2(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
+RPCRDMA_EXPORT int rpcrdma_clnt_cancel(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call)
 {
 	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
 	struct rpcrdma_req *req;
@@ -494,8 +491,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_fd(const struct rpcrdma_clnt *clnt)
 	return clnt ? x->rx_epfd : -EINVAL;
 }
 
-RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_next_timeout, 0_2);
-int rpcrdma_clnt_next_timeout_0_2(const struct rpcrdma_clnt *clnt, int *timeout_ms)
+RPCRDMA_EXPORT int rpcrdma_clnt_next_timeout(const struct rpcrdma_clnt *clnt, int *timeout_ms)
 {
 	const struct rpcrdma_xprt *x = (const struct rpcrdma_xprt *)clnt;
 	int64_t left;
@@ -659,8 +655,8 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt)
 	xprt_rdma_free(x);
 }
 
-RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_info, 0_2);
-int rpcrdma_clnt_info_0_2(const struct rpcrdma_clnt *clnt, struct rpcrdma_clnt_info *info)
+RPCRDMA_EXPORT int rpcrdma_clnt_info(const struct rpcrdma_clnt *clnt,
+				     struct rpcrdma_clnt_info *info)
 {
 	const struct rpcrdma_xprt *x = (const struct rpcrdma_xprt *)clnt;
 	struct rpcrdma_clnt_info now = { RPCRDMA_SIZED(now) };
@@ -682,8 +678,7 @@ int rpcrdma_clnt_info_0_2(const struct rpcrdma_clnt *clnt, struct rpcrdma_clnt_i
 	return rpcrdma_sized_out(info, &now, sizeof(now), RPCRDMA_CLNT_INFO_SIZE_0_2);
 }
 
-RPCRDMA_SYMVER_DEFAULT(rpcrdma_clnt_stats, 0_2);
-int rpcrdma_clnt_stats_0_2(const struct rpcrdma_clnt *clnt, struct rpcrdma_stats *stats)
+RPCRDMA_EXPORT int rpcrdma_clnt_stats(const struct rpcrdma_clnt *clnt, struct rpcrdma_stats *stats)
 {
 	const struct rpcrdma_xprt *x = (const struct rpcrdma_xprt *)clnt;
 	struct rpcrdma_stats now;

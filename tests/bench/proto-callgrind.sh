@@ -33,9 +33,7 @@ per_iter() {
 	case=$2
 	set --
 	if [ "$kind" = library ]; then
-		# The encoder is versioned (rpcrdma_hdr_encode@@RPCRDMA_0.2, lib/base/abi.h):
-		# callgrind names it so.
-		set -- --toggle-collect='rpcrdma_hdr_encode@*' --toggle-collect=rpcrdma_hdr_decode
+		set -- --toggle-collect=rpcrdma_hdr_encode --toggle-collect=rpcrdma_hdr_decode
 	fi
 	a=$(ir "$@" "$bench" --runs 1 --iterations $n1 --case "$case")
 	b=$(ir "$@" "$bench" --runs 1 --iterations $n2 --case "$case")

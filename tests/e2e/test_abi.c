@@ -17,8 +17,8 @@
 
 #include <rpcrdma/rpcrdma.h>
 
-#include "abi.h"
 #include "harness.h"
+#include "sized.h"
 
 /* Two versions of one struct, as a header would have them one release apart. */
 struct demo_v1 {

@@ -5,11 +5,12 @@
 # stand-in librpcrdma.so.0 that has 0.1's version node only, so that every
 # reference it makes is bound to RPCRDMA_0.1 as a real 0.1 link would be;
 # then it runs against the built library, on softrdma's drop-in verbs.
-# Usage: old-abi.sh LIBDIR DROPIN_DIR MAP OLD_INCLUDE PROGRAM_C SANITIZE CC [CC args...]
+# Usage: old-abi.sh LIBDIR DROPIN_DIR BASELINE OLD_INCLUDE PROGRAM_C SANITIZE CC [CC args...]
+# BASELINE is 0.1's ABI file (abi/librpcrdma-0.1.abi): its symbols are 0.1's.
 set -eu
 libdir=$1
 dropin=$2
-map=$3
+baseline=$3
 oldinc=$4
 src=$5
 sanitize=$6
@@ -17,14 +18,16 @@ shift 6
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# The RPCRDMA_0.1 node of the map, and a stand-in defining each of its names.
-sed -n '/^RPCRDMA_0\.1 {/,/^};/p' "$map" >"$tmp/0.1.map"
-sed -e 's@/\*.*\*/@@g' "$tmp/0.1.map" | awk '
-	/global:/ { g = 1; next }
-	/local:/ { g = 0; next }
-	g { gsub(/[ \t;]/, ""); if ($0 != "") printf "void %s(void);\nvoid %s(void) {}\n", $0, $0 }
-' >"$tmp/standin.c"
-[ -s "$tmp/standin.c" ] || { echo "no RPCRDMA_0.1 node in $map"; exit 1; }
+# The symbols of 0.1, and a stand-in defining each of them at RPCRDMA_0.1.
+sed -n "s/.*<elf-symbol name='\([A-Za-z0-9_]*\)' version='RPCRDMA_0\.1'.*/\1/p" "$baseline" |
+	sort -u >"$tmp/names"
+[ -s "$tmp/names" ] || { echo "no RPCRDMA_0.1 symbols in $baseline"; exit 1; }
+{
+	printf 'RPCRDMA_0.1 {\n\tglobal:\n'
+	sed 's/.*/\t\t&;/' "$tmp/names"
+	printf '\tlocal:\n\t\t*;\n};\n'
+} >"$tmp/0.1.map"
+awk '{ printf "void %s(void);\nvoid %s(void) {}\n", $0, $0 }' "$tmp/names" >"$tmp/standin.c"
 mkdir "$tmp/standin"
 "$@" -shared -fPIC -Wl,-soname,librpcrdma.so.0 -Wl,--version-script="$tmp/0.1.map" \
 	-o "$tmp/standin/librpcrdma.so" "$tmp/standin.c"

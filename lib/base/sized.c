@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Structs that carry their own size: copying them in and out (see abi.h). */
+/* Structs that carry their own size: copying them in and out (see sized.h). */
 #include <string.h>
 
-#include "abi.h"
+#include "sized.h"
 
 int rpcrdma_sized_in(void *dst, size_t dst_size, const void *src, size_t min)
 {

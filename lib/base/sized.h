@@ -1,18 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ABI's moving parts: structs that carry their own size (the scheme of
- * rpcrdma.h's conventions block), and symbol versions for the entry points
- * whose structs changed layout, so that programs built against an older
- * header keep the layout they were built with (lib/compat/compat_0_1.c).
+ * Structs that carry their own size (the scheme of rpcrdma.h's conventions
+ * block): a caller's struct_size checked against what this library knows,
+ * and such a struct copied in and out at the caller's size. The layouts
+ * from before struct_size (0.1's) are lib/compat/'s.
  */
-#ifndef RPCRDMA_ABI_H
-#define RPCRDMA_ABI_H
+#ifndef RPCRDMA_SIZED_H
+#define RPCRDMA_SIZED_H
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include "compiler.h"
 
 #define offsetofend(type, member) (offsetof(type, member) + sizeof(((type *)0)->member))
 
@@ -55,20 +53,4 @@ int rpcrdma_sized_in(void *dst, size_t dst_size, const void *src, size_t min);
  */
 int rpcrdma_sized_out(void *dst, const void *src, size_t src_size, size_t min);
 
-/*
- * @name's definition from version node RPCRDMA_@node on (the default a new
- * program links to) is the function @name##_##node; older nodes keep their
- * own definitions (RPCRDMA_SYMVER_COMPAT). Put it before the definition.
- */
-#define RPCRDMA_SYMVER_DEFAULT(name, node)                 \
-	__typeof__(name) name##_##node RPCRDMA_EXPORT;   \
-	__asm__(".symver " #name "_" #node ", " #name "@@RPCRDMA_" RPCRDMA_NODE_##node)
-
-/* @impl is @name as version node RPCRDMA_@node had it. */
-#define RPCRDMA_SYMVER_COMPAT(impl, name, node) \
-	__asm__(".symver " #impl ", " #name "@RPCRDMA_" RPCRDMA_NODE_##node)
-
-#define RPCRDMA_NODE_0_1 "0.1"
-#define RPCRDMA_NODE_0_2 "0.2"
-
-#endif /* RPCRDMA_ABI_H */
+#endif /* RPCRDMA_SIZED_H */
