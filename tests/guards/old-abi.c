@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A program as it was written and built against librpcrdma 0.1 (its headers
- * are abi/0.1/include), run against the current library: its structs have
- * no struct_size, and every call must reach the 0.1 entry points and mean
- * what it meant then. old-abi.sh builds it and checks that it links to
- * RPCRDMA_0.1 only.
+ * A program as it was written and built against librpcrdma 0.1, run against
+ * the current library: its structs have no struct_size, and every call must
+ * reach the 0.1 entry points and mean what it meant then. old-abi.sh builds
+ * it and checks that it links to RPCRDMA_0.1 only.
+ *
+ * What it uses of 0.1's headers is declared below, as 0.1 declared it: a
+ * fixture, not a header copy. The sizes are those abi/librpcrdma-0.1.abi
+ * records (abidw's size-in-bits, x86-64), so a fixture that drifts from
+ * the release fails to compile there.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,11 +16,150 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
-#include <rpcrdma/rpcrdma.h>
+/* librpcrdma 0.1: rpcrdma.h */
+struct rpcrdma_stats {
+	uint64_t calls;
+	uint64_t replies;
+	uint64_t rdma_errors;
+	uint64_t dropped;
+	uint64_t read_chunks;
+	uint64_t write_chunks;
+	uint64_t reply_chunks;
+	uint64_t bounce_bytes;
+	uint64_t flushes;
+	uint64_t wc_errors;
+	uint64_t credit_stalls;
+	uint64_t sq_waits;
+	uint64_t retransmits;
+	uint64_t timeouts;
+	uint64_t connects;
+	uint64_t disconnects;
+	uint64_t registered_bytes;
+	uint64_t heap_bytes;
+};
+
+const char *rpcrdma_version_string(void);
+
+/* librpcrdma 0.1: proto.h */
+enum { RPCRDMA_ERROR = 4 };
+enum { RPCRDMA_ERR_VERS = 1 };
+
+struct rpcrdma_read_segment;
+struct rpcrdma_chunk_desc;
+
+struct rpcrdma_hdr_enc {
+	uint32_t xid;
+	uint32_t credit;
+	uint32_t proc;
+	uint32_t read_segs;
+	const struct rpcrdma_read_segment *read;
+	uint32_t write_chunks;
+	const struct rpcrdma_chunk_desc *write;
+	const struct rpcrdma_chunk_desc *reply;
+	uint32_t err;
+	uint32_t vers_low;
+	uint32_t vers_high;
+};
+
+long rpcrdma_hdr_encoded_len(const struct rpcrdma_hdr_enc *enc);
+long rpcrdma_hdr_encode(void *buf, size_t len, const struct rpcrdma_hdr_enc *enc);
+
+/* librpcrdma 0.1: clnt.h */
+struct rpcrdma_clnt;
+
+struct rpcrdma_clnt_attr {
+	const struct sockaddr *addr;
+	const struct sockaddr *src_addr;
+	uint32_t max_requests;
+	uint32_t inline_size;
+	int connect_timeout_ms;
+	int call_timeout_ms;
+	unsigned int retries;
+	uint8_t rnr_retry;
+	uint32_t flags;
+	uint32_t max_segment;
+};
+
+struct rpcrdma_call {
+	const void *msg;
+	size_t msg_len;
+	const void *payload;
+	size_t payload_len;
+	uint32_t payload_pos;
+	void *reply;
+	size_t reply_max;
+	void *result;
+	size_t result_max;
+	int timeout_ms;
+	void (*done)(struct rpcrdma_call *call);
+	void *arg;
+	int status;
+	size_t reply_len;
+	size_t result_len;
+};
+
+struct rpcrdma_clnt_info {
+	int connected;
+	uint32_t credits;
+	uint32_t inline_send;
+	uint32_t inline_recv;
+	int remote_invalidate;
+	unsigned int connects;
+};
+
+int rpcrdma_clnt_connect(const struct rpcrdma_clnt_attr *attr, struct rpcrdma_clnt **out);
+void rpcrdma_clnt_destroy(struct rpcrdma_clnt *clnt);
+int rpcrdma_clnt_submit(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call);
+int rpcrdma_clnt_cancel(struct rpcrdma_clnt *clnt, struct rpcrdma_call *call);
+int rpcrdma_clnt_wait(struct rpcrdma_clnt *clnt, int timeout_ms);
+int rpcrdma_clnt_next_timeout(const struct rpcrdma_clnt *clnt);
+int rpcrdma_clnt_call(struct rpcrdma_clnt *clnt, const void *msg, size_t msg_len, void *reply,
+		      size_t *reply_len, int timeout_ms);
+int rpcrdma_clnt_info(const struct rpcrdma_clnt *clnt, struct rpcrdma_clnt_info *info);
+int rpcrdma_clnt_stats(const struct rpcrdma_clnt *clnt, struct rpcrdma_stats *stats);
+
+/* librpcrdma 0.1: svc.h (on_conn's event was an enum rpcrdma_conn_event) */
+struct rpcrdma_svc;
+struct rpcrdma_svc_call;
+struct rpcrdma_svc_conn;
+
+struct rpcrdma_svc_attr {
+	const struct sockaddr *addr;
+	int backlog;
+	uint32_t max_requests;
+	uint32_t inline_size;
+	void (*on_call)(struct rpcrdma_svc_call *call, void *arg);
+	void (*on_conn)(struct rpcrdma_svc_conn *conn, int event, void *arg);
+	void *arg;
+	uint32_t flags;
+	uint64_t max_read;
+	uint64_t max_reply;
+};
+
+int rpcrdma_svc_listen(const struct rpcrdma_svc_attr *attr, struct rpcrdma_svc **out);
+int rpcrdma_svc_addr(const struct rpcrdma_svc *svc, struct sockaddr *addr, socklen_t *len);
+int rpcrdma_svc_wait(struct rpcrdma_svc *svc, int timeout_ms);
+void rpcrdma_svc_destroy(struct rpcrdma_svc *svc);
+int rpcrdma_svc_stats(const struct rpcrdma_svc *svc, struct rpcrdma_stats *stats);
+const void *rpcrdma_svc_call_msg(const struct rpcrdma_svc_call *call, size_t *len);
+void rpcrdma_svc_call_drop(struct rpcrdma_svc_call *call);
+int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *msg, size_t len);
+
+#if defined(__x86_64__) && defined(__LP64__)
+_Static_assert(sizeof(struct rpcrdma_stats) == 1152 / 8, "0.1's struct rpcrdma_stats");
+_Static_assert(sizeof(struct rpcrdma_hdr_enc) == 512 / 8, "0.1's struct rpcrdma_hdr_enc");
+_Static_assert(sizeof(struct rpcrdma_clnt_attr) == 384 / 8, "0.1's struct rpcrdma_clnt_attr");
+_Static_assert(sizeof(struct rpcrdma_call) == 960 / 8, "0.1's struct rpcrdma_call");
+_Static_assert(sizeof(struct rpcrdma_clnt_info) == 192 / 8, "0.1's struct rpcrdma_clnt_info");
+_Static_assert(sizeof(struct rpcrdma_svc_attr) == 576 / 8, "0.1's struct rpcrdma_svc_attr");
+#endif
 
 #define CHECK(cond)                                                                        \
 	do {                                                                               \

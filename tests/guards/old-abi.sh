@@ -1,20 +1,20 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # A program built against librpcrdma 0.1 runs against the current library.
-# It is compiled with 0.1's headers (abi/0.1/include) and linked against a
-# stand-in librpcrdma.so.0 that has 0.1's version node only, so that every
-# reference it makes is bound to RPCRDMA_0.1 as a real 0.1 link would be;
-# then it runs against the built library, on softrdma's drop-in verbs.
-# Usage: old-abi.sh LIBDIR DROPIN_DIR BASELINE OLD_INCLUDE PROGRAM_C SANITIZE CC [CC args...]
+# It declares what it uses of 0.1's headers itself (old-abi.c) and is linked
+# against a stand-in librpcrdma.so.0 that has 0.1's symbols only, each at
+# RPCRDMA_0.1, so that every reference it makes is bound to RPCRDMA_0.1 as a
+# real 0.1 link would be; then it runs against the built library, on
+# softrdma's drop-in verbs.
+# Usage: old-abi.sh LIBDIR DROPIN_DIR BASELINE PROGRAM_C SANITIZE CC [CC args...]
 # BASELINE is 0.1's ABI file (abi/librpcrdma-0.1.abi): its symbols are 0.1's.
 set -eu
 libdir=$1
 dropin=$2
 baseline=$3
-oldinc=$4
-src=$5
-sanitize=$6
-shift 6
+src=$4
+sanitize=$5
+shift 5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -35,7 +35,7 @@ mkdir "$tmp/standin"
 san=
 [ "$sanitize" = none ] || san="-fsanitize=$sanitize"
 # shellcheck disable=SC2086 # flags are word lists
-"$@" $san -I"$oldinc" -o "$tmp/old-abi" "$src" -L"$tmp/standin" -lrpcrdma -lpthread
+"$@" $san -o "$tmp/old-abi" "$src" -L"$tmp/standin" -lrpcrdma -lpthread
 
 # Every librpcrdma reference is at 0.1, as in a program linked then.
 refs=$(nm -D --undefined-only --with-symbol-versions "$tmp/old-abi" | awk '/rpcrdma_/ { print $2 }')
