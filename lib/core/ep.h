@@ -51,6 +51,8 @@ enum rpcrdma_ep_state {
  * @sq_avail: send-queue slots free for data WRs (one more is reserved for
  *	the drain marker); after rpcrdma_ep_create(), the send-queue depth,
  *	which may be less than asked when the device offers less
+ * @sq_unsig: slots held by unsignaled WRs that no signaled WR covers yet
+ * @sq_unsig_max: @sq_unsig stays below this (rpcrdma_sq_reserve_unsignaled())
  * @rq_depth: receives that may be posted at once (likewise fitted)
  * @recv_posted: receives posted and not yet completed
  * @sq_waiters: FIFO of &struct rpcrdma_sq_waiter waiting for @sq_avail
@@ -84,6 +86,8 @@ struct rpcrdma_ep {
 	unsigned int cq_events;
 	uint32_t max_inline;			/* bytes a Send may carry inline (the QP's) */
 	uint32_t sq_avail;
+	uint32_t sq_unsig;
+	uint32_t sq_unsig_max;
 	uint32_t rq_depth;
 	uint32_t recv_posted;
 	struct list_node sq_waiters;
@@ -350,11 +354,12 @@ static inline int rpcrdma_ep_post_send(struct rpcrdma_ep *ep, struct ibv_send_wr
 }
 
 /*
- * Send-queue slots. Every WR a side posts takes a slot from sq_avail, and
- * the handler of the signaled WR that ends its chain gives the chain's
- * slots back (RC ordering: the unsignaled WRs before it are done too).
- * Chains that find too few slots, or waiters ahead of them, queue FIFO:
- * nothing posts past an earlier waiter, so no large chain starves.
+ * Send-queue slots: the one ledger of the send queue. Every WR a side
+ * posts takes a slot from sq_avail, and the handler of the signaled WR
+ * that ends its chain gives the chain's slots back (RC ordering: the
+ * unsignaled WRs before it are done too). Chains that find too few slots,
+ * or waiters ahead of them, queue FIFO: nothing posts past an earlier
+ * waiter, so no large chain starves.
  */
 
 /*
@@ -382,6 +387,45 @@ static inline bool rpcrdma_sq_get(struct rpcrdma_ep *ep, uint32_t n)
 static inline void rpcrdma_sq_put(struct rpcrdma_ep *ep, uint32_t n)
 {
 	ep->sq_avail += n;
+}
+
+/*
+ * Unsignaled chain ends (the client's inline Sends, as the kernel's
+ * re_send_batch): the device frees an unsignaled WR's slot only at a later
+ * completion, so such a WR keeps its slot, counted in sq_unsig, until the
+ * next signaled WR covers it and that WR's completion gives it back with
+ * its own. Let up to @max slots be held so, an eighth of the queue at
+ * most, and return the slots left for chains: a chain that waits for room
+ * always gets it once the signaled WRs in flight complete, even when the
+ * held ones never will. The ledger lives and dies with the endpoint: a
+ * failed post closes it (rpcrdma_ep_post_failed()), and nothing is counted
+ * on a closing endpoint again.
+ */
+static inline uint32_t rpcrdma_sq_reserve_unsignaled(struct rpcrdma_ep *ep, uint32_t max)
+{
+	ep->sq_unsig_max = ep->sq_avail / 8 < max ? ep->sq_avail / 8 : max;
+	return ep->sq_avail - ep->sq_unsig_max;
+}
+
+/* May the chain end whose slot was just taken go unsignaled? If so, it is held. */
+static inline bool rpcrdma_sq_unsignaled(struct rpcrdma_ep *ep)
+{
+	if (ep->sq_unsig >= ep->sq_unsig_max)
+		return false;
+	ep->sq_unsig++;
+	return true;
+}
+
+/*
+ * A signaled chain end is posted: it covers the held slots. Returns how
+ * many, for its completion to give back (rpcrdma_sq_put()) with its chain's.
+ */
+static inline uint32_t rpcrdma_sq_signaled(struct rpcrdma_ep *ep)
+{
+	uint32_t held = ep->sq_unsig;
+
+	ep->sq_unsig = 0;
+	return held;
 }
 
 /* Post @w now when its slots are free (w->post), or queue it behind the rest. */

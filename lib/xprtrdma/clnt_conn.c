@@ -246,10 +246,7 @@ int xprt_rdma_connect(struct rpcrdma_xprt *x, int64_t by)
 		goto out_id;
 	x->rx_have_ep = true;
 	/* A device whose queues are smaller: sends wait for room; receives cannot. */
-	x->rx_unsig_max = x->rx_ep.sq_avail / 8 < XPRT_RDMA_UNSIG_MAX ? x->rx_ep.sq_avail / 8
-								       : XPRT_RDMA_UNSIG_MAX;
-	x->rx_unsig_held = 0;
-	x->rx_sq_depth = x->rx_ep.sq_avail - x->rx_unsig_max;
+	x->rx_sq_depth = rpcrdma_sq_reserve_unsignaled(&x->rx_ep, XPRT_RDMA_UNSIG_MAX);
 	if (x->rx_ep.rq_depth < x->rx_nreps) {
 		rpcrdma_err("client: the device takes %u receives, %u are needed: lower max_requests",
 			    x->rx_ep.rq_depth, x->rx_nreps);

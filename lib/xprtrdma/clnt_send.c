@@ -75,7 +75,6 @@ void rpcrdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc)
 	struct rpcrdma_req *req = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_req, rl_cqe);
 
 	rpcrdma_sq_put(&x->rx_ep, req->rl_sqecount + req->rl_sq_extra);
-	req->rl_sq_extra = 0;
 	req->rl_flags &= ~RPCRDMA_REQ_SEND_PENDING;
 	if (unlikely(wc->status != IBV_WC_SUCCESS))
 		rpcrdma_ep_wc_error(&x->rx_ep, wc, "client send");
@@ -103,12 +102,10 @@ void xprt_rdma_send_failed(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int 
 		req->rl_flags &= ~RPCRDMA_REQ_SEND_PENDING;
 		return;
 	}
-	/* Nothing went out: it waits for the next connection, unsent, ahead of the rest. */
-	if (req->rl_flags & RPCRDMA_REQ_SEND_PENDING)
-		x->rx_unsig_held += req->rl_sq_extra;
-	else
-		x->rx_unsig_held--;
-	req->rl_sq_extra = 0;
+	/*
+	 * Nothing went out: it waits for the next connection, unsent, ahead of
+	 * the rest. The send queue's ledger goes with this endpoint.
+	 */
 	req->rl_flags &= ~(RPCRDMA_REQ_SEND_PENDING | RPCRDMA_REQ_SENT);
 	list_del(&req->rl_list);
 	list_add(&req->rl_list, &x->rb_pending);

@@ -35,10 +35,8 @@
 /*
  * Inline Sends go unsignaled, as the kernel's client sends them: one in
  * up to this many more is signaled, and its completion gives back the
- * slots of those before it (the device frees an unsignaled WR's slot only
- * at a later completion). The slots they hold are beyond rx_sq_depth, so a
- * chain that waits for room always gets it once the signaled WRs in flight
- * complete, even when the held ones never will.
+ * slots of those before it (rpcrdma_sq_reserve_unsignaled(), ep.h). The
+ * slots they hold are beyond rx_sq_depth.
  */
 #define XPRT_RDMA_UNSIG_MAX 16u
 
@@ -132,7 +130,7 @@ struct rpcrdma_req {
 	struct list_node rl_registered;		/* windows bound, or MRs made, for this call */
 	uint32_t rl_nmws;			/* windows among them: each needs a LOCAL_INV */
 	uint32_t rl_sqecount;			/* WRs of the send chain: binds + Send */
-	uint32_t rl_sq_extra;			/* unsignaled Sends' slots its Send gives back */
+	uint32_t rl_sq_extra;			/* held slots its signaled Send covers (ep.h) */
 	uint32_t rl_linv_pending;		/* LOCAL_INVs not yet completed */
 	struct rpcrdma_buf rl_bounce[RPCRDMA_BOUNCE_MAX];
 	struct rpcrdma_mem *rl_mems[RPCRDMA_BOUNCE_MAX];
@@ -167,12 +165,6 @@ struct rpcrdma_xprt {
 	uint32_t rx_nmws;			/* windows allocated */
 	enum rpcrdma_reg_mode rx_reg;		/* set with rx_pd */
 	uint32_t rx_sq_depth;			/* slots a send chain may take */
-	/*
-	 * Unsignaled Sends (clnt_send.c): at most rx_unsig_max slots, beyond
-	 * rx_sq_depth, are held by Sends no signaled completion has covered yet.
-	 */
-	uint32_t rx_unsig_max;
-	uint32_t rx_unsig_held;
 	struct rpcrdma_cqe rx_unsig_cqe;	/* xprt_rdma_wc_send_unsignaled */
 	struct rpcrdma_slab rx_recv_slab;	/* one inline buffer per rep */
 
@@ -433,9 +425,9 @@ void xprt_rdma_send_failed(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int 
 
 /*
  * An inline Send without binds holds nothing once posted (the device took
- * its bytes with the WR), so it may go unsignaled while the held slots stay
- * within rx_unsig_max. A signaled Send gives back the held slots when it
- * completes.
+ * its bytes with the WR), so it may go unsignaled while the send queue's
+ * ledger lets it (rpcrdma_sq_unsignaled()). A signaled Send covers the
+ * slots held so far and gives them back when it completes.
  */
 static inline void xprt_rdma_send_signal(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
@@ -443,15 +435,13 @@ static inline void xprt_rdma_send_signal(struct rpcrdma_xprt *x, struct rpcrdma_
 
 	rpcrdma_send_inline(&x->rx_ep, wr);
 	if ((wr->send_flags & IBV_SEND_INLINE) && req->rl_sqecount == 1 &&
-	    x->rx_unsig_held < x->rx_unsig_max) {
-		x->rx_unsig_held++;
+	    rpcrdma_sq_unsignaled(&x->rx_ep)) {
 		wr->wr_id = rpcrdma_cqe_id(&x->rx_unsig_cqe);
 		wr->send_flags &= ~(unsigned int)IBV_SEND_SIGNALED;
 		return;
 	}
 	req->rl_flags |= RPCRDMA_REQ_SEND_PENDING;
-	req->rl_sq_extra = x->rx_unsig_held;
-	x->rx_unsig_held = 0;
+	req->rl_sq_extra = rpcrdma_sq_signaled(&x->rx_ep);
 	wr->wr_id = rpcrdma_cqe_id(&req->rl_cqe);
 	wr->send_flags |= IBV_SEND_SIGNALED;
 }

@@ -342,11 +342,11 @@ static void clnt_signal_all(struct fixture *fx, struct rpcrdma_xprt *x)
 	struct ordered one;
 	unsigned int order, next = 0;
 
-	x->rx_unsig_max = 0;
+	x->rx_ep.sq_unsig_max = 0;
 	submit_unsettled(fx, &one, 1, 0x300, &order, &next, 0);
 	settle(fx);
 	assert_int_equal(next, 1);
-	assert_int_equal(x->rx_unsig_held, 0);
+	assert_int_equal(x->rx_ep.sq_unsig, 0);
 }
 
 /* Up, idle, every Send signaled, and the client's transport for a test that reaches into it. */
@@ -362,8 +362,8 @@ static struct rpcrdma_xprt *clnt_fixture_up(struct fixture *fx)
 }
 
 /*
- * Inline Sends go unsignaled, one in rx_unsig_max + 1 signaled: the slots
- * the unsignaled ones hold never pass rx_unsig_max, the signaled one's
+ * Inline Sends go unsignaled, one in sq_unsig_max + 1 signaled: the slots
+ * the unsignaled ones hold never pass sq_unsig_max, the signaled one's
  * completion gives them back, and the device sees as many send completions.
  */
 static void t_clnt_unsignaled_sends(void **state)
@@ -378,12 +378,12 @@ static void t_clnt_unsignaled_sends(void **state)
 	fixture_up(&fx, HARNESS_ECHO);
 	settle(&fx);
 	x = rpcrdma_clnt_xprt(fx.clnt);
-	batch = x->rx_unsig_max + 1;
-	assert_true(x->rx_unsig_max > 0);
-	total = x->rx_ep.sq_avail + x->rx_unsig_held;
-	assert_int_equal(total, x->rx_sq_depth + x->rx_unsig_max);
+	batch = x->rx_ep.sq_unsig_max + 1;
+	assert_true(x->rx_ep.sq_unsig_max > 0);
+	total = x->rx_ep.sq_avail + x->rx_ep.sq_unsig;
+	assert_int_equal(total, x->rx_sq_depth + x->rx_ep.sq_unsig_max);
 	/* Start at a signaled Send's completion: nothing held. */
-	while (x->rx_unsig_held) {
+	while (x->rx_ep.sq_unsig) {
 		next = 0;
 		submit_unsettled(&fx, &one, 1, 0x800, &order, &next, 0);
 		settle(&fx);
@@ -397,13 +397,13 @@ static void t_clnt_unsignaled_sends(void **state)
 		assert_int_equal(next, 1);
 		assert_int_equal(one.call.status, 0);
 		harness_assert_echo(one.reply, one.msg, sizeof(one.msg));
-		assert_true(x->rx_unsig_held <= x->rx_unsig_max);
-		assert_int_equal(x->rx_ep.sq_avail + x->rx_unsig_held, total);
+		assert_true(x->rx_ep.sq_unsig <= x->rx_ep.sq_unsig_max);
+		assert_int_equal(x->rx_ep.sq_avail + x->rx_ep.sq_unsig, total);
 	}
 	softrdma_qp_stats(x->rx_ep.qp, &after);
 	assert_int_equal(after.send_wrs - before.send_wrs, rounds);
 	assert_int_equal(after.send_cqes - before.send_cqes, rounds / batch);
-	assert_int_equal(x->rx_unsig_held, 0);
+	assert_int_equal(x->rx_ep.sq_unsig, 0);
 	fixture_down(&fx);
 }
 
