@@ -395,8 +395,6 @@ RPCRDMA_EXPORT int rpcrdma_clnt_submit(struct rpcrdma_clnt *clnt, struct rpcrdma
 	if (req->rl_deadline < x->rx_next_deadline)
 		x->rx_next_deadline = req->rl_deadline;
 	xprt_rdma_hash_add(x, req);
-	if (x->rx_outstanding >= x->rx_credits)
-		rpcrdma_count_inc(x->rx_stats.credit_stalls);
 	xprt_rdma_enqueue(x, req);
 	return 0;
 }

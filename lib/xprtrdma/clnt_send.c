@@ -147,7 +147,19 @@ static void xprt_rdma_sq_wait(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 	rpcrdma_sq_post(&x->rx_ep, &req->rl_sqw);
 }
 
-/* The calls on rb_pending go, in order, while the grant allows. */
+/*
+ * A new call that cannot go at once (xprt_rdma_enqueue()) queues behind
+ * the others; a full grant counts as a credit stall.
+ */
+void xprt_rdma_enqueue_pending(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
+{
+	if (x->rx_outstanding >= x->rx_credits)
+		rpcrdma_count_inc(x->rx_stats.credit_stalls);
+	list_add_tail(&req->rl_list, &x->rb_pending);
+	xprt_rdma_kick(x);
+}
+
+/* The calls on rb_pending go, in order, while the gate lets them. */
 void xprt_rdma_kick_pending(struct rpcrdma_xprt *x)
 {
 	struct list_node *pos, *tmp;
@@ -155,7 +167,7 @@ void xprt_rdma_kick_pending(struct rpcrdma_xprt *x)
 	list_for_each_safe(pos, tmp, &x->rb_pending) {
 		struct rpcrdma_req *req = list_entry(pos, struct rpcrdma_req, rl_list);
 
-		if (x->rx_outstanding >= x->rx_credits || x->rx_ep.close_pending)
+		if (!xprt_rdma_may_send(x))
 			return;
 		if (req->rl_flags & RPCRDMA_REQ_SQ_WAIT)
 			continue;

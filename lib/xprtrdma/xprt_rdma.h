@@ -462,6 +462,17 @@ static inline void xprt_rdma_send(struct rpcrdma_xprt *x, struct rpcrdma_req *re
 }
 
 /*
+ * The send gate, the one test of whether a call may go now: the
+ * connection is up and not closing, and the grant has a credit left (RFC
+ * 8166 3.3.1: no more calls in flight than the server granted). The send
+ * queue's slots are asked of its ledger after (rpcrdma_sq_get()).
+ */
+static inline bool xprt_rdma_may_send(const struct rpcrdma_xprt *x)
+{
+	return x->rx_outstanding < x->rx_credits && x->rx_connected && !x->rx_ep.close_pending;
+}
+
+/*
  * Chains queued for the send queue first (Sends and LOCAL_INVs, in order),
  * then the calls on rb_pending while the grant allows.
  */
@@ -474,22 +485,23 @@ static inline void xprt_rdma_kick(struct rpcrdma_xprt *x)
 		xprt_rdma_kick_pending(x);
 }
 
+void xprt_rdma_enqueue_pending(struct rpcrdma_xprt *x, struct rpcrdma_req *req);
+
 /*
- * A new call goes now when nothing waits ahead of it, the grant and the
- * send queue let it and no chain waits for slots: what xprt_rdma_kick()
- * would do with it, without rb_pending. Else it joins rb_pending.
+ * A new call goes now when nothing waits ahead of it, the gate opens and
+ * the send queue has its slots with no chain waiting for them: what
+ * xprt_rdma_kick() would do with it, without rb_pending. Else it joins
+ * rb_pending.
  */
 static inline void xprt_rdma_enqueue(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
-	if (likely(list_empty(&x->rb_pending) && x->rx_connected &&
-		   x->rx_outstanding < x->rx_credits && !x->rx_ep.close_pending &&
+	if (likely(list_empty(&x->rb_pending) && xprt_rdma_may_send(x) &&
 		   rpcrdma_sq_get(&x->rx_ep, req->rl_sqecount))) {
 		x->rx_outstanding++;
 		xprt_rdma_send(x, req);
 		return;
 	}
-	list_add_tail(&req->rl_list, &x->rb_pending);
-	xprt_rdma_kick(x);
+	xprt_rdma_enqueue_pending(x, req);
 }
 
 void xprt_rdma_finish(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int status);
