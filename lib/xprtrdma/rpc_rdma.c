@@ -73,13 +73,11 @@ int rpcrdma_marshal_chunks(struct rpcrdma_xprt *x, struct rpcrdma_req *req, bool
 	struct rpcrdma_segment *segs;
 	uint32_t npay = call->payload_len ? rpcrdma_nsegs(x, call->payload_len) : 0;
 	uint32_t nres = call->result_max ? rpcrdma_nsegs(x, call->result_max) : 0;
+	/* Within the send buffers (rpcrdma_marshal_inline() says why). */
 	uint32_t send_max = x->rx_inline.send_max, nreply = 0, n, i, hdr_len;
-	size_t bufsize = x->rx_send_slab.bufsize;
 	bool long_call, offer_reply;
 	int rc;
 
-	if (send_max > bufsize)
-		send_max = (uint32_t)bufsize;
 	/* A reply that may not fit inline gets a Reply chunk over the caller's buffer. */
 	offer_reply = call->reply_max > x->rx_inline.recv_max - rpcrdma_hdr_len_call(0, nres, 0);
 	if (offer_reply)
@@ -232,13 +230,12 @@ static bool rpcrdma_reply_write_list(const struct rpcrdma_hdr *hdr, const struct
 
 static bool rpcrdma_rpc_reply_head(const unsigned char *msg, size_t len, uint32_t xid)
 {
-	uint32_t w[3];
-
 	if (len < RPC_REPLY_HEAD_LEN)
 		return false;
-	memcpy(w, msg, sizeof(w));
-	return ntohl(w[0]) == xid && ntohl(w[1]) == RPC_MSG_REPLY &&
-	       ntohl(w[2]) <= RPC_MSG_DENIED;
+	/* Word by word as on the wire: reply_stat is 0 or 1, no other bit set. */
+	return rpcrdma_plain_word(msg, 0) == htonl(xid) &&
+	       rpcrdma_plain_word(msg, 1) == htonl(RPC_MSG_REPLY) &&
+	       !(rpcrdma_plain_word(msg, 2) & ~htonl(RPC_MSG_DENIED));
 }
 
 /*

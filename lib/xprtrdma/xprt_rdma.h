@@ -290,18 +290,17 @@ static inline int rpcrdma_check_call(const struct rpcrdma_xprt *x,
  * The common call, marshalled first: no Read or Write chunk, message and
  * reply inline (so no Reply chunk either). The same decisions as the
  * general path below, taken from the sizes alone. Returns false when the
- * call is not one of these.
+ * call is not one of these. rx_inline.send_max never exceeds the send
+ * buffers: rpcrdma_cm_negotiate() caps it by inline_size, their size.
  */
 static inline bool rpcrdma_marshal_inline(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
 	const struct rpcrdma_call *call = req->rl_call;
-	uint32_t send_max = x->rx_inline.send_max, xid = htonl(req->rl_xid);
+	uint32_t xid = htonl(req->rl_xid);
 
-	if (send_max > x->rx_send_slab.bufsize)
-		send_max = (uint32_t)x->rx_send_slab.bufsize;
 	if ((call->payload_len | call->result_max) ||
 	    call->reply_max > x->rx_inline.recv_max - RPCRDMA_HDR_MIN_LEN ||
-	    RPCRDMA_HDR_MIN_LEN + call->msg_len > send_max)
+	    RPCRDMA_HDR_MIN_LEN + call->msg_len > x->rx_inline.send_max)
 		return false;
 	memcpy(req->rl_buf, x->rx_hdr_msg, RPCRDMA_HDR_MIN_LEN);
 	memcpy(req->rl_buf, &xid, sizeof(xid));
