@@ -656,36 +656,10 @@ static inline void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
 }
 void svc_rdma_recvfrom(struct svcxprt_rdma *rdma);
 void svc_rdma_hand_up(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
-void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call);
-void svc_rdma_call_let_go(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
-
-/*
- * The one way a receive buffer comes back, whatever held it: a call it held
- * lets go of what it holds and leaves sc_held (svc_rdma_call_let_go(), which
- * plain calls skip: they hold nothing and are not on it);
- * then it may be posted again. The connection may be freed when this was its
- * last call. Inline for the reply path; elsewhere svc_rdma_recv_ctxt_put().
- */
-static rpcrdma_always_inline void svc_rdma_recv_ctxt_put_inline(struct svcxprt_rdma *rdma,
-								 struct svc_rdma_recv_ctxt *ctxt)
-{
-	struct rpcrdma_svc_call *call = &ctxt->rc_call;
-	bool held = ctxt->rc_held;
-
-	if (held) {
-		if (call->reply_ctxt || call->payloads || call->chunks || call->has_pzrc ||
-		    call->long_reply.data || !list_empty(&ctxt->rc_held_node))
-			svc_rdma_call_let_go(rdma, ctxt);
-		ctxt->rc_held = false;
-	}
-	if (ctxt->rc_srq)
-		svc_rdma_srq_recv_put(ctxt->rc_srq, ctxt);
-	else
-		list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
-	if (held)
-		svc_rdma_conn_call_done(rdma);
-}
+/* The one way a receive buffer comes back, whatever held it (svc_recvfrom.c says what it does). */
 void svc_rdma_recv_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
+/* Part of it: the payloads a call named for a reply that never went out. */
+void svc_rdma_release_payloads(struct rpcrdma_svc_call *call);
 
 /* svc_rw.c: RDMA Reads that pull Read chunks; Write WRs for the reply. */
 int svc_rdma_process_read_list(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt);
@@ -758,7 +732,6 @@ static inline void svc_rdma_post_batch(struct svcxprt_rdma *rdma)
 		svc_rdma_post_batched(rdma);
 }
 uint32_t svc_rdma_grant(struct svcxprt_rdma *rdma);
-void svc_rdma_release_payloads(struct rpcrdma_svc_call *call);
 int svc_rdma_add_release(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,
 			 const struct svc_rdma_release *rel);
 int svc_rdma_payload_lkey(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt,

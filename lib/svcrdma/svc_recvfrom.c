@@ -81,11 +81,45 @@ static void svc_rdma_recv_ctxt_hold(struct svcxprt_rdma *rdma, struct svc_rdma_r
 		list_add_tail(&ctxt->rc_held_node, &rdma->sc_held);
 }
 
+/* The payloads named for a reply that never went out are released, unsent. */
+void svc_rdma_release_payloads(struct rpcrdma_svc_call *call)
+{
+	unsigned int i;
+
+	for (i = 0; i < call->npayloads; i++)
+		if (call->payloads[i].release)
+			call->payloads[i].release(call->payloads[i].arg);
+	svc_rdma_free_mem(call->rdma, call->payloads,
+			  SVC_RDMA_MAX_PAYLOADS * sizeof(*call->payloads));
+	call->payloads = NULL;
+	call->npayloads = 0;
+}
+
+/* A call's Read sinks (those the application did not keep) and its long-reply buffer. */
+static void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call)
+{
+	unsigned int i;
+
+	if (call->has_pzrc)
+		svc_rdma_sink_put(rdma, &call->pzrc.ch_buf);
+	call->has_pzrc = false;
+	for (i = 0; i < call->nchunks; i++)
+		if (!call->chunks[i].ch_kept)
+			svc_rdma_sink_put(rdma, &call->chunks[i].ch_buf);
+	/* Allocated for every Read chunk of the header; nchunks may stop short. */
+	svc_rdma_free_mem(rdma, call->chunks, call->hdr->read_chunks * sizeof(*call->chunks));
+	call->chunks = NULL;
+	call->nchunks = 0;
+	if (call->long_reply.data)
+		svc_rdma_long_reply_put(rdma, &call->long_reply);
+}
+
 /*
  * A held call lets go of its reply buffer, the payloads named for a reply
- * that never went out and its chunks.
+ * that never went out and its chunks, and leaves sc_held.
  */
-void svc_rdma_call_let_go(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+static __attribute__((noinline)) void svc_rdma_call_let_go(struct svcxprt_rdma *rdma,
+							    struct svc_rdma_recv_ctxt *ctxt)
 {
 	struct rpcrdma_svc_call *call = &ctxt->rc_call;
 
@@ -100,9 +134,36 @@ void svc_rdma_call_let_go(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *
 		svc_rdma_call_release_chunks(rdma, call);
 }
 
+/*
+ * The one way a receive buffer comes back, whatever held it (the kernel's
+ * svc_rdma_recv_ctxt_put): a call it held lets go of all it holds
+ * (svc_rdma_call_let_go()); then the buffer goes back to its free list,
+ * its connection's or, with the SRQ, its pool's (svc_rdma_srq_recv_put()),
+ * to be posted again. The connection may be freed when this was the last
+ * call it held: nothing touches @rdma after.
+ */
 void svc_rdma_recv_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
 {
-	svc_rdma_recv_ctxt_put_inline(rdma, ctxt);
+	const struct rpcrdma_svc_call *call = &ctxt->rc_call;
+	bool held = ctxt->rc_held;
+
+	if (held) {
+		/*
+		 * Chunks and a long reply come only with chunk lists, and such a
+		 * call is on sc_held (svc_rdma_recv_ctxt_hold()); any call may
+		 * hold a reply buffer or payloads. A plain call answered holds
+		 * nothing.
+		 */
+		if (unlikely(!list_empty(&ctxt->rc_held_node) || call->reply_ctxt || call->payloads))
+			svc_rdma_call_let_go(rdma, ctxt);
+		ctxt->rc_held = false;
+	}
+	if (ctxt->rc_srq)
+		svc_rdma_srq_recv_put(ctxt->rc_srq, ctxt);
+	else
+		list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
+	if (held)
+		svc_rdma_conn_call_done(rdma);
 }
 
 /*
@@ -160,24 +221,6 @@ static uint32_t svc_rdma_reply_reserve(const struct rpcrdma_hdr *hdr)
 	for (i = 0; i < hdr->write_chunks; i++)
 		segs += hdr->write[i].nsegs;
 	return (uint32_t)rpcrdma_hdr_len(0, hdr->write_chunks, segs, 0, 0);
-}
-
-void svc_rdma_call_release_chunks(struct svcxprt_rdma *rdma, struct rpcrdma_svc_call *call)
-{
-	unsigned int i;
-
-	if (call->has_pzrc)
-		svc_rdma_sink_put(rdma, &call->pzrc.ch_buf);
-	call->has_pzrc = false;
-	for (i = 0; i < call->nchunks; i++)
-		if (!call->chunks[i].ch_kept)
-			svc_rdma_sink_put(rdma, &call->chunks[i].ch_buf);
-	/* Allocated for every Read chunk of the header; nchunks may stop short. */
-	svc_rdma_free_mem(rdma, call->chunks, call->hdr->read_chunks * sizeof(*call->chunks));
-	call->chunks = NULL;
-	call->nchunks = 0;
-	if (call->long_reply.data)
-		svc_rdma_long_reply_put(rdma, &call->long_reply);
 }
 
 /* Hand a complete call up: its message is in place, inline or pulled. Inline in the plain path. */

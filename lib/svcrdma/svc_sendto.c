@@ -514,19 +514,6 @@ static int svc_rdma_take_payloads(struct svc_rdma_send_ctxt *ctxt, struct rpcrdm
 	return 0;
 }
 
-void svc_rdma_release_payloads(struct rpcrdma_svc_call *call)
-{
-	unsigned int i;
-
-	for (i = 0; i < call->npayloads; i++)
-		if (call->payloads[i].release)
-			call->payloads[i].release(call->payloads[i].arg);
-	svc_rdma_free_mem(call->rdma, call->payloads,
-			  SVC_RDMA_MAX_PAYLOADS * sizeof(*call->payloads));
-	call->payloads = NULL;
-	call->npayloads = 0;
-}
-
 /* Echo a client chunk with the bytes written into each segment. */
 void svc_rdma_echo(const struct rpcrdma_chunk *chunk, const uint32_t *written,
 		   struct rpcrdma_segment *segs, struct rpcrdma_chunk_desc *desc)
@@ -782,7 +769,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *
 		rc = -EINVAL;
 	else if ((ctxt = svc_rdma_call_take_ctxt(call, &rc)))
 		rc = svc_rdma_sendto(rdma, call, ctxt, &m);
-	svc_rdma_recv_ctxt_put_inline(rdma, svc_rdma_call_ctxt(call));
+	svc_rdma_recv_ctxt_put(rdma, svc_rdma_call_ctxt(call));
 	return rc;
 }
 
@@ -884,7 +871,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_
 	} else {
 		rc = -EINVAL;
 	}
-	svc_rdma_recv_ctxt_put_inline(rdma, svc_rdma_call_ctxt(call));
+	svc_rdma_recv_ctxt_put(rdma, svc_rdma_call_ctxt(call));
 	return rc;
 }
 
