@@ -28,6 +28,7 @@ void svc_rdma_send_ctxt_init(struct svc_rdma_send_ctxt *ctxt, unsigned char *buf
 	ctxt->sc_cqe.done = svc_rdma_wc_send;
 	ctxt->sc_write_cqe.done = svc_rdma_write_done;
 	ctxt->sc_reply_cqe.done = svc_rdma_reply_done;
+	/* The Send's one SGE is the context's buffer, for good: only its length changes. */
 	ctxt->sc_xprt_buf = buf;
 	ctxt->sc_sge.addr = (uintptr_t)buf;
 	ctxt->sc_sge.lkey = lkey;
@@ -180,7 +181,6 @@ svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma, int *rc)
 	ctxt->sc_nwrs = 0;
 	ctxt->sc_send_wr.next = NULL;
 	ctxt->sc_send_wr.opcode = IBV_WR_SEND;
-	ctxt->sc_sge.addr = (uintptr_t)ctxt->sc_xprt_buf;
 	return ctxt;
 }
 
@@ -619,7 +619,6 @@ static int svc_rdma_map_reply_msg(struct svcxprt_rdma *rdma, struct svc_rdma_sen
 	}
 	if (rpcrdma_hdr_encode(ctxt->sc_xprt_buf, (size_t)hdr_len, &r->enc) != hdr_len)
 		return -EMSGSIZE;
-	ctxt->sc_sge.addr = (uintptr_t)ctxt->sc_xprt_buf;
 
 	if (call->inv) {
 		ctxt->sc_send_wr.opcode = IBV_WR_SEND_WITH_INV;
