@@ -16,49 +16,28 @@
 #include "svc_rdma.h"
 
 
-int svc_rdma_handoff(struct svc_rdma_handoff *h)
+int svc_rdma_handoff(struct svc_rdma_reply_args a)
 {
+	struct svc_rdma_handoff h = { .args = &a };
 	bool queued;
 
 	/* The worker's own: the server may be gone by the time it wakes. */
-	pthread_mutex_init(&h->lock, NULL);
-	pthread_cond_init(&h->cv, NULL);
-	h->done = false;
-	queued = svc_rdma_poller_queue(h->call->rdma->sc_poller, h);
-	pthread_mutex_lock(&h->lock);
-	while (queued && !h->done)
-		pthread_cond_wait(&h->cv, &h->lock);
-	pthread_mutex_unlock(&h->lock);
-	pthread_cond_destroy(&h->cv);
-	pthread_mutex_destroy(&h->lock);
-	return queued ? h->rc : -EIO;
+	pthread_mutex_init(&h.lock, NULL);
+	pthread_cond_init(&h.cv, NULL);
+	queued = svc_rdma_poller_queue(a.call->rdma->sc_poller, &h);
+	pthread_mutex_lock(&h.lock);
+	while (queued && !h.done)
+		pthread_cond_wait(&h.cv, &h.lock);
+	pthread_mutex_unlock(&h.lock);
+	pthread_cond_destroy(&h.cv);
+	pthread_mutex_destroy(&h.lock);
+	return queued ? h.rc : -EIO;
 }
 
-/* On the poller: what the worker asked for, through the same entry points. */
-static int svc_rdma_handoff_run(struct svc_rdma_handoff *h)
-{
-	switch (h->op) {
-	case SVC_HANDOFF_REPLY:
-		return rpcrdma_svc_reply(h->call, h->ptr, h->len);
-	case SVC_HANDOFF_REPLY_BUF:
-		return rpcrdma_svc_reply_buf(h->call, h->buf, h->max);
-	case SVC_HANDOFF_COMMIT:
-		return rpcrdma_svc_reply_commit(h->call, h->len);
-	case SVC_HANDOFF_PAYLOAD:
-		return svc_rdma_reply_payload_src(h->call, h->pos, h->ptr, h->len, h->release,
-						  h->arg, h->mem, h->copy);
-	case SVC_HANDOFF_ERR_CHUNK:
-		return rpcrdma_svc_reply_err_chunk(h->call);
-	case SVC_HANDOFF_DROP:
-		rpcrdma_svc_call_drop(h->call);
-		return 0;
-	}
-	return -EINVAL;
-}
-
+/* On the poller: what the worker asked for, as the poller would have run it. */
 void svc_rdma_handoff_done(struct svc_rdma_handoff *h)
 {
-	int rc = svc_rdma_handoff_run(h);
+	int rc = svc_rdma_reply_run(h->args);
 
 	/* The worker's h dies as soon as it sees done: nothing touches it after. */
 	pthread_mutex_lock(&h->lock);

@@ -338,19 +338,19 @@ static inline bool svc_rdma_caller_spins(const struct svc_rdma_poller *p)
 	return p->busy_poll && !p->waiting;
 }
 
-/* svc_handoff.c: a worker thread's reply, run by the poller. */
-enum svc_rdma_handoff_op {
-	SVC_HANDOFF_REPLY,
-	SVC_HANDOFF_REPLY_BUF,
-	SVC_HANDOFF_COMMIT,
-	SVC_HANDOFF_PAYLOAD,
-	SVC_HANDOFF_ERR_CHUNK,
-	SVC_HANDOFF_DROP,
+/* The reply functions (svc_sendto.c), by the one door they all go through. */
+enum svc_rdma_reply_op {
+	SVC_REPLY_MSG,		/* rpcrdma_svc_reply() */
+	SVC_REPLY_BUF,		/* rpcrdma_svc_reply_buf() */
+	SVC_REPLY_COMMIT,	/* rpcrdma_svc_reply_commit() */
+	SVC_REPLY_PAYLOAD,	/* svc_rdma_reply_payload_src() */
+	SVC_REPLY_ERR_CHUNK,	/* rpcrdma_svc_reply_err_chunk() */
+	SVC_REPLY_DROP,		/* rpcrdma_svc_call_drop() */
 };
 
-struct svc_rdma_handoff {
-	struct list_node node;
-	enum svc_rdma_handoff_op op;
+/* One reply function's call: @op, and its arguments (those it does not take are 0). */
+struct svc_rdma_reply_args {
+	enum svc_rdma_reply_op op;
 	struct rpcrdma_svc_call *call;
 	const void *ptr;
 	size_t len;
@@ -359,8 +359,17 @@ struct svc_rdma_handoff {
 	size_t *max;
 	void (*release)(void *arg);
 	void *arg;
-	const struct rpcrdma_mem *mem;		/* SVC_HANDOFF_PAYLOAD's */
+	const struct rpcrdma_mem *mem;		/* SVC_REPLY_PAYLOAD's */
 	bool copy;
+};
+
+/* svc_sendto.c: run the reply function @a names, on its call's poller. */
+int svc_rdma_reply_run(const struct svc_rdma_reply_args *a);
+
+/* svc_handoff.c: a worker thread's reply function, run by the poller. */
+struct svc_rdma_handoff {
+	struct list_node node;
+	const struct svc_rdma_reply_args *args;
 	int rc;
 	/* The worker waits on these, its own, until the poller sets done. */
 	pthread_mutex_t lock;
@@ -400,8 +409,12 @@ static inline bool svc_rdma_foreign(const struct rpcrdma_svc_call *call)
 	/* Without a server (destroyed), the calls it left are the application's alone. */
 	return rdma->sc_workers && svc_rdma_foreign_thread(rdma);
 }
-/* Hand @h to its connection's poller and wait for its result. */
-int svc_rdma_handoff(struct svc_rdma_handoff *h);
+/*
+ * Hand @a to its call's poller and wait for its result. By value: the
+ * reply functions build their arguments in registers, and only a worker's
+ * call pays for them in memory.
+ */
+int svc_rdma_handoff(struct svc_rdma_reply_args a);
 /* On the poller: run one handoff (svc_poller.c takes them off its queue). */
 void svc_rdma_handoff_done(struct svc_rdma_handoff *h);
 

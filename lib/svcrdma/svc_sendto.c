@@ -746,19 +746,17 @@ svc_rdma_call_take_ctxt(struct rpcrdma_svc_call *call, int *rc)
 	return ctxt ? ctxt : svc_rdma_send_ctxt_get(call->rdma, rc);
 }
 
-RPCRDMA_EXPORT int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *msg, size_t len)
+/*
+ * The reply functions' bodies follow, each run on its call's poller
+ * (svc_rdma_reply_enter() sees to it). Inline: the plain reply.
+ */
+static rpcrdma_always_inline int svc_rdma_reply_msg(struct rpcrdma_svc_call *call,
+						    const void *msg, size_t len)
 {
 	struct svc_rdma_msg m = { .msg = msg, .len = len };
 	struct svcxprt_rdma *rdma;
 	struct svc_rdma_send_ctxt *ctxt;
 	int rc;
-
-	if (call && svc_rdma_foreign(call)) {
-		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_REPLY, .call = call, .ptr = msg,
-					      .len = len };
-
-		return svc_rdma_handoff(&h);
-	}
 
 	if (!call)
 		return -EINVAL;
@@ -779,16 +777,9 @@ static uint64_t svc_rdma_max_reply(const struct svcxprt_rdma *rdma)
 	return max ? max : SVC_RDMA_DEF_MAX_REPLY;
 }
 
-RPCRDMA_EXPORT int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **buf, size_t *max)
+static int svc_rdma_reply_buf(struct rpcrdma_svc_call *call, void **buf, size_t *max)
 {
 	struct svcxprt_rdma *rdma;
-
-	if (call && svc_rdma_foreign(call)) {
-		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_REPLY_BUF, .call = call, .buf = buf,
-					      .max = max };
-
-		return svc_rdma_handoff(&h);
-	}
 
 	if (!call || !buf || !max)
 		return -EINVAL;
@@ -828,18 +819,12 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **b
 	return 0;
 }
 
-RPCRDMA_EXPORT int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_t len)
+static int svc_rdma_reply_commit(struct rpcrdma_svc_call *call, size_t len)
 {
 	struct svc_rdma_msg m = { .len = len };
 	struct svc_rdma_send_ctxt *ctxt;
 	struct svcxprt_rdma *rdma;
 	int rc;
-
-	if (call && svc_rdma_foreign(call)) {
-		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_COMMIT, .call = call, .len = len };
-
-		return svc_rdma_handoff(&h);
-	}
 
 	if (!call)
 		return -EINVAL;
@@ -874,27 +859,12 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_
 	return rc;
 }
 
-RPCRDMA_EXPORT int rpcrdma_svc_reply_payload(struct rpcrdma_svc_call *call, uint32_t pos,
-					     const void *buf, size_t len,
-					     void (*release)(void *arg), void *arg)
-{
-	return svc_rdma_reply_payload_src(call, pos, buf, len, release, arg, NULL, false);
-}
-
-int svc_rdma_reply_payload_src(struct rpcrdma_svc_call *call, uint32_t pos, const void *buf,
-			       size_t len, void (*release)(void *arg), void *arg,
-			       const struct rpcrdma_mem *mem, bool copy)
+static int svc_rdma_reply_payload(struct rpcrdma_svc_call *call, uint32_t pos, const void *buf,
+				  size_t len, void (*release)(void *arg), void *arg,
+				  const struct rpcrdma_mem *mem, bool copy)
 {
 	struct svc_rdma_payload *p;
 	int rc = -EINVAL;
-
-	if (call && svc_rdma_foreign(call)) {
-		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_PAYLOAD, .call = call, .pos = pos,
-					      .ptr = buf, .len = len, .release = release,
-					      .arg = arg, .mem = mem, .copy = copy };
-
-		return svc_rdma_handoff(&h);
-	}
 
 	if (!call || (!buf && len) || (pos & 3) || call->npayloads == SVC_RDMA_MAX_PAYLOADS ||
 	    (call->npayloads && pos < call->payloads[call->npayloads - 1].pos))
@@ -925,16 +895,10 @@ fail:
 	return rc;
 }
 
-RPCRDMA_EXPORT int rpcrdma_svc_reply_err_chunk(struct rpcrdma_svc_call *call)
+static int svc_rdma_reply_err_chunk(struct rpcrdma_svc_call *call)
 {
 	struct svcxprt_rdma *rdma;
 	int rc;
-
-	if (call && svc_rdma_foreign(call)) {
-		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_ERR_CHUNK, .call = call };
-
-		return svc_rdma_handoff(&h);
-	}
 
 	if (!call)
 		return -EINVAL;
@@ -952,6 +916,106 @@ RPCRDMA_EXPORT int rpcrdma_svc_reply_err_chunk(struct rpcrdma_svc_call *call)
 	return rc;
 }
 
+static int svc_rdma_call_drop(struct rpcrdma_svc_call *call)
+{
+	if (call)
+		svc_rdma_recv_ctxt_put(call->rdma, svc_rdma_call_ctxt(call));
+	return 0;
+}
+
+/* Each reply function by its op. Inline: an entry point names a constant op, the switch folds. */
+static rpcrdma_always_inline int svc_rdma_reply_do(const struct svc_rdma_reply_args *a)
+{
+	switch (a->op) {
+	case SVC_REPLY_MSG:
+		return svc_rdma_reply_msg(a->call, a->ptr, a->len);
+	case SVC_REPLY_BUF:
+		return svc_rdma_reply_buf(a->call, a->buf, a->max);
+	case SVC_REPLY_COMMIT:
+		return svc_rdma_reply_commit(a->call, a->len);
+	case SVC_REPLY_PAYLOAD:
+		return svc_rdma_reply_payload(a->call, a->pos, a->ptr, a->len, a->release, a->arg,
+					      a->mem, a->copy);
+	case SVC_REPLY_ERR_CHUNK:
+		return svc_rdma_reply_err_chunk(a->call);
+	case SVC_REPLY_DROP:
+		return svc_rdma_call_drop(a->call);
+	}
+	return -EINVAL;
+}
+
+int svc_rdma_reply_run(const struct svc_rdma_reply_args *a)
+{
+	return svc_rdma_reply_do(a);
+}
+
+/*
+ * The one door of the reply functions. A connection belongs to its
+ * poller's thread, which alone touches its state, lock-free: called from
+ * another thread (a worker of a server with RPCRDMA_SVC_WORKERS), a reply
+ * function is handed to that poller, which runs it (svc_rdma_reply_run()),
+ * and the caller waits for its result (svc_handoff.c). Most servers have
+ * no workers: one test of the call says so.
+ */
+static rpcrdma_always_inline int svc_rdma_reply_enter(const struct svc_rdma_reply_args a)
+{
+	if (unlikely(a.call && svc_rdma_foreign(a.call)))
+		return svc_rdma_handoff(a);
+	return svc_rdma_reply_do(&a);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_reply(struct rpcrdma_svc_call *call, const void *msg, size_t len)
+{
+	struct svc_rdma_reply_args a;
+
+	/* Field by field: an initializer would zero the others on every reply. */
+	a.op = SVC_REPLY_MSG;
+	a.call = call;
+	a.ptr = msg;
+	a.len = len;
+	return svc_rdma_reply_enter(a);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_reply_buf(struct rpcrdma_svc_call *call, void **buf, size_t *max)
+{
+	const struct svc_rdma_reply_args a = { .op = SVC_REPLY_BUF, .call = call, .buf = buf,
+					       .max = max };
+
+	return svc_rdma_reply_enter(a);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_reply_commit(struct rpcrdma_svc_call *call, size_t len)
+{
+	const struct svc_rdma_reply_args a = { .op = SVC_REPLY_COMMIT, .call = call, .len = len };
+
+	return svc_rdma_reply_enter(a);
+}
+
+int svc_rdma_reply_payload_src(struct rpcrdma_svc_call *call, uint32_t pos, const void *buf,
+			       size_t len, void (*release)(void *arg), void *arg,
+			       const struct rpcrdma_mem *mem, bool copy)
+{
+	const struct svc_rdma_reply_args a = { .op = SVC_REPLY_PAYLOAD, .call = call, .pos = pos,
+					       .ptr = buf, .len = len, .release = release,
+					       .arg = arg, .mem = mem, .copy = copy };
+
+	return svc_rdma_reply_enter(a);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_reply_payload(struct rpcrdma_svc_call *call, uint32_t pos,
+					     const void *buf, size_t len,
+					     void (*release)(void *arg), void *arg)
+{
+	return svc_rdma_reply_payload_src(call, pos, buf, len, release, arg, NULL, false);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_reply_err_chunk(struct rpcrdma_svc_call *call)
+{
+	const struct svc_rdma_reply_args a = { .op = SVC_REPLY_ERR_CHUNK, .call = call };
+
+	return svc_rdma_reply_enter(a);
+}
+
 int svc_rdma_reply_overflow(struct rpcrdma_svc_call *call)
 {
 	if (call)
@@ -961,12 +1025,7 @@ int svc_rdma_reply_overflow(struct rpcrdma_svc_call *call)
 
 RPCRDMA_EXPORT void rpcrdma_svc_call_drop(struct rpcrdma_svc_call *call)
 {
-	if (call && svc_rdma_foreign(call)) {
-		struct svc_rdma_handoff h = { .op = SVC_HANDOFF_DROP, .call = call };
+	const struct svc_rdma_reply_args a = { .op = SVC_REPLY_DROP, .call = call };
 
-		svc_rdma_handoff(&h);
-		return;
-	}
-	if (call)
-		svc_rdma_recv_ctxt_put(call->rdma, svc_rdma_call_ctxt(call));
+	svc_rdma_reply_enter(a);
 }
