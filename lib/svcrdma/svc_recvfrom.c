@@ -134,15 +134,9 @@ static __attribute__((noinline)) void svc_rdma_call_let_go(struct svcxprt_rdma *
 		svc_rdma_call_release_chunks(rdma, call);
 }
 
-/*
- * The one way a receive buffer comes back, whatever held it (the kernel's
- * svc_rdma_recv_ctxt_put): a call it held lets go of all it holds
- * (svc_rdma_call_let_go()); then the buffer goes back to its free list,
- * its connection's or, with the SRQ, its pool's (svc_rdma_srq_recv_put()),
- * to be posted again. The connection may be freed when this was the last
- * call it held: nothing touches @rdma after.
- */
-void svc_rdma_recv_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+/* svc_rdma_recv_ctxt_put() in general: any buffer, held or not, SRQ or not. */
+static __attribute__((noinline)) void svc_rdma_recv_ctxt_release(struct svcxprt_rdma *rdma,
+								 struct svc_rdma_recv_ctxt *ctxt)
 {
 	const struct rpcrdma_svc_call *call = &ctxt->rc_call;
 	bool held = ctxt->rc_held;
@@ -164,6 +158,33 @@ void svc_rdma_recv_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt
 		list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
 	if (held)
 		svc_rdma_conn_call_done(rdma);
+}
+
+/*
+ * The one way a receive buffer comes back, whatever held it (the kernel's
+ * svc_rdma_recv_ctxt_put): a call it held lets go of all it holds
+ * (svc_rdma_call_let_go()); then the buffer goes back to its free list,
+ * its connection's or, with the SRQ, its pool's (svc_rdma_srq_recv_put()),
+ * to be posted again. The connection may be freed when this was the last
+ * call it held: nothing touches @rdma after.
+ *
+ * Every reply ends here. The commonest, a held call of a connection
+ * without the SRQ that holds nothing beyond its buffer (a plain call
+ * answered), takes the three steps below, which call nothing that needs
+ * a stack frame; the rest goes through svc_rdma_recv_ctxt_release().
+ */
+void svc_rdma_recv_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_recv_ctxt *ctxt)
+{
+	const struct rpcrdma_svc_call *call = &ctxt->rc_call;
+
+	if (unlikely(!ctxt->rc_held || ctxt->rc_srq || !list_empty(&ctxt->rc_held_node) ||
+		     call->reply_ctxt || call->payloads)) {
+		svc_rdma_recv_ctxt_release(rdma, ctxt);
+		return;
+	}
+	ctxt->rc_held = false;
+	list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
+	svc_rdma_conn_call_done(rdma);
 }
 
 /*
