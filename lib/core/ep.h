@@ -220,6 +220,21 @@ static inline void rpcrdma_ep_close_deferred(struct rpcrdma_ep *ep)
 void rpcrdma_ep_wc_error(struct rpcrdma_ep *ep, const struct ibv_wc *wc, const char *what);
 
 /*
+ * A Receive completed: one fewer posted. Returns whether it carries a
+ * message; an error (a flush included) is accounted as above, and the
+ * caller gives its buffer back to the free list.
+ */
+static inline bool rpcrdma_ep_recv_done(struct rpcrdma_ep *ep, const struct ibv_wc *wc,
+					const char *what)
+{
+	ep->recv_posted--;
+	if (likely(wc->status == IBV_WC_SUCCESS))
+		return true;
+	rpcrdma_ep_wc_error(ep, wc, what);
+	return false;
+}
+
+/*
  * Start the teardown: disconnect when connected, move the QP to ERR (which
  * flushes every outstanding WR) and post the receive-queue drain marker; its
  * completion posts the send-queue marker, whose completion marks the

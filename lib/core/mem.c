@@ -13,28 +13,42 @@
 
 #define RPCRDMA_CACHELINE 64
 
+/*
+ * @bytes of memory aligned to @align, registered on @pd with @access:
+ * *@base and *@mr, or -errno with nothing allocated (and *@base NULL).
+ */
+static int rpcrdma_alloc_reg(struct ibv_pd *pd, size_t align, size_t bytes, int access,
+			     unsigned char **base, struct ibv_mr **mr)
+{
+	*base = aligned_alloc(align, bytes);
+	if (!*base)
+		return -ENOMEM;
+	*mr = ibv_reg_mr(pd, *base, bytes, access);
+	if (!*mr) {
+		int rc = rpcrdma_errno(-ENOMEM);
+
+		free(*base);
+		*base = NULL;
+		return rc;
+	}
+	return 0;
+}
+
 int rpcrdma_slab_create(struct rpcrdma_slab *slab, struct ibv_pd *pd, uint32_t count,
 			size_t bufsize, int access)
 {
 	size_t bytes;
+	int rc;
 
 	memset(slab, 0, sizeof(*slab));
 	bufsize = (bufsize + RPCRDMA_CACHELINE - 1) & ~(size_t)(RPCRDMA_CACHELINE - 1);
 	if (count == 0 || bufsize == 0 || bufsize > SIZE_MAX / count)
 		return -EINVAL;
 	bytes = bufsize * count;
-	slab->base = aligned_alloc(RPCRDMA_CACHELINE, bytes);
-	if (!slab->base)
-		return -ENOMEM;
-	memset(slab->base, 0, bytes);
-	slab->mr = ibv_reg_mr(pd, slab->base, bytes, access);
-	if (!slab->mr) {
-		int rc = rpcrdma_errno(-ENOMEM);
-
-		free(slab->base);
-		slab->base = NULL;
+	rc = rpcrdma_alloc_reg(pd, RPCRDMA_CACHELINE, bytes, access, &slab->base, &slab->mr);
+	if (rc)
 		return rc;
-	}
+	memset(slab->base, 0, bytes);
 	slab->bufsize = bufsize;
 	slab->count = count;
 	return 0;
@@ -193,21 +207,14 @@ int rpcrdma_buf_alloc(struct rpcrdma_buf *buf, struct ibv_pd *pd, size_t len, in
 		      struct rpcrdma_stats *stats)
 {
 	size_t bytes = (len + RPCRDMA_PAGE - 1) & ~(size_t)(RPCRDMA_PAGE - 1);
+	int rc;
 
 	memset(buf, 0, sizeof(*buf));
 	if (!len || bytes < len)
 		return -EINVAL;
-	buf->data = aligned_alloc(RPCRDMA_PAGE, bytes);
-	if (!buf->data)
-		return -ENOMEM;
-	buf->mr = ibv_reg_mr(pd, buf->data, bytes, access);
-	if (!buf->mr) {
-		int rc = rpcrdma_errno(-ENOMEM);
-
-		free(buf->data);
-		buf->data = NULL;
+	rc = rpcrdma_alloc_reg(pd, RPCRDMA_PAGE, bytes, access, &buf->data, &buf->mr);
+	if (rc)
 		return rc;
-	}
 	buf->len = len;
 	rpcrdma_count_add(stats->heap_bytes, bytes);
 	rpcrdma_count_add(stats->registered_bytes, bytes);

@@ -37,9 +37,7 @@ void svc_rdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 		container_of(rpcrdma_wc_cqe(wc), struct svc_rdma_recv_ctxt, rc_cqe);
 	struct svcxprt_rdma *rdma = ctxt->rc_rdma;
 
-	rdma->sc_ep.recv_posted--;
-	if (unlikely(wc->status != IBV_WC_SUCCESS)) {
-		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server receive");
+	if (unlikely(!rpcrdma_ep_recv_done(&rdma->sc_ep, wc, "server receive"))) {
 		list_add_tail(&ctxt->rc_list, &rdma->sc_recv_free);
 		return;
 	}

@@ -12,9 +12,7 @@ void rpcrdma_wc_receive(struct ibv_cq *cq, struct ibv_wc *wc)
 	struct rpcrdma_xprt *x = cq->cq_context;
 	struct rpcrdma_rep *rep = container_of(rpcrdma_wc_cqe(wc), struct rpcrdma_rep, rr_cqe);
 
-	x->rx_ep.recv_posted--;
-	if (unlikely(wc->status != IBV_WC_SUCCESS)) {
-		rpcrdma_ep_wc_error(&x->rx_ep, wc, "client receive");
+	if (unlikely(!rpcrdma_ep_recv_done(&x->rx_ep, wc, "client receive"))) {
 		list_add_tail(&rep->rr_list, &x->rb_reps_free);
 		return;
 	}
