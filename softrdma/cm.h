@@ -41,7 +41,7 @@ enum cm_state {
 struct soft_cm_channel {
 	struct rdma_event_channel ch;
 	struct soft_evq q;
-	struct list_node held;			/* events held back (cm_fault.c), in order */
+	struct soft_list held;			/* events held back (cm_fault.c), in order */
 	unsigned int ids;
 	bool closed;				/* destroyed: kept until exit, see cm_channel.c */
 	struct soft_cm_channel *next_closed;
@@ -49,7 +49,7 @@ struct soft_cm_channel {
 
 struct soft_cm_event {
 	struct rdma_cm_event ev;
-	struct list_node link;			/* on its channel's q, or held */
+	struct soft_list link;			/* on its channel's q, or held */
 	struct soft_cm_id *owner;
 	struct soft_cm_channel *held_on;	/* held back on this channel's held list */
 	struct soft_work release;		/* ... until this unit runs (cm_fault.c) */
@@ -78,7 +78,7 @@ struct rdv_claim;
  * cm_dev_mutex for ctx and pd, see there).
  */
 struct soft_cm_state {
-	struct list_node ids;		/* every soft_cm_id */
+	struct soft_list ids;		/* every soft_cm_id */
 	struct soft_context *ctx;	/* the device context rdma_cm ids share */
 	struct ibv_pd *pd;		/* its default PD, while ctx_refs > 0 */
 	unsigned int ctx_refs;		/* ids on ctx */
@@ -90,7 +90,7 @@ struct soft_cm_id {
 	struct rdma_cm_id id;
 	struct soft_cm_channel *ch;
 	enum cm_state state;
-	struct list_node link;		/* fab.cm_ids */
+	struct soft_list link;		/* fab.cm_ids */
 	struct soft_cm_id *peer;	/* the other side, in this process */
 	struct net_link *conn;		/* the other side, in another process (a reference) */
 	struct soft_cm_id *listener;	/* passive ids: the listener that spawned them */

@@ -43,7 +43,7 @@ struct soft_cm_channel *cm_channel_new_locked(void)
 		return NULL;
 	}
 	sch->ch.fd = sch->q.fd;
-	list_init(&sch->held);
+	soft_list_init(&sch->held);
 	fab_set_cm_ops_locked(&cm_ops);
 	fab_cm_count_locked(FAB_CM_CHANNELS, 1);
 	fab_get_user_locked();
@@ -63,20 +63,20 @@ struct rdma_event_channel *rdma_create_event_channel(void)
 void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct soft_cm_channel *sch = container_of(channel, struct soft_cm_channel, ch);
-	struct list_node *node, *pos, *tmp;
+	struct soft_list *node, *pos, *tmp;
 
 	fab_lock();
 	/* Ids still on the channel stop receiving events rather than write to freed memory. */
-	list_for_each_safe(pos, tmp, &cm_state.ids) {
-		struct soft_cm_id *sid = list_entry(pos, struct soft_cm_id, link);
+	soft_list_for_each_safe(pos, tmp, &cm_state.ids) {
+		struct soft_cm_id *sid = soft_list_entry(pos, struct soft_cm_id, link);
 
 		if (sid->ch == sch)
 			sid->ch = NULL;
 		if (sid->req_ch == sch)
 			sid->req_ch = NULL;
 	}
-	while ((node = list_pop(&sch->q.items))) {
-		free(list_entry(node, struct soft_cm_event, link));
+	while ((node = soft_list_pop(&sch->q.items))) {
+		free(soft_list_entry(node, struct soft_cm_event, link));
 		fab_cm_count_locked(FAB_CM_UNACKED, -1);
 	}
 	cm_held_forget_locked(sch, NULL);
@@ -140,10 +140,10 @@ void cm_deliver_locked(struct soft_cm_id *id, enum rdma_cm_event_type type, int 
 
 static void forget_on_locked(struct soft_cm_channel *ch, struct soft_cm_id *id)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &ch->q.items) {
-		struct soft_cm_event *e = list_entry(pos, struct soft_cm_event, link);
+	soft_list_for_each_safe(pos, tmp, &ch->q.items) {
+		struct soft_cm_event *e = soft_list_entry(pos, struct soft_cm_event, link);
 
 		if (e->owner == id) {
 			evq_forget_locked(&ch->q, pos);
@@ -169,7 +169,7 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 {
 	struct soft_cm_channel *sch = container_of(channel, struct soft_cm_channel, ch);
 	struct net_link *link;
-	struct list_node *node;
+	struct soft_list *node;
 	struct soft_cm_event *e;
 
 	if (!event) {
@@ -187,7 +187,7 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 		fab_unlock();
 		return -1;
 	}
-	e = list_entry(node, struct soft_cm_event, link);
+	e = soft_list_entry(node, struct soft_cm_event, link);
 	e->owner->events_read++;
 	*event = &e->ev;
 	/*
@@ -225,7 +225,7 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
 	struct soft_cm_id *sid = to_scm(id);
 	struct soft_cm_channel *to, *own = NULL;
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
 	if (!channel && sid->sync) {
 		errno = EINVAL;
@@ -249,8 +249,8 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 		 * those held back (a DELAY fault) go out first, to move too.
 		 */
 		cm_held_release_id_locked(sid->ch, sid);
-		list_for_each_safe(pos, tmp, &sid->ch->q.items) {
-			struct soft_cm_event *e = list_entry(pos, struct soft_cm_event, link);
+		soft_list_for_each_safe(pos, tmp, &sid->ch->q.items) {
+			struct soft_cm_event *e = soft_list_entry(pos, struct soft_cm_event, link);
 
 			if (e->owner == sid) {
 				evq_forget_locked(&sid->ch->q, pos);

@@ -111,7 +111,7 @@ int softrdma_cm_disconnect(struct rdma_cm_id *id)
 /* rdma_destroy_id: tell the peer as the kernel CM would, then unlink everything. */
 void cm_id_teardown_locked(struct soft_cm_id *sid)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 	struct cm_msg m = { .kind = CMW_DREQ };
 
 	if (cm_connected(sid) && (sid->conn || (sid->peer && !sid->peer->disconnect_seen))) {
@@ -121,21 +121,21 @@ void cm_id_teardown_locked(struct soft_cm_id *sid)
 		m.status = SOFTRDMA_REJ_CONSUMER_DEFINED;
 		cm_send_locked(sid, &m);
 	}
-	list_for_each_safe(pos, tmp, &cm_state.ids) {
-		struct soft_cm_id *other = list_entry(pos, struct soft_cm_id, link);
+	soft_list_for_each_safe(pos, tmp, &cm_state.ids) {
+		struct soft_cm_id *other = soft_list_entry(pos, struct soft_cm_id, link);
 
 		if (other->peer == sid)
 			other->peer = NULL;
 		if (other->listener == sid)
 			other->listener = NULL;
 	}
-	list_for_each_safe(pos, tmp, fab_work_list_locked()) {
-		struct soft_cm_work *w = cm_work_of(list_entry(pos, struct soft_work, link));
+	soft_list_for_each_safe(pos, tmp, fab_work_list_locked()) {
+		struct soft_cm_work *w = cm_work_of(soft_list_entry(pos, struct soft_work, link));
 
 		if (!w)
 			continue;
 		if (w->target == sid) {
-			list_del(pos);
+			soft_list_del(pos);
 			cm_work_free_locked(w);
 		} else if (w->from == sid) {
 			w->from = NULL;

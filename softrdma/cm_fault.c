@@ -32,10 +32,11 @@ static void release_run(struct soft_work *w)
 	struct soft_cm_channel *ch = last->held_on;
 
 	for (;;) {
-		struct soft_cm_event *e = list_pop_entry(&ch->held, struct soft_cm_event, link);
+		struct soft_cm_event *e =
+			soft_list_pop_entry(&ch->held, struct soft_cm_event, link);
 
 		if (e != last)
-			list_del(&e->release.link);
+			soft_list_del(&e->release.link);
 		release_locked(e);
 		if (e == last)
 			return;
@@ -47,7 +48,7 @@ static void release_discard(struct soft_work *w)
 {
 	struct soft_cm_event *e = container_of(w, struct soft_cm_event, release);
 
-	list_del(&e->link);
+	soft_list_del(&e->link);
 	free(e);
 }
 
@@ -56,14 +57,14 @@ void cm_event_queue_locked(struct soft_cm_channel *ch, struct soft_cm_event *e,
 {
 	uint64_t at;
 
-	if (!delay_ns && list_empty(&ch->held)) {
+	if (!delay_ns && soft_list_empty(&ch->held)) {
 		evq_push_locked(&ch->q, &e->link);
 		return;
 	}
 	at = delay_ns ? soft_now_ns() + delay_ns : 0;
-	if (!list_empty(&ch->held)) {
+	if (!soft_list_empty(&ch->held)) {
 		const struct soft_cm_event *prev =
-			list_entry(ch->held.prev, struct soft_cm_event, link);
+			soft_list_entry(ch->held.prev, struct soft_cm_event, link);
 
 		if (prev->release.not_before > at)
 			at = prev->release.not_before;
@@ -73,7 +74,7 @@ void cm_event_queue_locked(struct soft_cm_channel *ch, struct soft_cm_event *e,
 	e->release.run = release_run;
 	e->release.discard = release_discard;
 	e->release.qp = NULL;
-	list_add_tail(&e->link, &ch->held);
+	soft_list_add_tail(&e->link, &ch->held);
 	work_queue_locked(&e->release);
 }
 
@@ -92,15 +93,15 @@ struct soft_cm_event *cm_event_copy(const struct soft_cm_event *e)
 
 void cm_held_forget_locked(struct soft_cm_channel *ch, const struct soft_cm_id *id)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &ch->held) {
-		struct soft_cm_event *e = list_entry(pos, struct soft_cm_event, link);
+	soft_list_for_each_safe(pos, tmp, &ch->held) {
+		struct soft_cm_event *e = soft_list_entry(pos, struct soft_cm_event, link);
 
 		if (id && e->owner != id)
 			continue;
-		list_del(pos);
-		list_del(&e->release.link);
+		soft_list_del(pos);
+		soft_list_del(&e->release.link);
 		free(e);
 		fab_cm_count_locked(FAB_CM_UNACKED, -1);
 	}
@@ -108,15 +109,15 @@ void cm_held_forget_locked(struct soft_cm_channel *ch, const struct soft_cm_id *
 
 void cm_held_release_id_locked(struct soft_cm_channel *ch, const struct soft_cm_id *id)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &ch->held) {
-		struct soft_cm_event *e = list_entry(pos, struct soft_cm_event, link);
+	soft_list_for_each_safe(pos, tmp, &ch->held) {
+		struct soft_cm_event *e = soft_list_entry(pos, struct soft_cm_event, link);
 
 		if (e->owner != id)
 			continue;
-		list_del(pos);
-		list_del(&e->release.link);
+		soft_list_del(pos);
+		soft_list_del(&e->release.link);
 		release_locked(e);
 	}
 }

@@ -18,10 +18,10 @@
 static bool port_taken_locked(struct soft_cm_id *self, const struct sockaddr *addr,
 			      uint16_t port)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &cm_state.ids) {
-		struct soft_cm_id *other = list_entry(pos, struct soft_cm_id, link);
+	soft_list_for_each_safe(pos, tmp, &cm_state.ids) {
+		struct soft_cm_id *other = soft_list_entry(pos, struct soft_cm_id, link);
 		const struct sockaddr *oaddr = &other->id.route.addr.src_addr;
 
 		if (other == self || !other->port_held || other->id.ps != self->id.ps ||
@@ -203,11 +203,11 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 
 struct soft_cm_id *cm_find_listener_locked(const struct sockaddr *dst, enum rdma_port_space ps)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 	struct soft_cm_id *wild = NULL;
 
-	list_for_each_safe(pos, tmp, &cm_state.ids) {
-		struct soft_cm_id *l = list_entry(pos, struct soft_cm_id, link);
+	soft_list_for_each_safe(pos, tmp, &cm_state.ids) {
+		struct soft_cm_id *l = soft_list_entry(pos, struct soft_cm_id, link);
 		const struct sockaddr *la = &l->id.route.addr.src_addr;
 
 		if (l->state != CM_LISTEN || l->id.ps != ps || l->destroying ||
@@ -403,7 +403,7 @@ struct soft_cm_id *cm_id_alloc(struct soft_cm_channel *ch, void *context,
 	sid->id.ps = ps;
 	sid->id.qp_type = IBV_QPT_RC;
 	sid->state = CM_IDLE;
-	list_init(&sid->link);
+	soft_list_init(&sid->link);
 	return sid;
 }
 
@@ -413,7 +413,7 @@ void cm_id_link_locked(struct soft_cm_id *sid)
 	if (!next_comm_id)
 		next_comm_id = (uint32_t)getpid() << 12;
 	sid->comm_id = ++next_comm_id;
-	list_add_tail(&sid->link, &cm_state.ids);
+	soft_list_add_tail(&sid->link, &cm_state.ids);
 	if (sid->ch)
 		sid->ch->ids++;
 	fab_cm_count_locked(FAB_CM_IDS, 1);
@@ -474,10 +474,10 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
  */
 void cm_ids_fork_child(void)
 {
-	struct list_node *node;
+	struct soft_list *node;
 
-	while ((node = list_pop(&cm_state.ids))) {
-		struct soft_cm_id *sid = list_entry(node, struct soft_cm_id, link);
+	while ((node = soft_list_pop(&cm_state.ids))) {
+		struct soft_cm_id *sid = soft_list_entry(node, struct soft_cm_id, link);
 
 		sid->inherited = true;
 		sid->claim = NULL;
@@ -516,7 +516,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	link = cm_net_hold_locked(sid);
 	cm_id_teardown_locked(sid);
 	cm_forget_events_locked(sid);
-	list_del(&sid->link);
+	soft_list_del(&sid->link);
 	if (sid->ch)
 		sid->ch->ids--;
 	fab_cm_count_locked(FAB_CM_IDS, -1);

@@ -115,7 +115,7 @@ void cm_net_link_message(struct net_link *link, const void *body, uint32_t len)
 	if (nm->kind == CMW_REQ) {
 		w->addr = malloc(sizeof(*w->addr));
 		if (!w->addr) {
-			list_del(&w->work.link);
+			soft_list_del(&w->work.link);
 			cm_work_free_locked(w);
 			return;
 		}
@@ -163,10 +163,10 @@ void cm_net_link_down(struct net_link *link)
  */
 struct net_link *cm_net_qp_link(struct soft_qp *qp)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &cm_state.ids) {
-		struct soft_cm_id *sid = list_entry(pos, struct soft_cm_id, link);
+	soft_list_for_each_safe(pos, tmp, &cm_state.ids) {
+		struct soft_cm_id *sid = soft_list_entry(pos, struct soft_cm_id, link);
 
 		if (sid->conn && sid->mine.qp_num == qp->qp.qp_num &&
 		    sid->peer_qpn == qp->attr.dest_qp_num)

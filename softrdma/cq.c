@@ -344,7 +344,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 {
 	struct soft_comp_channel *sch = container_of(channel, struct soft_comp_channel, ch);
 	struct soft_cq *scq;
-	struct list_node *node;
+	struct soft_list *node;
 
 	/* The channel's lock alone (soft_comp_channel): the engine may run meanwhile. */
 	pthread_mutex_lock(&sch->lock);

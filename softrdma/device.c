@@ -405,10 +405,10 @@ void async_forget_locked(struct ibv_context *ctx, void *obj)
 {
 	struct soft_context *sctx = to_sctx(ctx);
 	struct soft_evq *q = &sctx->async_q;
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
 	pthread_mutex_lock(&sctx->async_lock);
-	list_for_each_safe(pos, tmp, &q->items) {
+	soft_list_for_each_safe(pos, tmp, &q->items) {
 		struct soft_async_event *e = container_of(pos, struct soft_async_event, node.link);
 
 		if (event_object(&e->ev) == obj)
@@ -459,7 +459,7 @@ static unsigned int *async_counts(const struct ibv_async_event *ev, unsigned int
 int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
 	struct soft_context *sctx = to_sctx(context);
-	struct list_node *node;
+	struct soft_list *node;
 	struct soft_async_event *e;
 	unsigned int *read, *acked;
 	uint32_t *completed;

@@ -24,7 +24,7 @@ void engine_activate_locked(struct soft_qp *qp)
 	qp->active = true;
 	qp->wake_at = 0;
 	qp->wait_recv = false;
-	list_add_tail(&qp->active_link, &fab.active_qps);
+	soft_list_add_tail(&qp->active_link, &fab.active_qps);
 }
 
 void engine_deactivate_locked(struct soft_qp *qp)
@@ -33,7 +33,7 @@ void engine_deactivate_locked(struct soft_qp *qp)
 	qp->wait_rd = false;
 	if (!qp->active)
 		return;
-	list_del(&qp->active_link);
+	soft_list_del(&qp->active_link);
 	qp->active = false;
 	qp->wake_at = 0;
 	qp->wait_recv = false;
@@ -42,11 +42,11 @@ void engine_deactivate_locked(struct soft_qp *qp)
 /* As engine_recv_posted_locked(), for every QP that receives from @srq. */
 void engine_srq_posted_locked(struct soft_srq *srq)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 	bool woke = false;
 
-	list_for_each_safe(pos, tmp, &fab.active_qps) {
-		struct soft_qp *qp = list_entry(pos, struct soft_qp, active_link);
+	soft_list_for_each_safe(pos, tmp, &fab.active_qps) {
+		struct soft_qp *qp = soft_list_entry(pos, struct soft_qp, active_link);
 
 		if (qp->wait_recv && (!qp->peer || qp->peer->srq == srq)) {
 			qp->wait_recv = false;
@@ -59,11 +59,11 @@ void engine_srq_posted_locked(struct soft_srq *srq)
 
 void engine_recv_posted_locked(struct soft_qp *target)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 	bool woke = false;
 
-	list_for_each_safe(pos, tmp, &fab.active_qps) {
-		struct soft_qp *qp = list_entry(pos, struct soft_qp, active_link);
+	soft_list_for_each_safe(pos, tmp, &fab.active_qps) {
+		struct soft_qp *qp = soft_list_entry(pos, struct soft_qp, active_link);
 
 		if (qp->wait_recv && (qp->peer == target || !qp->peer)) {
 			qp->wait_recv = false;
@@ -178,7 +178,7 @@ void engine_cancel_reads_locked(struct soft_qp *qp, bool flush)
 		}
 		if (!wqe->outstanding)
 			continue;
-		list_del(&wqe->rd_work.link);
+		soft_list_del(&wqe->rd_work.link);
 		wqe->outstanding = false;
 		wqe_done(wqe, IBV_WC_WR_FLUSH_ERR, 0);
 	}

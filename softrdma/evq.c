@@ -26,7 +26,7 @@ int evq_init(struct soft_evq *q, pthread_mutex_t *lock)
 	q->lock = lock;
 	signal_init(&q->sig, fd);
 	q->fd = fd;
-	list_init(&q->items);
+	soft_list_init(&q->items);
 	q->stale = 0;
 	return 0;
 }
@@ -38,22 +38,22 @@ void evq_fini(struct soft_evq *q)
 	q->fd = -1;
 }
 
-void evq_push_locked(struct soft_evq *q, struct list_node *item)
+void evq_push_locked(struct soft_evq *q, struct soft_list *item)
 {
-	list_add_tail(item, &q->items);
+	soft_list_add_tail(item, &q->items);
 	signal_add_locked(&q->sig, 1);
 }
 
-void evq_forget_locked(struct soft_evq *q, struct list_node *item)
+void evq_forget_locked(struct soft_evq *q, struct soft_list *item)
 {
-	list_del(item);
+	soft_list_del(item);
 	q->stale++;
 }
 
 void evq_raise_locked(struct soft_evq *q, struct soft_event *ev, bool token)
 {
 	if (ev->pending++ == 0)
-		list_add_tail(&ev->link, &q->items);
+		soft_list_add_tail(&ev->link, &q->items);
 	if (token)
 		signal_add_locked(&q->sig, 1);
 }
@@ -62,14 +62,14 @@ void evq_taken_locked(struct soft_evq *q, struct soft_event *ev)
 {
 	/* Raised again meanwhile: it queues once more, behind the others. */
 	if (--ev->pending)
-		list_add_tail(&ev->link, &q->items);
+		soft_list_add_tail(&ev->link, &q->items);
 }
 
 void evq_cancel_locked(struct soft_evq *q, struct soft_event *ev)
 {
 	if (!ev->pending)
 		return;
-	list_del(&ev->link);
+	soft_list_del(&ev->link);
 	q->stale += ev->pending;
 	ev->pending = 0;
 }
@@ -110,7 +110,7 @@ static void evq_drain_shm(struct soft_evq *q)
 	pthread_mutex_lock(q->lock);
 }
 
-struct list_node *evq_pop_locked(struct soft_evq *q)
+struct soft_list *evq_pop_locked(struct soft_evq *q)
 {
 	q->readers++;
 	for (;;) {
@@ -132,9 +132,9 @@ struct list_node *evq_pop_locked(struct soft_evq *q)
 		if (q->retired)
 			continue;
 		evq_drain_shm(q);
-		if (!list_empty(&q->items)) {
+		if (!soft_list_empty(&q->items)) {
 			q->readers--;
-			return list_pop(&q->items);
+			return soft_list_pop(&q->items);
 		}
 		if (q->stale)
 			q->stale--;

@@ -135,11 +135,11 @@ struct signal_write {
 static unsigned int take_signals(struct signal_write *out)
 {
 	unsigned int n = 0;
-	struct list_node *node;
+	struct soft_list *node;
 
 	pthread_mutex_lock(&fab.signal_lock);
-	while (n < SIGNAL_BATCH && (node = list_pop(&fab.signals))) {
-		struct soft_signal *s = list_entry(node, struct soft_signal, link);
+	while (n < SIGNAL_BATCH && (node = soft_list_pop(&fab.signals))) {
+		struct soft_signal *s = soft_list_entry(node, struct soft_signal, link);
 
 		s->queued = false;
 		out[n].sig = s;
@@ -158,7 +158,7 @@ static bool signals_owed(void)
 	bool owed;
 
 	pthread_mutex_lock(&fab.signal_lock);
-	owed = !list_empty(&fab.signals);
+	owed = !soft_list_empty(&fab.signals);
 	pthread_mutex_unlock(&fab.signal_lock);
 	return owed;
 }
@@ -246,7 +246,7 @@ void signal_add_locked(struct soft_signal *s, uint64_t n)
 	s->owed += n;
 	if (!s->queued) {
 		s->queued = true;
-		list_add_tail(&s->link, &fab.signals);
+		soft_list_add_tail(&s->link, &fab.signals);
 	}
 	pthread_mutex_unlock(&fab.signal_lock);
 }
@@ -255,7 +255,7 @@ void signal_cancel_locked(struct soft_signal *s)
 {
 	pthread_mutex_lock(&fab.signal_lock);
 	if (s->queued)
-		list_del(&s->link);
+		soft_list_del(&s->link);
 	s->queued = false;
 	s->owed = 0;
 	pthread_mutex_unlock(&fab.signal_lock);
@@ -312,11 +312,11 @@ static struct unit pick_unit_locked(bool honour_time, uint64_t now, uint64_t *ne
 {
 	struct unit best = { .kind = UNIT_NONE };
 	uint64_t best_seq = UINT64_MAX;
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
 	*next_wake = UINT64_MAX;
-	list_for_each_safe(pos, tmp, &fab.active_qps) {
-		struct soft_qp *qp = list_entry(pos, struct soft_qp, active_link);
+	soft_list_for_each_safe(pos, tmp, &fab.active_qps) {
+		struct soft_qp *qp = soft_list_entry(pos, struct soft_qp, active_link);
 		uint64_t seq;
 
 		if (qp->wait_recv || qp->wait_resp || qp->wait_rd)
@@ -333,8 +333,8 @@ static struct unit pick_unit_locked(bool honour_time, uint64_t now, uint64_t *ne
 			best.qp = qp;
 		}
 	}
-	list_for_each_safe(pos, tmp, &fab.work) {
-		struct soft_work *w = list_entry(pos, struct soft_work, link);
+	soft_list_for_each_safe(pos, tmp, &fab.work) {
+		struct soft_work *w = soft_list_entry(pos, struct soft_work, link);
 
 		if (honour_time && w->not_before > now) {
 			if (w->not_before < *next_wake)
@@ -356,7 +356,7 @@ static void run_unit_locked(struct unit u)
 	if (u.kind == UNIT_QP)
 		engine_run_locked(u.qp);
 	else if (u.kind == UNIT_WORK) {
-		list_del(&u.work->link);
+		soft_list_del(&u.work->link);
 		u.work->run(u.work);
 	}
 }
@@ -387,7 +387,7 @@ void fab_run_posted_locked(struct soft_qp *qp)
 void work_queue_locked(struct soft_work *w)
 {
 	w->seq = ++fab.seq;
-	list_add_tail(&w->link, &fab.work);
+	soft_list_add_tail(&w->link, &fab.work);
 	fab_kick_locked();
 }
 
@@ -523,7 +523,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-	struct list_node *node;
+	struct soft_list *node;
 
 	/*
 	 * The lock fork_prepare() took is held by this thread, the child's
@@ -542,13 +542,13 @@ static void fork_child(void)
 	fab.users = 0;
 	fab.step_waiters = 0;
 	fab.waiting = 0;
-	while ((node = list_pop(&fab.active_qps)))
-		list_entry(node, struct soft_qp, active_link)->active = false;
+	while ((node = soft_list_pop(&fab.active_qps)))
+		soft_list_entry(node, struct soft_qp, active_link)->active = false;
 	/* The parent's units: never run here, and their memory is the parent's copy. */
-	while (list_pop(&fab.work))
+	while (soft_list_pop(&fab.work))
 		;
-	while ((node = list_pop(&fab.signals))) {
-		struct soft_signal *sig = list_entry(node, struct soft_signal, link);
+	while ((node = soft_list_pop(&fab.signals))) {
+		struct soft_signal *sig = soft_list_entry(node, struct soft_signal, link);
 
 		sig->queued = false;
 		sig->owed = 0;
@@ -573,10 +573,10 @@ __attribute__((constructor(101))) static void fab_fork_init(void)
 /* Free the units that will never run. */
 static void discard_work_locked(void)
 {
-	struct list_node *node;
+	struct soft_list *node;
 
-	while ((node = list_pop(&fab.work))) {
-		struct soft_work *w = list_entry(node, struct soft_work, link);
+	while ((node = soft_list_pop(&fab.work))) {
+		struct soft_work *w = soft_list_entry(node, struct soft_work, link);
 
 		w->discard(w);
 	}
@@ -744,7 +744,7 @@ void fab_cm_count_locked(enum fab_cm_count which, int delta)
 	}
 }
 
-struct list_node *fab_work_list_locked(void)
+struct soft_list *fab_work_list_locked(void)
 {
 	return &fab.work;
 }

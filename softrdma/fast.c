@@ -31,9 +31,9 @@
 /* What the whole fabric must look like (the gate is open: nothing changes it). */
 static bool fabric_allows(void)
 {
-	return fab.mode == SOFTRDMA_MODE_THREAD && list_empty(&fab.faults) &&
-	       list_empty(&fab.active_qps) && list_empty(&fab.work) && !pcap_on_locked() &&
-	       !shm_pending();
+	return fab.mode == SOFTRDMA_MODE_THREAD && soft_list_empty(&fab.faults) &&
+	       soft_list_empty(&fab.active_qps) && soft_list_empty(&fab.work) &&
+	       !pcap_on_locked() && !shm_pending();
 }
 
 /* The responder a transmit would reach in this process, resolved already; or NULL. */

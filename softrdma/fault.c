@@ -10,7 +10,7 @@
 #include "soft.h"
 
 struct soft_fault {
-	struct list_node link;
+	struct soft_list link;
 	int id;
 	struct softrdma_fault f;
 	unsigned int seen;
@@ -32,22 +32,22 @@ int softrdma_fault_add(const struct softrdma_fault *fault)
 	sf->f = *fault;
 	fab_lock();
 	id = sf->id = fab.next_fault_id++;
-	list_add_tail(&sf->link, &fab.faults);
+	soft_list_add_tail(&sf->link, &fab.faults);
 	fab_unlock();
 	return id;
 }
 
 int softrdma_fault_remove(int id)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 	int ret = id ? -ENOENT : 0;
 
 	fab_lock();
-	list_for_each_safe(pos, tmp, &fab.faults) {
-		struct soft_fault *sf = list_entry(pos, struct soft_fault, link);
+	soft_list_for_each_safe(pos, tmp, &fab.faults) {
+		struct soft_fault *sf = soft_list_entry(pos, struct soft_fault, link);
 
 		if (id == 0 || sf->id == id) {
-			list_del(pos);
+			soft_list_del(pos);
 			free(sf);
 			ret = 0;
 		}
@@ -62,12 +62,12 @@ int softrdma_fault_remove(int id)
 
 int softrdma_fault_fired(int id)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 	int ret = -ENOENT;
 
 	fab_lock();
-	list_for_each_safe(pos, tmp, &fab.faults) {
-		struct soft_fault *sf = list_entry(pos, struct soft_fault, link);
+	soft_list_for_each_safe(pos, tmp, &fab.faults) {
+		struct soft_fault *sf = soft_list_entry(pos, struct soft_fault, link);
 
 		if (sf->id == id)
 			ret = (int)sf->fired;
@@ -79,10 +79,10 @@ int softrdma_fault_fired(int id)
 static const struct softrdma_fault *check_locked(struct soft_qp *qp, bool recv,
 						 enum ibv_wr_opcode op)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &fab.faults) {
-		struct soft_fault *sf = list_entry(pos, struct soft_fault, link);
+	soft_list_for_each_safe(pos, tmp, &fab.faults) {
+		struct soft_fault *sf = soft_list_entry(pos, struct soft_fault, link);
 		const struct softrdma_match *m = &sf->f.match;
 
 		if ((m->recv != 0) != recv)
@@ -106,14 +106,14 @@ static const struct softrdma_fault *check_locked(struct soft_qp *qp, bool recv,
 const struct softrdma_fault *fault_check_send_locked(struct soft_qp *qp,
 						     const struct soft_send_wqe *wqe)
 {
-	if (list_empty(&fab.faults))
+	if (soft_list_empty(&fab.faults))
 		return NULL;
 	return check_locked(qp, false, wqe->opcode);
 }
 
 const struct softrdma_fault *fault_check_recv_locked(struct soft_qp *qp)
 {
-	if (list_empty(&fab.faults))
+	if (soft_list_empty(&fab.faults))
 		return NULL;
 	return check_locked(qp, true, IBV_WR_SEND);
 }

@@ -176,10 +176,10 @@ static void qp_stats_add(struct softrdma_qp_stats *sum, const struct softrdma_qp
 void softrdma_qp_stats_sum(struct softrdma_qp_stats *active, struct softrdma_qp_stats *passive)
 {
 	struct softrdma_qp_stats a = { 0 }, p = { 0 };
-	struct list_node *pos;
+	struct soft_list *pos;
 
 	fab_lock();
-	list_for_each(pos, &fab.qps) {
+	soft_list_for_each(pos, &fab.qps) {
 		struct soft_qp *sqp = container_of(pos, struct soft_qp, link);
 		struct softrdma_qp_stats st = qp_stats_locked(sqp);
 

@@ -29,7 +29,7 @@
 struct net_listener {
 	int fd;
 	bool closing;
-	struct list_node node;
+	struct soft_list node;
 };
 
 /* How long process exit waits for queued output (an ACK, a DREQ) to go out. */
@@ -43,8 +43,8 @@ static struct {
 	pthread_t thread;
 	int wake_fd;
 	struct soft_signal wake;
-	struct list_node links;
-	struct list_node listeners;
+	struct soft_list links;
+	struct soft_list listeners;
 } net = {
 	.wake_fd = -1,
 	.links = { &net.links, &net.links },
@@ -92,7 +92,7 @@ void net_link_close_locked(struct net_link *link)
 
 bool net_any_link_locked(void)
 {
-	return !list_empty(&net.links);
+	return !soft_list_empty(&net.links);
 }
 
 void net_send_locked(struct net_link *link, struct net_buf *buf)
@@ -101,7 +101,7 @@ void net_send_locked(struct net_link *link, struct net_buf *buf)
 		net_buf_free_locked(buf);
 		return;
 	}
-	list_add_tail(&buf->link, &link->out);
+	soft_list_add_tail(&buf->link, &link->out);
 	net_kick_locked();
 }
 
@@ -142,7 +142,7 @@ static void link_dead_locked(struct net_link *link)
 	link->dead = true;
 	/* A writer is in send() on its head, unlocked: that buffer is the writer's to free. */
 	if (link->sending)
-		list_del(&link->sending->link);
+		soft_list_del(&link->sending->link);
 	net_bufs_free_locked(&link->out);
 	if (!link->id && !wire_net_link_busy_locked(link))
 		return;
@@ -340,8 +340,8 @@ static void link_write(struct net_link *link)
 		/* A non-blocking send() by another writer: short. */
 		while (link->sending)
 			fab_wait_locked(&fab.mem_cv, NULL);
-		if (!link->dead && !list_empty(&link->out)) {
-			buf = list_entry(link->out.next, struct net_buf, link);
+		if (!link->dead && !soft_list_empty(&link->out)) {
+			buf = soft_list_entry(link->out.next, struct net_buf, link);
 			msg.msg_iovlen = (size_t)unsent_iov(buf, link->out_off, iov);
 			link->sending = buf;
 			/* Descriptors go with the message's first byte. */
@@ -380,7 +380,7 @@ static void link_write(struct net_link *link)
 		link->out_off += (uint32_t)n;
 		if (link->out_off == buf->len) {
 			link->out_off = 0;
-			list_del(&buf->link);
+			soft_list_del(&buf->link);
 			net_buf_free_locked(buf);
 		}
 		fab_unlock();
@@ -394,16 +394,16 @@ void net_link_flush(struct net_link *link)
 
 void net_detach_locked(struct soft_mr *mr, struct soft_mw *mw)
 {
-	struct list_node *pos, *tmp, *bpos;
+	struct soft_list *pos, *tmp, *bpos;
 
 	if (mr)
 		shm_detach_locked(mr);
 again:
-	list_for_each_safe(pos, tmp, &net.links) {
-		struct net_link *link = list_entry(pos, struct net_link, node);
+	soft_list_for_each_safe(pos, tmp, &net.links) {
+		struct net_link *link = soft_list_entry(pos, struct net_link, node);
 
-		list_for_each(bpos, &link->out) {
-			struct net_buf *buf = list_entry(bpos, struct net_buf, link);
+		soft_list_for_each(bpos, &link->out) {
+			struct net_buf *buf = soft_list_entry(bpos, struct net_buf, link);
 
 			if (link->sending == buf) {
 				/* A non-blocking send(): short. The lists may change meanwhile. */
@@ -441,12 +441,12 @@ static void listener_accept(struct net_listener *l)
 /* Close what its owners let go of, and dead links. */
 static void reap_locked(void)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &net.links) {
-		struct net_link *link = list_entry(pos, struct net_link, node);
+	soft_list_for_each_safe(pos, tmp, &net.links) {
+		struct net_link *link = soft_list_entry(pos, struct net_link, node);
 
-		if (!link->dead && !(link->closing && list_empty(&link->out)))
+		if (!link->dead && !(link->closing && soft_list_empty(&link->out)))
 			continue;
 		/* A writer outside the net thread is in send() on it (net_link_flush). */
 		if (link->sending)
@@ -454,16 +454,16 @@ static void reap_locked(void)
 		link_dead_locked(link);
 		close(link->fd);
 		link->fd = -1;
-		list_del(&link->node);
+		soft_list_del(&link->node);
 		net_link_put_locked(link);
 	}
-	list_for_each_safe(pos, tmp, &net.listeners) {
-		struct net_listener *l = list_entry(pos, struct net_listener, node);
+	soft_list_for_each_safe(pos, tmp, &net.listeners) {
+		struct net_listener *l = soft_list_entry(pos, struct net_listener, node);
 
 		if (!l->closing)
 			continue;
 		close(l->fd);
-		list_del(&l->node);
+		soft_list_del(&l->node);
 		free(l);
 	}
 }
@@ -512,22 +512,22 @@ static bool poll_add(struct poll_set *p, int fd, short events, void *what, enum 
  */
 static bool poll_build_locked(struct poll_set *p, bool *busy, bool *lazy)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
 	p->n = 0;
 	*busy = false;
 	*lazy = false;
 	if (!poll_add(p, net.wake_fd, POLLIN, NULL, POLL_WAKE))
 		return false;
-	list_for_each_safe(pos, tmp, &net.listeners) {
-		struct net_listener *l = list_entry(pos, struct net_listener, node);
+	soft_list_for_each_safe(pos, tmp, &net.listeners) {
+		struct net_listener *l = soft_list_entry(pos, struct net_listener, node);
 
 		if (!poll_add(p, l->fd, POLLIN, l, POLL_LISTENER))
 			return false;
 	}
-	list_for_each_safe(pos, tmp, &net.links) {
-		struct net_link *link = list_entry(pos, struct net_link, node);
-		short events = POLLIN | (list_empty(&link->out) ? 0 : POLLOUT);
+	soft_list_for_each_safe(pos, tmp, &net.links) {
+		struct net_link *link = soft_list_entry(pos, struct net_link, node);
+		short events = POLLIN | (soft_list_empty(&link->out) ? 0 : POLLOUT);
 
 		if (!poll_add(p, link->fd, events, link, POLL_LINK))
 			return false;
@@ -557,12 +557,12 @@ static void link_bell(struct net_link *link, bool rang)
 /* Does a link still have output to write? */
 static bool output_pending_locked(void)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &net.links) {
-		struct net_link *link = list_entry(pos, struct net_link, node);
+	soft_list_for_each_safe(pos, tmp, &net.links) {
+		struct net_link *link = soft_list_entry(pos, struct net_link, node);
 
-		if (!link->dead && !list_empty(&link->out))
+		if (!link->dead && !soft_list_empty(&link->out))
 			return true;
 	}
 	return false;
@@ -696,8 +696,8 @@ struct net_link *net_link_new_locked(int fd)
 		return NULL;
 	link->fd = fd;
 	link->refs = 2;		/* the caller's and the net thread's */
-	list_init(&link->out);
-	list_add_tail(&link->node, &net.links);
+	soft_list_init(&link->out);
+	soft_list_add_tail(&link->node, &net.links);
 	shm_link_offer_locked(link);
 	net_kick_locked();
 	return link;
@@ -713,7 +713,7 @@ struct net_listener *net_listener_add_locked(int fd)
 	if (!l)
 		return NULL;
 	l->fd = fd;
-	list_add_tail(&l->node, &net.listeners);
+	soft_list_add_tail(&l->node, &net.listeners);
 	net_kick_locked();
 	return l;
 }
@@ -733,12 +733,12 @@ void net_listener_close_locked(struct net_listener *l)
  */
 void net_fork_child(void)
 {
-	struct list_node *node;
+	struct soft_list *node;
 
 	/* Taken by net_fork_prepare() on this thread: released, not initialised again. */
 	pthread_mutex_unlock(&heap_gate);
-	while ((node = list_pop(&net.links))) {
-		struct net_link *link = list_entry(node, struct net_link, node);
+	while ((node = soft_list_pop(&net.links))) {
+		struct net_link *link = soft_list_entry(node, struct net_link, node);
 
 		if (link->fd >= 0)
 			close(link->fd);
@@ -746,8 +746,8 @@ void net_fork_child(void)
 		link->dead = true;
 		link->sending = NULL;
 	}
-	while ((node = list_pop(&net.listeners))) {
-		struct net_listener *l = list_entry(node, struct net_listener, node);
+	while ((node = soft_list_pop(&net.listeners))) {
+		struct net_listener *l = soft_list_entry(node, struct net_listener, node);
 
 		close(l->fd);
 		free(l);
@@ -775,18 +775,18 @@ void net_stop(void)
 
 void net_free(void)
 {
-	struct list_node *node;
+	struct soft_list *node;
 
 	fab_lock();
-	while ((node = list_pop(&net.listeners))) {
-		struct net_listener *l = list_entry(node, struct net_listener, node);
+	while ((node = soft_list_pop(&net.listeners))) {
+		struct net_listener *l = soft_list_entry(node, struct net_listener, node);
 
 		close(l->fd);
 		free(l);
 	}
 	/* Whatever still refers to a link is going away with the process. */
-	while ((node = list_pop(&net.links))) {
-		struct net_link *link = list_entry(node, struct net_link, node);
+	while ((node = soft_list_pop(&net.links))) {
+		struct net_link *link = soft_list_entry(node, struct net_link, node);
 
 		close(link->fd);
 		net_bufs_free_locked(&link->out);

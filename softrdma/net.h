@@ -75,7 +75,7 @@ struct net_pin {
  * past the head.
  */
 struct net_buf {
-	struct list_node link;
+	struct soft_list link;
 	struct net_hdr hdr;
 	uint32_t len;			/* header, head and payload */
 	uint32_t head_len;		/* bytes of data[] before the payload */
@@ -94,8 +94,8 @@ struct net_link {
 	unsigned int refs;	/* lock */
 	bool dead;		/* lock: EOF or error seen; nothing more goes out */
 	bool closing;		/* lock: its owners let go; close once the output is written */
-	struct list_node out;	/* lock: net_bufs waiting to be written */
-	struct list_node node;	/* lock: the net thread's links */
+	struct soft_list out;	/* lock: net_bufs waiting to be written */
+	struct soft_list node;	/* lock: the net thread's links */
 	struct soft_cm_id *id;	/* lock: the rdma_cm id on this side, if any */
 	struct net_buf *sending;	/* lock: a writer sends it now, unlocked (link_write) */
 	uint32_t out_off;	/* lock: bytes of the head buffer written */
@@ -130,7 +130,7 @@ bool net_buf_add_locked(struct net_buf *buf, const struct wire_seg *segs, unsign
 			uint32_t len);
 /* Unpin and give back to the pool. */
 void net_buf_free_locked(struct net_buf *buf);
-void net_bufs_free_locked(struct list_node *head);
+void net_bufs_free_locked(struct soft_list *head);
 /* The net thread, unlocked: top the pool up, so senders rarely allocate. */
 void net_pool_fill(void);
 /* Process exit: free the pool. */

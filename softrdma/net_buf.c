@@ -19,7 +19,7 @@
 
 /* Under fab.lock. */
 static struct {
-	struct list_node free;
+	struct soft_list free;
 	unsigned int count;		/* atomic reads by the net thread */
 	unsigned long misses;
 } pool = {
@@ -29,14 +29,14 @@ static struct {
 struct net_buf *net_buf_new_locked(enum net_msg_type type, uint32_t head_len)
 {
 	struct net_hdr hdr = { .magic = NET_MAGIC, .type = type, .len = head_len };
-	struct list_node *node;
+	struct soft_list *node;
 	struct net_buf *buf;
 
 	if (head_len > NET_HEAD_MAX)
 		return NULL;
-	node = list_pop(&pool.free);
+	node = soft_list_pop(&pool.free);
 	if (node) {
-		buf = list_entry(node, struct net_buf, link);
+		buf = soft_list_entry(node, struct net_buf, link);
 		__atomic_store_n(&pool.count, pool.count - 1, __ATOMIC_RELAXED);
 	} else {
 		pool.misses++;
@@ -125,16 +125,16 @@ void net_buf_free_locked(struct net_buf *buf)
 		free(buf);
 		return;
 	}
-	list_add(&buf->link, &pool.free);
+	soft_list_add(&buf->link, &pool.free);
 	__atomic_store_n(&pool.count, pool.count + 1, __ATOMIC_RELAXED);
 }
 
-void net_bufs_free_locked(struct list_node *head)
+void net_bufs_free_locked(struct soft_list *head)
 {
-	struct list_node *node;
+	struct soft_list *node;
 
-	while ((node = list_pop(head)))
-		net_buf_free_locked(list_entry(node, struct net_buf, link));
+	while ((node = soft_list_pop(head)))
+		net_buf_free_locked(soft_list_entry(node, struct net_buf, link));
 }
 
 bool net_buf_detach_locked(struct net_buf *buf, const struct soft_mr *mr,
@@ -161,24 +161,24 @@ bool net_buf_detach_locked(struct net_buf *buf, const struct soft_mr *mr,
 
 void net_pool_fill(void)
 {
-	struct list_node got;
+	struct soft_list got;
 	unsigned int want;
 
 	want = __atomic_load_n(&pool.count, __ATOMIC_RELAXED);
 	if (want >= NET_POOL_LOW)
 		return;
 	want = NET_POOL_LOW - want;
-	list_init(&got);
+	soft_list_init(&got);
 	while (want--) {
 		struct net_buf *buf = malloc(sizeof(*buf));
 
 		if (!buf)
 			break;
-		list_add(&buf->link, &got);
+		soft_list_add(&buf->link, &got);
 	}
 	fab_lock();
-	while (!list_empty(&got)) {
-		list_add(list_pop(&got), &pool.free);
+	while (!soft_list_empty(&got)) {
+		soft_list_add(soft_list_pop(&got), &pool.free);
 		pool.count++;
 	}
 	fab_unlock();
@@ -186,10 +186,10 @@ void net_pool_fill(void)
 
 void net_pool_free_locked(void)
 {
-	struct list_node *node;
+	struct soft_list *node;
 
-	while ((node = list_pop(&pool.free)))
-		free(list_entry(node, struct net_buf, link));
+	while ((node = soft_list_pop(&pool.free)))
+		free(soft_list_entry(node, struct net_buf, link));
 	pool.count = 0;
 }
 

@@ -234,7 +234,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	sqp->attr.qp_state = IBV_QPS_RESET;
 	sqp->attr.cap = sqp->cap;
 	sqp->attr.path_mtu = IBV_MTU_1024;
-	list_init(&sqp->active_link);
+	soft_list_init(&sqp->active_link);
 
 	fab_lock();
 	do {
@@ -244,7 +244,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 			fab.next_qpn = SOFT_FIRST_QPN;
 	} while (qpn_in_use_locked(sqp->qp.qp_num));
 	sqp->qp.handle = sqp->qp.qp_num;
-	list_add_tail(&sqp->link, &fab.qps);
+	soft_list_add_tail(&sqp->link, &fab.qps);
 	sqp->hash_next = *qp_bucket(sqp->qp.qp_num);
 	*qp_bucket(sqp->qp.qp_num) = sqp;
 	sqp->pd->users++;
@@ -261,17 +261,17 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	struct soft_qp *sqp = to_sqp(qp);
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
 	fab_lock();
 	async_settle_locked(qp->context, qp, &sqp->async_read, &sqp->async_acked);
 	engine_deactivate_locked(sqp);
 	/* Requesters waiting on our receives must time out instead. */
 	engine_recv_posted_locked(sqp);
-	list_del(&sqp->link);
+	soft_list_del(&sqp->link);
 	qp_unhash_locked(sqp);
-	list_for_each_safe(pos, tmp, &fab.qps) {
-		struct soft_qp *other = list_entry(pos, struct soft_qp, link);
+	soft_list_for_each_safe(pos, tmp, &fab.qps) {
+		struct soft_qp *other = soft_list_entry(pos, struct soft_qp, link);
 
 		if (other->peer == sqp)
 			other->peer = NULL;

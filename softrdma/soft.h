@@ -139,7 +139,7 @@ struct soft_signal {
 	uint64_t owed;			/* fab.signal_lock: added, not yet written */
 	bool queued;			/* fab.signal_lock: on fab.signals */
 	unsigned int writers;		/* atomic: unlockers writing it now */
-	struct list_node link;
+	struct soft_list link;
 };
 
 void signal_init(struct soft_signal *s, int fd);
@@ -165,7 +165,7 @@ struct soft_evq {
 	pthread_mutex_t *lock;
 	int fd;
 	struct soft_signal sig;
-	struct list_node items;
+	struct soft_list items;
 	/* Tokens left in the eventfd by items removed without being read. */
 	unsigned int stale;
 	unsigned int readers;		/* threads inside evq_pop_locked() */
@@ -178,16 +178,16 @@ struct soft_evq {
  * and counts, so raising never allocates.
  */
 struct soft_event {
-	struct list_node link;
+	struct soft_list link;
 	unsigned int pending;		/* raised, not yet read */
 };
 
 /* @lock: the queue's own lock (see soft_evq), or NULL for fab.lock. */
 int evq_init(struct soft_evq *q, pthread_mutex_t *lock);
 void evq_fini(struct soft_evq *q);
-void evq_push_locked(struct soft_evq *q, struct list_node *item);
+void evq_push_locked(struct soft_evq *q, struct soft_list *item);
 /* Take one item out of the queue without reading it (object destroyed). */
-void evq_forget_locked(struct soft_evq *q, struct list_node *item);
+void evq_forget_locked(struct soft_evq *q, struct soft_list *item);
 /* The same for embedded events: raise one, after evq_pop_locked() returned it, drop all. */
 /* @token false: another process wrote the eventfd's token for it already. */
 void evq_raise_locked(struct soft_evq *q, struct soft_event *ev, bool token);
@@ -198,7 +198,7 @@ void evq_cancel_locked(struct soft_evq *q, struct soft_event *ev);
  * returns with the queue's lock held (and no other); drops it while
  * blocked in read(). Returns the item or NULL with errno set.
  */
-struct list_node *evq_pop_locked(struct soft_evq *q);
+struct soft_list *evq_pop_locked(struct soft_evq *q);
 /*
  * The queue's owner is being destroyed: its tokens are no longer owed
  * (evq_fini() may follow, lock held or not). True if nobody waits in
@@ -239,10 +239,10 @@ struct soft_fabric {
 	unsigned int users;		/* open contexts + CM channels: thread runs while > 0 */
 	uint64_t seq;			/* posting order of WQEs and CM messages */
 	unsigned int waiting;		/* QPs waiting for an answer from another process */
-	struct list_node active_qps;	/* QPs with send WQEs left to execute */
-	struct list_node work;		/* other units: CM messages, lost links (soft_work) */
-	struct list_node qps;		/* every QP */
-	struct list_node signals;	/* soft_signals owed a write (fab_unlock) */
+	struct soft_list active_qps;	/* QPs with send WQEs left to execute */
+	struct soft_list work;		/* other units: CM messages, lost links (soft_work) */
+	struct soft_list qps;		/* every QP */
+	struct soft_list signals;	/* soft_signals owed a write (fab_unlock) */
 	pthread_cond_t mem_cv;		/* deregistration waits for MR/MW references */
 	struct soft_qp *qp_hash[SOFT_QP_HASH];	/* by number (qp.c) */
 	uint32_t next_qpn;
@@ -257,7 +257,7 @@ struct soft_fabric {
 	/* atomic: counts.recv_wrs, kept apart because posters change it without the lock */
 	unsigned int recv_wrs;
 	/* fault.c */
-	struct list_node faults;
+	struct soft_list faults;
 	int next_fault_id;
 	struct fab_cm_fault cm_faults[RDMA_CM_EVENT_TIMEWAIT_EXIT + 1];	/* by event type */
 	unsigned int cm_reject;
@@ -309,7 +309,7 @@ void fab_ack_locked(void);
 enum fab_cm_count { FAB_CM_IDS, FAB_CM_CHANNELS, FAB_CM_UNACKED };
 void fab_cm_count_locked(enum fab_cm_count which, int delta);
 /* Every queued unit other than send WQEs, for the CM half to cancel its own. */
-struct list_node *fab_work_list_locked(void);
+struct soft_list *fab_work_list_locked(void);
 
 /* ---- device.c ------------------------------------------------------------ */
 
@@ -634,7 +634,7 @@ void srq_consumed_locked(struct soft_srq *srq);
  * held, after the work was unlinked, and frees it.
  */
 struct soft_work {
-	struct list_node link;		/* fab.work */
+	struct soft_list link;		/* fab.work */
 	uint64_t seq;
 	uint64_t not_before;		/* THREAD mode: not before this time */
 	void (*run)(struct soft_work *w);
@@ -708,8 +708,8 @@ struct soft_qp {
 	uint32_t sq_tail;		/* next slot to fill */
 	struct soft_rq rq;
 	/* Scheduling (fabric.c, engine.c). */
-	struct list_node link;		/* fab.qps */
-	struct list_node active_link;	/* fab.active_qps */
+	struct soft_list link;		/* fab.qps */
+	struct soft_list active_link;	/* fab.active_qps */
 	bool active;
 	uint64_t wake_at;		/* not before this time (retry delay, DELAY fault) */
 	bool wait_recv;			/* RNR with rnr_retry 7: waits for the peer's receive */

@@ -189,10 +189,10 @@ void wire_net_answer_locked(struct net_link *link, const void *body, uint32_t le
 
 bool wire_net_link_busy_locked(struct net_link *link)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &fab.qps) {
-		struct soft_qp *qp = list_entry(pos, struct soft_qp, link);
+	soft_list_for_each_safe(pos, tmp, &fab.qps) {
+		struct soft_qp *qp = soft_list_entry(pos, struct soft_qp, link);
 
 		if (qp->remote == link && qp->net_inflight)
 			return true;
@@ -203,10 +203,10 @@ bool wire_net_link_busy_locked(struct net_link *link)
 void wire_net_link_lost_locked(struct net_link *link)
 {
 	struct wire_resp none = { .status = WIRE_NO_ANSWER };
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &fab.qps) {
-		struct soft_qp *qp = list_entry(pos, struct soft_qp, link);
+	soft_list_for_each_safe(pos, tmp, &fab.qps) {
+		struct soft_qp *qp = soft_list_entry(pos, struct soft_qp, link);
 
 		if (qp->remote != link || !qp->net_inflight)
 			continue;

@@ -173,12 +173,12 @@ struct shm_link {
 	struct soft_signal app_bell;
 	bool app_covers_send;
 	struct net_link *link;
-	struct list_node node;		/* shm.links */
+	struct soft_list node;		/* shm.links */
 };
 
 /* Under fab.lock, but for the count busy pollers read. */
 static struct {
-	struct list_node links;
+	struct soft_list links;
 	_Atomic unsigned int nlinks;
 	bool said_no_vm;
 	uint64_t polled_ns;		/* a busy poller last ran the rings (soft_poll_cq()) */
@@ -253,7 +253,7 @@ void shm_link_offer_locked(struct net_link *link)
 	o->probe_value = s->probe_value;
 	link->shm = s;
 	s->link = link;
-	list_add_tail(&s->node, &shm.links);
+	soft_list_add_tail(&s->node, &shm.links);
 	atomic_fetch_add(&shm.nlinks, 1);
 	/* The offer goes before anything else this side says on the link. */
 	net_send_locked(link, buf);
@@ -394,7 +394,7 @@ void shm_link_free_locked(struct net_link *link)
 	if (!s)
 		return;
 	link->shm = NULL;
-	list_del(&s->node);
+	soft_list_del(&s->node);
 	atomic_fetch_sub(&shm.nlinks, 1);
 	for (i = 0; i < SOFT_NET_WINDOW; i++)
 		ref_release(&s->refs[i]);
@@ -1020,15 +1020,15 @@ bool shm_pending(void)
  */
 void shm_poller_sleeps_locked(void)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 	bool pending = false;
 
 	if (!shm.net_lazy)
 		return;
 	shm.net_lazy = false;
 	shm.polled_ns = 0;
-	list_for_each_safe(pos, tmp, &shm.links) {
-		struct shm_ring *r = list_entry(pos, struct shm_link, node)->rx;
+	soft_list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_ring *r = soft_list_entry(pos, struct shm_link, node)->rx;
 
 		atomic_store_explicit(&r->sleeping, 1, memory_order_seq_cst);
 		if (atomic_load_explicit(&r->tail, memory_order_seq_cst) !=
@@ -1047,12 +1047,12 @@ void shm_poller_sleeps_locked(void)
  */
 void shm_poll_locked(void)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 	bool left;
 
 	shm.polled_ns = soft_now_ns();
-	list_for_each_safe(pos, tmp, &shm.links) {
-		struct shm_link *s = list_entry(pos, struct shm_link, node);
+	soft_list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_link *s = soft_list_entry(pos, struct shm_link, node);
 
 		/* The peer offers us part of its large copies while we poll (coop_job_of()). */
 		if (shm.polled_ns - s->rx_polled_ns >= SHM_POLLED_NS) {
@@ -1069,10 +1069,10 @@ void shm_poll_locked(void)
 
 void shm_drain_all_locked(void)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &shm.links) {
-		struct shm_link *s = list_entry(pos, struct shm_link, node);
+	soft_list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_link *s = soft_list_entry(pos, struct shm_link, node);
 		struct shm_ring *r = s->rx;
 
 		if (atomic_load_explicit(&r->tail, memory_order_acquire) !=
@@ -1130,11 +1130,11 @@ static void ref_detach(struct shm_ref *ref, const struct soft_mr *mr)
 
 void shm_detach_locked(const struct soft_mr *mr)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 	unsigned int i, j;
 
-	list_for_each_safe(pos, tmp, &shm.links) {
-		struct shm_link *s = list_entry(pos, struct shm_link, node);
+	soft_list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_link *s = soft_list_entry(pos, struct shm_link, node);
 
 		for (i = 0; i < SOFT_NET_WINDOW; i++) {
 			struct shm_ref *ref = &s->refs[i];
@@ -1223,12 +1223,12 @@ void shm_link_app_bell_locked(struct net_link *link, const void *body, uint32_t 
 
 bool shm_cq_armed_locked(struct soft_cq *cq)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 
 	if (!cq->shm_links)
 		return false;
-	list_for_each_safe(pos, tmp, &shm.links) {
-		struct shm_link *s = list_entry(pos, struct shm_link, node);
+	soft_list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_link *s = soft_list_entry(pos, struct shm_link, node);
 		uint32_t want = ARM_IDLE;
 
 		if (s->app_cq == cq)
@@ -1241,13 +1241,13 @@ bool shm_cq_armed_locked(struct soft_cq *cq)
 
 bool shm_cq_raised_locked(struct soft_cq *cq)
 {
-	struct list_node *pos, *tmp;
+	struct soft_list *pos, *tmp;
 	bool presignaled = false;
 
 	if (!cq->shm_links)
 		return false;
-	list_for_each_safe(pos, tmp, &shm.links) {
-		struct shm_link *s = list_entry(pos, struct shm_link, node);
+	soft_list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_link *s = soft_list_entry(pos, struct shm_link, node);
 		uint32_t want = ARM_ARMED;
 
 		if (s->app_cq != cq)
