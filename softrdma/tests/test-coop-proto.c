@@ -23,7 +23,7 @@
  *   left alone, and the split moves toward the side that finished first,
  *   within its bounds, unless the requester's clock reading is implausible.
  */
-#include "../wire_shm_coop.c"
+#include "wire_shm_coop.c"
 
 #include <limits.h>
 #include <pthread.h>

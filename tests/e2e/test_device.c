@@ -100,7 +100,7 @@ static void server_max_init(struct harness_server *hs, void *arg)
 	*(uint32_t *)arg = (uint32_t)dev.max_qp_init_rd_atom;
 }
 
-/* A profile's max_qp_init_rd_atom (softrdma/profile.c's figures; see its README). */
+/* A profile's max_qp_init_rd_atom (softrdma/verbs/profile.c's figures; see its README). */
 static uint32_t profile_max_init(const char *profile)
 {
 	if (strcmp(profile, "mlx5") == 0)

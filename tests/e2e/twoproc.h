@@ -105,7 +105,7 @@ struct tp_ctl {
 
 /*
  * End a forked child with @status. exit(), not _exit(): the fabric's
- * destructors run (rdma_cm's device is closed, then softrdma/fabric.c's
+ * destructors run (rdma_cm's device is closed, then softrdma/verbs/fabric.c's
  * fab_exit() stops and joins the progress and net threads), so the process
  * ends with no thread of the fabric running and memcheck's leak check of it
  * means something (threads still running at _exit() leave their stacks
