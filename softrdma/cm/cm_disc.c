@@ -141,8 +141,10 @@ void cm_id_teardown_locked(struct soft_cm_id *sid)
 			w->from = NULL;
 		}
 	}
-	if (sid->id.qp)
+	if (sid->id.qp) {
 		to_sqp(sid->id.qp)->cm_id = NULL;
+		to_sqp(sid->id.qp)->cm_passive = false;
+	}
 	sid->port_held = false;
 	cm_unpeer_locked(sid);
 }

@@ -196,6 +196,7 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
 		goto err;
 	fab_lock();
 	to_sqp(qp)->cm_id = sid;
+	to_sqp(qp)->cm_passive = sid->passive;
 	id->qp = qp;
 	cm_ece_qp_created_locked(sid);
 	ret = modify_locked(to_sqp(qp), sid, fill_init);

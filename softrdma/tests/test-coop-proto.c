@@ -38,7 +38,7 @@
 /* Where the requester's end starts until a share is learnt (t.job.share is NULL). */
 #define HALF	(LEN / 2)
 
-/* fabric.c's clock, which the included source calls. */
+/* sched.c's clock, which the included source calls. */
 uint64_t soft_now_ns(void)
 {
 	struct timespec ts;

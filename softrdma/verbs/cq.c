@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "soft.h"
-#include "wire_shm.h"
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
@@ -224,7 +223,7 @@ static bool cq_disarm(struct soft_cq *scq, bool solicited)
 
 static void cq_raise_locked(struct soft_cq *scq)
 {
-	bool presignaled = shm_cq_raised_locked(scq);
+	bool presignaled = wire_raised_locked(scq);
 	struct soft_comp_channel *sch;
 
 	if (!scq->cq.channel)
@@ -278,10 +277,10 @@ int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 	 * in the rings itself, which takes fab.lock (then this CQ's lock).
 	 */
 	if (cq_empty(scq)) {
-		if (!shm_pending())
+		if (!wire_pollable())
 			return 0;
 		fab_lock();
-		shm_poll_locked();
+		wire_poll_locked();
 		fab_unlock();
 		if (cq_empty(scq))
 			return 0;
@@ -308,23 +307,6 @@ static void cq_arm(struct soft_cq *scq, unsigned int want)
 		;
 }
 
-/*
- * Between processes the peer rings our channel itself (wire_shm.c): it must
- * learn of the arm, under fab.lock, unless a completion took the arm first.
- */
-static void cq_arm_shm(struct soft_cq *scq)
-{
-	fab_lock();
-	/*
-	 * Records that came before the arm wake nobody now: run them, so that
-	 * what they complete here raises the event the caller will wait for.
-	 */
-	if (cq_armed(scq) && shm_cq_armed_locked(scq))
-		shm_drain_all_locked();
-	shm_poller_sleeps_locked();
-	fab_unlock();
-}
-
 int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
 	struct soft_cq *scq = to_scq(cq);
@@ -333,10 +315,14 @@ int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	cq_arm(scq, solicited_only ? CQ_ARM_SOLICITED : CQ_ARM_ANY);
 	/*
 	 * Read after the arm: a link made meanwhile either shows here or finds
-	 * the arm when it binds the CQ (shm_link_bind_qp_locked).
+	 * the arm when it binds the CQ (shm_link_bind_qp_locked). A backend
+	 * that rings the channel itself hears of the arm under fab.lock.
 	 */
-	if (shm_pending())
-		cq_arm_shm(scq);
+	if (wire_pollable()) {
+		fab_lock();
+		wire_arm_locked(scq);
+		fab_unlock();
+	}
 	return 0;
 }
 

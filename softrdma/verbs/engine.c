@@ -403,7 +403,7 @@ static void read_issue_locked(struct soft_qp *qp, struct soft_send_wqe *wqe, uin
  * The request went to another process: the WQE awaits its answer while the
  * QP goes on with the next ones, up to SOFT_NET_WINDOW.
  */
-static void net_issue_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
+static void issue_remote_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 {
 	wqe->awaiting = true;
 	fab.waiting++;
@@ -495,7 +495,7 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 	else
 		wire_transmit(qp, &req, &resp);
 	if (resp.status == WIRE_PENDING) {
-		net_issue_locked(qp, wqe);
+		issue_remote_locked(qp, wqe);
 		return;
 	}
 	answer_now_locked(qp, &resp);

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "soft.h"
-#include "wire_shm.h"
 
 int evq_init(struct soft_evq *q, pthread_mutex_t *lock)
 {
@@ -95,17 +94,17 @@ static void evq_unlock(struct soft_evq *q)
  * whoever reads it runs the rings, event or not. That takes fab.lock, which
  * comes before a queue's own lock.
  */
-static void evq_drain_shm(struct soft_evq *q)
+static void evq_drain_wire(struct soft_evq *q)
 {
-	if (!shm_pending())
+	if (!wire_pollable())
 		return;
 	if (!q->lock) {
-		shm_drain_all_locked();
+		wire_drain_locked();
 		return;
 	}
 	pthread_mutex_unlock(q->lock);
 	fab_lock();
-	shm_drain_all_locked();
+	wire_drain_locked();
 	fab_unlock();
 	pthread_mutex_lock(q->lock);
 }
@@ -131,7 +130,7 @@ struct soft_list *evq_pop_locked(struct soft_evq *q)
 		/* Its owner was destroyed meanwhile: block on, as a reader in the kernel does. */
 		if (q->retired)
 			continue;
-		evq_drain_shm(q);
+		evq_drain_wire(q);
 		if (!soft_list_empty(&q->items)) {
 			q->readers--;
 			return soft_list_pop(&q->items);

@@ -26,14 +26,13 @@
 
 #include "soft.h"
 #include "tap.h"
-#include "wire_shm.h"
 
 /* What the whole fabric must look like (the gate is open: nothing changes it). */
 static bool fabric_allows(void)
 {
 	return fab.mode == SOFTRDMA_MODE_THREAD && soft_list_empty(&fab.faults) &&
 	       soft_list_empty(&fab.active_qps) && soft_list_empty(&fab.work) &&
-	       !pcap_on_locked() && !shm_pending();
+	       !pcap_on_locked() && !wire_pollable();
 }
 
 /* The responder a transmit would reach in this process, resolved already; or NULL. */

@@ -3,9 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "cm.h"
 #include "soft.h"
-#include "wire_shm_coop.h"
 
 void softrdma_get_counts(struct softrdma_counts *counts)
 {
@@ -183,18 +181,11 @@ void softrdma_qp_stats_sum(struct softrdma_qp_stats *active, struct softrdma_qp_
 		struct soft_qp *sqp = container_of(pos, struct soft_qp, link);
 		struct softrdma_qp_stats st = qp_stats_locked(sqp);
 
-		qp_stats_add(sqp->cm_id && sqp->cm_id->passive ? &p : &a, &st);
+		qp_stats_add(sqp->cm_passive ? &p : &a, &st);
 	}
 	fab_unlock();
 	if (active)
 		*active = a;
 	if (passive)
 		*passive = p;
-}
-
-void softrdma_shm_stats(struct softrdma_shm_stats *stats)
-{
-	fab_lock();
-	coop_stats_locked(stats);
-	fab_unlock();
 }

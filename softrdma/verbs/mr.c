@@ -4,7 +4,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "net.h"
 #include "soft.h"
 
 #undef ibv_reg_mr
@@ -88,7 +87,7 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	}
 	key_free_locked(mr->handle);
 	if (smr->refs)
-		net_detach_locked(smr, NULL);
+		wire_mem_detach_locked(smr, NULL);
 	smr->pd->users--;
 	fab.counts.mrs--;
 	fab_unlock();

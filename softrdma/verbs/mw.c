@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "net.h"
 #include "soft.h"
 
 /*
@@ -65,7 +64,7 @@ static void mw_unbind_locked(struct soft_mw *smw)
 {
 	/* A Read response still going out was read before the window went. */
 	if (smw->refs)
-		net_detach_locked(NULL, smw);
+		wire_mem_detach_locked(NULL, smw);
 	__atomic_store_n(&smw->qp, NULL, __ATOMIC_RELAXED);
 	if (smw->mr)
 		__atomic_sub_fetch(&smw->mr->bound_mws, 1, __ATOMIC_RELAXED);

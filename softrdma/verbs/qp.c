@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net.h"
 #include "soft.h"
 
 int rq_init(struct soft_rq *rq, uint32_t size, uint32_t max_sge)

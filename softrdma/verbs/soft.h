@@ -127,7 +127,7 @@ struct soft_profile {
 
 const struct soft_profile *soft_profile(void);
 
-/* ---- fabric.c: eventfd writes, deferred to the unlock --------------------- */
+/* ---- lock.c: eventfd writes, deferred to the unlock ------------------------ */
 
 /*
  * An eventfd the fabric adds to. Under the lock an add only counts; the
@@ -209,7 +209,7 @@ struct soft_list *evq_pop_locked(struct soft_evq *q);
  */
 bool evq_retire_locked(struct soft_evq *q);
 
-/* ---- fabric.c: global state, progress thread, scheduler ------------------- */
+/* ---- the global state (fabric.c), lock (lock.c), scheduler (sched.c) ------ */
 
 /* The CM event faults armed for one event type: events each kind has yet to hit. */
 struct fab_cm_fault {
@@ -266,6 +266,11 @@ struct soft_fabric {
 
 extern struct soft_fabric fab;
 
+/* fabric.c: the state's start, from the first fab_lock(). */
+void fab_init(void);
+
+/* ---- lock.c ---------------------------------------------------------------- */
+
 void fab_lock(void);
 /* Release the lock, then write what signals are owed. */
 void fab_unlock(void);
@@ -283,6 +288,13 @@ void fab_signals_flush(void);
  * once, as a spurious wake-up, so callers wait in a loop. ETIMEDOUT or 0.
  */
 int fab_wait_locked(pthread_cond_t *cv, const struct timespec *deadline);
+/* fork() (fabric.c): both locks held across it; the child's released afresh. */
+void fab_lock_fork_prepare(void);
+void fab_lock_fork_parent(void);
+void fab_lock_fork_child(void);
+
+/* ---- sched.c --------------------------------------------------------------- */
+
 uint64_t soft_now_ns(void);
 /* A context or CM channel was created/destroyed: start/stop the progress thread. */
 void fab_get_user_locked(void);
@@ -296,6 +308,13 @@ void fab_kick_locked(void);
  */
 void fab_run_posted_locked(struct soft_qp *qp);
 bool fab_honours_time(void);
+/* fork(), in the child: no thread, no unit of the parent's. */
+void sched_fork_child_locked(void);
+/* Process exit: stop the progress thread; then free the units that will never run. */
+void sched_stop_locked(void);
+void sched_discard_locked(void);
+
+/* ---- fabric.c: what rdma_cm may do ----------------------------------------- */
 
 /*
  * What the rdma_cm half (cm_*.c, librdmacm.so.1 of the drop-ins) may do to
@@ -707,7 +726,7 @@ struct soft_qp {
 	uint32_t sq_exec;		/* next WQE to execute */
 	uint32_t sq_tail;		/* next slot to fill */
 	struct soft_rq rq;
-	/* Scheduling (fabric.c, engine.c). */
+	/* Scheduling (sched.c, engine.c). */
 	struct soft_list link;		/* fab.qps */
 	struct soft_list active_link;	/* fab.active_qps */
 	bool active;
@@ -728,6 +747,7 @@ struct soft_qp {
 	struct soft_qp *peer;		/* cached responder, resolved from attr.dest_qp_num */
 	struct net_link *remote;	/* link to a responder in another process (a reference) */
 	struct soft_cm_id *cm_id;
+	bool cm_passive;		/* cm_id was accepted, not connected (the statistics) */
 	uint32_t next_psn;		/* the capture: PSN of the next request packet */
 	uint32_t msn;			/* the capture: messages completed as responder */
 	struct soft_async_event events[SOFT_QPEV_COUNT];

@@ -396,8 +396,6 @@ void net_detach_locked(struct soft_mr *mr, struct soft_mw *mw)
 {
 	struct soft_list *pos, *tmp, *bpos;
 
-	if (mr)
-		shm_detach_locked(mr);
 again:
 	soft_list_for_each_safe(pos, tmp, &net.links) {
 		struct net_link *link = soft_list_entry(pos, struct net_link, node);
@@ -583,7 +581,7 @@ static bool keep_running_locked(void)
 /*
  * The net thread's heap work outside the fabric lock (its pool, message
  * bodies read from a socket) is done holding heap_gate, which it lets go
- * only to sleep in poll(), and which fork() takes (net_fork_prepare):
+ * only to sleep in poll(), and which fork() takes (net_fork()):
  * an allocator that holds no lock of its own across fork(), as the
  * sanitizers' do not, is then never copied in the middle of an allocation
  * of ours, which would leave the child's first malloc() waiting for ever.
@@ -591,15 +589,6 @@ static bool keep_running_locked(void)
  */
 static pthread_mutex_t heap_gate = PTHREAD_MUTEX_INITIALIZER;
 
-void net_fork_prepare(void)
-{
-	pthread_mutex_lock(&heap_gate);
-}
-
-void net_fork_parent(void)
-{
-	pthread_mutex_unlock(&heap_gate);
-}
 
 static void *net_main(void *arg)
 {
@@ -731,11 +720,11 @@ void net_listener_close_locked(struct net_listener *l)
  * child does reads or writes them (its ids drop their pointers to them,
  * cm_id.c). No net thread runs in the child until it makes links of its own.
  */
-void net_fork_child(void)
+static void net_fork_child(void)
 {
 	struct soft_list *node;
 
-	/* Taken by net_fork_prepare() on this thread: released, not initialised again. */
+	/* Taken at PREPARE on this thread: released, not initialised again. */
 	pthread_mutex_unlock(&heap_gate);
 	while ((node = soft_list_pop(&net.links))) {
 		struct net_link *link = soft_list_entry(node, struct net_link, node);
@@ -757,6 +746,16 @@ void net_fork_child(void)
 	net.wake_fd = -1;
 	net.started = false;
 	net.stop = false;
+}
+
+void net_fork(enum wire_fork_stage stage)
+{
+	if (stage == WIRE_FORK_PREPARE)
+		pthread_mutex_lock(&heap_gate);
+	else if (stage == WIRE_FORK_PARENT)
+		pthread_mutex_unlock(&heap_gate);
+	else
+		net_fork_child();
 }
 
 void net_stop(void)

@@ -166,21 +166,18 @@ struct net_listener *net_listener_add_locked(int fd);
 /* Stop accepting; the net thread closes the socket. */
 void net_listener_close_locked(struct net_listener *l);
 
-/*
- * Process exit (fab_exit): stop the net thread, then, once the units that
- * will never run are discarded, free every link and listener.
- */
 /* Wake the net thread, so that it builds its poll set again. */
 void net_kick_locked(void);
+/*
+ * The socket transport's hooks (wire_socket, struct wire_transport). At
+ * process exit: stop the net thread, then, once the units that will never
+ * run are discarded, free every link and listener. Around fork(): PREPARE
+ * waits for the net thread to be out of its unlocked heap work (before the
+ * fabric lock is taken); the child forgets the parent's links and
+ * listeners.
+ */
 void net_stop(void);
 void net_free(void);
-/*
- * fork() (fabric.c's handlers): prepare waits for the net thread to be out
- * of its unlocked heap work (before the fabric lock is taken); the child
- * forgets the parent's links and listeners.
- */
-void net_fork_prepare(void);
-void net_fork_parent(void);
-void net_fork_child(void);
+void net_fork(enum wire_fork_stage stage);
 
 #endif /* SOFT_NET_H */

@@ -135,3 +135,82 @@ void wire_pull_msg(const struct wire_seg *segs, unsigned int nsegs, uint32_t off
 		off = 0;
 	}
 }
+
+/*
+ * The hooks go to every transport. Shared memory comes before the socket:
+ * at a deregistration its records are copied out first, while the socket's
+ * copy-out may drop the lock to wait for memory.
+ */
+static const struct wire_transport *const transports[] = { &wire_shm, &wire_socket, &wire_local };
+
+#define for_each_transport(t) \
+	for (const struct wire_transport *const *t = transports; \
+	     t < transports + sizeof(transports) / sizeof(transports[0]); t++)
+
+bool wire_pollable(void)
+{
+	for_each_transport(t)
+		if ((*t)->pollable && (*t)->pollable())
+			return true;
+	return false;
+}
+
+void wire_poll_locked(void)
+{
+	for_each_transport(t)
+		if ((*t)->poll)
+			(*t)->poll();
+}
+
+void wire_drain_locked(void)
+{
+	for_each_transport(t)
+		if ((*t)->drain)
+			(*t)->drain();
+}
+
+void wire_arm_locked(struct soft_cq *cq)
+{
+	for_each_transport(t)
+		if ((*t)->arm)
+			(*t)->arm(cq);
+}
+
+bool wire_raised_locked(struct soft_cq *cq)
+{
+	bool raised = false;
+
+	/* Every backend hears of it: each may owe the channel a token. */
+	for_each_transport(t)
+		if ((*t)->raised)
+			raised |= (*t)->raised(cq);
+	return raised;
+}
+
+void wire_mem_detach_locked(struct soft_mr *mr, struct soft_mw *mw)
+{
+	for_each_transport(t)
+		if ((*t)->mem_detach)
+			(*t)->mem_detach(mr, mw);
+}
+
+void wire_fork(enum wire_fork_stage stage)
+{
+	for_each_transport(t)
+		if ((*t)->fork)
+			(*t)->fork(stage);
+}
+
+void wire_stop(void)
+{
+	for_each_transport(t)
+		if ((*t)->stop)
+			(*t)->stop();
+}
+
+void wire_free(void)
+{
+	for_each_transport(t)
+		if ((*t)->free)
+			(*t)->free();
+}

@@ -138,6 +138,9 @@ struct wire_resp {
 };
 
 struct net_link;
+struct soft_cq;
+
+enum wire_fork_stage { WIRE_FORK_PREPARE, WIRE_FORK_PARENT, WIRE_FORK_CHILD };
 
 /*
  * A transport: how a QP's requests reach its responder and the answers come
@@ -146,6 +149,11 @@ struct net_link;
  * detached (reset, destroy). In this process (wire.c) the responder runs
  * at once; over a socket (wire_net.c) the answer comes later. A
  * shared-memory transport plugs in as a third.
+ *
+ * Below transmit and detach, the backend's hooks for the verbs objects,
+ * which name no backend: they call the wire_*() functions below, which call
+ * every transport's hook in turn. Any hook may be NULL. A hook must not call
+ * back into the verbs objects it was called from, except as said.
  */
 struct wire_transport {
 	const char *name;
@@ -153,6 +161,33 @@ struct wire_transport {
 	void (*transmit)(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp);
 	/* @qp leaves the transport: forget what it holds of it. */
 	void (*detach)(struct soft_qp *qp);
+
+	/*
+	 * Without the lock, on every poll that finds a CQ empty (one load): may
+	 * something have come in that only a poller or a drain runs?
+	 */
+	bool (*pollable)(void);
+	/* Lock held. A busy poller's pass: run what came in, push its completions. */
+	void (*poll)(void);
+	/* Lock held. Run all that came in: a thread reads an event or is about to sleep. */
+	void (*drain)(void);
+	/*
+	 * Lock held. A thread armed @cq to sleep on its channel and stops
+	 * running the wire: the backend must signal the channel itself from now.
+	 */
+	void (*arm)(struct soft_cq *cq);
+	/* Lock held. @cq's event is raised: true if the backend signalled its channel already. */
+	bool (*raised)(struct soft_cq *cq);
+	/*
+	 * Lock held, may wait on fab.mem_cv. @mr (or @mw) is being deregistered:
+	 * what the backend still reads of its bytes is copied out, and unpinned.
+	 */
+	void (*mem_detach)(struct soft_mr *mr, struct soft_mw *mw);
+	/* Without the lock: PREPARE before fork() takes it, PARENT and CHILD after its release. */
+	void (*fork)(enum wire_fork_stage stage);
+	/* Without the lock, at exit: stop the backend's threads; then free what it holds. */
+	void (*stop)(void);
+	void (*free)(void);
 };
 
 extern const struct wire_transport wire_local;
@@ -179,6 +214,17 @@ bool wire_stays_local_locked(const struct soft_qp *qp);
  */
 void wire_transmit(struct soft_qp *requester, const struct wire_req *req,
 		   struct wire_resp *resp);
+
+/* The hooks of every transport (struct wire_transport), for the verbs objects. */
+bool wire_pollable(void);
+void wire_poll_locked(void);
+void wire_drain_locked(void);
+void wire_arm_locked(struct soft_cq *cq);
+bool wire_raised_locked(struct soft_cq *cq);
+void wire_mem_detach_locked(struct soft_mr *mr, struct soft_mw *mw);
+void wire_fork(enum wire_fork_stage stage);
+void wire_stop(void);
+void wire_free(void);
 
 /*
  * Responder side: place a WRITE's whole payload at @dst, its validated

@@ -228,8 +228,13 @@ static void socket_detach(struct soft_qp *qp)
 	(void)qp;
 }
 
+/* The net thread and the links are the socket's, which shared memory travels beside. */
 const struct wire_transport wire_socket = {
 	.name = "socket",
 	.transmit = socket_transmit,
 	.detach = socket_detach,
+	.mem_detach = net_detach_locked,
+	.fork = net_fork,
+	.stop = net_stop,
+	.free = net_free,
 };

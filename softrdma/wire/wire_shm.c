@@ -595,12 +595,6 @@ static void shm_detach(struct soft_qp *qp)
 	(void)qp;
 }
 
-const struct wire_transport wire_shm = {
-	.name = "shm",
-	.transmit = shm_transmit,
-	.detach = shm_detach,
-};
-
 void shm_pull(int pid, uint64_t addr, void *dst, uint32_t len)
 {
 	struct iovec local = { dst, len };
@@ -1001,7 +995,7 @@ bool shm_link_drain_locked(struct net_link *link)
 	return held;
 }
 
-bool shm_pending(void)
+static bool shm_pending(void)
 {
 	/* seq_cst: ibv_req_notify_cq reads it after its arm (soft_req_notify_cq). */
 	return atomic_load_explicit(&shm.nlinks, memory_order_seq_cst) != 0;
@@ -1018,7 +1012,7 @@ bool shm_pending(void)
  * with a connection it finds idle. A record published before the writer
  * could see that is caught here (the same store-then-load as the writer's).
  */
-void shm_poller_sleeps_locked(void)
+static void shm_poller_sleeps_locked(void)
 {
 	struct soft_list *pos, *tmp;
 	bool pending = false;
@@ -1045,7 +1039,7 @@ void shm_poller_sleeps_locked(void)
  * this poll be its last, the net thread finds it as it finds what comes
  * after: at its next look (lazy, within SHM_LAZY_MS) or by its doorbell.
  */
-void shm_poll_locked(void)
+static void shm_poll_locked(void)
 {
 	struct soft_list *pos, *tmp;
 	bool left;
@@ -1067,7 +1061,7 @@ void shm_poll_locked(void)
 	}
 }
 
-void shm_drain_all_locked(void)
+static void shm_drain_all_locked(void)
 {
 	struct soft_list *pos, *tmp;
 
@@ -1128,11 +1122,14 @@ static void ref_detach(struct shm_ref *ref, const struct soft_mr *mr)
 		ref->op = 0;	/* given up on: we no longer copy from it ourselves either */
 }
 
-void shm_detach_locked(const struct soft_mr *mr)
+/* Records name registrations, never windows: a window's going leaves them alone. */
+static void shm_mem_detach(struct soft_mr *mr, struct soft_mw *mw)
 {
 	struct soft_list *pos, *tmp;
 	unsigned int i, j;
 
+	if (!mr)
+		return;
 	soft_list_for_each_safe(pos, tmp, &shm.links) {
 		struct shm_link *s = soft_list_entry(pos, struct shm_link, node);
 
@@ -1221,7 +1218,7 @@ void shm_link_app_bell_locked(struct net_link *link, const void *body, uint32_t 
 	s->app_covers_send = m->covers_send != 0;
 }
 
-bool shm_cq_armed_locked(struct soft_cq *cq)
+static bool shm_cq_armed_locked(struct soft_cq *cq)
 {
 	struct soft_list *pos, *tmp;
 
@@ -1239,7 +1236,7 @@ bool shm_cq_armed_locked(struct soft_cq *cq)
 	return true;
 }
 
-bool shm_cq_raised_locked(struct soft_cq *cq)
+static bool shm_cq_raised_locked(struct soft_cq *cq)
 {
 	struct soft_list *pos, *tmp;
 	bool presignaled = false;
@@ -1263,3 +1260,35 @@ bool shm_cq_raised_locked(struct soft_cq *cq)
 	}
 	return presignaled;
 }
+
+/*
+ * A thread armed @cq to sleep on its channel: the peer, which rings our
+ * channel itself, must learn of the arm unless a completion took it first.
+ * Records that came before the arm wake nobody now: they run here, so that
+ * what they complete raises the event the caller will wait for.
+ */
+static void shm_arm(struct soft_cq *cq)
+{
+	if (cq_armed(cq) && shm_cq_armed_locked(cq))
+		shm_drain_all_locked();
+	shm_poller_sleeps_locked();
+}
+
+void softrdma_shm_stats(struct softrdma_shm_stats *stats)
+{
+	fab_lock();
+	coop_stats_locked(stats);
+	fab_unlock();
+}
+
+const struct wire_transport wire_shm = {
+	.name = "shm",
+	.transmit = shm_transmit,
+	.detach = shm_detach,
+	.pollable = shm_pending,
+	.poll = shm_poll_locked,
+	.drain = shm_drain_all_locked,
+	.arm = shm_arm,
+	.raised = shm_cq_raised_locked,
+	.mem_detach = shm_mem_detach,
+};

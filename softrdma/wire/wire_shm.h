@@ -45,10 +45,6 @@ void shm_link_app_bell_locked(struct net_link *link, const void *body, uint32_t 
  */
 void shm_link_bind_qp_locked(struct net_link *link, struct soft_qp *qp);
 void shm_link_unbind_qp_locked(struct net_link *link, struct soft_qp *qp);
-/* @cq was armed: tell the links that may wake it. True if any may. */
-bool shm_cq_armed_locked(struct soft_cq *cq);
-/* True if a peer already wrote the token of the event @cq raises now. */
-bool shm_cq_raised_locked(struct soft_cq *cq);
 
 /* Can this side send on the peer's ring? */
 bool shm_link_ready(const struct net_link *link);
@@ -69,17 +65,6 @@ bool shm_link_drain_locked(struct net_link *link);
 /* Free what the link holds of shared memory (the link is freed). */
 void shm_link_free_locked(struct net_link *link);
 
-/* @mr is being deregistered: the peer gets a copy of what it has yet to read. */
-void shm_detach_locked(const struct soft_mr *mr);
-
-/* Busy pollers: is any ring of this process non-empty? (no lock) */
-bool shm_pending(void);
-/* Drain every ring of this process. */
-void shm_drain_all_locked(void);
-/* The same for a busy poller, which then spares writers the doorbell for a while. */
-void shm_poll_locked(void);
-/* A thread is about to sleep on a CQ: it no longer runs the rings. */
-void shm_poller_sleeps_locked(void);
 
 /*
  * Copy @len bytes at @addr in process @pid to @dst (a WIRE_OWNER_REMOTE
