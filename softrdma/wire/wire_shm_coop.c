@@ -39,10 +39,10 @@
 #include "wire_shm_coop.h"
 
 /*
- * Measured on a 2-core VM (ddp-bench --procs --busy --size, README.md):
- * sharing a copy of 256 KiB raised the throughput by a fifth or more; at
- * 128 KiB the second system call and the hand-over ate the gain (a few
- * per cent, less than the runs spread).
+ * Measured on a 2-core VM (tests/bench/coop-ab.sh, README.md): sharing a
+ * copy of 256 KiB raised the throughput by a tenth to a fifth; at 128 KiB
+ * the second system call and the hand-over ate the gain (a few per cent,
+ * less than the runs spread).
  */
 #define COOP_MIN	(256u * 1024u)
 #define COOP_CHUNK_MAX	(16u * 1024u * 1024u)
