@@ -107,13 +107,11 @@ struct soft_cm_id {
 	uint8_t tos;
 	bool ack_timeout_set;		/* RDMA_OPTION_ID_ACK_TIMEOUT: the QP's timeout */
 	uint8_t ack_timeout;
-	bool own_cqs;			/* rdma_create_qp made the CQs and channels */
 	bool disconnect_seen;		/* DISCONNECTED already queued for this id */
 	bool destroying;
 	bool sync;			/* no channel given: calls wait for their event */
 	bool inherited;			/* the parent's, in a forked child (cm_ids_fork_child) */
 	struct ibv_qp_init_attr *ep_qp_attr;	/* rdma_create_ep of a listener */
-	int backlog;
 	/* IB CM identities, for the capture's CM messages (cm_tap.c). */
 	uint32_t comm_id;		/* this side's Communication ID */
 	uint32_t peer_comm_id;		/* the other side's */

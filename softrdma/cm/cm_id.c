@@ -185,10 +185,9 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 		ret = bind_locked(sid, (struct sockaddr *)&any);
 	if (!ret && sid->state != CM_BOUND)
 		ret = EINVAL;
-	if (!ret) {
+	/* Listen backlogs are not modelled (README.md): the value goes unused. */
+	if (!ret)
 		sid->state = CM_LISTEN;
-		sid->backlog = backlog;
-	}
 	fab_unlock();
 	if (!ret && rdv_dir()) {
 		ret = publish(sid);

@@ -140,8 +140,6 @@ bool net_buf_detach_locked(struct net_buf *buf, const struct soft_mr *mr,
 			   const struct soft_mw *mw);
 /* Messages on their way out that still read @mr's memory (or @mw's): copy the bytes out. */
 void net_detach_locked(struct soft_mr *mr, struct soft_mw *mw);
-/* Buffers allocated under the lock because the pool was empty (the tests' rule). */
-unsigned long net_pool_misses_locked(void);
 
 static inline void *net_body(struct net_buf *buf)
 {

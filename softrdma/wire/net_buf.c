@@ -21,7 +21,6 @@
 static struct {
 	struct soft_list free;
 	unsigned int count;		/* atomic reads by the net thread */
-	unsigned long misses;
 } pool = {
 	.free = { &pool.free, &pool.free },
 };
@@ -39,7 +38,6 @@ struct net_buf *net_buf_new_locked(enum net_msg_type type, uint32_t head_len)
 		buf = soft_list_entry(node, struct net_buf, link);
 		__atomic_store_n(&pool.count, pool.count - 1, __ATOMIC_RELAXED);
 	} else {
-		pool.misses++;
 		buf = malloc(sizeof(*buf));
 		if (!buf)
 			return NULL;
@@ -191,9 +189,4 @@ void net_pool_free_locked(void)
 	while ((node = soft_list_pop(&pool.free)))
 		free(soft_list_entry(node, struct net_buf, link));
 	pool.count = 0;
-}
-
-unsigned long net_pool_misses_locked(void)
-{
-	return pool.misses;
 }
