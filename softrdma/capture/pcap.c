@@ -19,7 +19,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include "soft.h"
 #include "tap.h"
 
 #define ROCE_PORT	4791
@@ -142,26 +141,16 @@ void pcap_init(void)
 		open_locked(path);
 }
 
-int softrdma_pcap_open(const char *path)
+int pcap_open_locked(const char *path)
 {
-	int ret;
-
-	if (!path)
-		return -EINVAL;
-	fab_lock();
-	ret = open_locked(path);
-	fab_unlock();
-	return ret;
+	return open_locked(path);
 }
 
-int softrdma_pcap_close(void)
+void pcap_close_locked(void)
 {
-	fab_lock();
 	if (cap_fd >= 0)
 		close(cap_fd);
 	cap_fd = -1;
-	fab_unlock();
-	return 0;
 }
 
 bool pcap_on_locked(void)

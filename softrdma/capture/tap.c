@@ -11,7 +11,6 @@
 #include <endian.h>
 #include <string.h>
 
-#include "soft.h"
 #include "tap.h"
 
 enum {
@@ -131,11 +130,6 @@ static const uint8_t *slice(const struct wire_req *req, uint32_t off, uint32_t l
 	return payload_buf;
 }
 
-static uint32_t path_mtu(const struct soft_qp *qp)
-{
-	return 128u << qp->attr.path_mtu;
-}
-
 static enum position position(uint32_t i, uint32_t n)
 {
 	if (n == 1)
@@ -183,10 +177,10 @@ static uint16_t flow_port(uint32_t sender_qpn)
 	return (uint16_t)sender_qpn;
 }
 
-static void requester_flow(const struct soft_qp *qp, const struct wire_req *req, struct flow *f)
+static void requester_flow(const struct tap_qp *qp, const struct wire_req *req, struct flow *f)
 {
-	soft_fill_gid(&f->sgid, qp->attr.ah_attr.grh.sgid_index);
-	f->dgid = qp->attr.ah_attr.grh.dgid;
+	f->sgid = qp->sgid;
+	f->dgid = qp->dgid;
 	f->sport = flow_port(req->src_qpn);
 	f->dqpn = req->dst_qpn;
 }
@@ -196,9 +190,9 @@ static void emit(const struct flow *f, const struct pkt *p, const uint8_t *paylo
 	pcap_packet_locked(&f->sgid, &f->dgid, f->sport, p->hdr, p->hdr_len, payload, len);
 }
 
-void tap_request_locked(struct soft_qp *requester, const struct wire_req *req)
+void tap_request_locked(const struct tap_qp *requester, const struct wire_req *req)
 {
-	uint32_t mtu = path_mtu(requester), n, i, off = 0;
+	uint32_t mtu = requester->mtu, n, i, off = 0;
 	bool is_write = req->op == WIRE_WRITE || req->op == WIRE_WRITE_IMM;
 	struct flow f;
 	struct pkt p;
@@ -231,11 +225,11 @@ void tap_request_locked(struct soft_qp *requester, const struct wire_req *req)
 	}
 }
 
-static uint8_t nak_syndrome(const struct soft_qp *responder, enum wire_status status)
+static uint8_t nak_syndrome(const struct tap_qp *responder, enum wire_status status)
 {
 	switch (status) {
 	case WIRE_NAK_RNR:
-		return (uint8_t)(AETH_RNR_NAK | (responder->attr.min_rnr_timer & 0x1f));
+		return (uint8_t)(AETH_RNR_NAK | (responder->min_rnr_timer & 0x1f));
 	case WIRE_NAK_INV_REQ:
 		return AETH_NAK_INV_REQ;
 	case WIRE_NAK_REM_ACCESS:
@@ -245,19 +239,17 @@ static uint8_t nak_syndrome(const struct soft_qp *responder, enum wire_status st
 	}
 }
 
-void tap_response_locked(struct soft_qp *responder, const struct wire_req *req,
+void tap_response_locked(const struct tap_qp *responder, const struct wire_req *req,
 			 const struct wire_resp *resp)
 {
-	uint32_t mtu = path_mtu(responder), n, i, off = 0;
+	uint32_t mtu = responder->mtu, n, i, off = 0;
 	struct flow f;
 	struct pkt p;
 
-	if (resp->status == WIRE_ACK)
-		responder->msn = (responder->msn + 1) & 0xffffff;
 	if (!pcap_on_locked() || resp->status == WIRE_NO_ANSWER || resp->status == WIRE_PENDING)
 		return;
-	soft_fill_gid(&f.sgid, responder->attr.ah_attr.grh.sgid_index);
-	f.dgid = responder->attr.ah_attr.grh.dgid;
+	f.sgid = responder->sgid;
+	f.dgid = responder->dgid;
 	f.sport = flow_port(req->dst_qpn);
 	f.dqpn = req->src_qpn;
 	if (resp->status != WIRE_ACK) {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "soft.h"
+#include "tap.h"
 
 void engine_activate_locked(struct soft_qp *qp)
 {
@@ -399,6 +400,19 @@ static void read_issue_locked(struct soft_qp *qp, struct soft_send_wqe *wqe, uin
 		engine_deactivate_locked(qp);
 }
 
+/* The capture sees a request as its requester sends it. */
+static void transmit_req_locked(struct soft_qp *qp, const struct wire_req *req,
+				struct wire_resp *resp)
+{
+	if (pcap_on_locked()) {
+		struct tap_qp t;
+
+		tap_qp_of(qp, &t);
+		tap_request_locked(&t, req);
+	}
+	wire_transmit(qp, req, resp);
+}
+
 /*
  * The request went to another process: the WQE awaits its answer while the
  * QP goes on with the next ones, up to SOFT_NET_WINDOW.
@@ -493,7 +507,7 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 	if (wqe->force_rnr && is_send)
 		resp.status = WIRE_NAK_RNR;
 	else
-		wire_transmit(qp, &req, &resp);
+		transmit_req_locked(qp, &req, &resp);
 	if (resp.status == WIRE_PENDING) {
 		issue_remote_locked(qp, wqe);
 		return;
@@ -537,7 +551,7 @@ static void read_response_run(struct soft_work *w)
 		engine_req_header(qp, wqe, &req);
 		req.length = wqe->rd_len;
 		req.rd_depth = qp->rd_outstanding;
-		wire_transmit(qp, &req, &resp);
+		transmit_req_locked(qp, &req, &resp);
 	}
 	if (resp.status == WIRE_NO_ANSWER && !wqe->last_try) {
 		/* The responder went away meanwhile: retry on the ACK timeout. */

@@ -3,6 +3,7 @@
  * The fabric's global state (struct soft_fabric), its start, fork() and
  * exit. The lock is lock.c's, the scheduler and progress thread sched.c's.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -127,6 +128,26 @@ __attribute__((destructor(101))) static void fab_exit(void)
 	sched_discard_locked();
 	fab_unlock();
 	wire_free();
+}
+
+int softrdma_pcap_open(const char *path)
+{
+	int ret;
+
+	if (!path)
+		return -EINVAL;
+	fab_lock();
+	ret = pcap_open_locked(path);
+	fab_unlock();
+	return ret;
+}
+
+int softrdma_pcap_close(void)
+{
+	fab_lock();
+	pcap_close_locked();
+	fab_unlock();
+	return 0;
 }
 
 void fab_set_cm_ops_locked(const struct soft_cm_ops *ops)

@@ -273,7 +273,7 @@ static void respond(struct soft_qp *peer, const struct wire_req *req, struct fas
 			srq_consumed_locked(peer->srq);
 		engine_complete_recv_locked(peer, &wc, req->solicited);
 	}
-	/* tap_response_locked() with the capture off: the message is counted. */
+	/* As responder_receive() counts it (the capture is off here). */
 	peer->msn = (peer->msn + 1) & 0xffffff;
 }
 

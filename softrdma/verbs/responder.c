@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "soft.h"
+#include "tap.h"
 
 static void fail_async(struct soft_qp *qp, enum ibv_event_type type)
 {
@@ -247,7 +248,7 @@ static void rdma_read(struct soft_qp *qp, const struct wire_req *req, struct wir
 	resp->status = WIRE_ACK;
 }
 
-void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
+static void respond(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
 {
 	resp->data = wire_seg_local(NULL, 0);
 	resp->silenced = false;
@@ -283,4 +284,27 @@ void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wi
 		rdma_read(qp, req, resp);
 		break;
 	}
+}
+
+void tap_qp_of(const struct soft_qp *qp, struct tap_qp *t)
+{
+	soft_fill_gid(&t->sgid, qp->attr.ah_attr.grh.sgid_index);
+	t->dgid = qp->attr.ah_attr.grh.dgid;
+	t->mtu = 128u << qp->attr.path_mtu;
+	t->min_rnr_timer = qp->attr.min_rnr_timer;
+	t->msn = qp->msn;
+}
+
+/* The responder counts the messages it completes (its MSN), which the capture writes. */
+void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
+{
+	struct tap_qp t;
+
+	respond(qp, req, resp);
+	if (resp->status == WIRE_ACK)
+		qp->msn = (qp->msn + 1) & 0xffffff;
+	if (!pcap_on_locked())
+		return;
+	tap_qp_of(qp, &t);
+	tap_response_locked(&t, req, resp);
 }

@@ -314,6 +314,10 @@ void sched_fork_child_locked(void);
 void sched_stop_locked(void);
 void sched_discard_locked(void);
 
+struct tap_qp;
+/* The capture's view of @qp (capture/tap.h): its GIDs, path MTU, RNR timer and MSN. */
+void tap_qp_of(const struct soft_qp *qp, struct tap_qp *t);
+
 /* ---- fabric.c: what rdma_cm may do ----------------------------------------- */
 
 /*

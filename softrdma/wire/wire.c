@@ -3,14 +3,13 @@
  * wire_transmit() and the transport in this process: a request whose
  * connection goes to another process travels over its link (wire_net.c,
  * wire_socket); otherwise the responder is a QP in this process, found by
- * number and cached on the requester. The capture (tap.c) sees every
- * request here and every answer where it is made.
+ * number and cached on the requester. The capture sees every request as
+ * the engine sends it and every answer where the responder makes it.
  */
 #include <string.h>
 
 #include "net.h"
 #include "soft.h"
-#include "tap.h"
 #include "wire_net.h"
 #include "wire_shm.h"
 
@@ -29,7 +28,6 @@ static void local_transmit(struct soft_qp *requester, const struct wire_req *req
 		return;
 	}
 	responder_receive(peer, req, resp);
-	tap_response_locked(peer, req, resp);
 }
 
 static void local_detach(struct soft_qp *qp)
@@ -90,7 +88,6 @@ void wire_transmit(struct soft_qp *requester, const struct wire_req *req,
 {
 	wire_is_local_locked(requester);
 	resp->data = wire_seg_local(NULL, 0);
-	tap_request_locked(requester, req);
 	requester->wire->transmit(requester, req, resp);
 }
 

@@ -12,7 +12,6 @@
 
 #include "net.h"
 #include "soft.h"
-#include "tap.h"
 #include "wire_net.h"
 
 struct net_wire_req {
@@ -162,7 +161,6 @@ bool wire_net_respond_locked(struct net_link *link, struct wire_req *req, struct
 	qp->rnr_gate = false;
 	req->dgid = qp->attr.ah_attr.grh.dgid;
 	responder_receive(qp, req, resp);
-	tap_response_locked(qp, req, resp);
 	if (resp->status == WIRE_NAK_RNR) {
 		qp->rnr_gate = true;
 		qp->rnr_gate_psn = req->psn;
