@@ -2,7 +2,8 @@
 /*
  * Intrusive circular doubly linked lists, with the kernel's names and
  * argument order: the node being added comes first, the list's head
- * second (list_add_tail(new, head)). One copy for the library and softrdma.
+ * second (list_add_tail(new, head)). The library's alone: softrdma keeps
+ * lists of its own.
  */
 #ifndef RPCRDMA_LIST_H
 #define RPCRDMA_LIST_H
