@@ -3,7 +3,7 @@
 """The layers of lib/ hold: each layer's sources compile with its own
 include path (compile_commands.json), and with that path an #include of a
 header of the layers below it compiles while one of a layer above or beside
-it is an error ("No such file"). Every pair of layers is tried both ways, so
+it is an error (the header is not found). Every pair of layers is tried both ways, so
 a layer whose path reached too far, or not far enough, fails here.
 
 Usage: layers.py BUILD_DIR SOURCE_ROOT
@@ -59,6 +59,12 @@ def probe(directory, words, header, tmp):
     return run.returncode, run.stderr
 
 
+def missing(err, header):
+    """Whether @err says @header was not found (gcc: "No such file or
+    directory", clang: "file not found"), not that it failed otherwise."""
+    return header in err and ('No such file' in err or 'file not found' in err)
+
+
 def main():
     build, root = sys.argv[1], sys.argv[2]
     lib = os.path.join(os.path.realpath(root), 'lib')
@@ -83,7 +89,7 @@ def main():
                     if allowed and rc != 0:
                         print('lib/%s cannot include %s/%s:\n%s' % (layer, other, h, err))
                         bad += 1
-                    elif not allowed and (rc == 0 or 'No such file' not in err):
+                    elif not allowed and (rc == 0 or not missing(err, h)):
                         print('lib/%s can include %s/%s (%s)' % (layer, other, h,
                               'compiled' if rc == 0 else err.strip()))
                         bad += 1
