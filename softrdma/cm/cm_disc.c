@@ -143,6 +143,7 @@ void cm_id_teardown_locked(struct soft_cm_id *sid)
 	}
 	if (sid->id.qp) {
 		to_sqp(sid->id.qp)->cm_id = NULL;
+		to_sqp(sid->id.qp)->wire.cm_made = false;
 		to_sqp(sid->id.qp)->cm_passive = false;
 	}
 	sid->port_held = false;

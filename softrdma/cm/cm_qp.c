@@ -132,7 +132,7 @@ int cm_qp_connect_locked(struct soft_cm_id *sid)
 		ret = modify_locked(sqp, sid, fill_rts);
 	/* A peer in another process: the QP's requests go over the connection's link. */
 	if (!ret && sid->conn)
-		wire_attach_locked(sqp, sid->conn);
+		wire_attach_locked(&sqp->wire, sid->conn);
 	return ret;
 }
 
@@ -196,6 +196,7 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
 		goto err;
 	fab_lock();
 	to_sqp(qp)->cm_id = sid;
+	to_sqp(qp)->wire.cm_made = true;
 	to_sqp(qp)->cm_passive = sid->passive;
 	id->qp = qp;
 	cm_ece_qp_created_locked(sid);

@@ -223,7 +223,7 @@ static bool cq_disarm(struct soft_cq *scq, bool solicited)
 
 static void cq_raise_locked(struct soft_cq *scq)
 {
-	bool presignaled = wire_raised_locked(scq);
+	bool presignaled = wire_raised_locked(&scq->wire);
 	struct soft_comp_channel *sch;
 
 	if (!scq->cq.channel)
@@ -320,7 +320,7 @@ int soft_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	 */
 	if (wire_pollable()) {
 		fab_lock();
-		wire_arm_locked(scq);
+		wire_arm_locked(&scq->wire);
 		fab_unlock();
 	}
 	return 0;

@@ -49,7 +49,7 @@ void engine_srq_posted_locked(struct soft_srq *srq)
 	soft_list_for_each_safe(pos, tmp, &fab.active_qps) {
 		struct soft_qp *qp = soft_list_entry(pos, struct soft_qp, active_link);
 
-		if (qp->wait_recv && (!qp->peer || qp->peer->srq == srq)) {
+		if (qp->wait_recv && (!qp->wire.peer || qp_peer(qp)->srq == srq)) {
 			qp->wait_recv = false;
 			woke = true;
 		}
@@ -66,7 +66,7 @@ void engine_recv_posted_locked(struct soft_qp *target)
 	soft_list_for_each_safe(pos, tmp, &fab.active_qps) {
 		struct soft_qp *qp = soft_list_entry(pos, struct soft_qp, active_link);
 
-		if (qp->wait_recv && (qp->peer == target || !qp->peer)) {
+		if (qp->wait_recv && (qp->wire.peer == &target->wire || !qp->wire.peer)) {
 			qp->wait_recv = false;
 			woke = true;
 		}
@@ -410,7 +410,7 @@ static void transmit_req_locked(struct soft_qp *qp, const struct wire_req *req,
 		tap_qp_of(qp, &t);
 		tap_request_locked(&t, req);
 	}
-	wire_transmit(qp, req, resp);
+	wire_transmit(&qp->wire, req, resp);
 }
 
 /*
@@ -466,13 +466,43 @@ static void rewind_locked(struct soft_qp *qp, uint32_t idx)
 }
 
 /* The index of the oldest WQE awaiting an answer (net_inflight > 0). */
-uint32_t engine_oldest_awaiting_locked(const struct soft_qp *qp)
+/* The index of the oldest WQE awaiting an answer from another process (net_inflight > 0). */
+static uint32_t oldest_awaiting_locked(const struct soft_qp *qp)
 {
 	uint32_t i = qp->sq_comp;
 
 	while (!qp->sq[i % qp->sq_size].awaiting)
 		i++;
 	return i;
+}
+
+bool engine_link_awaited_locked(struct net_link *link)
+{
+	struct soft_list *pos, *tmp;
+
+	soft_list_for_each_safe(pos, tmp, &fab.qps) {
+		struct soft_qp *qp = soft_list_entry(pos, struct soft_qp, link);
+
+		if (qp->wire.remote == link && qp->net_inflight)
+			return true;
+	}
+	return false;
+}
+
+void engine_link_lost_locked(struct net_link *link)
+{
+	struct wire_resp none = { .status = WIRE_NO_ANSWER };
+	struct soft_list *pos, *tmp;
+
+	soft_list_for_each_safe(pos, tmp, &fab.qps) {
+		struct soft_qp *qp = soft_list_entry(pos, struct soft_qp, link);
+
+		if (qp->wire.remote != link || !qp->net_inflight)
+			continue;
+		/* No answer will come: the oldest awaiting request times out, the rest go again. */
+		engine_answer_locked(qp, qp->sq[oldest_awaiting_locked(qp) % qp->sq_size].seq,
+				     &none);
+	}
 }
 
 static void answer_now_locked(struct soft_qp *qp, const struct wire_resp *resp);
@@ -498,7 +528,7 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 		return;
 	}
 	/* Across processes a Read keeps the QP waiting for its answer, as before. */
-	if (wqe->opcode == IBV_WR_RDMA_READ && wire_is_local_locked(qp)) {
+	if (wqe->opcode == IBV_WR_RDMA_READ && wire_is_local_locked(&qp->wire)) {
 		read_issue_locked(qp, wqe, req.length);
 		return;
 	}
@@ -635,7 +665,7 @@ static void answer_now_locked(struct soft_qp *qp, const struct wire_resp *resp)
 		break;
 	case WIRE_NAK_RNR:
 		/* Across processes a posted receive wakes nobody: retry on the clock. */
-		if (wqe->rnr_left == 7 && !wqe->force_rnr && !qp->remote) {
+		if (wqe->rnr_left == 7 && !wqe->force_rnr && !qp->wire.remote) {
 			qp->wait_recv = true;	/* retry forever: until a receive shows up */
 		} else if (wqe->rnr_left) {
 			if (wqe->rnr_left != 7)
@@ -659,7 +689,7 @@ static void answer_now_locked(struct soft_qp *qp, const struct wire_resp *resp)
 	case WIRE_PENDING:
 		/* The link is dead: the oldest request awaiting its answer times out first. */
 		if (qp->net_inflight) {
-			rewind_locked(qp, engine_oldest_awaiting_locked(qp));
+			rewind_locked(qp, oldest_awaiting_locked(qp));
 			wqe = &qp->sq[qp->sq_exec % qp->sq_size];
 		}
 		qp->wake_at = ack_timer_start(qp, wqe);
@@ -674,7 +704,7 @@ void engine_peer_lost_locked(struct soft_qp *qp)
 	if (state == IBV_QPS_RESET || state == IBV_QPS_ERR)
 		return;
 	if (state == IBV_QPS_RTS && qp->net_inflight)
-		rewind_locked(qp, engine_oldest_awaiting_locked(qp));
+		rewind_locked(qp, oldest_awaiting_locked(qp));
 	if (state == IBV_QPS_RTS && qp->sq_exec != qp->sq_tail) {
 		finish_wqe_locked(qp, &qp->sq[qp->sq_exec % qp->sq_size],
 				  IBV_WC_RETRY_EXC_ERR, 0);

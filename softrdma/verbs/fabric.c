@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The fabric's global state (struct soft_fabric), its start, fork() and
- * exit. The lock is lock.c's, the scheduler and progress thread sched.c's.
+ * exit. The lock is the base's (base/lock.c), the scheduler and progress
+ * thread sched.c's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,12 +14,9 @@
 #include "tap.h"
 
 struct soft_fabric fab = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.signal_lock = PTHREAD_MUTEX_INITIALIZER,
 	.active_qps = { &fab.active_qps, &fab.active_qps },
 	.work = { &fab.work, &fab.work },
 	.qps = { &fab.qps, &fab.qps },
-	.signals = { &fab.signals, &fab.signals },
 	.faults = { &fab.faults, &fab.faults },
 	.next_qpn = SOFT_FIRST_QPN,
 	.next_fault_id = 1,
@@ -52,12 +50,12 @@ static void init_conds(void)
 	pthread_cond_init(&fab.work_cv, &attr);
 	pthread_cond_init(&fab.idle_cv, &attr);
 	pthread_cond_init(&fab.ack_cv, &attr);
-	pthread_cond_init(&fab.mem_cv, &attr);
 	pthread_cond_init(&fab.step_cv, &attr);
 	pthread_condattr_destroy(&attr);
 }
 
-void fab_init(void)
+/* The state's start, from the first fab_lock() (fab_lock_set_start()). */
+static void fab_init(void)
 {
 	const char *mode = getenv("SOFTRDMA_MODE");
 
@@ -82,7 +80,7 @@ void fab_init(void)
  * wake-up owed to the parent's descriptors, and QP numbers from a base of
  * its own. What the parent had open stays in the child's memory and is not
  * to be used there (undefined, as on hardware); closing it frees only the
- * child's copy. The lock is held across fork() (lock.c), and the wire's
+ * child's copy. The lock is held across fork() (base/lock.c), and the wire's
  * threads are held out of their unlocked work (wire_fork()).
  */
 static void fork_prepare(void)
@@ -107,9 +105,15 @@ static void fork_child(void)
 	wire_fork(WIRE_FORK_CHILD);
 }
 
-/* Registered before rdma_cm's (priority 102): its prepare handler runs first. */
+/*
+ * Registered before rdma_cm's (priority 102): its prepare handler runs
+ * first. The lock starts the fabric when first taken; the wire calls up
+ * through the verbs' table.
+ */
 __attribute__((constructor(101))) static void fab_fork_init(void)
 {
+	fab_lock_set_start(fab_init);
+	wire_set_ops(&fab_wire_ops);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
@@ -153,6 +157,7 @@ int softrdma_pcap_close(void)
 void fab_set_cm_ops_locked(const struct soft_cm_ops *ops)
 {
 	fab.cm_ops = ops;
+	wire_set_cm_locked(ops != NULL);
 }
 
 void fab_wait_ack_locked(void)

@@ -38,11 +38,11 @@ static bool fabric_allows(void)
 /* The responder a transmit would reach in this process, resolved already; or NULL. */
 static struct soft_qp *cached_peer(struct soft_qp *sqp)
 {
-	struct soft_qp *peer = sqp->peer;
+	struct wire_qp *peer = sqp->wire.peer;
 
-	if (!wire_stays_local_locked(sqp) || !peer || peer->qp.qp_num != sqp->attr.dest_qp_num)
+	if (!wire_stays_local_locked(&sqp->wire) || !peer || peer->qpn != sqp->attr.dest_qp_num)
 		return NULL;
-	return peer;
+	return wire_to_sqp(peer);
 }
 
 static void lock_two(pthread_mutex_t *a, pthread_mutex_t *b)
@@ -143,7 +143,7 @@ static bool cq_room(struct soft_cq *cq, uint32_t n)
 {
 	uint64_t used = cq->tail - __atomic_load_n(&cq->head, __ATOMIC_ACQUIRE);
 
-	return !cq->overrun && !cq->shm_links && used + n <= cq->size;
+	return !cq->overrun && !cq->wire.shm_links && used + n <= cq->size;
 }
 
 /* Where the payload lands: a receive's buffers, or the Write's target; or a Read's source. */

@@ -125,8 +125,8 @@ const char *softrdma_qp_transport(struct ibv_qp *qp)
 
 	fab_lock();
 	if (sqp->attr.qp_state == IBV_QPS_RTR || sqp->attr.qp_state == IBV_QPS_RTS)
-		wire_is_local_locked(sqp);
-	name = sqp->wire ? sqp->wire->name : NULL;
+		wire_is_local_locked(&sqp->wire);
+	name = sqp->wire.transport ? sqp->wire.transport->name : NULL;
 	fab_unlock();
 	return name;
 }

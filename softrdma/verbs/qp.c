@@ -219,6 +219,8 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	sqp->pd = to_spd(pd);
 	sqp->scq = to_scq(init->send_cq);
 	sqp->rcq = to_scq(init->recv_cq);
+	sqp->wire.scq = &sqp->scq->wire;
+	sqp->wire.rcq = &sqp->rcq->wire;
 	sqp->srq = init->srq ? to_ssrq(init->srq) : NULL;
 	sqp->qp.context = pd->context;
 	sqp->qp.qp_context = init->qp_context;
@@ -242,6 +244,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		if (fab.next_qpn < SOFT_FIRST_QPN)
 			fab.next_qpn = SOFT_FIRST_QPN;
 	} while (qpn_in_use_locked(sqp->qp.qp_num));
+	sqp->wire.qpn = sqp->qp.qp_num;
 	sqp->qp.handle = sqp->qp.qp_num;
 	soft_list_add_tail(&sqp->link, &fab.qps);
 	sqp->hash_next = *qp_bucket(sqp->qp.qp_num);
@@ -272,11 +275,11 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	soft_list_for_each_safe(pos, tmp, &fab.qps) {
 		struct soft_qp *other = soft_list_entry(pos, struct soft_qp, link);
 
-		if (other->peer == sqp)
-			other->peer = NULL;
+		if (other->wire.peer == &sqp->wire)
+			other->wire.peer = NULL;
 	}
 	mw_qp_gone_locked(sqp);
-	wire_detach_locked(sqp);
+	wire_detach_locked(&sqp->wire);
 	if (sqp->cm_id)
 		fab.cm_ops->qp_destroyed(sqp->cm_id);
 	engine_cancel_reads_locked(sqp, false);
@@ -400,10 +403,10 @@ static void qp_reset_locked(struct soft_qp *sqp)
 	sqp->sq_head = sqp->sq_comp = sqp->sq_exec = sqp->sq_tail = 0;
 	rq_clear_locked(&sqp->rq);
 	sqp->comm_est = false;
-	sqp->rnr_gate = false;
+	sqp->wire.rnr_gate = false;
 	sqp->max_inflight = 0;
 	sqp->resends = 0;
-	wire_detach_locked(sqp);
+	wire_detach_locked(&sqp->wire);
 }
 
 int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
@@ -437,7 +440,7 @@ int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
 		sqp->attr.path_mtu = attr->path_mtu;
 	if (mask & IBV_QP_DEST_QPN) {
 		sqp->attr.dest_qp_num = attr->dest_qp_num;
-		sqp->peer = NULL;
+		sqp->wire.peer = NULL;
 	}
 	if (mask & IBV_QP_RQ_PSN)
 		sqp->attr.rq_psn = attr->rq_psn;
@@ -466,7 +469,7 @@ int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
 	}
 	qp_set_state_locked(sqp, next);
 	if (next == IBV_QPS_RTR)
-		wire_attach_locked(sqp, NULL);
+		wire_attach_locked(&sqp->wire, NULL);
 	if (next == IBV_QPS_RESET)
 		qp_reset_locked(sqp);
 	return 0;

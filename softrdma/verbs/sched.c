@@ -14,14 +14,6 @@
 
 #include "soft.h"
 
-uint64_t soft_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static struct timespec ns_to_timespec(uint64_t ns)
 {
 	struct timespec ts = {

@@ -32,7 +32,7 @@
  *      only: under fab.lock the gate keeps other producers out);
  *   4. a ring's lock (soft_rq.lock, soft_cq.poll_lock), or a completion
  *      channel's lock (soft_comp_channel.lock), one at a time;
- *   5. fab.signal_lock, innermost (fab.signals, soft_signal.owed/queued).
+ *   5. the signal lock (base/lock.c), innermost (soft_signal.owed/queued).
  *
  * A fast path never waits for fab.lock: what it cannot do without it (an
  * error, an RNR NAK, a fault, an async event, a unit for the progress
@@ -50,23 +50,9 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "list.h"
+#include "base.h"
 #include "softrdma.h"
 #include "wire.h"
-
-/*
- * Bytes another process wrote into ours (process_vm_writev(), as DMA
- * would): valgrind, watching this process only, is told they are set.
- */
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define SOFT_MEM_WRITTEN(p, n) VALGRIND_MAKE_MEM_DEFINED(p, n)
-#endif
-#endif
-#ifndef SOFT_MEM_WRITTEN
-#define SOFT_MEM_WRITTEN(p, n) ((void)(p), (void)(n))
-#endif
 
 #define SOFT_DEV_NAME		"softrdma0"
 #define SOFT_MAX_QP		65536
@@ -77,11 +63,11 @@
 #define SOFT_MAX_INLINE		512
 #define SOFT_MAX_RD_ATOM	16
 #define SOFT_MAX_MR_SIZE	(1ULL << 40)
-#define SOFT_MAX_MSG		(1U << 31)
+#define SOFT_MAX_MSG		WIRE_MAX_MSG
 #define SOFT_MAX_KEYS		(1U << 20)
 #define SOFT_KEY_CHUNK		256	/* key slots allocated at a time */
 #define SOFT_QP_HASH		1024	/* buckets of the QP-number table */
-#define SOFT_NET_WINDOW		32	/* requests a QP may have awaiting answers */
+#define SOFT_NET_WINDOW		WIRE_WINDOW
 #define SOFT_FIRST_QPN		0x11
 #define SOFT_FW_VER		"1.0.0"
 
@@ -126,32 +112,6 @@ struct soft_profile {
 };
 
 const struct soft_profile *soft_profile(void);
-
-/* ---- lock.c: eventfd writes, deferred to the unlock ------------------------ */
-
-/*
- * An eventfd the fabric adds to. Under the lock an add only counts; the
- * thread that releases the lock writes what is owed (fab_unlock), so no
- * syscall runs with the fabric lock held.
- */
-struct soft_signal {
-	int fd;
-	uint64_t owed;			/* fab.signal_lock: added, not yet written */
-	bool queued;			/* fab.signal_lock: on fab.signals */
-	unsigned int writers;		/* atomic: unlockers writing it now */
-	struct soft_list link;
-};
-
-void signal_init(struct soft_signal *s, int fd);
-/* Under fab.lock, or on the fast path (which writes it: fab_signals_flush()). */
-void signal_add_locked(struct soft_signal *s, uint64_t n);
-/* Forget what is owed (the owner goes). */
-void signal_cancel_locked(struct soft_signal *s);
-/*
- * Before the fd closes, once cancelled under the lock: wait out the writers
- * (lock held or not; they never need it).
- */
-void signal_fini(struct soft_signal *s);
 
 /* ---- evq.c: a queue whose length a pollable eventfd mirrors ---------------- */
 
@@ -209,7 +169,7 @@ struct soft_list *evq_pop_locked(struct soft_evq *q);
  */
 bool evq_retire_locked(struct soft_evq *q);
 
-/* ---- the global state (fabric.c), lock (lock.c), scheduler (sched.c) ------ */
+/* ---- the global state (fabric.c), scheduler (sched.c) ----------------------- */
 
 /* The CM event faults armed for one event type: events each kind has yet to hit. */
 struct fab_cm_fault {
@@ -220,11 +180,7 @@ struct fab_cm_fault {
 };
 
 struct soft_fabric {
-	pthread_mutex_t lock;
-	/* The gate between fab.lock and the send fast path (the order above). */
-	bool gate_closed;		/* atomic: a fab.lock holder is inside */
-	unsigned int fast_inflight;	/* atomic: fast paths inside */
-	pthread_mutex_t signal_lock;	/* signals, and each soft_signal's owed and queued */
+	/* fab.lock, its gate and the signals owed are the base's (base/lock.c). */
 	pthread_cond_t work_cv;		/* the progress thread waits for work */
 	pthread_cond_t idle_cv;		/* softrdma_progress() waits for idle */
 	pthread_cond_t ack_cv;		/* destroyers wait for event acks */
@@ -242,8 +198,6 @@ struct soft_fabric {
 	struct soft_list active_qps;	/* QPs with send WQEs left to execute */
 	struct soft_list work;		/* other units: CM messages, lost links (soft_work) */
 	struct soft_list qps;		/* every QP */
-	struct soft_list signals;	/* soft_signals owed a write (fab_unlock) */
-	pthread_cond_t mem_cv;		/* deregistration waits for MR/MW references */
 	struct soft_qp *qp_hash[SOFT_QP_HASH];	/* by number (qp.c) */
 	uint32_t next_qpn;
 	struct softrdma_counts counts;
@@ -266,36 +220,9 @@ struct soft_fabric {
 
 extern struct soft_fabric fab;
 
-/* fabric.c: the state's start, from the first fab_lock(). */
-void fab_init(void);
-
-/* ---- lock.c ---------------------------------------------------------------- */
-
-void fab_lock(void);
-/* Release the lock, then write what signals are owed. */
-void fab_unlock(void);
-/*
- * The fast path's side of the gate: true if no fab.lock holder is inside
- * (then fab_fast_exit() must follow), false if it must take fab.lock.
- */
-bool fab_fast_enter(void);
-void fab_fast_exit(void);
-/* Write the signals owed, without any lock held (a fast path that raised one). */
-void fab_signals_flush(void);
-/*
- * pthread_cond_(timed)wait on the fabric lock (deadline NULL: none). Owed
- * signals are written first, with the lock released: it then returns at
- * once, as a spurious wake-up, so callers wait in a loop. ETIMEDOUT or 0.
- */
-int fab_wait_locked(pthread_cond_t *cv, const struct timespec *deadline);
-/* fork() (fabric.c): both locks held across it; the child's released afresh. */
-void fab_lock_fork_prepare(void);
-void fab_lock_fork_parent(void);
-void fab_lock_fork_child(void);
 
 /* ---- sched.c --------------------------------------------------------------- */
 
-uint64_t soft_now_ns(void);
 /* A context or CM channel was created/destroyed: start/stop the progress thread. */
 void fab_get_user_locked(void);
 void fab_put_user_locked(void);	/* may drop the lock to join the thread */
@@ -542,7 +469,7 @@ struct soft_cq {
 	struct soft_event comp_event;	/* on its channel's queue while raised (its lock) */
 	struct soft_async_event err_event;	/* IBV_EVENT_CQ_ERR */
 	unsigned int users;		/* QPs sending completions here */
-	unsigned int shm_links;		/* links whose peer may wake its channel (wire_shm.c) */
+	struct wire_cq wire;		/* what the wire knows of it (wire.h) */
 	unsigned int comp_read;		/* atomic: events returned by ibv_get_cq_event */
 	unsigned int comp_acked;
 	unsigned int async_read;	/* atomic: events returned by ibv_get_async_event */
@@ -651,20 +578,6 @@ static inline struct soft_srq *to_ssrq(struct ibv_srq *srq)
 /* A receive ring lost a WQE to a SEND: fire the SRQ limit event if armed. */
 void srq_consumed_locked(struct soft_srq *srq);
 
-/*
- * A unit of work the scheduler runs in posting order with the send WQEs: a CM
- * message, a connection lost to a dead peer. run() is called with the lock
- * held, after the work was unlinked, and frees it.
- */
-struct soft_work {
-	struct soft_list link;		/* fab.work */
-	uint64_t seq;
-	uint64_t not_before;		/* THREAD mode: not before this time */
-	void (*run)(struct soft_work *w);
-	void (*discard)(struct soft_work *w);	/* free it unrun (process exit) */
-	struct soft_qp *qp;		/* the QP whose unit it is (a Read's response), or NULL */
-};
-
 struct soft_send_wqe {
 	uint64_t wr_id;
 	uint64_t seq;
@@ -712,7 +625,7 @@ struct soft_qp {
 	 */
 	pthread_mutex_t lock;
 	struct soft_qp *hash_next;	/* fab.qp_hash bucket */
-	const struct wire_transport *wire;	/* attached at RTR (wire.c), or NULL */
+	struct wire_qp wire;		/* what the wire knows of it (wire.h) */
 	struct soft_pd *pd;
 	struct soft_cq *scq;
 	struct soft_cq *rcq;
@@ -743,13 +656,9 @@ struct soft_qp {
 	unsigned int max_inflight;	/* the most at once (softrdma_qp_max_inflight()) */
 	unsigned long resends;		/* requests sent again: go back N (softrdma_qp_resends()) */
 	struct softrdma_qp_stats stats;	/* doorbells, WRs, send CQEs (softrdma_qp_stats()) */
-	bool rnr_gate;			/* responder: RNR NAK sent for rnr_gate_psn ... */
-	uint32_t rnr_gate_psn;		/* ... drop what follows until it comes again */
 	bool comm_est;			/* IBV_EVENT_COMM_EST raised (first receipt in RTR) */
 	bool silent;			/* responder: answers nothing (softrdma_qp_silence) */
 	unsigned long ignored;		/* requests left unanswered while silent */
-	struct soft_qp *peer;		/* cached responder, resolved from attr.dest_qp_num */
-	struct net_link *remote;	/* link to a responder in another process (a reference) */
 	struct soft_cm_id *cm_id;
 	bool cm_passive;		/* cm_id was accepted, not connected (the statistics) */
 	uint32_t next_psn;		/* the capture: PSN of the next request packet */
@@ -764,7 +673,20 @@ static inline struct soft_qp *to_sqp(struct ibv_qp *qp)
 	return container_of(qp, struct soft_qp, qp);
 }
 
+static inline struct soft_qp *wire_to_sqp(const struct wire_qp *wqp)
+{
+	return container_of(wqp, struct soft_qp, wire);
+}
+
+/* The responder in this process the wire cached for @qp, or NULL. */
+static inline struct soft_qp *qp_peer(const struct soft_qp *qp)
+{
+	return qp->wire.peer ? wire_to_sqp(qp->wire.peer) : NULL;
+}
+
 struct soft_qp *qp_lookup_locked(uint32_t qpn);
+/* Responder side: execute req on qp (fabric lock held). See responder.c. */
+void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp);
 /* Move to ERR and flush everything outstanding, in order. */
 void qp_to_error_locked(struct soft_qp *qp);
 /* Apply a modify under the lock (shared by ibv_modify_qp and rdma_cm). errno value. */
@@ -821,8 +743,10 @@ void engine_answer_locked(struct soft_qp *qp, uint64_t token, const struct wire_
  * whose peer vanished, and the QP goes to ERR, flushing the rest.
  */
 void engine_peer_lost_locked(struct soft_qp *qp);
-/* The index of the oldest WQE awaiting an answer from another process (net_inflight > 0). */
-uint32_t engine_oldest_awaiting_locked(const struct soft_qp *qp);
+/* Does a requester await answers over @link? (wire_ops.link_awaited) */
+bool engine_link_awaited_locked(struct net_link *link);
+/* @link is dead: the oldest request each requester awaits over it gets no answer. */
+void engine_link_lost_locked(struct net_link *link);
 
 /* ---- fault.c ---------------------------------------------------------------- */
 
@@ -846,6 +770,10 @@ bool fault_cm_reject_locked(void);
 
 /* Give w the next posting sequence number and queue it. */
 void work_queue_locked(struct soft_work *w);
+
+/* ---- wire_ops.c: what the wire may ask of the verbs ---------------------------- */
+
+extern const struct wire_ops fab_wire_ops;
 
 /* ---- the rdma_cm half, as seen from the verbs half ------------------------------- */
 

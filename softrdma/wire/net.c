@@ -19,7 +19,6 @@
 #include <sys/uio.h>
 
 #include "net.h"
-#include "soft.h"
 #include "wire_net.h"
 #include "wire_shm.h"
 
@@ -45,8 +44,11 @@ static struct {
 	struct soft_signal wake;
 	struct soft_list links;
 	struct soft_list listeners;
+	/* Waiters for a send() in progress, which holds a buffer unlocked (link->sending). */
+	pthread_cond_t sent_cv;
 } net = {
 	.wake_fd = -1,
+	.sent_cv = PTHREAD_COND_INITIALIZER,
 	.links = { &net.links, &net.links },
 	.listeners = { &net.listeners, &net.listeners },
 };
@@ -116,10 +118,10 @@ static void link_down_run(struct soft_work *work)
 {
 	struct link_down *d = container_of(work, struct link_down, work);
 
-	if (d->link->id && fab.cm_ops)
-		fab.cm_ops->link_down(d->link);
+	if (d->link->id && wire_cm)
+		wire_up->link_down(d->link);
 	/* Requests still waiting for an answer get none: the requesters time out. */
-	wire_net_link_lost_locked(d->link);
+	wire_up->link_lost(d->link);
 	net_link_put_locked(d->link);
 	free(d);
 }
@@ -144,7 +146,7 @@ static void link_dead_locked(struct net_link *link)
 	if (link->sending)
 		soft_list_del(&link->sending->link);
 	net_bufs_free_locked(&link->out);
-	if (!link->id && !wire_net_link_busy_locked(link))
+	if (!link->id && !wire_up->link_awaited(link))
 		return;
 	d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -155,7 +157,7 @@ static void link_dead_locked(struct net_link *link)
 	net_link_get_locked(link);
 	d->work.run = link_down_run;
 	d->work.discard = link_down_discard;
-	work_queue_locked(&d->work);
+	wire_up->queue_work(&d->work);
 }
 
 /* ---- the net thread ------------------------------------------------------------ */
@@ -164,8 +166,8 @@ static void dispatch_locked(struct net_link *link, const struct net_hdr *hdr, co
 {
 	switch (hdr->type) {
 	case NET_MSG_CM:
-		if (fab.cm_ops)
-			fab.cm_ops->link_message(link, body, hdr->len);
+		if (wire_cm)
+			wire_up->link_message(link, body, hdr->len);
 		break;
 	case NET_MSG_WIRE_REQ:
 		wire_net_serve_locked(link, body, hdr->len);
@@ -339,7 +341,7 @@ static void link_write(struct net_link *link)
 		fab_lock();
 		/* A non-blocking send() by another writer: short. */
 		while (link->sending)
-			fab_wait_locked(&fab.mem_cv, NULL);
+			fab_wait_locked(&net.sent_cv, NULL);
 		if (!link->dead && !soft_list_empty(&link->out)) {
 			buf = soft_list_entry(link->out.next, struct net_buf, link);
 			msg.msg_iovlen = (size_t)unsent_iov(buf, link->out_off, iov);
@@ -364,7 +366,7 @@ static void link_write(struct net_link *link)
 		n = sendmsg(link->fd, &msg, MSG_NOSIGNAL);
 		fab_lock();
 		link->sending = NULL;
-		pthread_cond_broadcast(&fab.mem_cv);
+		pthread_cond_broadcast(&net.sent_cv);
 		if (link->dead) {
 			/* The link died meanwhile and left this buffer to us (link_dead_locked). */
 			net_buf_free_locked(buf);
@@ -405,12 +407,12 @@ again:
 
 			if (link->sending == buf) {
 				/* A non-blocking send(): short. The lists may change meanwhile. */
-				fab_wait_locked(&fab.mem_cv, NULL);
+				fab_wait_locked(&net.sent_cv, NULL);
 				goto again;
 			}
 			if (!net_buf_detach_locked(buf, mr, mw)) {
 				/* Out of memory for the copy: wait for the network instead. */
-				fab_wait_locked(&fab.mem_cv, NULL);
+				fab_wait_locked(&net.sent_cv, NULL);
 				goto again;
 			}
 		}
@@ -726,6 +728,8 @@ static void net_fork_child(void)
 
 	/* Taken at PREPARE on this thread: released, not initialised again. */
 	pthread_mutex_unlock(&heap_gate);
+	/* It may hold the parent's waiters, which do not exist here. */
+	pthread_cond_init(&net.sent_cv, NULL);
 	while ((node = soft_list_pop(&net.links))) {
 		struct net_link *link = soft_list_entry(node, struct net_link, node);
 

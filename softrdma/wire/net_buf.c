@@ -11,11 +11,10 @@
 #include <unistd.h>
 
 #include "net.h"
-#include "soft.h"
 
 /* The net thread keeps this many buffers ready; written ones are kept up to the cap. */
-#define NET_POOL_LOW	(2 * SOFT_NET_WINDOW)
-#define NET_POOL_CAP	(8 * SOFT_NET_WINDOW)
+#define NET_POOL_LOW	(2 * WIRE_WINDOW)
+#define NET_POOL_CAP	(8 * WIRE_WINDOW)
 
 /* Under fab.lock. */
 static struct {
@@ -63,7 +62,7 @@ static bool add_one(struct net_buf *buf, const struct wire_seg *seg, uint32_t of
 		iov->iov_base = (void *)(uintptr_t)src;
 		pin->mr = seg->mr;
 		pin->mw = seg->mw;
-		mem_pin_locked(seg->mr, seg->mw);
+		wire_up->mem_pin(seg->mr, seg->mw);
 	} else {
 		/* Inline data: the WQE's slot is reused once it completes. */
 		if (len > NET_HEAD_MAX - buf->copied)
@@ -103,7 +102,7 @@ bool net_buf_add_locked(struct net_buf *buf, const struct wire_seg *segs, unsign
 static void unpin(struct net_pin *pin)
 {
 	if (pin->mr)
-		mem_unpin_locked(pin->mr, pin->mw);
+		wire_up->mem_unpin(pin->mr, pin->mw);
 	pin->mr = NULL;
 	pin->mw = NULL;
 	free(pin->bounce);

@@ -9,28 +9,40 @@
 #include <string.h>
 
 #include "net.h"
-#include "soft.h"
 #include "wire_net.h"
 #include "wire_shm.h"
 
+const struct wire_ops *wire_up;
+bool wire_cm;
+
+void wire_set_ops(const struct wire_ops *ops)
+{
+	wire_up = ops;
+}
+
+void wire_set_cm_locked(bool present)
+{
+	wire_cm = present;
+}
+
 /* In this process: the responder is a QP found by number, cached on the requester. */
-static void local_transmit(struct soft_qp *requester, const struct wire_req *req,
+static void local_transmit(struct wire_qp *requester, const struct wire_req *req,
 			   struct wire_resp *resp)
 {
-	struct soft_qp *peer = requester->peer;
+	struct wire_qp *peer = requester->peer;
 
-	if (!peer || peer->qp.qp_num != req->dst_qpn) {
-		peer = qp_lookup_locked(req->dst_qpn);
+	if (!peer || peer->qpn != req->dst_qpn) {
+		peer = wire_up->qp_lookup(req->dst_qpn);
 		requester->peer = peer;
 	}
 	if (!peer) {
 		resp->status = WIRE_NO_ANSWER;
 		return;
 	}
-	responder_receive(peer, req, resp);
+	wire_up->receive(peer, req, resp);
 }
 
-static void local_detach(struct soft_qp *qp)
+static void local_detach(struct wire_qp *qp)
 {
 	qp->peer = NULL;
 }
@@ -41,7 +53,7 @@ const struct wire_transport wire_local = {
 	.detach = local_detach,
 };
 
-void wire_attach_locked(struct soft_qp *qp, struct net_link *link)
+void wire_attach_locked(struct wire_qp *qp, struct net_link *link)
 {
 	if (!link)
 		link = wire_route_locked(qp);
@@ -50,16 +62,16 @@ void wire_attach_locked(struct soft_qp *qp, struct net_link *link)
 		net_link_get_locked(link);
 		qp->remote = link;
 	}
-	qp->wire = !link ? &wire_local : shm_link_ready(link) ? &wire_shm : &wire_socket;
-	if (qp->wire == &wire_shm)
+	qp->transport = !link ? &wire_local : shm_link_ready(link) ? &wire_shm : &wire_socket;
+	if (qp->transport == &wire_shm)
 		shm_link_bind_qp_locked(link, qp);
 }
 
-void wire_detach_locked(struct soft_qp *qp)
+void wire_detach_locked(struct wire_qp *qp)
 {
-	if (qp->wire)
-		qp->wire->detach(qp);
-	qp->wire = NULL;
+	if (qp->transport)
+		qp->transport->detach(qp);
+	qp->transport = NULL;
 	qp->peer = NULL;
 	if (qp->remote) {
 		shm_link_unbind_qp_locked(qp->remote, qp);
@@ -68,27 +80,27 @@ void wire_detach_locked(struct soft_qp *qp)
 	qp->remote = NULL;
 }
 
-bool wire_is_local_locked(struct soft_qp *qp)
+bool wire_is_local_locked(struct wire_qp *qp)
 {
 	/* A QP the application connected to another process finds its link late. */
-	if (!qp->wire || qp->wire == &wire_local)
+	if (!qp->transport || qp->transport == &wire_local)
 		wire_attach_locked(qp, NULL);
-	return qp->wire == &wire_local;
+	return qp->transport == &wire_local;
 }
 
-bool wire_stays_local_locked(const struct soft_qp *qp)
+bool wire_stays_local_locked(const struct wire_qp *qp)
 {
 	/* wire_route_locked() finds no link: the attach would change nothing. */
-	return qp->wire == &wire_local && !qp->remote &&
-	       (qp->cm_id || !fab.cm_ops || !net_any_link_locked());
+	return qp->transport == &wire_local && !qp->remote &&
+	       (qp->cm_made || !wire_cm || !net_any_link_locked());
 }
 
-void wire_transmit(struct soft_qp *requester, const struct wire_req *req,
+void wire_transmit(struct wire_qp *requester, const struct wire_req *req,
 		   struct wire_resp *resp)
 {
 	wire_is_local_locked(requester);
 	resp->data = wire_seg_local(NULL, 0);
-	requester->wire->transmit(requester, req, resp);
+	requester->transport->transmit(requester, req, resp);
 }
 
 void wire_pull(const struct wire_seg *seg, uint32_t off, void *dst, uint32_t len)
@@ -166,14 +178,14 @@ void wire_drain_locked(void)
 			(*t)->drain();
 }
 
-void wire_arm_locked(struct soft_cq *cq)
+void wire_arm_locked(struct wire_cq *cq)
 {
 	for_each_transport(t)
 		if ((*t)->arm)
 			(*t)->arm(cq);
 }
 
-bool wire_raised_locked(struct soft_cq *cq)
+bool wire_raised_locked(struct wire_cq *cq)
 {
 	bool raised = false;
 

@@ -7,6 +7,11 @@
  * Neither side touches the other's objects, so a transport that carries these
  * messages between processes (and a tap that writes them as RoCEv2 packets)
  * slots in behind wire_transmit() without changing either side.
+ *
+ * The wire is a layer below the verbs: it knows a QP by the struct wire_qp
+ * the verbs' QP embeds, a CQ by its struct wire_cq, a registration by an
+ * opaque pointer (struct soft_mr, struct soft_mw), and reaches up only
+ * through the operations the verbs register (struct wire_ops).
  */
 #ifndef SOFT_WIRE_H
 #define SOFT_WIRE_H
@@ -16,8 +21,14 @@
 
 #include <infiniband/verbs.h>
 
-struct soft_qp;
+#include "base.h"
+
 struct shm_serving;
+
+/* The longest message (the device's max_msg_sz): what a peer may announce. */
+#define WIRE_MAX_MSG	(1U << 31)
+/* Requests a QP may have awaiting answers from another process. */
+#define WIRE_WINDOW	32
 
 enum wire_op {
 	WIRE_SEND,		/* payload to the oldest receive */
@@ -138,7 +149,82 @@ struct wire_resp {
 };
 
 struct net_link;
-struct soft_cq;
+
+/*
+ * What the wire knows of a CQ, embedded in the verbs' CQ (soft_cq.wire).
+ * Lock held.
+ */
+struct wire_cq {
+	unsigned int shm_links;		/* links whose peer may wake its channel (wire_shm.c) */
+};
+
+/*
+ * What the wire knows of a QP, embedded in the verbs' QP (soft_qp.wire).
+ * The verbs set qpn, scq, rcq and cm_made; the rest is the wire's. Lock
+ * held.
+ */
+struct wire_qp {
+	uint32_t qpn;
+	const struct wire_transport *transport;	/* attached at RTR (wire.c), or NULL */
+	struct wire_qp *peer;		/* in this process: the responder, cached by number */
+	struct net_link *remote;	/* link to a responder in another process (a reference) */
+	struct wire_cq *scq;
+	struct wire_cq *rcq;
+	bool cm_made;			/* rdma_cm made it: its id, not the wire, finds its link */
+	bool rnr_gate;			/* responder: RNR NAK sent for rnr_gate_psn ... */
+	uint32_t rnr_gate_psn;		/* ... drop what follows until it comes again */
+};
+
+/*
+ * What the wire asks of the layers above, registered once by the verbs
+ * (wire_set_ops()) before the fabric starts. All are called with the lock
+ * held. None may call back into the transport that called it, except as
+ * said.
+ */
+struct wire_ops {
+	/* The QP of this process numbered @qpn, or NULL. */
+	struct wire_qp *(*qp_lookup)(uint32_t qpn);
+	/*
+	 * Execute @req on @qp, its responder, against its memory and receive
+	 * queue, and answer in @resp (responder.c). May call the wire's
+	 * wire_place() and the capture; transmits nothing.
+	 */
+	void (*receive)(struct wire_qp *qp, const struct wire_req *req, struct wire_resp *resp);
+	/* The GID @qp's connection goes to (a request from a link names it: the capture). */
+	void (*qp_dgid)(const struct wire_qp *qp, union ibv_gid *gid);
+	/* An answer from another process to the awaiting WQE of @qp posted as @token. */
+	void (*answer)(struct wire_qp *qp, uint64_t token, const struct wire_resp *resp);
+	/* Does a requester await answers over @link? */
+	bool (*link_awaited)(struct net_link *link);
+	/* @link is dead: each requester's oldest request awaited over it gets no answer. */
+	void (*link_lost)(struct net_link *link);
+	/* Hold @mr (and @mw) registered while the wire reads their bytes unlocked. */
+	void (*mem_pin)(struct soft_mr *mr, struct soft_mw *mw);
+	void (*mem_unpin)(struct soft_mr *mr, struct soft_mw *mw);
+	/* Is an arm waiting for a completion on @cq? (Any thread, any lock.) */
+	bool (*cq_armed)(struct wire_cq *cq);
+	/* The eventfd of @cq's completion channel, or -1 without one. */
+	int (*cq_channel_fd)(struct wire_cq *cq);
+	/* Queue @w behind what was posted before it (the scheduler's order). */
+	void (*queue_work)(struct soft_work *w);
+	/*
+	 * rdma_cm's, called only while it is there (wire_set_cm_locked()):
+	 * the link a QP the application made itself travels on, if any; a CM
+	 * message from a link; a link lost (a unit, in order with its messages).
+	 */
+	struct net_link *(*qp_link)(struct wire_qp *qp);
+	void (*link_message)(struct net_link *link, const void *msg, uint32_t len);
+	void (*link_down)(struct net_link *link);
+};
+
+/* The verbs' operations, registered once, before the first fab_lock(). */
+void wire_set_ops(const struct wire_ops *ops);
+/* rdma_cm installed its operations (true) or not: the links are its to route. */
+void wire_set_cm_locked(bool present);
+
+/* For the wire's own files: the operations above, and whether rdma_cm is there. */
+extern const struct wire_ops *wire_up;
+extern bool wire_cm;
 
 enum wire_fork_stage { WIRE_FORK_PREPARE, WIRE_FORK_PARENT, WIRE_FORK_CHILD };
 
@@ -157,10 +243,10 @@ enum wire_fork_stage { WIRE_FORK_PREPARE, WIRE_FORK_PARENT, WIRE_FORK_CHILD };
  */
 struct wire_transport {
 	const char *name;
-	/* Carry @req: answer in @resp now, or WIRE_PENDING and later through engine_answer_locked(). */
-	void (*transmit)(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp);
+	/* Carry @req: answer in @resp now, or WIRE_PENDING and later through wire_ops.answer. */
+	void (*transmit)(struct wire_qp *qp, const struct wire_req *req, struct wire_resp *resp);
 	/* @qp leaves the transport: forget what it holds of it. */
-	void (*detach)(struct soft_qp *qp);
+	void (*detach)(struct wire_qp *qp);
 
 	/*
 	 * Without the lock, on every poll that finds a CQ empty (one load): may
@@ -175,11 +261,11 @@ struct wire_transport {
 	 * Lock held. A thread armed @cq to sleep on its channel and stops
 	 * running the wire: the backend must signal the channel itself from now.
 	 */
-	void (*arm)(struct soft_cq *cq);
+	void (*arm)(struct wire_cq *cq);
 	/* Lock held. @cq's event is raised: true if the backend signalled its channel already. */
-	bool (*raised)(struct soft_cq *cq);
+	bool (*raised)(struct wire_cq *cq);
 	/*
-	 * Lock held, may wait on fab.mem_cv. @mr (or @mw) is being deregistered:
+	 * Lock held, may wait (fab_wait_locked()). @mr (or @mw) is being deregistered:
 	 * what the backend still reads of its bytes is copied out, and unpinned.
 	 */
 	void (*mem_detach)(struct soft_mr *mr, struct soft_mw *mw);
@@ -199,12 +285,12 @@ extern const struct wire_transport wire_shm;
  * given (rdma_cm knows the connection), else over the link a QP the
  * application connected itself travels on, else in this process.
  */
-void wire_attach_locked(struct soft_qp *qp, struct net_link *link);
-void wire_detach_locked(struct soft_qp *qp);
+void wire_attach_locked(struct wire_qp *qp, struct net_link *link);
+void wire_detach_locked(struct wire_qp *qp);
 /* Does @qp's responder live in this process (attaching it first if need be)? */
-bool wire_is_local_locked(struct soft_qp *qp);
+bool wire_is_local_locked(struct wire_qp *qp);
 /* wire_is_local_locked() would attach nothing and answer true (the fast path, fast.c). */
-bool wire_stays_local_locked(const struct soft_qp *qp);
+bool wire_stays_local_locked(const struct wire_qp *qp);
 
 /*
  * Carry req to the responder named by (dgid, dst_qpn) and get its answer.
@@ -212,15 +298,15 @@ bool wire_stays_local_locked(const struct soft_qp *qp);
  * WQE; it must not call back into the requester QP. Goes through the QP's
  * transport (attaching it first if it never was), and the capture.
  */
-void wire_transmit(struct soft_qp *requester, const struct wire_req *req,
+void wire_transmit(struct wire_qp *requester, const struct wire_req *req,
 		   struct wire_resp *resp);
 
 /* The hooks of every transport (struct wire_transport), for the verbs objects. */
 bool wire_pollable(void);
 void wire_poll_locked(void);
 void wire_drain_locked(void);
-void wire_arm_locked(struct soft_cq *cq);
-bool wire_raised_locked(struct soft_cq *cq);
+void wire_arm_locked(struct wire_cq *cq);
+bool wire_raised_locked(struct wire_cq *cq);
 void wire_mem_detach_locked(struct soft_mr *mr, struct soft_mw *mw);
 void wire_fork(enum wire_fork_stage stage);
 void wire_stop(void);
@@ -232,8 +318,5 @@ void wire_free(void);
  * WRITE_IMM consumes, the answer).
  */
 void wire_place(const struct wire_req *req, void *dst);
-
-/* Responder side: execute req on qp (fabric lock held). See responder.c. */
-void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp);
 
 #endif /* SOFT_WIRE_H */

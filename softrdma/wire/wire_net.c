@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "net.h"
-#include "soft.h"
 #include "wire_net.h"
 
 struct net_wire_req {
@@ -39,18 +38,18 @@ struct net_wire_resp {
 	/* then the READ data: data_len bytes */
 };
 
-struct net_link *wire_route_locked(struct soft_qp *qp)
+struct net_link *wire_route_locked(struct wire_qp *qp)
 {
 	struct net_link *link;
 
-	if (qp->remote || qp->cm_id || !fab.cm_ops || !net_any_link_locked())
+	if (qp->remote || qp->cm_made || !wire_cm || !net_any_link_locked())
 		return qp->remote;
 	/* A QP the application made itself and connected through rdma_cm's ids. */
-	link = fab.cm_ops->qp_link(qp);
+	link = wire_up->qp_link(qp);
 	return link;
 }
 
-void wire_net_send_locked(struct soft_qp *qp, struct net_link *link, const struct wire_req *req,
+void wire_net_send_locked(struct wire_qp *qp, struct net_link *link, const struct wire_req *req,
 			  struct wire_resp *resp)
 {
 	bool payload = req->op != WIRE_READ;
@@ -147,7 +146,7 @@ void wire_net_serve_locked(struct net_link *link, const void *body, uint32_t len
 
 bool wire_net_respond_locked(struct net_link *link, struct wire_req *req, struct wire_resp *resp)
 {
-	struct soft_qp *qp = qp_lookup_locked(req->dst_qpn);
+	struct wire_qp *qp = wire_up->qp_lookup(req->dst_qpn);
 
 	/* Only the QP of this link's connection answers on it. */
 	if (!qp || wire_route_locked(qp) != link)
@@ -159,8 +158,8 @@ bool wire_net_respond_locked(struct net_link *link, struct wire_req *req, struct
 	if (qp->rnr_gate && req->psn != qp->rnr_gate_psn)
 		return false;
 	qp->rnr_gate = false;
-	req->dgid = qp->attr.ah_attr.grh.dgid;
-	responder_receive(qp, req, resp);
+	wire_up->qp_dgid(qp, &req->dgid);
+	wire_up->receive(qp, req, resp);
 	if (resp->status == WIRE_NAK_RNR) {
 		qp->rnr_gate = true;
 		qp->rnr_gate_psn = req->psn;
@@ -172,55 +171,25 @@ void wire_net_answer_locked(struct net_link *link, const void *body, uint32_t le
 {
 	const struct net_wire_resp *a = body;
 	struct wire_resp resp = { .placed = false };
-	struct soft_qp *qp;
+	struct wire_qp *qp;
 
 	if (len < sizeof(*a) || len != sizeof(*a) + a->data_len || a->status > WIRE_NO_ANSWER)
 		return;
-	qp = qp_lookup_locked(a->src_qpn);
+	qp = wire_up->qp_lookup(a->src_qpn);
 	if (!qp || qp->remote != link)
 		return;
 	resp.status = a->status;
 	resp.data = wire_seg_local(a + 1, a->data_len);
 	resp.rnr_timer = (uint8_t)(a->rnr_timer & 31);
-	engine_answer_locked(qp, a->token, &resp);
+	wire_up->answer(qp, a->token, &resp);
 }
 
-bool wire_net_link_busy_locked(struct net_link *link)
-{
-	struct soft_list *pos, *tmp;
-
-	soft_list_for_each_safe(pos, tmp, &fab.qps) {
-		struct soft_qp *qp = soft_list_entry(pos, struct soft_qp, link);
-
-		if (qp->remote == link && qp->net_inflight)
-			return true;
-	}
-	return false;
-}
-
-void wire_net_link_lost_locked(struct net_link *link)
-{
-	struct wire_resp none = { .status = WIRE_NO_ANSWER };
-	struct soft_list *pos, *tmp;
-
-	soft_list_for_each_safe(pos, tmp, &fab.qps) {
-		struct soft_qp *qp = soft_list_entry(pos, struct soft_qp, link);
-
-		if (qp->remote != link || !qp->net_inflight)
-			continue;
-		/* No answer will come: the oldest awaiting request times out, the rest go again. */
-		engine_answer_locked(qp,
-				     qp->sq[engine_oldest_awaiting_locked(qp) % qp->sq_size].seq,
-				     &none);
-	}
-}
-
-static void socket_transmit(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
+static void socket_transmit(struct wire_qp *qp, const struct wire_req *req, struct wire_resp *resp)
 {
 	wire_net_send_locked(qp, qp->remote, req, resp);
 }
 
-static void socket_detach(struct soft_qp *qp)
+static void socket_detach(struct wire_qp *qp)
 {
 	/* An answer still on its way finds no QP waiting for it, and is dropped. */
 	(void)qp;

@@ -2,8 +2,8 @@
 /*
  * The wire over links (wire_net.c): a requester whose connection goes to
  * another process sends its request over the connection's link; the peer's
- * net thread executes it with responder_receive() and sends the answer back,
- * which completes the requester's WQE through engine_answer_locked().
+ * net thread has its responder execute it (wire_ops.receive) and sends the
+ * answer back, which completes the requester's WQE (wire_ops.answer).
  * Everything here is called with the fabric lock held.
  */
 #ifndef SOFT_WIRE_NET_H
@@ -15,12 +15,11 @@
 #include "wire.h"
 
 struct net_link;
-struct soft_qp;
 
 /* The link qp's requests travel on, or NULL for a responder in this process. */
-struct net_link *wire_route_locked(struct soft_qp *qp);
+struct net_link *wire_route_locked(struct wire_qp *qp);
 /* Send req over link: resp is WIRE_PENDING, or WIRE_NO_ANSWER if the link is dead. */
-void wire_net_send_locked(struct soft_qp *qp, struct net_link *link, const struct wire_req *req,
+void wire_net_send_locked(struct wire_qp *qp, struct net_link *link, const struct wire_req *req,
 			  struct wire_resp *resp);
 /* The net thread read a request or an answer from link. */
 void wire_net_serve_locked(struct net_link *link, const void *body, uint32_t len);
@@ -31,9 +30,5 @@ void wire_net_answer_locked(struct net_link *link, const void *body, uint32_t le
  * is to be dropped unanswered (go back N after an RNR NAK).
  */
 bool wire_net_respond_locked(struct net_link *link, struct wire_req *req, struct wire_resp *resp);
-/* Does a requester wait for an answer on link? */
-bool wire_net_link_busy_locked(struct net_link *link);
-/* link is dead: its waiting requesters get no answer (and retry, then time out). */
-void wire_net_link_lost_locked(struct net_link *link);
 
 #endif /* SOFT_WIRE_NET_H */

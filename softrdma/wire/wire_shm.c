@@ -30,7 +30,7 @@
 #include <sys/uio.h>
 
 #include "net.h"
-#include "soft.h"
+#include "softrdma.h"
 #include "wire_net.h"
 #include "wire_shm.h"
 #include "wire_shm_coop.h"
@@ -163,11 +163,11 @@ struct shm_link {
 	uint64_t tx_tail;		/* the tail we published: the ring's copy is the peer's to write */
 	uint64_t tx_next;		/* the tail after the record being written */
 	uint64_t rx_polled_ns;		/* what we last told the peer in rx->polled_ns */
-	struct shm_ref refs[SOFT_NET_WINDOW];
+	struct shm_ref refs[WIRE_WINDOW];
 	struct coop_share coop_share;	/* serving the peer's large requests */
 	/* Reader: the CQ whose channel the peer may wake, and whether sends complete there. */
-	struct soft_cq *app_cq;
-	struct soft_qp *app_qp;
+	struct wire_cq *app_cq;
+	struct wire_qp *app_qp;
 	/* Writer: the peer's channel eventfd (-1: none yet), and what completes there. */
 	int app_bell_fd;
 	struct soft_signal app_bell;
@@ -342,7 +342,7 @@ static void ref_release(struct shm_ref *ref)
 		return;
 	for (i = 0; i < ref->nspans; i++) {
 		if (ref->mr[i])
-			mem_unpin_locked(ref->mr[i], NULL);
+			wire_up->mem_unpin(ref->mr[i], NULL);
 		free(ref->bounce[i]);
 		ref->mr[i] = NULL;
 		ref->bounce[i] = NULL;
@@ -355,7 +355,7 @@ static void refs_reclaim(struct shm_link *s)
 {
 	unsigned int i;
 
-	for (i = 0; i < SOFT_NET_WINDOW; i++)
+	for (i = 0; i < WIRE_WINDOW; i++)
 		if (s->refs[i].used &&
 		    atomic_load_explicit(&s->refs[i].rec->ref_state, memory_order_acquire) == REF_DONE)
 			ref_release(&s->refs[i]);
@@ -371,7 +371,7 @@ static void refs_answered(struct shm_link *s, uint32_t qpn, uint64_t token)
 {
 	unsigned int i;
 
-	for (i = 0; i < SOFT_NET_WINDOW; i++)
+	for (i = 0; i < WIRE_WINDOW; i++)
 		if (s->refs[i].used && s->refs[i].qpn == qpn && s->refs[i].token == token)
 			s->refs[i].op = 0;
 }
@@ -380,7 +380,7 @@ static struct shm_ref *ref_get(struct shm_link *s)
 {
 	unsigned int i;
 
-	for (i = 0; i < SOFT_NET_WINDOW; i++)
+	for (i = 0; i < WIRE_WINDOW; i++)
 		if (!s->refs[i].used)
 			return &s->refs[i];
 	return NULL;
@@ -396,7 +396,7 @@ void shm_link_free_locked(struct net_link *link)
 	link->shm = NULL;
 	soft_list_del(&s->node);
 	atomic_fetch_sub(&shm.nlinks, 1);
-	for (i = 0; i < SOFT_NET_WINDOW; i++)
+	for (i = 0; i < WIRE_WINDOW; i++)
 		ref_release(&s->refs[i]);
 	signal_cancel_locked(&s->rx_kick);
 	signal_fini(&s->rx_kick);
@@ -531,13 +531,13 @@ static void ref_fill(struct shm_ref *ref, struct shm_req *m, const struct wire_r
 		ref->span[i] = span_of(&req->segs[i]);
 		ref->mr[i] = req->op == WIRE_READ ? NULL : req->segs[i].mr;
 		if (ref->mr[i])
-			mem_pin_locked(ref->mr[i], NULL);
+			wire_up->mem_pin(ref->mr[i], NULL);
 	}
 	ref->used = true;
 	m->coop = coop != 0;
 }
 
-static void shm_transmit(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp)
+static void shm_transmit(struct wire_qp *qp, const struct wire_req *req, struct wire_resp *resp)
 {
 	struct shm_link *s = qp->remote->shm;
 	bool is_read = req->op == WIRE_READ;
@@ -590,7 +590,7 @@ static void shm_transmit(struct soft_qp *qp, const struct wire_req *req, struct 
 	resp->status = WIRE_PENDING;
 }
 
-static void shm_detach(struct soft_qp *qp)
+static void shm_detach(struct wire_qp *qp)
 {
 	(void)qp;
 }
@@ -773,7 +773,7 @@ static bool serving_read(struct shm_serving *sv, const struct shm_req *m, uint32
 	if (len < sizeof(*h))
 		return false;
 	memcpy(&sv->h, m, sizeof(sv->h));
-	if (h->op > WIRE_READ || h->length > SOFT_MAX_MSG)
+	if (h->op > WIRE_READ || h->length > WIRE_MAX_MSG)
 		return false;
 	if (h->inline_payload)
 		return len == sizeof(*h) + h->length && h->op != WIRE_READ;
@@ -836,16 +836,16 @@ static void take_resp(struct net_link *link, const struct shm_resp *a, uint32_t 
 {
 	struct wire_resp resp;
 	struct shm_resp r;
-	struct soft_qp *qp;
+	struct wire_qp *qp;
 
 	/* Read once: the peer may rewrite it meanwhile. */
 	if (len < sizeof(r))
 		return;
 	memcpy(&r, a, sizeof(r));
-	if (r.status > WIRE_NO_ANSWER || r.data_len > SOFT_MAX_MSG ||
+	if (r.status > WIRE_NO_ANSWER || r.data_len > WIRE_MAX_MSG ||
 	    len != sizeof(r) + (r.placed ? 0 : r.data_len))
 		return;
-	qp = qp_lookup_locked(r.src_qpn);
+	qp = wire_up->qp_lookup(r.src_qpn);
 	if (!qp || qp->remote != link)
 		return;
 	refs_answered(link->shm, r.src_qpn, r.token);
@@ -853,7 +853,7 @@ static void take_resp(struct net_link *link, const struct shm_resp *a, uint32_t 
 	resp.data = wire_seg_local(r.placed ? NULL : a + 1, r.data_len);
 	resp.rnr_timer = (uint8_t)(r.rnr_timer & 31);
 	resp.placed = r.placed != 0;
-	engine_answer_locked(qp, r.token, &resp);
+	wire_up->answer(qp, r.token, &resp);
 }
 
 bool shm_link_sleep_locked(struct net_link *link, bool *lazy)
@@ -890,7 +890,7 @@ static void fired_unused(struct shm_link *s)
 
 	if (s->app_cq)
 		atomic_compare_exchange_strong_explicit(&s->rx->arm, &want,
-							cq_armed(s->app_cq) ? ARM_ARMED : ARM_IDLE,
+							wire_up->cq_armed(s->app_cq) ? ARM_ARMED : ARM_IDLE,
 							memory_order_seq_cst, memory_order_seq_cst);
 }
 
@@ -905,7 +905,7 @@ static struct shm_ref *ref_offered(struct shm_link *s, const struct coop_offer *
 {
 	unsigned int i;
 
-	for (i = 0; i < SOFT_NET_WINDOW; i++) {
+	for (i = 0; i < WIRE_WINDOW; i++) {
 		struct shm_ref *ref = &s->refs[i];
 
 		if (ref->used && ref->op && ref->op == o->op && ref->token == o->token &&
@@ -1113,7 +1113,7 @@ static void ref_detach(struct shm_ref *ref, const struct soft_mr *mr)
 			sp[i].addr = ref->span[i].addr;
 			ref->bounce[i] = copy;
 		}
-		mem_unpin_locked(ref->mr[i], NULL);
+		wire_up->mem_unpin(ref->mr[i], NULL);
 		ref->mr[i] = NULL;
 	}
 	if (want == REF_UNREAD)
@@ -1133,7 +1133,7 @@ static void shm_mem_detach(struct soft_mr *mr, struct soft_mw *mw)
 	soft_list_for_each_safe(pos, tmp, &shm.links) {
 		struct shm_link *s = soft_list_entry(pos, struct shm_link, node);
 
-		for (i = 0; i < SOFT_NET_WINDOW; i++) {
+		for (i = 0; i < WIRE_WINDOW; i++) {
 			struct shm_ref *ref = &s->refs[i];
 
 			if (!ref->used)
@@ -1153,22 +1153,21 @@ struct shm_bell_msg {
 	uint32_t pad;
 };
 
-void shm_link_bind_qp_locked(struct net_link *link, struct soft_qp *qp)
+void shm_link_bind_qp_locked(struct net_link *link, struct wire_qp *qp)
 {
 	struct shm_link *s = link->shm;
-	struct soft_comp_channel *ch;
 	struct shm_bell_msg *m;
 	struct net_buf *buf;
+	int channel_fd;
 
-	if (!s || s->app_qp == qp || !qp->rcq || !qp->rcq->cq.channel)
+	if (!s || s->app_qp == qp || !qp->rcq || (channel_fd = wire_up->cq_channel_fd(qp->rcq)) < 0)
 		return;
 	if (s->app_cq)
 		shm_link_unbind_qp_locked(link, s->app_qp);
-	ch = container_of(qp->rcq->cq.channel, struct soft_comp_channel, ch);
 	buf = net_buf_new_locked(NET_MSG_SHM_BELL, sizeof(*m));
 	if (!buf)
 		return;
-	buf->fds[0] = dup(ch->q.fd);
+	buf->fds[0] = dup(channel_fd);
 	if (buf->fds[0] < 0) {
 		net_buf_free_locked(buf);
 		return;
@@ -1180,12 +1179,12 @@ void shm_link_bind_qp_locked(struct net_link *link, struct soft_qp *qp)
 	s->app_qp = qp;
 	s->app_cq = qp->rcq;
 	qp->rcq->shm_links++;
-	if (cq_armed(qp->rcq))
+	if (wire_up->cq_armed(qp->rcq))
 		atomic_store_explicit(&s->rx->arm, ARM_ARMED, memory_order_seq_cst);
 	net_send_locked(link, buf);
 }
 
-void shm_link_unbind_qp_locked(struct net_link *link, struct soft_qp *qp)
+void shm_link_unbind_qp_locked(struct net_link *link, struct wire_qp *qp)
 {
 	struct shm_link *s = link->shm;
 
@@ -1218,7 +1217,7 @@ void shm_link_app_bell_locked(struct net_link *link, const void *body, uint32_t 
 	s->app_covers_send = m->covers_send != 0;
 }
 
-static bool shm_cq_armed_locked(struct soft_cq *cq)
+static bool shm_cq_armed_locked(struct wire_cq *cq)
 {
 	struct soft_list *pos, *tmp;
 
@@ -1236,7 +1235,7 @@ static bool shm_cq_armed_locked(struct soft_cq *cq)
 	return true;
 }
 
-static bool shm_cq_raised_locked(struct soft_cq *cq)
+static bool shm_cq_raised_locked(struct wire_cq *cq)
 {
 	struct soft_list *pos, *tmp;
 	bool presignaled = false;
@@ -1267,9 +1266,9 @@ static bool shm_cq_raised_locked(struct soft_cq *cq)
  * Records that came before the arm wake nobody now: they run here, so that
  * what they complete raises the event the caller will wait for.
  */
-static void shm_arm(struct soft_cq *cq)
+static void shm_arm(struct wire_cq *cq)
 {
-	if (cq_armed(cq) && shm_cq_armed_locked(cq))
+	if (wire_up->cq_armed(cq) && shm_cq_armed_locked(cq))
 		shm_drain_all_locked();
 	shm_poller_sleeps_locked();
 }

@@ -43,8 +43,8 @@ void shm_link_app_bell_locked(struct net_link *link, const void *body, uint32_t 
  * has one, is offered to the peer, whose records then wake the thread that
  * sleeps on it directly, while the CQ is armed, instead of the net thread.
  */
-void shm_link_bind_qp_locked(struct net_link *link, struct soft_qp *qp);
-void shm_link_unbind_qp_locked(struct net_link *link, struct soft_qp *qp);
+void shm_link_bind_qp_locked(struct net_link *link, struct wire_qp *qp);
+void shm_link_unbind_qp_locked(struct net_link *link, struct wire_qp *qp);
 
 /* Can this side send on the peer's ring? */
 bool shm_link_ready(const struct net_link *link);

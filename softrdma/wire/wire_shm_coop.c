@@ -35,7 +35,7 @@
 #include <sys/uio.h>
 
 #include "net.h"
-#include "soft.h"
+#include "softrdma.h"
 #include "wire_shm_coop.h"
 
 /*

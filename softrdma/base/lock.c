@@ -3,14 +3,42 @@
  * The fabric lock (fab.lock), the gate that keeps the fast paths out while
  * it is held (soft.h), and the wake-ups owed at unlock: eventfd writes that
  * a lock holder queues (signal_add_locked()) and its unlock performs, so
- * that no system call runs under the lock.
+ * that no system call runs under the lock. Its state is its own: the rest
+ * of the fabric reaches it through these functions.
  */
 #include <sched.h>
 #include <unistd.h>
 
-#include "soft.h"
+#include "base.h"
+#include "softrdma.h"
+
+static struct {
+	pthread_mutex_t lock;
+	/* The gate between the lock and the send fast path (soft.h). */
+	bool gate_closed;		/* atomic: a lock holder is inside */
+	unsigned int fast_inflight;	/* atomic: fast paths inside */
+	pthread_mutex_t signal_lock;	/* signals, and each soft_signal's owed and queued */
+	struct soft_list signals;	/* soft_signals owed a write (fab_unlock) */
+} fab_lk = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.signal_lock = PTHREAD_MUTEX_INITIALIZER,
+	.signals = { &fab_lk.signals, &fab_lk.signals },
+};
 
 static pthread_once_t fab_once = PTHREAD_ONCE_INIT;
+/* The fabric's start (fab_lock_set_start()), run by the first fab_lock(). */
+static void (*fab_start)(void);
+
+void fab_lock_set_start(void (*start)(void))
+{
+	fab_start = start;
+}
+
+static void fab_start_once(void)
+{
+	if (fab_start)
+		fab_start();
+}
 
 /* Does this thread hold fab.lock? (softrdma_lock_held(), for the tests of its rules) */
 static __thread bool fab_held;
@@ -25,34 +53,34 @@ static __thread bool signal_added;
  */
 static void gate_close(void)
 {
-	__atomic_store_n(&fab.gate_closed, true, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&fab.fast_inflight, __ATOMIC_SEQ_CST))
+	__atomic_store_n(&fab_lk.gate_closed, true, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&fab_lk.fast_inflight, __ATOMIC_SEQ_CST))
 		sched_yield();
 }
 
 static void gate_open(void)
 {
-	__atomic_store_n(&fab.gate_closed, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&fab_lk.gate_closed, false, __ATOMIC_RELEASE);
 }
 
 bool fab_fast_enter(void)
 {
-	__atomic_add_fetch(&fab.fast_inflight, 1, __ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&fab.gate_closed, __ATOMIC_SEQ_CST))
+	__atomic_add_fetch(&fab_lk.fast_inflight, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&fab_lk.gate_closed, __ATOMIC_SEQ_CST))
 		return true;
-	__atomic_sub_fetch(&fab.fast_inflight, 1, __ATOMIC_SEQ_CST);
+	__atomic_sub_fetch(&fab_lk.fast_inflight, 1, __ATOMIC_SEQ_CST);
 	return false;
 }
 
 void fab_fast_exit(void)
 {
-	__atomic_sub_fetch(&fab.fast_inflight, 1, __ATOMIC_SEQ_CST);
+	__atomic_sub_fetch(&fab_lk.fast_inflight, 1, __ATOMIC_SEQ_CST);
 }
 
 void fab_lock(void)
 {
-	pthread_once(&fab_once, fab_init);
-	pthread_mutex_lock(&fab.lock);
+	pthread_once(&fab_once, fab_start_once);
+	pthread_mutex_lock(&fab_lk.lock);
 	gate_close();
 	fab_held = true;
 }
@@ -71,8 +99,8 @@ static unsigned int take_signals(struct signal_write *out)
 	unsigned int n = 0;
 	struct soft_list *node;
 
-	pthread_mutex_lock(&fab.signal_lock);
-	while (n < SIGNAL_BATCH && (node = soft_list_pop(&fab.signals))) {
+	pthread_mutex_lock(&fab_lk.signal_lock);
+	while (n < SIGNAL_BATCH && (node = soft_list_pop(&fab_lk.signals))) {
 		struct soft_signal *s = soft_list_entry(node, struct soft_signal, link);
 
 		s->queued = false;
@@ -83,7 +111,7 @@ static unsigned int take_signals(struct signal_write *out)
 		__atomic_add_fetch(&s->writers, 1, __ATOMIC_RELAXED);
 		n++;
 	}
-	pthread_mutex_unlock(&fab.signal_lock);
+	pthread_mutex_unlock(&fab_lk.signal_lock);
 	return n;
 }
 
@@ -91,9 +119,9 @@ static bool signals_owed(void)
 {
 	bool owed;
 
-	pthread_mutex_lock(&fab.signal_lock);
-	owed = !soft_list_empty(&fab.signals);
-	pthread_mutex_unlock(&fab.signal_lock);
+	pthread_mutex_lock(&fab_lk.signal_lock);
+	owed = !soft_list_empty(&fab_lk.signals);
+	pthread_mutex_unlock(&fab_lk.signal_lock);
 	return owed;
 }
 
@@ -119,7 +147,7 @@ void fab_unlock(void)
 		n = take_signals(batch);
 		fab_held = false;
 		gate_open();
-		pthread_mutex_unlock(&fab.lock);
+		pthread_mutex_unlock(&fab_lk.lock);
 		write_signals(batch, n);
 		if (n < SIGNAL_BATCH)
 			return;
@@ -153,8 +181,8 @@ int fab_wait_locked(pthread_cond_t *cv, const struct timespec *deadline)
 	fab_held = false;
 	/* Asleep, it touches nothing: fast paths may run. */
 	gate_open();
-	ret = deadline ? pthread_cond_timedwait(cv, &fab.lock, deadline)
-		       : pthread_cond_wait(cv, &fab.lock);
+	ret = deadline ? pthread_cond_timedwait(cv, &fab_lk.lock, deadline)
+		       : pthread_cond_wait(cv, &fab_lk.lock);
 	gate_close();
 	fab_held = true;
 	return ret;
@@ -176,23 +204,23 @@ void signal_init(struct soft_signal *s, int fd)
 void signal_add_locked(struct soft_signal *s, uint64_t n)
 {
 	signal_added = true;
-	pthread_mutex_lock(&fab.signal_lock);
+	pthread_mutex_lock(&fab_lk.signal_lock);
 	s->owed += n;
 	if (!s->queued) {
 		s->queued = true;
-		soft_list_add_tail(&s->link, &fab.signals);
+		soft_list_add_tail(&s->link, &fab_lk.signals);
 	}
-	pthread_mutex_unlock(&fab.signal_lock);
+	pthread_mutex_unlock(&fab_lk.signal_lock);
 }
 
 void signal_cancel_locked(struct soft_signal *s)
 {
-	pthread_mutex_lock(&fab.signal_lock);
+	pthread_mutex_lock(&fab_lk.signal_lock);
 	if (s->queued)
 		soft_list_del(&s->link);
 	s->queued = false;
 	s->owed = 0;
-	pthread_mutex_unlock(&fab.signal_lock);
+	pthread_mutex_unlock(&fab_lk.signal_lock);
 }
 
 void signal_fini(struct soft_signal *s)
@@ -211,12 +239,12 @@ void fab_lock_fork_prepare(void)
 {
 	fab_lock();
 	/* A fast path that left the gate may still be writing its signals. */
-	pthread_mutex_lock(&fab.signal_lock);
+	pthread_mutex_lock(&fab_lk.signal_lock);
 }
 
 void fab_lock_fork_parent(void)
 {
-	pthread_mutex_unlock(&fab.signal_lock);
+	pthread_mutex_unlock(&fab_lk.signal_lock);
 	fab_unlock();
 }
 
@@ -230,16 +258,16 @@ void fab_lock_fork_child(void)
 {
 	struct soft_list *node;
 
-	while ((node = soft_list_pop(&fab.signals))) {
+	while ((node = soft_list_pop(&fab_lk.signals))) {
 		struct soft_signal *sig = soft_list_entry(node, struct soft_signal, link);
 
 		sig->queued = false;
 		sig->owed = 0;
 		sig->writers = 0;
 	}
-	pthread_mutex_unlock(&fab.signal_lock);
+	pthread_mutex_unlock(&fab_lk.signal_lock);
 	fab_held = false;
-	__atomic_store_n(&fab.fast_inflight, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&fab_lk.fast_inflight, 0, __ATOMIC_RELAXED);
 	gate_open();
-	pthread_mutex_unlock(&fab.lock);
+	pthread_mutex_unlock(&fab_lk.lock);
 }
