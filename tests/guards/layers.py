@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The layers of lib/ hold: each layer's sources compile with its own
-include path (compile_commands.json), and with that path an #include of a
-header of the layers below it compiles while one of a layer above or beside
-it is an error (the header is not found). Every pair of layers is tried both ways, so
-a layer whose path reached too far, or not far enough, fails here.
+"""The layers of lib/, and those of softrdma/ when it is built, hold: each
+layer's sources compile with its own include path (compile_commands.json),
+and with that path an #include of a header of the layers below it compiles
+while one of a layer above or beside it is an error (the header is not
+found). Every pair of layers is tried both ways, so a layer whose path
+reached too far, or not far enough, fails here.
 
 Usage: layers.py BUILD_DIR SOURCE_ROOT
 """
@@ -27,14 +28,29 @@ BELOW = {
     'tirpc': ['base', 'proto', 'core', 'xprtrdma', 'svcrdma', 'compat'],
 }
 
+# softrdma's folders (softrdma/meson.build, each folder's layer_uses).
+SOFTRDMA_BELOW = {
+    'base': [],
+    'wire': ['base'],
+    'capture': ['base', 'wire'],
+    'verbs': ['base', 'wire', 'capture'],
+    'cm': ['base', 'wire', 'capture', 'verbs'],
+}
 
-def layer_command(commands, layer):
-    """The compile command of one source of @layer's static library, as words."""
-    target = 'librpcrdma-%s.a.p' % layer
+# (folder, static library prefix, layers, required)
+TREES = [
+    ('lib', 'librpcrdma', BELOW, True),
+    ('softrdma', 'libsoftrdma', SOFTRDMA_BELOW, False),
+]
+
+
+def layer_command(commands, prefix, layer):
+    """The compile command of one source of @layer's static library, as words, or None."""
+    target = '%s-%s.a.p' % (prefix, layer)
     for entry in commands:
         if target in entry['output'].split('/'):
             return entry['directory'], shlex.split(entry['command'])
-    sys.exit('layers: no compile command for lib/%s in compile_commands.json' % layer)
+    return None
 
 
 def probe(directory, words, header, tmp):
@@ -65,35 +81,57 @@ def missing(err, header):
     return header in err and ('No such file' in err or 'file not found' in err)
 
 
-def main():
-    build, root = sys.argv[1], sys.argv[2]
-    lib = os.path.join(os.path.realpath(root), 'lib')
-    with open(os.path.join(build, 'compile_commands.json')) as f:
-        commands = json.load(f)
+def check_tree(commands, root, folder, prefix, below_of, tmp):
+    """Try every pair of @folder's layers; returns (tried, wrong), or None if it is not built."""
+    top = os.path.join(os.path.realpath(root), folder)
+    cmds = {layer: layer_command(commands, prefix, layer) for layer in below_of}
+    if not any(cmds.values()):
+        return None
     headers = {}
-    for layer in BELOW:
-        hs = sorted(h for h in os.listdir(os.path.join(lib, layer)) if h.endswith('.h'))
+    for layer in below_of:
+        if not cmds[layer]:
+            sys.exit('layers: no compile command for %s/%s in compile_commands.json'
+                     % (folder, layer))
+        hs = sorted(h for h in os.listdir(os.path.join(top, layer)) if h.endswith('.h'))
         if not hs:
-            sys.exit('layers: lib/%s has no header to include' % layer)
+            sys.exit('layers: %s/%s has no header to include' % (folder, layer))
         headers[layer] = hs
     bad = 0
     tried = 0
+    for layer, below in below_of.items():
+        directory, words = cmds[layer]
+        for other, hs in headers.items():
+            allowed = other == layer or other in below
+            for h in hs:
+                rc, err = probe(directory, words, h, tmp)
+                tried += 1
+                if allowed and rc != 0:
+                    print('%s/%s cannot include %s/%s:\n%s' % (folder, layer, other, h, err))
+                    bad += 1
+                elif not allowed and (rc == 0 or not missing(err, h)):
+                    print('%s/%s can include %s/%s (%s)' % (folder, layer, other, h,
+                          'compiled' if rc == 0 else err.strip()))
+                    bad += 1
+    return tried, bad
+
+
+def main():
+    build, root = sys.argv[1], sys.argv[2]
+    with open(os.path.join(build, 'compile_commands.json')) as f:
+        commands = json.load(f)
+    bad = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for layer, below in BELOW.items():
-            directory, words = layer_command(commands, layer)
-            for other, hs in headers.items():
-                allowed = other == layer or other in below
-                for h in hs:
-                    rc, err = probe(directory, words, h, tmp)
-                    tried += 1
-                    if allowed and rc != 0:
-                        print('lib/%s cannot include %s/%s:\n%s' % (layer, other, h, err))
-                        bad += 1
-                    elif not allowed and (rc == 0 or not missing(err, h)):
-                        print('lib/%s can include %s/%s (%s)' % (layer, other, h,
-                              'compiled' if rc == 0 else err.strip()))
-                        bad += 1
-    print('%d includes tried, %d wrong' % (tried, bad))
+        for folder, prefix, below_of, required in TREES:
+            result = check_tree(commands, root, folder, prefix, below_of, tmp)
+            if result is None:
+                if required:
+                    sys.exit('layers: no compile command for %s/ in compile_commands.json'
+                             % folder)
+                print('%s/: not built' % folder)
+                continue
+            tried, wrong = result
+            print('%s/: %d includes tried, %d wrong' % (folder, tried, wrong))
+            bad += wrong
     return 1 if bad else 0
 
 
