@@ -14,17 +14,7 @@
 #include "wire_net.h"
 
 struct net_wire_req {
-	uint64_t token;
-	uint64_t raddr;
-	uint32_t op;
-	uint32_t src_qpn;
-	uint32_t dst_qpn;
-	uint32_t solicited;
-	uint32_t imm;
-	uint32_t inv_rkey;
-	uint32_t rkey;
-	uint32_t length;
-	uint32_t psn;
+	struct wire_req_head head;
 	uint32_t carries_payload;
 	/* then the payload: length bytes, unless a READ */
 };
@@ -37,6 +27,37 @@ struct net_wire_resp {
 	uint32_t rnr_timer;	/* RNR NAK: the responder's min_rnr_timer */
 	/* then the READ data: data_len bytes */
 };
+
+void wire_req_head_write(struct wire_req_head *h, const struct wire_req *req)
+{
+	h->token = req->token;
+	h->raddr = req->raddr;
+	h->op = req->op;
+	h->src_qpn = req->src_qpn;
+	h->dst_qpn = req->dst_qpn;
+	h->solicited = req->solicited;
+	h->imm = req->imm;
+	h->inv_rkey = req->inv_rkey;
+	h->rkey = req->rkey;
+	h->length = req->length;
+	h->psn = req->psn;
+}
+
+void wire_req_head_read(struct wire_req *req, const struct wire_req_head *h)
+{
+	memset(req, 0, sizeof(*req));
+	req->op = h->op;
+	req->src_qpn = h->src_qpn;
+	req->dst_qpn = h->dst_qpn;
+	req->solicited = h->solicited != 0;
+	req->imm = h->imm;
+	req->inv_rkey = h->inv_rkey;
+	req->rkey = h->rkey;
+	req->raddr = h->raddr;
+	req->length = h->length;
+	req->token = h->token;
+	req->psn = h->psn;
+}
 
 struct net_link *wire_route_locked(struct wire_qp *qp)
 {
@@ -64,17 +85,7 @@ void wire_net_send_locked(struct wire_qp *qp, struct net_link *link, const struc
 	}
 	m = net_body(buf);
 	memset(m, 0, sizeof(*m));
-	m->token = req->token;
-	m->raddr = req->raddr;
-	m->op = req->op;
-	m->src_qpn = req->src_qpn;
-	m->dst_qpn = req->dst_qpn;
-	m->solicited = req->solicited;
-	m->imm = req->imm;
-	m->inv_rkey = req->inv_rkey;
-	m->rkey = req->rkey;
-	m->length = req->length;
-	m->psn = req->psn;
+	wire_req_head_write(&m->head, req);
 	m->carries_payload = payload;
 	if (payload && !net_buf_add_locked(buf, req->segs, req->nsegs, req->length)) {
 		net_buf_free_locked(buf);
@@ -88,7 +99,7 @@ void wire_net_send_locked(struct wire_qp *qp, struct net_link *link, const struc
 static void send_answer_locked(struct net_link *link, const struct net_wire_req *m,
 			       const struct wire_resp *resp)
 {
-	uint32_t data_len = resp->status == WIRE_ACK && m->op == WIRE_READ ? resp->data.len : 0;
+	uint32_t data_len = resp->status == WIRE_ACK && m->head.op == WIRE_READ ? resp->data.len : 0;
 	struct net_wire_resp *a;
 	struct net_buf *buf;
 
@@ -103,8 +114,8 @@ static void send_answer_locked(struct net_link *link, const struct net_wire_req 
 		return;
 	a = net_body(buf);
 	memset(a, 0, sizeof(*a));
-	a->token = m->token;
-	a->src_qpn = m->src_qpn;
+	a->token = m->head.token;
+	a->src_qpn = m->head.src_qpn;
 	a->status = resp->status;
 	a->data_len = data_len;
 	a->rnr_timer = resp->rnr_timer;
@@ -121,23 +132,12 @@ void wire_net_serve_locked(struct net_link *link, const void *body, uint32_t len
 	struct wire_resp resp = { .status = WIRE_NO_ANSWER };
 	struct wire_req req;
 
-	if (len < sizeof(*m) || m->op > WIRE_READ ||
-	    len != sizeof(*m) + (m->carries_payload ? m->length : 0))
+	if (len < sizeof(*m) || m->head.op > WIRE_READ ||
+	    len != sizeof(*m) + (m->carries_payload ? m->head.length : 0))
 		return;
-	memset(&req, 0, sizeof(req));
-	req.op = m->op;
-	req.src_qpn = m->src_qpn;
-	req.dst_qpn = m->dst_qpn;
-	req.solicited = m->solicited != 0;
-	req.imm = m->imm;
-	req.inv_rkey = m->inv_rkey;
-	req.rkey = m->rkey;
-	req.raddr = m->raddr;
-	req.length = m->length;
-	req.token = m->token;
-	req.psn = m->psn;
-	if (m->carries_payload && m->length) {
-		req.segs[0] = wire_seg_local(m + 1, m->length);
+	wire_req_head_read(&req, &m->head);
+	if (m->carries_payload && m->head.length) {
+		req.segs[0] = wire_seg_local(m + 1, m->head.length);
 		req.nsegs = 1;
 	}
 	if (wire_net_respond_locked(link, &req, &resp))

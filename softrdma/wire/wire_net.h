@@ -16,6 +16,30 @@
 
 struct net_link;
 
+/*
+ * A request's fields as a record carries them to another process, at the
+ * head of the socket's message (wire_net.c) and of the shared-memory ring's
+ * record (wire_shm.c). The reader validates op and length before use.
+ */
+struct wire_req_head {
+	uint64_t token;
+	uint64_t raddr;
+	uint32_t op;
+	uint32_t src_qpn;
+	uint32_t dst_qpn;
+	uint32_t solicited;
+	uint32_t imm;
+	uint32_t inv_rkey;
+	uint32_t rkey;
+	uint32_t length;
+	uint32_t psn;
+};
+
+/* Fill @h from @req (the caller zeroed the record). */
+void wire_req_head_write(struct wire_req_head *h, const struct wire_req *req);
+/* A request with @h's fields and nothing else: no payload, no segments. */
+void wire_req_head_read(struct wire_req *req, const struct wire_req_head *h);
+
 /* The link qp's requests travel on, or NULL for a responder in this process. */
 struct net_link *wire_route_locked(struct wire_qp *qp);
 /* Send req over link: resp is WIRE_PENDING, or WIRE_NO_ANSWER if the link is dead. */

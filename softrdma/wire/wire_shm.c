@@ -85,17 +85,7 @@ struct shm_rec {
 };
 
 struct shm_req {
-	uint64_t token;
-	uint64_t raddr;
-	uint32_t op;
-	uint32_t src_qpn;
-	uint32_t dst_qpn;
-	uint32_t solicited;
-	uint32_t imm;
-	uint32_t inv_rkey;
-	uint32_t rkey;
-	uint32_t length;
-	uint32_t psn;
+	struct wire_req_head head;
 	uint32_t rd_depth;
 	uint32_t inline_payload;	/* the payload follows; else nspans spans do */
 	uint32_t nspans;		/* SEND/WRITE: the payload; READ: the sink */
@@ -562,17 +552,7 @@ static void shm_transmit(struct wire_qp *qp, const struct wire_req *req, struct 
 	if (!m)
 		return;
 	memset(m, 0, sizeof(*m));
-	m->token = req->token;
-	m->raddr = req->raddr;
-	m->op = req->op;
-	m->src_qpn = req->src_qpn;
-	m->dst_qpn = req->dst_qpn;
-	m->solicited = req->solicited;
-	m->imm = req->imm;
-	m->inv_rkey = req->inv_rkey;
-	m->rkey = req->rkey;
-	m->length = req->length;
-	m->psn = req->psn;
+	wire_req_head_write(&m->head, req);
 	m->rd_depth = req->rd_depth;
 	m->inline_payload = inl;
 	if (inl) {
@@ -641,7 +621,7 @@ static void coop_job_of(const struct shm_serving *sv, struct coop_job *job)
 	job->link = sv->link;
 	job->peer_pid = s->peer_pid;
 	job->rec = (uint64_t)((const uint8_t *)sv->m - s->rx->data);
-	job->token = sv->h.token;
+	job->token = sv->h.head.token;
 	job->peer_polls = peer_polls(s);
 	job->share = &s->coop_share;
 }
@@ -706,7 +686,7 @@ void shm_place_locked(const struct wire_req *req, void *dst)
 static void send_answer_locked(const struct shm_serving *sv, const struct wire_resp *resp)
 {
 	struct shm_link *s = sv->link->shm;
-	uint32_t data_len = resp->status == WIRE_ACK && sv->h.op == WIRE_READ ? resp->data.len : 0;
+	uint32_t data_len = resp->status == WIRE_ACK && sv->h.head.op == WIRE_READ ? resp->data.len : 0;
 	uint32_t status = resp->status;
 	bool placed = data_len > SHM_INLINE_MAX;
 	struct shm_resp *a;
@@ -726,8 +706,8 @@ static void send_answer_locked(const struct shm_serving *sv, const struct wire_r
 	if (!a)
 		return;		/* the requester hears nothing and retries */
 	memset(a, 0, sizeof(*a));
-	a->token = sv->h.token;
-	a->src_qpn = sv->h.src_qpn;
+	a->token = sv->h.head.token;
+	a->src_qpn = sv->h.head.src_qpn;
 	a->status = status;
 	a->data_len = data_len;
 	a->rnr_timer = resp->rnr_timer;
@@ -773,14 +753,14 @@ static bool serving_read(struct shm_serving *sv, const struct shm_req *m, uint32
 	if (len < sizeof(*h))
 		return false;
 	memcpy(&sv->h, m, sizeof(sv->h));
-	if (h->op > WIRE_READ || h->length > WIRE_MAX_MSG)
+	if (h->head.op > WIRE_READ || h->head.length > WIRE_MAX_MSG)
 		return false;
 	if (h->inline_payload)
-		return len == sizeof(*h) + h->length && h->op != WIRE_READ;
+		return len == sizeof(*h) + h->head.length && h->head.op != WIRE_READ;
 	if (h->nspans > WIRE_MAX_SEGS || len != sizeof(*h) + h->nspans * sizeof(struct shm_span))
 		return false;
 	/* A Send's or Write's spans only once the writer let us have them (ref_detach()). */
-	if (h->op != WIRE_READ && !ref_take((struct shm_req *)m))
+	if (h->head.op != WIRE_READ && !ref_take((struct shm_req *)m))
 		return false;
 	memcpy(sv->spans, m + 1, h->nspans * sizeof(struct shm_span));
 	return true;
@@ -798,23 +778,12 @@ static void serve_req(struct net_link *link, const struct shm_req *m, uint32_t l
 
 	if (!serving_read(&sv, m, len))
 		return;
-	memset(&req, 0, sizeof(req));
-	req.op = h->op;
-	req.src_qpn = h->src_qpn;
-	req.dst_qpn = h->dst_qpn;
-	req.solicited = h->solicited != 0;
-	req.imm = h->imm;
-	req.inv_rkey = h->inv_rkey;
-	req.rkey = h->rkey;
-	req.raddr = h->raddr;
-	req.length = h->length;
-	req.token = h->token;
-	req.psn = h->psn;
+	wire_req_head_read(&req, &h->head);
 	req.rd_depth = h->rd_depth;
-	if (h->inline_payload && h->length) {
-		req.segs[0] = wire_seg_local(m + 1, h->length);
+	if (h->inline_payload && h->head.length) {
+		req.segs[0] = wire_seg_local(m + 1, h->head.length);
 		req.nsegs = 1;
-	} else if (!h->inline_payload && h->op != WIRE_READ) {
+	} else if (!h->inline_payload && h->head.op != WIRE_READ) {
 		for (i = 0; i < h->nspans; i++) {
 			req.segs[i] = (struct wire_seg){ .owner = WIRE_OWNER_REMOTE,
 				.addr = sv.spans[i].addr, .len = sv.spans[i].len,
@@ -822,7 +791,7 @@ static void serve_req(struct net_link *link, const struct shm_req *m, uint32_t l
 			total += sv.spans[i].len;
 		}
 		req.nsegs = h->nspans;
-		if (total != h->length)
+		if (total != h->head.length)
 			return;
 		/* A WRITE's requester that kept its spans may copy part (shm_place_locked()). */
 		if (h->coop)
