@@ -3,8 +3,9 @@
  * The fabric lock (fab.lock), the gate that keeps the fast paths out while
  * it is held (soft.h), and the wake-ups owed at unlock: eventfd writes that
  * a lock holder queues (signal_add_locked()) and its unlock performs, so
- * that no system call runs under the lock. Its state is its own: the rest
- * of the fabric reaches it through these functions.
+ * that no system call runs under the lock. Its state is its own (fab_lk:
+ * the comments of every layer still call the lock fab.lock); the rest of the
+ * fabric reaches it through these functions.
  */
 #include <sched.h>
 #include <unistd.h>

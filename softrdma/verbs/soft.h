@@ -220,7 +220,6 @@ struct soft_fabric {
 
 extern struct soft_fabric fab;
 
-
 /* ---- sched.c --------------------------------------------------------------- */
 
 /* A context or CM channel was created/destroyed: start/stop the progress thread. */

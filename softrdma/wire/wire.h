@@ -155,7 +155,7 @@ struct net_link;
  * Lock held.
  */
 struct wire_cq {
-	unsigned int shm_links;		/* links whose peer may wake its channel (wire_shm.c) */
+	unsigned int shm_links;		/* links whose peer may wake its channel */
 };
 
 /*
@@ -170,7 +170,7 @@ struct wire_qp {
 	struct net_link *remote;	/* link to a responder in another process (a reference) */
 	struct wire_cq *scq;
 	struct wire_cq *rcq;
-	bool cm_made;			/* rdma_cm made it: its id, not the wire, finds its link */
+	bool cm_made;			/* rdma_cm made it: its id finds its link */
 	bool rnr_gate;			/* responder: RNR NAK sent for rnr_gate_psn ... */
 	uint32_t rnr_gate_psn;		/* ... drop what follows until it comes again */
 };

@@ -686,7 +686,8 @@ void shm_place_locked(const struct wire_req *req, void *dst)
 static void send_answer_locked(const struct shm_serving *sv, const struct wire_resp *resp)
 {
 	struct shm_link *s = sv->link->shm;
-	uint32_t data_len = resp->status == WIRE_ACK && sv->h.head.op == WIRE_READ ? resp->data.len : 0;
+	bool is_read = sv->h.head.op == WIRE_READ;
+	uint32_t data_len = resp->status == WIRE_ACK && is_read ? resp->data.len : 0;
 	uint32_t status = resp->status;
 	bool placed = data_len > SHM_INLINE_MAX;
 	struct shm_resp *a;
@@ -857,10 +858,12 @@ static void fired_unused(struct shm_link *s)
 {
 	uint32_t want = ARM_FIRED;
 
-	if (s->app_cq)
-		atomic_compare_exchange_strong_explicit(&s->rx->arm, &want,
-							wire_up->cq_armed(s->app_cq) ? ARM_ARMED : ARM_IDLE,
+	if (s->app_cq) {
+		uint32_t next = wire_up->cq_armed(s->app_cq) ? ARM_ARMED : ARM_IDLE;
+
+		atomic_compare_exchange_strong_explicit(&s->rx->arm, &want, next,
 							memory_order_seq_cst, memory_order_seq_cst);
+	}
 }
 
 void shm_link_awake_locked(struct net_link *link)
