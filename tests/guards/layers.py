@@ -7,6 +7,11 @@ while one of a layer above or beside it is an error (the header is not
 found). Every pair of layers is tried both ways, so a layer whose path
 reached too far, or not far enough, fails here.
 
+Then the same order at link time: of the symbols a layer's static library
+leaves undefined (nm -u), every one that another layer of the tree defines
+must be defined by a layer below it, so no layer calls up through a
+declaration of its own either.
+
 Usage: layers.py BUILD_DIR SOURCE_ROOT
 """
 import json
@@ -115,6 +120,43 @@ def check_tree(commands, root, folder, prefix, below_of, tmp):
     return tried, bad
 
 
+def nm_symbols(archive, undefined):
+    """The global symbols @archive leaves undefined, or those it defines."""
+    run = subprocess.run(['nm', '-u' if undefined else '--defined-only', archive],
+                         capture_output=True, text=True, timeout=120)
+    if run.returncode != 0:
+        sys.exit('layers: nm %s: %s' % (archive, run.stderr.strip()))
+    names = set()
+    for line in run.stdout.splitlines():
+        w = line.split()
+        if undefined and len(w) == 2 and w[0] == 'U':
+            names.add(w[1])
+        elif not undefined and len(w) == 3 and w[1] in 'TDBRGSVW':
+            names.add(w[2])
+    return names
+
+
+def check_links(build, folder, prefix, below_of):
+    """Every symbol a layer takes from another layer comes from below; returns (arrows, wrong)."""
+    def archive(layer):
+        return os.path.join(build, folder, '%s-%s.a' % (prefix, layer))
+    defined = {layer: nm_symbols(archive(layer), False) for layer in below_of}
+    arrows = 0
+    bad = 0
+    for layer, below in below_of.items():
+        wanted = nm_symbols(archive(layer), True)
+        for other in below_of:
+            taken = wanted & defined[other] if other != layer else set()
+            if not taken:
+                continue
+            arrows += 1
+            if other not in below:
+                print('%s/%s takes %s from %s/' % (folder, layer,
+                      ', '.join(sorted(taken)), other))
+                bad += 1
+    return arrows, bad
+
+
 def main():
     build, root = sys.argv[1], sys.argv[2]
     with open(os.path.join(build, 'compile_commands.json')) as f:
@@ -131,7 +173,10 @@ def main():
                 continue
             tried, wrong = result
             print('%s/: %d includes tried, %d wrong' % (folder, tried, wrong))
-            bad += wrong
+            arrows, up = check_links(build, folder, prefix, below_of)
+            print('%s/: %d layer-to-layer symbol arrows, %d pointing up or beside' %
+                  (folder, arrows, up))
+            bad += wrong + up
     return 1 if bad else 0
 
 
