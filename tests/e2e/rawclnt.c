@@ -31,16 +31,12 @@ void cfix_up_flags(struct cfix *f, bool bounce, uint32_t flags)
 	f->xid = 0x9000;
 	assert_int_equal(rpcrdma_cm_private_encode(pdata, sizeof(pdata), &cfix_peer_pd),
 			 RPCRDMA_CM_PRIVATE_LEN);
-	assert_int_equal(rawpeer_listen(&f->srv), 0);
-	assert_int_equal(rawpeer_accept_start(&f->srv, pdata, sizeof(pdata)), 0);
 	RPCRDMA_INIT(&attr);
-	attr.addr = (const struct sockaddr *)&f->srv.addr;
 	attr.connect_timeout_ms = 5000;
 	attr.call_timeout_ms = 10000;
 	attr.max_segment = CFIX_SEG;
 	attr.flags = flags;
-	assert_int_equal(rpcrdma_clnt_connect(&attr, &f->clnt), 0);
-	assert_int_equal(rawpeer_accept_join(&f->srv), 0);
+	assert_int_equal(rawpeer_serve_client(&f->srv, &attr, pdata, sizeof(pdata), &f->clnt), 0);
 	f->local = aligned_alloc(4096, CFIX_MEM);
 	f->arena = aligned_alloc(4096, CFIX_MEM);
 	assert_non_null(f->local);

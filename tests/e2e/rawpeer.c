@@ -230,6 +230,23 @@ int rawpeer_accept_join(struct rawpeer *rp)
 	return rp->accept_rc;
 }
 
+int rawpeer_serve_client(struct rawpeer *rp, struct rpcrdma_clnt_attr *attr, const void *pdata,
+			 size_t pdata_len, struct rpcrdma_clnt **clnt)
+{
+	int rc, accepted;
+
+	rc = rawpeer_listen(rp);
+	if (rc)
+		return rc;
+	rc = rawpeer_accept_start(rp, pdata, pdata_len);
+	if (rc)
+		return rc;
+	attr->addr = (const struct sockaddr *)&rp->addr;
+	rc = rpcrdma_clnt_connect(attr, clnt);
+	accepted = rawpeer_accept_join(rp);
+	return rc ? rc : accepted;
+}
+
 void rawpeer_close(struct rawpeer *rp)
 {
 	unsigned int i;

@@ -25,6 +25,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <rpcrdma/clnt.h>
 #include <rpcrdma/proto.h>
 
 #define RAWPEER_BUF 8192
@@ -96,6 +97,14 @@ int rawpeer_accept(struct rawpeer *rp, const void *pdata, size_t pdata_len, int 
 /* rawpeer_accept() on a thread of its own (5 s bound); rawpeer_accept_join() returns its result. */
 int rawpeer_accept_start(struct rawpeer *rp, const void *pdata, size_t pdata_len);
 int rawpeer_accept_join(struct rawpeer *rp);
+/*
+ * Listen, and connect a library client to ourselves with @attr (its addr is
+ * set here), answering with @pdata/@pdata_len. Returns 0 with *@clnt
+ * connected and accepted, or -errno (*@clnt, if set, is the caller's to
+ * destroy).
+ */
+int rawpeer_serve_client(struct rawpeer *rp, struct rpcrdma_clnt_attr *attr, const void *pdata,
+			 size_t pdata_len, struct rpcrdma_clnt **clnt);
 
 /* Either role: release everything (the connection, the listener, the test's MRs). */
 void rawpeer_close(struct rawpeer *rp);

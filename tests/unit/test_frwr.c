@@ -48,23 +48,12 @@ static uint32_t nsegs;
 static int connect_client(void)
 {
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
-	int rc;
 
 	memset(&rp, 0, sizeof(rp));
-	rc = rawpeer_listen(&rp);
-	if (rc)
-		return rc;
-	rc = rawpeer_accept_start(&rp, NULL, 0);
-	if (rc)
-		return rc;
-	attr.addr = (const struct sockaddr *)&rp.addr;
 	attr.max_requests = 4;
 	attr.max_segment = SEG;
 	attr.connect_timeout_ms = WAIT_MS;
-	rc = rpcrdma_clnt_connect(&attr, &clnt);
-	if (rawpeer_accept_join(&rp) && !rc)
-		rc = -ECONNREFUSED;
-	return rc;
+	return rawpeer_serve_client(&rp, &attr, NULL, 0, &clnt);
 }
 
 static int setup(void **state)
