@@ -311,23 +311,33 @@ static void test_errors(void **state)
 	clnt_destroy(cl);
 }
 
-/* A procedure that outlasts the caller's timeout; the client stays usable. */
+/*
+ * A procedure that outlasts the caller's timeout; the client stays usable.
+ * The procedure blocks until the test lets it go, after the client gave
+ * up: a client on a loaded machine may not run again before a fixed
+ * sleep ends, and would then find the reply waiting.
+ */
 static void test_timeout(void **state)
 {
 	CLIENT *cl = tt_client(srv_of(state), TT_PROG, TT_VERS, 0, 0);
 	struct timeval short_wait = { .tv_usec = 150 * 1000 }, got;
 	struct rpc_err err;
 	tt_pair pair = { 20, 22 };
-	u_int ms = 600;
+	u_int ms = TT_SLEEP_BLOCKING;
 	int64_t t0, dt;
+	enum clnt_stat st;
 	int sum = 0;
 
 	assert_non_null(cl);
+	atomic_store(&tt_stats.release_blocked, false);
 	t0 = now_ms();
-	assert_int_equal(clnt_call(cl, TT_SLEEP, (xdrproc_t)xdr_u_int, &ms, XDR_VOID,
-				   NULL, short_wait), RPC_TIMEDOUT);
+	st = clnt_call(cl, TT_SLEEP, (xdrproc_t)xdr_u_int, &ms, XDR_VOID, NULL, short_wait);
 	dt = now_ms() - t0;
-	assert_true(dt >= 140 && dt < 550);
+	/* The single-threaded servers serve the next call only once this one returns. */
+	atomic_store(&tt_stats.release_blocked, true);
+	assert_int_equal(st, RPC_TIMEDOUT);
+	/* It gave up on its own: the procedure blocks for 10 s unless let go. */
+	assert_true(dt >= 140 && dt < 5000);
 	clnt_geterr(cl, &err);
 	assert_int_equal(err.re_status, RPC_TIMEDOUT);
 	/* CLSET_TIMEOUT overrides the per-call timeout, as clnt_vc's does. */
@@ -571,20 +581,26 @@ static void test_conns_reaped(void **state)
 	clnt_destroy(asking);
 }
 
-/* A client that gives up on a call and goes away while the server works on it. */
+/*
+ * A client that gives up on a call and goes away while the server works on
+ * it (a procedure that blocks until the client is gone, as test_timeout's).
+ */
 static void test_client_gone_mid_call(void **state)
 {
 	struct tt_server *srv = srv_of(state);
 	struct timeval short_wait = { .tv_usec = 50 * 1000 };
 	CLIENT *cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
-	u_int ms = 300;
+	u_int ms = TT_SLEEP_BLOCKING;
 	tt_pair pair = { 2, 3 };
+	enum clnt_stat st;
 	int sum = 0, i;
 
 	assert_non_null(cl);
-	assert_int_equal(clnt_call(cl, TT_SLEEP, (xdrproc_t)xdr_u_int, &ms, XDR_VOID,
-				   NULL, short_wait), RPC_TIMEDOUT);
+	atomic_store(&tt_stats.release_blocked, false);
+	st = clnt_call(cl, TT_SLEEP, (xdrproc_t)xdr_u_int, &ms, XDR_VOID, NULL, short_wait);
 	clnt_destroy(cl);
+	atomic_store(&tt_stats.release_blocked, true);
+	assert_int_equal(st, RPC_TIMEDOUT);
 	/* The server answers into the void, notices, and goes on serving. */
 	for (i = 0; i < 3; i++) {
 		cl = tt_client(srv, TT_PROG, TT_VERS, 0, 0);
