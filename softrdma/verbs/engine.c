@@ -372,6 +372,7 @@ void engine_req_header(const struct soft_qp *qp, const struct soft_send_wqe *wqe
 	req->raddr = wqe->remote_addr;
 	req->token = wqe->seq;
 	req->psn = wqe->psn;
+	req->npsn = wqe->npsn;
 }
 
 static void read_response_run(struct soft_work *w);
@@ -447,7 +448,8 @@ static void unawait_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 
 /*
  * Go back N: the WQE at @idx is to be sent again, and every one after it
- * that awaited an answer (the responder drops them: rnr_gate) with it.
+ * that awaited an answer with it (the responder drops those ahead of the
+ * PSN it expects and acknowledges those it executed already).
  */
 static void rewind_locked(struct soft_qp *qp, uint32_t idx)
 {
@@ -465,7 +467,6 @@ static void rewind_locked(struct soft_qp *qp, uint32_t idx)
 	engine_activate_locked(qp);
 }
 
-/* The index of the oldest WQE awaiting an answer (net_inflight > 0). */
 /* The index of the oldest WQE awaiting an answer from another process (net_inflight > 0). */
 static uint32_t oldest_awaiting_locked(const struct soft_qp *qp)
 {
@@ -770,7 +771,8 @@ static void wqe_start(struct soft_qp *qp, struct soft_send_wqe *wqe)
 	wqe->retry_left = qp->attr.retry_cnt;
 	wqe->last_try = false;
 	wqe->psn = qp->next_psn;
-	qp->next_psn = (qp->next_psn + wqe_packets(qp, wqe)) & 0xffffff;
+	wqe->npsn = wqe_packets(qp, wqe);
+	qp->next_psn = (qp->next_psn + wqe->npsn) & WIRE_PSN_MASK;
 }
 
 void engine_fast_start(struct soft_qp *qp, struct soft_send_wqe *wqe)

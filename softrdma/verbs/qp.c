@@ -403,7 +403,8 @@ static void qp_reset_locked(struct soft_qp *sqp)
 	sqp->sq_head = sqp->sq_comp = sqp->sq_exec = sqp->sq_tail = 0;
 	rq_clear_locked(&sqp->rq);
 	sqp->comm_est = false;
-	sqp->wire.rnr_gate = false;
+	sqp->wire.epsn = sqp->attr.rq_psn;
+	sqp->wire.duplicates = 0;
 	sqp->max_inflight = 0;
 	sqp->resends = 0;
 	wire_detach_locked(&sqp->wire);
@@ -442,8 +443,10 @@ int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
 		sqp->attr.dest_qp_num = attr->dest_qp_num;
 		sqp->wire.peer = NULL;
 	}
-	if (mask & IBV_QP_RQ_PSN)
-		sqp->attr.rq_psn = attr->rq_psn;
+	if (mask & IBV_QP_RQ_PSN) {
+		sqp->attr.rq_psn = attr->rq_psn & WIRE_PSN_MASK;
+		sqp->wire.epsn = sqp->attr.rq_psn;
+	}
 	if (mask & IBV_QP_SQ_PSN) {
 		sqp->attr.sq_psn = attr->sq_psn & 0xffffff;
 		sqp->next_psn = sqp->attr.sq_psn;

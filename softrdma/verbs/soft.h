@@ -599,7 +599,8 @@ struct soft_send_wqe {
 	unsigned int rnr_left;
 	unsigned int retry_left;
 	bool last_try;			/* no retry left: the ACK timer's expiry is RETRY_EXC */
-	uint32_t psn;			/* of its first packet (the capture), set when started */
+	uint32_t psn;			/* of its first packet, set when started */
+	uint32_t npsn;			/* PSNs it takes (wqe_packets()) */
 	/* Completion, in posting order (engine.c): set when it is done. */
 	bool done;
 	enum ibv_wc_status status;

@@ -30,6 +30,21 @@ struct shm_serving;
 /* Requests a QP may have awaiting answers from another process. */
 #define WIRE_WINDOW	32
 
+/* PSNs are 24 bits: compared within half their range, as IBA's responder does. */
+#define WIRE_PSN_MASK	0xffffffu
+
+enum psn_order { PSN_BEHIND = -1, PSN_EXPECTED = 0, PSN_AHEAD = 1 };
+
+/* Where @psn lies against the expected @epsn, modulo 2^24. */
+static inline enum psn_order psn_order(uint32_t psn, uint32_t epsn)
+{
+	uint32_t d = (psn - epsn) & WIRE_PSN_MASK;
+
+	if (d == 0)
+		return PSN_EXPECTED;
+	return d < (1u << 23) ? PSN_AHEAD : PSN_BEHIND;
+}
+
 enum wire_op {
 	WIRE_SEND,		/* payload to the oldest receive */
 	WIRE_SEND_IMM,		/* as SEND, with imm */
@@ -104,7 +119,8 @@ struct wire_req {
 	uint64_t raddr;
 	uint32_t length;	/* payload bytes (SEND/WRITE) or bytes requested (READ) */
 	uint64_t token;		/* which WQE of the requester (its posting sequence) */
-	uint32_t psn;		/* PSN of its first packet (the capture) */
+	uint32_t psn;		/* PSN of its first packet */
+	uint32_t npsn;		/* PSNs it takes: its packets (a READ: its response's) */
 	uint32_t rd_depth;	/* READ: Reads the requester has in flight, this one included */
 	unsigned int nsegs;
 	struct wire_seg segs[WIRE_MAX_SEGS];
@@ -171,8 +187,13 @@ struct wire_qp {
 	struct wire_cq *scq;
 	struct wire_cq *rcq;
 	bool cm_made;			/* rdma_cm made it: its id finds its link */
-	bool rnr_gate;			/* responder: RNR NAK sent for rnr_gate_psn ... */
-	uint32_t rnr_gate_psn;		/* ... drop what follows until it comes again */
+	/*
+	 * Responder, for requests that come over a link: the PSN it expects
+	 * next (IBA, the responder's ePSN), from rq_psn at RTR. The verbs set it; the wire
+	 * advances it (wire_net_respond_locked()).
+	 */
+	uint32_t epsn;
+	unsigned long duplicates;	/* requests seen again and not executed again */
 };
 
 /*

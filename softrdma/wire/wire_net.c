@@ -41,6 +41,7 @@ void wire_req_head_write(struct wire_req_head *h, const struct wire_req *req)
 	h->rkey = req->rkey;
 	h->length = req->length;
 	h->psn = req->psn;
+	h->npsn = req->npsn;
 }
 
 void wire_req_head_read(struct wire_req *req, const struct wire_req_head *h)
@@ -57,6 +58,7 @@ void wire_req_head_read(struct wire_req *req, const struct wire_req_head *h)
 	req->length = h->length;
 	req->token = h->token;
 	req->psn = h->psn;
+	req->npsn = h->npsn;
 }
 
 struct net_link *wire_route_locked(struct wire_qp *qp)
@@ -151,19 +153,34 @@ bool wire_net_respond_locked(struct net_link *link, struct wire_req *req, struct
 	/* Only the QP of this link's connection answers on it. */
 	if (!qp || wire_route_locked(qp) != link)
 		return true;
-	/*
-	 * Go back N: after an RNR NAK the requester sends that request again
-	 * and all behind it; drop what follows until it comes.
-	 */
-	if (qp->rnr_gate && req->psn != qp->rnr_gate_psn)
+	switch (psn_order(req->psn, qp->epsn)) {
+	case PSN_AHEAD:
+		/*
+		 * One before it went unexecuted (an RNR NAK, or it was lost):
+		 * the requester goes back N to it, and sends this again.
+		 */
 		return false;
-	qp->rnr_gate = false;
+	case PSN_BEHIND:
+		/*
+		 * A duplicate (IBA's responder rules): executed already, so a Send or
+		 * Write is only acknowledged again; a Read is executed again,
+		 * as it changes nothing here.
+		 */
+		qp->duplicates++;
+		if (req->op != WIRE_READ) {
+			resp->status = WIRE_ACK;
+			return true;
+		}
+		break;
+	case PSN_EXPECTED:
+		break;
+	}
 	wire_up->qp_dgid(qp, &req->dgid);
 	wire_up->receive(qp, req, resp);
-	if (resp->status == WIRE_NAK_RNR) {
-		qp->rnr_gate = true;
-		qp->rnr_gate_psn = req->psn;
-	}
+	/* Not executed (an RNR NAK, a silenced or absent responder): expected again. */
+	if (psn_order(req->psn, qp->epsn) == PSN_EXPECTED && resp->status != WIRE_NAK_RNR &&
+	    resp->status != WIRE_NO_ANSWER)
+		qp->epsn = (qp->epsn + req->npsn) & WIRE_PSN_MASK;
 	return true;
 }
 

@@ -33,6 +33,7 @@ struct wire_req_head {
 	uint32_t rkey;
 	uint32_t length;
 	uint32_t psn;
+	uint32_t npsn;
 };
 
 /* Fill @h from @req (the caller zeroed the record). */
@@ -50,8 +51,10 @@ void wire_net_serve_locked(struct net_link *link, const void *body, uint32_t len
 void wire_net_answer_locked(struct net_link *link, const void *body, uint32_t len);
 /*
  * Serve @req, which came over @link (its socket or its ring), on the QP
- * of the link's connection: @resp is the answer to send back. False if it
- * is to be dropped unanswered (go back N after an RNR NAK).
+ * of the link's connection, in PSN order: each request is executed once,
+ * a duplicate is answered again without being executed again (a Read is
+ * read again), and one ahead of the expected PSN is dropped. @resp is the
+ * answer to send back; false if it is to be dropped unanswered.
  */
 bool wire_net_respond_locked(struct net_link *link, struct wire_req *req, struct wire_resp *resp);
 
