@@ -543,6 +543,11 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 		issue_remote_locked(qp, wqe);
 		return;
 	}
+	if (resp.status == WIRE_BUSY) {
+		/* The link had no room: the same try again shortly (the capture shows it twice). */
+		qp->wake_at = soft_now_ns() + SOFT_BUSY_RETRY_NS;
+		return;
+	}
 	answer_now_locked(qp, &resp);
 }
 
@@ -688,6 +693,7 @@ static void answer_now_locked(struct soft_qp *qp, const struct wire_resp *resp)
 		break;
 	case WIRE_NO_ANSWER:
 	case WIRE_PENDING:
+	case WIRE_BUSY:		/* not here: transmit_locked() retries it */
 		/* The link is dead: the oldest request awaiting its answer times out first. */
 		if (qp->net_inflight) {
 			rewind_locked(qp, oldest_awaiting_locked(qp));

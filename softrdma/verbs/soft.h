@@ -68,6 +68,8 @@
 #define SOFT_KEY_CHUNK		256	/* key slots allocated at a time */
 #define SOFT_QP_HASH		1024	/* buckets of the QP-number table */
 #define SOFT_NET_WINDOW		WIRE_WINDOW
+/* A request the link had no room for (WIRE_BUSY) goes again after this long. */
+#define SOFT_BUSY_RETRY_NS	20000u
 #define SOFT_FIRST_QPN		0x11
 #define SOFT_FW_VER		"1.0.0"
 

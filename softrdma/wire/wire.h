@@ -140,6 +140,12 @@ enum wire_status {
 	WIRE_NAK_REM_OP,	/* the responder failed locally (its receive buffers) */
 	WIRE_NO_ANSWER,		/* no responder in RTR/RTS: the requester times out */
 	WIRE_PENDING,		/* sent to another process: the answer comes later */
+	/*
+	 * Not sent: the link has no room for it now (shared memory: every
+	 * slot or the ring taken). Not a loss, so no retry is spent: the
+	 * requester sends it again shortly. Never on the wire.
+	 */
+	WIRE_BUSY,
 };
 
 struct wire_resp {

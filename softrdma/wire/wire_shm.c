@@ -542,15 +542,23 @@ static void shm_transmit(struct wire_qp *qp, const struct wire_req *req, struct 
 	resp->status = WIRE_NO_ANSWER;
 	if (qp->remote->dead)
 		return;
-	/* Nothing to reclaim and every slot taken: as a packet lost, it is sent again. */
-	if (!inl && !is_read && !(ref = ref_slot(s)))
+	/*
+	 * Every slot taken (by requests the peer has not read yet, copies of
+	 * them sent again among them): the requester waits for one.
+	 */
+	if (!inl && !is_read && !(ref = ref_slot(s))) {
+		resp->status = WIRE_BUSY;
 		return;
+	}
 	/* A large Read without a slot goes all the same, without our help. */
 	if (is_read && coop)
 		ref = ref_slot(s);
 	m = rec_begin(s, SHM_REC_REQ, body);
-	if (!m)
+	if (!m) {
+		/* The peer is behind with its ring: no slot was filled, wait for room. */
+		resp->status = WIRE_BUSY;
 		return;
+	}
 	memset(m, 0, sizeof(*m));
 	wire_req_head_write(&m->head, req);
 	m->rd_depth = req->rd_depth;
@@ -798,8 +806,17 @@ static void serve_req(struct net_link *link, const struct shm_req *m, uint32_t l
 		if (h->coop)
 			req.shm = &sv;
 	}
-	if (wire_net_respond_locked(link, &req, &resp))
-		send_answer_locked(&sv, &resp);
+	if (!wire_net_respond_locked(link, &req, &resp))
+		return;
+	/*
+	 * A Send's or Write's spans are done with before the answer is out:
+	 * a requester that hears it may send again at once, and must find
+	 * the slot free. (A Read's spans are where its answer goes.)
+	 */
+	if (!h->inline_payload && h->head.op != WIRE_READ)
+		atomic_store_explicit(&((struct shm_req *)m)->ref_state, REF_DONE,
+				      memory_order_release);
+	send_answer_locked(&sv, &resp);
 }
 
 static void take_resp(struct net_link *link, const struct shm_resp *a, uint32_t len)
@@ -937,7 +954,7 @@ static bool drain_batch(struct net_link *link, bool *left)
 			struct shm_req *m = (struct shm_req *)(rec + 1);
 
 			serve_req(link, m, rlen);
-			/* Its spans are not read again: the writer may let them go. */
+			/* Its spans are not read again (if not said before): the writer may let them go. */
 			if (rlen >= sizeof(*m) && !m->inline_payload)
 				atomic_store_explicit(&m->ref_state, REF_DONE, memory_order_release);
 		} else if (type == SHM_REC_RESP)
