@@ -262,6 +262,8 @@ void cm_qp_destroyed_locked(struct soft_cm_id *sid);
 
 /* cm_conn.c: the handshake */
 bool cm_connected(const struct soft_cm_id *sid);
+/* @sid's first send PSN: fixed from its creation on, as the REQ or REP will say. */
+uint32_t cm_start_psn(const struct soft_cm_id *sid);
 /* Send m to sid's peer, in this process or over its link. */
 void cm_send_locked(struct soft_cm_id *sid, const struct cm_msg *m);
 /* The connection attempt or the connection is over: forget the peer, close the link. */

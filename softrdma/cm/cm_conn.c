@@ -51,7 +51,7 @@ static uint8_t retries(uint8_t n)
  * random: derived from the Communication ID, so that the two directions of
  * a connection (and captures) do not count from the same number.
  */
-static uint32_t start_psn(const struct soft_cm_id *sid)
+uint32_t cm_start_psn(const struct soft_cm_id *sid)
 {
 	return (sid->comm_id * 2654435761u) & 0xffffff;
 }
@@ -131,7 +131,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	sid->mine.flow_control = param ? param->flow_control : 1;
 	sid->mine.srq = id->srq || (param && !id->qp && param->srq);
 	sid->mine.qp_num = id->qp ? id->qp->qp_num : (param ? param->qp_num : 0);
-	sid->mine.start_psn = start_psn(sid);
+	sid->mine.start_psn = cm_start_psn(sid);
 	cm_ece_req_locked(sid, &sid->mine);
 	w = err ? NULL : cm_work_new_locked(CMW_REQ, NULL, sid);
 	if (!w) {
@@ -314,7 +314,7 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	sid->mine.flow_control = param ? param->flow_control : 1;
 	sid->mine.srq = id->srq || (param && !id->qp && param->srq);
 	sid->mine.qp_num = id->qp ? id->qp->qp_num : (param ? param->qp_num : 0);
-	sid->mine.start_psn = start_psn(sid);
+	sid->mine.start_psn = cm_start_psn(sid);
 	cm_ece_rep_locked(sid, &sid->mine);
 	if (err) {
 		fab_unlock();

@@ -56,7 +56,8 @@ static void fill_rtr(const struct soft_cm_id *sid, struct ibv_qp_attr *attr, int
 static void fill_rts(const struct soft_cm_id *sid, struct ibv_qp_attr *attr, int *mask)
 {
 	attr->qp_state = IBV_QPS_RTS;
-	attr->sq_psn = sid->mine.start_psn;
+	/* Known before the REP: a passive side may move its own QP to RTS before it accepts. */
+	attr->sq_psn = cm_start_psn(sid);
 	/* The CM's timeout unless the application set its own (RDMA_OPTION_ID_ACK_TIMEOUT). */
 	attr->timeout = sid->ack_timeout_set ? sid->ack_timeout : 14;
 	attr->retry_cnt = sid->retry_count;
