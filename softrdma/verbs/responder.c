@@ -40,9 +40,14 @@ static void fail_recv(struct soft_qp *qp, struct soft_rq *rq, enum ibv_wc_status
 	qp_to_error_locked(qp);
 }
 
-/* Copy the payload into the receive WQE's buffers; false on a protection error. */
-static bool scatter_payload(struct soft_qp *qp, const struct soft_recv_wqe *rwqe,
-			    const struct wire_req *req)
+enum scatter { SCATTERED, SCATTER_PROT_ERR, SCATTER_LOST };
+
+/*
+ * Copy the payload into the receive WQE's buffers: a protection error, or
+ * a payload that could not be read whole (its requester died: wire_pull()).
+ */
+static enum scatter scatter_payload(struct soft_qp *qp, const struct soft_recv_wqe *rwqe,
+				    const struct wire_req *req)
 {
 	uint8_t *dst[SOFT_MAX_SGE];
 	uint32_t dst_len[SOFT_MAX_SGE];
@@ -59,15 +64,23 @@ static bool scatter_payload(struct soft_qp *qp, const struct soft_recv_wqe *rwqe
 		dst[n] = mem_local_locked(qp->pd, sge->lkey, sge->addr, len,
 					  IBV_ACCESS_LOCAL_WRITE, NULL);
 		if (!dst[n])
-			return false;
+			return SCATTER_PROT_ERR;
 		dst_len[n++] = len;
 		left -= len;
 	}
 	for (i = 0; i < n; i++) {
-		wire_pull_msg(req->segs, req->nsegs, off, dst[i], dst_len[i]);
+		if (!wire_pull_msg(req->segs, req->nsegs, off, dst[i], dst_len[i]))
+			return SCATTER_LOST;
 		off += dst_len[i];
 	}
-	return true;
+	return SCATTERED;
+}
+
+/* The request's payload could not be read: nothing happened, and its link closes. */
+static void source_lost(struct wire_resp *resp)
+{
+	resp->status = WIRE_NO_ANSWER;
+	resp->source_lost = true;
 }
 
 static uint64_t recv_capacity(const struct soft_recv_wqe *rwqe)
@@ -147,9 +160,16 @@ static void receive_message(struct soft_qp *qp, const struct wire_req *req,
 		resp->status = WIRE_NAK_INV_REQ;
 		return;
 	}
-	if (!scatter_payload(qp, rwqe, req)) {
+	switch (scatter_payload(qp, rwqe, req)) {
+	case SCATTERED:
+		break;
+	case SCATTER_PROT_ERR:
 		fail_recv(qp, rq, IBV_WC_LOC_PROT_ERR);
 		resp->status = WIRE_NAK_REM_OP;
+		return;
+	case SCATTER_LOST:
+		/* The receive stays posted: the message never arrived. */
+		source_lost(resp);
 		return;
 	}
 	if (req->op == WIRE_SEND_INV && mem_invalidate_locked(qp, req->inv_rkey)) {
@@ -203,8 +223,10 @@ static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wi
 			return;
 		}
 	}
-	if (req->length)
-		wire_place(req, dst);
+	if (req->length && !wire_place(req, dst)) {
+		source_lost(resp);
+		return;
+	}
 	if (req->op == WIRE_WRITE_IMM) {
 		struct ibv_wc wc;
 
@@ -252,6 +274,7 @@ static void respond(struct soft_qp *qp, const struct wire_req *req, struct wire_
 {
 	resp->data = wire_seg_local(NULL, 0);
 	resp->silenced = false;
+	resp->source_lost = false;
 	resp->rnr_timer = qp->attr.min_rnr_timer;
 	/* RESET, INIT and ERR QPs drop packets: the requester hears nothing. */
 	if (qp->attr.qp_state != IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_RTS) {

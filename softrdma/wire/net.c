@@ -134,14 +134,14 @@ static void link_down_discard(struct soft_work *work)
 	free(d);
 }
 
-/* The link can carry nothing more: tell its owner and its waiting requesters. */
-static void link_dead_locked(struct net_link *link)
+void net_link_dead_locked(struct net_link *link)
 {
 	struct link_down *d;
 
 	if (link->dead)
 		return;
 	link->dead = true;
+	net_kick_locked();	/* the net thread closes it (reap_locked()) */
 	/* A writer is in send() on its head, unlocked: that buffer is the writer's to free. */
 	if (link->sending)
 		soft_list_del(&link->sending->link);
@@ -274,7 +274,7 @@ static void link_read(struct net_link *link)
 		if (ret < 0) {
 			/* What the peer put in its ring before it went is said, as on the socket. */
 			shm_link_drain_locked(link);
-			link_dead_locked(link);
+			net_link_dead_locked(link);
 		} else if (!link->dead) {
 			dispatch_locked(link, &link->in_hdr, link->in_body);
 		}
@@ -375,7 +375,7 @@ static void link_write(struct net_link *link)
 		}
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
-				link_dead_locked(link);
+				net_link_dead_locked(link);
 			fab_unlock();
 			return;
 		}
@@ -451,7 +451,7 @@ static void reap_locked(void)
 		/* A writer outside the net thread is in send() on it (net_link_flush). */
 		if (link->sending)
 			continue;
-		link_dead_locked(link);
+		net_link_dead_locked(link);
 		close(link->fd);
 		link->fd = -1;
 		soft_list_del(&link->node);

@@ -114,6 +114,12 @@ void net_link_get_locked(struct net_link *link);
 void net_link_put_locked(struct net_link *link);
 /* The owner lets go of its reference: the net thread closes once the output is written. */
 void net_link_close_locked(struct net_link *link);
+/*
+ * The link can carry nothing more (EOF, an error, a peer that broke its
+ * rules or died mid-request): nothing more goes out or is read from it,
+ * and its owner and the requesters awaiting answers on it are told.
+ */
+void net_link_dead_locked(struct net_link *link);
 
 /*
  * A buffer for a message of @type whose body starts with @head_len bytes

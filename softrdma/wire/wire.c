@@ -103,28 +103,27 @@ void wire_transmit(struct wire_qp *requester, const struct wire_req *req,
 	requester->transport->transmit(requester, req, resp);
 }
 
-void wire_pull(const struct wire_seg *seg, uint32_t off, void *dst, uint32_t len)
+bool wire_pull(const struct wire_seg *seg, uint32_t off, void *dst, uint32_t len)
 {
 	switch (seg->owner) {
 	case WIRE_OWNER_LOCAL:
 		memcpy(dst, (const uint8_t *)(uintptr_t)seg->addr + off, len);
-		break;
+		return true;
 	case WIRE_OWNER_REMOTE:
-		shm_pull(seg->pid, seg->addr + off, dst, len);
-		break;
+		return shm_pull(seg->pid, seg->addr + off, dst, len);
 	}
+	return false;
 }
 
-void wire_place(const struct wire_req *req, void *dst)
+bool wire_place(const struct wire_req *req, void *dst)
 {
 	/* Over shared memory the requester may copy part of it, from its own process. */
 	if (req->shm)
-		shm_place_locked(req, dst);
-	else
-		wire_pull_msg(req->segs, req->nsegs, 0, dst, req->length);
+		return shm_place_locked(req, dst);
+	return wire_pull_msg(req->segs, req->nsegs, 0, dst, req->length);
 }
 
-void wire_pull_msg(const struct wire_seg *segs, unsigned int nsegs, uint32_t off, void *dst,
+bool wire_pull_msg(const struct wire_seg *segs, unsigned int nsegs, uint32_t off, void *dst,
 		   uint32_t len)
 {
 	uint8_t *out = dst;
@@ -138,11 +137,13 @@ void wire_pull_msg(const struct wire_seg *segs, unsigned int nsegs, uint32_t off
 			continue;
 		}
 		n = segs[i].len - off < len ? segs[i].len - off : len;
-		wire_pull(&segs[i], off, out, n);
+		if (!wire_pull(&segs[i], off, out, n))
+			return false;
 		out += n;
 		len -= n;
 		off = 0;
 	}
+	return true;
 }
 
 /*

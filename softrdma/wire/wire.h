@@ -99,10 +99,14 @@ static inline struct wire_seg wire_seg_mem(const void *p, uint32_t len, struct s
 	return s;
 }
 
-/* Copy @len bytes at offset @off of @seg to @dst. */
-void wire_pull(const struct wire_seg *seg, uint32_t off, void *dst, uint32_t len);
-/* Copy @len bytes at offset @off of the message @segs[0..@nsegs) to @dst. */
-void wire_pull_msg(const struct wire_seg *segs, unsigned int nsegs, uint32_t off, void *dst,
+/*
+ * Copy @len bytes at offset @off of @seg to @dst. False if they could not
+ * be read (another process's memory, and that process is gone): @dst then
+ * holds no defined bytes, and the message they belong to never arrived.
+ */
+bool wire_pull(const struct wire_seg *seg, uint32_t off, void *dst, uint32_t len);
+/* Copy @len bytes at offset @off of the message @segs[0..@nsegs) to @dst; false as above. */
+bool wire_pull_msg(const struct wire_seg *segs, unsigned int nsegs, uint32_t off, void *dst,
 		   uint32_t len);
 
 #define WIRE_MAX_SEGS 33	/* max_sge, plus one for inline data */
@@ -160,6 +164,13 @@ struct wire_resp {
 	uint8_t rnr_timer;	/* RNR NAK: the responder's min_rnr_timer (IBA 9.7.5.2.8) */
 	/* READ over shared memory: data.len bytes are already in the requester's buffers. */
 	bool placed;
+	/*
+	 * WIRE_NO_ANSWER because the payload could not be read: the
+	 * requester's process is gone (wire_pull()). Nothing was completed;
+	 * the link it came on is closed, so that nothing the requester sent
+	 * after it is delivered, as on an RC connection that broke.
+	 */
+	bool source_lost;
 	/*
 	 * WIRE_NO_ANSWER from a silenced responder (softrdma_qp_silence): it
 	 * did not execute the request, so a transport between processes tells
@@ -342,8 +353,9 @@ void wire_free(void);
 /*
  * Responder side: place a WRITE's whole payload at @dst, its validated
  * target, before anything else of the request is done (the receive a
- * WRITE_IMM consumes, the answer).
+ * WRITE_IMM consumes, the answer). False if the payload could not be read
+ * whole (wire_pull()): the Write did not arrive.
  */
-void wire_place(const struct wire_req *req, void *dst);
+bool wire_place(const struct wire_req *req, void *dst);
 
 #endif /* SOFT_WIRE_H */

@@ -177,6 +177,11 @@ bool wire_net_respond_locked(struct net_link *link, struct wire_req *req, struct
 	}
 	wire_up->qp_dgid(qp, &req->dgid);
 	wire_up->receive(qp, req, resp);
+	/* The requester is gone mid-request: what it sent after it must not arrive. */
+	if (resp->source_lost) {
+		net_link_dead_locked(link);
+		return false;
+	}
 	/* Not executed (an RNR NAK, a silenced or absent responder): expected again. */
 	if (psn_order(req->psn, qp->epsn) == PSN_EXPECTED && resp->status != WIRE_NAK_RNR &&
 	    resp->status != WIRE_NO_ANSWER)

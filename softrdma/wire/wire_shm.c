@@ -583,13 +583,12 @@ static void shm_detach(struct wire_qp *qp)
 	(void)qp;
 }
 
-void shm_pull(int pid, uint64_t addr, void *dst, uint32_t len)
+bool shm_pull(int pid, uint64_t addr, void *dst, uint32_t len)
 {
 	struct iovec local = { dst, len };
 	struct iovec remote = { (void *)(uintptr_t)addr, len };
 
-	if (len && process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)len)
-		memset(dst, 0, len);
+	return !len || process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
 }
 
 /*
@@ -672,11 +671,10 @@ static bool place_read(const struct shm_serving *sv, const struct wire_seg *data
 /* [@off, @off + @len) of a WRITE's payload, from the requester's memory into its target. */
 static bool write_chunk(const struct coop_job *job, uint32_t off, uint32_t len)
 {
-	wire_pull_msg(job->req->segs, job->req->nsegs, off, job->mine + off, len);
-	return true;
+	return wire_pull_msg(job->req->segs, job->req->nsegs, off, job->mine + off, len);
 }
 
-void shm_place_locked(const struct wire_req *req, void *dst)
+bool shm_place_locked(const struct wire_req *req, void *dst)
 {
 	struct coop_job job = {
 		.op = COOP_WRITE,
@@ -687,7 +685,7 @@ void shm_place_locked(const struct wire_req *req, void *dst)
 	};
 
 	coop_job_of(req->shm, &job);
-	coop_copy_locked(&job);
+	return coop_copy_locked(&job);
 }
 
 /* Answer on the peer's ring, or its socket if this side cannot write there. */
@@ -947,7 +945,7 @@ static bool drain_batch(struct net_link *link, bool *left)
 		    rlen > SHM_RING_BYTES - pos - sizeof(*rec) ||
 		    rec_size(rlen) > tail - head) {
 			fprintf(stderr, "softrdma: a corrupt shared-memory record: link closed\n");
-			link->dead = true;
+			net_link_dead_locked(link);
 			break;
 		}
 		if (type == SHM_REC_REQ) {

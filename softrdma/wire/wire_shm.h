@@ -68,13 +68,14 @@ void shm_link_free_locked(struct net_link *link);
 
 /*
  * Copy @len bytes at @addr in process @pid to @dst (a WIRE_OWNER_REMOTE
- * segment). Bytes it cannot read (the sender unmapped them) read as zero.
+ * segment). False if they cannot be read whole: the process is gone (or
+ * unmapped them under a request in flight).
  */
-void shm_pull(int pid, uint64_t addr, void *dst, uint32_t len);
+bool shm_pull(int pid, uint64_t addr, void *dst, uint32_t len);
 /*
  * Place a WRITE that came over shared memory (@req->shm) at @dst: a large
- * one with the requester's help (wire_shm_coop.h).
+ * one with the requester's help (wire_shm_coop.h). False as shm_pull().
  */
-void shm_place_locked(const struct wire_req *req, void *dst);
+bool shm_place_locked(const struct wire_req *req, void *dst);
 
 #endif /* SOFT_WIRE_SHM_H */

@@ -114,7 +114,7 @@ struct coop_job {
 bool coop_worth(uint32_t length);
 /*
  * Copy @job's bytes, offering part to the requester. Returns false if a
- * chunk could not be copied (only a Read's copy can fail: the requester's
+ * chunk could not be copied (the requester's process is gone, or a Read's
  * sink went away). Waits for the chunks the requester claimed, a copy's
  * time, or until its process is gone; a requester that claimed and does
  * not finish within a second (stopped) has its chunks copied here again.
