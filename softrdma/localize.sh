@@ -12,8 +12,10 @@ out=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ld -r --whole-archive "$in" -o "$tmp/softrdma.o"
-objcopy --wildcard --keep-global-symbol='ibv_*' --keep-global-symbol='_ibv_*' \
-	--keep-global-symbol='rdma_*' --keep-global-symbol='softrdma_*' \
-	--keep-global-symbol=rpoll "$tmp/softrdma.o"
+. "$(dirname "$0")/public-names.sh"
+# Every global of the archive that is public stays so; the rest go local.
+nm -g --defined-only "$tmp/softrdma.o" | awk 'NF == 3 { print $3 }' |
+	grep -E "$public_names" | sed 's/^/--keep-global-symbol=/' >"$tmp/keep"
+objcopy @"$tmp/keep" "$tmp/softrdma.o"
 rm -f "$out"
 ar rcs "$out" "$tmp/softrdma.o"

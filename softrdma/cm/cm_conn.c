@@ -15,6 +15,8 @@
 
 #define REJ_INVALID_SERVICE_ID	SOFTRDMA_REJ_INVALID_SERVICE_ID
 #define REJ_CONSUMER_DEFINED	SOFTRDMA_REJ_CONSUMER_DEFINED
+/* IBA's REJ reason 35 (the kernel's IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED). */
+#define REJ_VENDOR_OPTION_NOT_SUPPORTED	35
 
 static int fail(int err)
 {
@@ -418,10 +420,39 @@ void cm_rtu_arrived_locked(struct soft_cm_work *w)
 	cm_deliver_locked(server, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL, 0, 0, NULL);
 }
 
-int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+/*
+ * IBA's COMM_EST on the QP: data came before the RTU. As the kernel's CM
+ * (cm_establish()): a passive id that sent its REP is established now, and
+ * its ESTABLISHED event comes; the RTU, when it comes, changes nothing.
+ */
+int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
 	struct soft_cm_id *sid = to_scm(id);
-	struct cm_msg m = { .kind = CMW_REJ, .status = REJ_CONSUMER_DEFINED,
+	int err = 0;
+
+	if (!id)
+		return fail(EINVAL);
+	fab_lock();
+	if (event != IBV_EVENT_COMM_EST)
+		err = EINVAL;
+	else if (sid->state == CM_ESTABLISHED)
+		err = EISCONN;
+	else if (sid->state != CM_ACCEPTED)
+		err = EINVAL;
+	if (!err) {
+		sid->state = CM_ESTABLISHED;
+		cm_deliver_locked(sid, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL, 0, 0, NULL);
+	}
+	fab_unlock();
+	return err ? fail(err) : 0;
+}
+
+/* Refuse a CONNECT_REQUEST with @status (IBA's REJ reason). */
+static int reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len,
+		  uint16_t status)
+{
+	struct soft_cm_id *sid = to_scm(id);
+	struct cm_msg m = { .kind = CMW_REJ, .status = status,
 			    .pdata = private_data, .pdata_len = private_data_len };
 	struct net_link *link;
 
@@ -437,6 +468,17 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private
 	fab_unlock();
 	cm_net_flush(link);
 	return 0;
+}
+
+int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	return reject(id, private_data, private_data_len, REJ_CONSUMER_DEFINED);
+}
+
+/* As rdma_reject(), giving the reason librdmacm gives: the ECE options are refused. */
+int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	return reject(id, private_data, private_data_len, REJ_VENDOR_OPTION_NOT_SUPPORTED);
 }
 
 void cm_rej_arrived_locked(struct soft_cm_work *w)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdma/rdma_verbs.h>
+
 #include "cm.h"
 
 static int fail(int err)
@@ -213,6 +215,84 @@ err:
 	ret = errno;
 	destroy_own_cqs(id);
 	return fail(ret);
+}
+
+/*
+ * The extended form. softrdma has no extended QPs (ibv_create_qp_ex): the
+ * attributes an ibv_qp_init_attr can hold are served, anything more is
+ * EOPNOTSUPP, as from a device without it.
+ */
+int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
+{
+	struct ibv_qp_init_attr init;
+	int ret;
+
+	if (!id || !attr)
+		return fail(EINVAL);
+	if (attr->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD)
+		return fail(EOPNOTSUPP);
+	init = (struct ibv_qp_init_attr){
+		.qp_context = attr->qp_context, .send_cq = attr->send_cq,
+		.recv_cq = attr->recv_cq, .srq = attr->srq, .cap = attr->cap,
+		.qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
+	};
+	ret = rdma_create_qp(id, attr->comp_mask & IBV_QP_INIT_ATTR_PD ? attr->pd : NULL, &init);
+	if (!ret)
+		attr->cap = init.cap;
+	return ret;
+}
+
+/*
+ * An SRQ for the id's QP (rdma_create_qp() takes id->srq), on @pd or the
+ * id's: only the basic type, as softrdma has no XRC or tag matching.
+ */
+int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq_init_attr init;
+	struct ibv_pd *pd;
+
+	if (!id || !attr || id->srq || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+		return fail(EINVAL);
+	if (attr->srq_type != IBV_SRQT_BASIC ||
+	    (attr->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD)))
+		return fail(EOPNOTSUPP);
+	pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd : id->pd;
+	if (!pd)
+		return fail(EINVAL);
+	init = (struct ibv_srq_init_attr){ .srq_context = attr->srq_context, .attr = attr->attr };
+	id->srq = ibv_create_srq(pd, &init);
+	if (!id->srq)
+		return -1;
+	attr->attr = init.attr;
+	attr->pd = pd;
+	attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	return 0;
+}
+
+int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ex;
+	int ret;
+
+	if (!attr)
+		return fail(EINVAL);
+	ex = (struct ibv_srq_init_attr_ex){
+		.srq_context = attr->srq_context, .attr = attr->attr,
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD,
+		.srq_type = IBV_SRQT_BASIC, .pd = pd,
+	};
+	ret = rdma_create_srq_ex(id, &ex);
+	if (!ret)
+		attr->attr = ex.attr;
+	return ret;
+}
+
+void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	if (!id || !id->srq)
+		return;
+	ibv_destroy_srq(id->srq);
+	id->srq = NULL;
 }
 
 void rdma_destroy_qp(struct rdma_cm_id *id)

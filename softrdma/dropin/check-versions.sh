@@ -1,9 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# The drop-in library exports every symbol at the default version that the
-# installed rdma-core library gives it, and defines all of its version nodes
-# (softrdma's own SOFTRDMA_PRIVATE node aside).
+# The drop-in library exports every symbol the installed rdma-core library
+# exports, at the same versions (default or not), nothing else (softrdma's
+# own SOFTRDMA_PRIVATE node aside), and defines all of its version nodes:
+# a program or provider linked against rdma-core, even with BIND_NOW,
+# loads on it.
 # Usage: check-versions.sh <drop-in library> <installed library>
 # Exits 77 (skipped) when the installed library or binutils are missing.
 set -eu
@@ -20,9 +22,9 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# Defined symbols at their default version: name@@NODE.
-defaults() {
-	nm -D --with-symbol-versions --defined-only "$1" | awk '$3 ~ /@@/ { print $3 }' | sort
+# Defined symbols with their version: name@@NODE (default) or name@NODE.
+versioned() {
+	nm -D --with-symbol-versions --defined-only "$1" | awk '$3 ~ /@/ { print $3 }' | sort
 }
 
 # Version definitions, without the soname's base entry.
@@ -33,12 +35,18 @@ nodes() {
 		d && /Name:/ { print $NF }' | grep -v '\.so' | sort -u
 }
 
-defaults "$ours" | grep -v '@@SOFTRDMA_PRIVATE$' >"$tmp/ours"
-defaults "$real" >"$tmp/real"
+versioned "$ours" | grep -v '@@SOFTRDMA_PRIVATE$' >"$tmp/ours"
+versioned "$real" >"$tmp/real"
 wrong=$(comm -23 "$tmp/ours" "$tmp/real")
 if [ -n "$wrong" ]; then
-	echo "$ours: not at the default version of $real:"
+	echo "$ours: not at these versions in $real:"
 	echo "$wrong"
+	exit 1
+fi
+missing=$(comm -13 "$tmp/ours" "$tmp/real")
+if [ -n "$missing" ]; then
+	echo "$ours: lacks what $real exports:"
+	echo "$missing"
 	exit 1
 fi
 nodes "$ours" | grep -v '^SOFTRDMA_PRIVATE$' >"$tmp/our_nodes"
@@ -48,5 +56,5 @@ if ! cmp -s "$tmp/our_nodes" "$tmp/real_nodes"; then
 	diff "$tmp/real_nodes" "$tmp/our_nodes" || true
 	exit 1
 fi
-echo "$(wc -l <"$tmp/ours") symbols at their rdma-core default version," \
-	"$(wc -l <"$tmp/our_nodes") version nodes as in $real"
+echo "$(wc -l <"$tmp/ours") versioned symbols and" \
+	"$(wc -l <"$tmp/our_nodes") version nodes, as in $real"

@@ -4,8 +4,9 @@
 # internals are local (localize.sh), so they cannot collide with a program's.
 # Usage: static-symbols.sh LIBSOFTRDMA.A
 set -eu
+. "$(dirname "$0")/../public-names.sh"
 extra=$(nm -g --defined-only "$1" | awk 'NF == 3 { print $3 }' |
-	grep -v -E '^(ibv_|_ibv_|rdma_|softrdma_|rpoll$)' || true)
+	grep -v -E "$public_names" || true)
 if [ -n "$extra" ]; then
 	echo "static-symbols: internal symbols are global in $1:"
 	echo "$extra"

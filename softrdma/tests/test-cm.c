@@ -4,7 +4,8 @@
  * connect/accept with IB-sized private data, reject, unlistened ports,
  * disconnect on both sides with QP flush, TIMEWAIT_EXIT, destroy after ack,
  * migration, rdma_init_qp_attr and the negotiated QP attributes, the ACK
- * timeout and type of service options, multicast
+ * timeout and type of service options, rdma_reject_ece, SRQs and
+ * rdma_create_qp_ex, rdma_notify, multicast
  * refused, ECE carried, and the device context that outlives every id.
  */
 #include <errno.h>
@@ -15,6 +16,11 @@
 #include <time.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+
+#include <rdma/rdma_verbs.h>
+#include <rdma/rsocket.h>
+#include <sys/select.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -249,6 +255,161 @@ static void test_reject_with_data(void **state)
 	assert_memory_equal(pd, why, sizeof(why));
 	assert_int_equal(pd[147], 0);
 	assert_int_equal(rdma_ack_cm_event(ev), 0);
+}
+
+/* rdma_reject_ece(): a reject as rdma_reject()'s, with IBA's reason 35 (vendor option). */
+static void test_reject_ece(void **state)
+{
+	struct sockaddr_in sin = loopback(c.port);
+	struct rdma_cm_event *ev;
+
+	(void)state;
+	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	/* Only a CONNECT_REQUEST can be refused. */
+	assert_int_equal(rdma_reject_ece(c.client, NULL, 0), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_connect(c.client, NULL), 0);
+	ev = h_cm_get(c.sch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	c.server = ev->id;
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(rdma_reject_ece(c.server, NULL, 0), 0);
+	ev = h_cm_get(c.cch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(ev->status, 35);
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+}
+
+/*
+ * rdma_create_srq(): the id's SRQ, which its QP receives from;
+ * rdma_create_qp_ex() with what an ibv_qp_init_attr holds, EOPNOTSUPP for
+ * more; rdma_destroy_srq() forgets it.
+ */
+static void test_srq_and_qp_ex(void **state)
+{
+	struct sockaddr_in sin = loopback(c.port);
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ibv_srq_init_attr_ex sx = { .comp_mask = IBV_SRQ_INIT_ATTR_TYPE,
+					   .srq_type = IBV_SRQT_XRC };
+	struct ibv_qp_init_attr_ex qx = {
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+	};
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+
+	(void)state;
+	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(rdma_create_srq_ex(c.client, &sx), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(rdma_create_srq(c.client, NULL, &sa), 0);
+	assert_non_null(c.client->srq);
+	assert_int_equal(rdma_create_srq(c.client, NULL, &sa), -1);
+	assert_int_equal(errno, EINVAL);
+	qx.pd = c.client->pd;
+	assert_int_equal(rdma_create_qp_ex(c.client, &qx), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	qx.comp_mask = IBV_QP_INIT_ATTR_PD;
+	assert_int_equal(rdma_create_qp_ex(c.client, &qx), 0);
+	assert_int_equal(ibv_query_qp(c.client->qp, &attr, IBV_QP_CAP, &init), 0);
+	assert_ptr_equal(init.srq, c.client->srq);
+	assert_true(qx.cap.max_send_wr >= 4);
+	rdma_destroy_qp(c.client);
+	rdma_destroy_srq(c.client);
+	assert_null(c.client->srq);
+}
+
+/*
+ * rdma_notify(IBV_EVENT_COMM_EST): data came before the RTU. A passive id
+ * that sent its REP is established then (in STEP mode nothing else ran, so
+ * the RTU is still to come; in the others it may have come first:
+ * EISCONN); ESTABLISHED comes once either way.
+ */
+static void test_notify_comm_est(void **state)
+{
+	struct sockaddr_in sin = loopback(c.port);
+	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1 };
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct rdma_cm_event *ev;
+	struct pollfd pfd;
+	int rc;
+
+	(void)state;
+	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(rdma_notify(c.client, IBV_EVENT_COMM_EST), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_create_qp(c.client, NULL, &qa), 0);
+	assert_int_equal(rdma_connect(c.client, &param), 0);
+	ev = h_cm_get(c.sch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	c.server = ev->id;
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(rdma_create_qp(c.server, NULL, &qa), 0);
+	assert_int_equal(rdma_accept(c.server, &param), 0);
+	assert_int_equal(rdma_notify(c.server, IBV_EVENT_PATH_MIG), -1);
+	assert_int_equal(errno, EINVAL);
+	rc = rdma_notify(c.server, IBV_EVENT_COMM_EST);
+	if (softrdma_get_mode() == SOFTRDMA_MODE_STEP)
+		assert_int_equal(rc, 0);
+	else
+		assert_true(rc == 0 || errno == EISCONN);
+	h_cm_expect(c.sch, RDMA_CM_EVENT_ESTABLISHED);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(rdma_notify(c.server, IBV_EVENT_COMM_EST), -1);
+	assert_int_equal(errno, EISCONN);
+	/* The RTU that came after changed nothing: no second ESTABLISHED. */
+	h_settle();
+	pfd = (struct pollfd){ .fd = c.sch->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+}
+
+/*
+ * rsockets are not modelled: rsocket() fails with ENOSYS, a call on one
+ * descriptor with EBADF (none is an rsocket); rselect() and rpoll() take
+ * ordinary ones.
+ */
+static void test_rsockets_absent(void **state)
+{
+	struct timeval zero = { 0, 0 };
+	struct pollfd pfd;
+	fd_set rd;
+	int fds[2];
+	char b = 'x';
+
+	(void)state;
+	errno = 0;
+	assert_int_equal(rsocket(AF_INET, SOCK_STREAM, 0), -1);
+	assert_int_equal(errno, ENOSYS);
+	assert_int_equal(pipe(fds), 0);
+	errno = 0;
+	assert_int_equal(rsend(fds[1], &b, 1, 0), -1);
+	assert_int_equal(errno, EBADF);
+	assert_int_equal(rclose(fds[0]), -1);
+	assert_int_equal(write(fds[1], &b, 1), 1);
+	FD_ZERO(&rd);
+	FD_SET(fds[0], &rd);
+	assert_int_equal(rselect(fds[0] + 1, &rd, NULL, NULL, &zero), 1);
+	pfd = (struct pollfd){ .fd = fds[0], .events = POLLIN };
+	assert_int_equal(rpoll(&pfd, 1, 0), 1);
+	close(fds[0]);
+	close(fds[1]);
 }
 
 static void test_unlistened_port(void **state)
@@ -806,6 +967,10 @@ int main(void)
 		T(test_connect_private_data),
 		T(test_data_over_connection),
 		T(test_reject_with_data),
+		T(test_reject_ece),
+		T(test_srq_and_qp_ex),
+		T(test_notify_comm_est),
+		T(test_rsockets_absent),
 		T(test_unlistened_port),
 		T(test_disconnect_both_sides),
 		T(test_destroy_id_waits_for_ack),

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Exported odds and ends that rdma-core's own utilities call (ibv_devinfo):
- * sysfs reads, the device index and the GID type. softrdma0 has no sysfs
+ * sysfs reads and where sysfs is, the device index and the GID type. softrdma0 has no sysfs
  * directory, so reads under its paths fail as they would for a missing file.
  */
 #include <errno.h>
@@ -15,6 +15,7 @@
 #define GID_TYPE_SYSFS_ROCE_V2 1
 
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+const char *ibv_get_sysfs_path(void);
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
 		       int *type);
 
@@ -40,6 +41,12 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t siz
 	if (len > 0 && buf[len - 1] == '\n')
 		buf[--len] = '\0';
 	return (int)len;
+}
+
+/* Where sysfs is mounted, as libibverbs found it: softrdma0 is not under it. */
+const char *ibv_get_sysfs_path(void)
+{
+	return "/sys";
 }
 
 int ibv_get_device_index(struct ibv_device *device)

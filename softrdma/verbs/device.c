@@ -256,6 +256,16 @@ int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __b
 	return 0;
 }
 
+/* The index of @pkey in the port's table, which holds the default P_Key only; or -1. */
+int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
+{
+	__be16 have;
+
+	if (ibv_query_pkey(context, port_num, 0, &have))
+		return -1;
+	return have == pkey ? 0 : -1;
+}
+
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct soft_context *sctx;

@@ -591,3 +591,61 @@ int ibv_cmd_reg_dm_mr(struct ibv_pd *pd, struct verbs_dm *dm, uint64_t offset, s
 {
 	return EOPNOTSUPP;
 }
+
+/* ---- the data path through the kernel, and the rest of IBVERBS_PRIVATE_34 ---------- */
+
+struct verbs_sysfs_dev;
+
+int ibv_cmd_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
+int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+int ibv_cmd_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			  struct ibv_recv_wr **bad_wr);
+unsigned int __ioctl_final_num_attrs(unsigned int num_attrs, struct ibv_command_buffer *link);
+int ibv_read_ibdev_sysfs_file(char *buf, size_t size, struct verbs_sysfs_dev *sysfs_dev,
+			      const char *fnfmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* A poll through the kernel finds nothing: the kernel has none of softrdma's queues. */
+int ibv_cmd_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc)
+{
+	return -EOPNOTSUPP;
+}
+
+int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	return EOPNOTSUPP;
+}
+
+int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return EOPNOTSUPP;
+}
+
+int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return EOPNOTSUPP;
+}
+
+int ibv_cmd_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			  struct ibv_recv_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return EOPNOTSUPP;
+}
+
+/* How many attributes a command buffer chain holds: no command is ever built here. */
+unsigned int __ioctl_final_num_attrs(unsigned int num_attrs, struct ibv_command_buffer *link)
+{
+	return num_attrs;
+}
+
+/* softrdma0 has no sysfs directory: its files are missing, as for an absent device. */
+int ibv_read_ibdev_sysfs_file(char *buf, size_t size, struct verbs_sysfs_dev *sysfs_dev,
+			      const char *fnfmt, ...)
+{
+	errno = ENOENT;
+	return -1;
+}

@@ -5,7 +5,7 @@
  * NULL with errno EOPNOTSUPP, or EOPNOTSUPP returned), after the checks
  * libibverbs makes itself. So a program linked against rdma-core loads
  * and learns, when it asks, that the device cannot, rather than failing to
- * start. Here: address handles (UD is not modelled), importing objects
+ * start. Here: address handles and multicast (UD is not modelled), importing objects
  * from another process's context, Enhanced Connection Establishment,
  * dma-buf registrations, re-registration, and L2 address resolution.
  */
@@ -32,6 +32,26 @@ struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struc
 }
 
 int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	return EOPNOTSUPP;
+}
+
+/* Only a UD completion carries a GRH and a source to answer: none does here. */
+int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
+			struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
+{
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+/* ---- multicast ----------------------------------------------------------------- */
+
+int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return EOPNOTSUPP;
+}
+
+int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	return EOPNOTSUPP;
 }
