@@ -126,6 +126,7 @@ struct wire_req {
 	uint32_t psn;		/* PSN of its first packet */
 	uint32_t npsn;		/* PSNs it takes: its packets (a READ: its response's) */
 	uint32_t rd_depth;	/* READ: Reads the requester has in flight, this one included */
+	bool last;		/* nothing is posted behind it on its QP (yet) */
 	unsigned int nsegs;
 	struct wire_seg segs[WIRE_MAX_SEGS];
 	/*

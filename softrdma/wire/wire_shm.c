@@ -70,8 +70,12 @@ struct shm_ring {
  */
 enum shm_arm { ARM_IDLE, ARM_ARMED, ARM_FIRED };
 
-/* Where a record's completion lands at the reader. */
-enum shm_wakes { WAKES_NONE, WAKES_RECV, WAKES_SEND };
+/*
+ * Where a record's completion lands at the reader; WAKES_NET: nowhere, and
+ * nothing the requester sends next will make the reader look either (a
+ * Write with nothing posted behind it): only its net thread takes it.
+ */
+enum shm_wakes { WAKES_NONE, WAKES_RECV, WAKES_SEND, WAKES_NET };
 
 enum shm_rec_type {
 	SHM_REC_PAD = 1,
@@ -442,7 +446,10 @@ static void *rec_begin(struct shm_link *s, uint32_t type, uint32_t body)
 /*
  * Publish the record rec_begin() made. A record that completes on the
  * reader's armed CQ wakes the thread waiting on its channel; otherwise the
- * doorbell rings if the reader's net thread sleeps.
+ * doorbell rings if the reader's net thread sleeps, or looks only now and
+ * then (lazy) and the record is one only it will take (WAKES_NET): a
+ * reader that waits on its memory for a Write (ib_write_lat) would wait
+ * SHM_LAZY_MS.
  */
 static void rec_end(struct shm_link *s, enum shm_wakes wakes)
 {
@@ -463,13 +470,15 @@ static void rec_end(struct shm_link *s, enum shm_wakes wakes)
 			return;
 		}
 	}
-	if (atomic_load_explicit(&r->sleeping, memory_order_seq_cst))
+	if (wakes == WAKES_NET || atomic_load_explicit(&r->sleeping, memory_order_seq_cst))
 		signal_add_locked(&s->tx_bell, 1);
 }
 
-static enum shm_wakes req_wakes(enum wire_op op)
+static enum shm_wakes req_wakes(const struct wire_req *req)
 {
-	return op == WIRE_WRITE || op == WIRE_READ ? WAKES_NONE : WAKES_RECV;
+	if (req->op == WIRE_WRITE)
+		return req->last ? WAKES_NET : WAKES_NONE;
+	return req->op == WIRE_READ ? WAKES_NONE : WAKES_RECV;
 }
 
 static struct shm_span span_of(const struct wire_seg *seg)
@@ -574,7 +583,7 @@ static void shm_transmit(struct wire_qp *qp, const struct wire_req *req, struct 
 	}
 	if (ref)
 		ref_fill(ref, m, req, coop);
-	rec_end(s, req_wakes(req->op));
+	rec_end(s, req_wakes(req));
 	resp->status = WIRE_PENDING;
 }
 
