@@ -10,12 +10,20 @@
 
 #include "harness.h"
 
-static uint64_t now_ms(void)
+uint64_t h_now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+struct sockaddr_in h_loopback(uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return sin;
 }
 
 void h_opts_default(struct h_opts *o)
@@ -211,10 +219,10 @@ void h_settle(void)
 
 int h_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n)
 {
-	uint64_t deadline = now_ms() + H_TIMEOUT_MS;
+	uint64_t deadline = h_now_ms() + H_TIMEOUT_MS;
 	int got = 0;
 
-	while (got < n && now_ms() < deadline) {
+	while (got < n && h_now_ms() < deadline) {
 		int r;
 
 		int stepped = 0;
@@ -265,7 +273,7 @@ void h_expect_async(struct ibv_context *ctx, enum ibv_event_type type, void *obj
 
 struct rdma_cm_event *h_cm_get(struct rdma_event_channel *ch)
 {
-	uint64_t deadline = now_ms() + H_TIMEOUT_MS;
+	uint64_t deadline = h_now_ms() + H_TIMEOUT_MS;
 	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
 	struct rdma_cm_event *ev;
 
@@ -274,7 +282,7 @@ struct rdma_cm_event *h_cm_get(struct rdma_event_channel *ch)
 			softrdma_progress(1);
 		if (poll(&pfd, 1, 1) == 1)
 			break;
-		assert_true(now_ms() < deadline);
+		assert_true(h_now_ms() < deadline);
 	}
 	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
 	return ev;

@@ -13,9 +13,16 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <netinet/in.h>
+
 #include "softrdma.h"
 
 #define H_TIMEOUT_MS 5000
+
+/* CLOCK_MONOTONIC in milliseconds. */
+uint64_t h_now_ms(void);
+/* 127.0.0.1, @port. */
+struct sockaddr_in h_loopback(uint16_t port);
 
 struct h_opts {
 	uint32_t max_send_wr;

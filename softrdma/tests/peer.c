@@ -17,14 +17,6 @@
 
 static char dir[64];
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void peer_setup_dir(void)
 {
 	strcpy(dir, "/tmp/softrdma-test.XXXXXX");
@@ -127,12 +119,12 @@ void peer_start(struct peer *p, const char *argv0, const char *role)
 
 const char *peer_read(struct peer *p, int timeout_ms)
 {
-	uint64_t deadline = now_ms() + (uint64_t)peer_timeout_ms(timeout_ms);
+	uint64_t deadline = h_now_ms() + (uint64_t)peer_timeout_ms(timeout_ms);
 
 	for (;;) {
 		char *nl = memchr(p->buf, '\n', p->len);
 		struct pollfd pfd = { .fd = p->from, .events = POLLIN };
-		uint64_t now = now_ms();
+		uint64_t now = h_now_ms();
 		ssize_t n;
 
 		if (nl) {
@@ -183,13 +175,13 @@ void peer_send(struct peer *p, const char *fmt, ...)
 
 int peer_wait(struct peer *p, int timeout_ms)
 {
-	uint64_t deadline = now_ms() + (uint64_t)peer_timeout_ms(timeout_ms);
+	uint64_t deadline = h_now_ms() + (uint64_t)peer_timeout_ms(timeout_ms);
 	int status;
 
 	while (waitpid(p->pid, &status, WNOHANG) == 0) {
 		struct timespec ts = { 0, 2000000 };
 
-		if (now_ms() >= deadline) {
+		if (h_now_ms() >= deadline) {
 			peer_kill(p);
 			return -1;
 		}
@@ -199,6 +191,16 @@ int peer_wait(struct peer *p, int timeout_ms)
 	close(p->to);
 	p->pid = 0;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void peer_stop(struct peer *p)
+{
+	int status;
+
+	assert_int_equal(kill(p->pid, SIGSTOP), 0);
+	/* Every thread of it has stopped once the stop is reported (or it died). */
+	assert_int_equal(waitpid(p->pid, &status, WUNTRACED), p->pid);
+	assert_true(WIFSTOPPED(status));
 }
 
 void peer_kill(struct peer *p)

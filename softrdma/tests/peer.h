@@ -40,6 +40,8 @@ const char *peer_expect(struct peer *p, const char *prefix);
 void peer_send(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Wait for the peer to exit: its exit status, 128 + signal, or -1 after timeout_ms. */
 int peer_wait(struct peer *p, int timeout_ms);
+/* SIGSTOP the peer and wait until all of it has stopped (SIGCONT goes on). */
+void peer_stop(struct peer *p);
 /* SIGKILL the peer and reap it. */
 void peer_kill(struct peer *p);
 

@@ -22,14 +22,6 @@
 static struct h_conn c;
 static struct softrdma_counts baseline;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static bool timed(void)
 {
 	return softrdma_get_mode() != SOFTRDMA_MODE_STEP;
@@ -145,7 +137,7 @@ static void test_delay_keeps_order(void **state)
 	(void)state;
 	assert_int_equal(arm(RDMA_CM_EVENT_ADDR_RESOLVED, SOFTRDMA_CM_FAULT_DELAY, 1, DELAY_MS),
 			 0);
-	start = now_ms();
+	start = h_now_ms();
 	resolve(&a, c.cch);
 	resolve(&b, c.cch);
 	if (timed()) {
@@ -156,8 +148,8 @@ static void test_delay_keeps_order(void **state)
 		assert_quiet(c.cch, 0);
 	}
 	ev = h_cm_get(c.cch);
-	assert_true(!timed() || now_ms() - start >= DELAY_MS);
-	assert_true(now_ms() - start < BOUND_MS);
+	assert_true(!timed() || h_now_ms() - start >= DELAY_MS);
+	assert_true(h_now_ms() - start < BOUND_MS);
 	assert_ptr_equal(ev->id, a);
 	assert_int_equal(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
 	assert_int_equal(rdma_ack_cm_event(ev), 0);
@@ -182,10 +174,10 @@ static void test_delay_established(void **state)
 	(void)state;
 	assert_int_equal(arm(RDMA_CM_EVENT_ESTABLISHED, SOFTRDMA_CM_FAULT_DELAY, 2, DELAY_MS),
 			 0);
-	start = now_ms();
+	start = h_now_ms();
 	h_cm_connect(&c, NULL, 0);
-	assert_true(!timed() || now_ms() - start >= DELAY_MS);
-	assert_true(now_ms() - start < BOUND_MS);
+	assert_true(!timed() || h_now_ms() - start >= DELAY_MS);
+	assert_true(h_now_ms() - start < BOUND_MS);
 	assert_int_equal(h_qp_state(c.client->qp), IBV_QPS_RTS);
 	assert_int_equal(h_qp_state(c.server->qp), IBV_QPS_RTS);
 	assert_int_equal(softrdma_cm_fault_left(RDMA_CM_EVENT_ESTABLISHED,
@@ -200,7 +192,7 @@ static void test_delay_established(void **state)
  */
 static void test_delayed_event_of_destroyed_id(void **state)
 {
-	uint64_t deadline = now_ms() + BOUND_MS;
+	uint64_t deadline = h_now_ms() + BOUND_MS;
 	struct softrdma_counts counts;
 	uint64_t start;
 
@@ -213,20 +205,20 @@ static void test_delayed_event_of_destroyed_id(void **state)
 	assert_int_equal(rdma_disconnect(c.client), 0);
 	/* Not h_settle(): the fabric is not idle while it holds an event back. */
 	while (softrdma_cm_fault_left(RDMA_CM_EVENT_DISCONNECTED, SOFTRDMA_CM_FAULT_DELAY)) {
-		assert_true(now_ms() < deadline);
+		assert_true(h_now_ms() < deadline);
 		poll(NULL, 0, 1);
 	}
 	softrdma_get_counts(&counts);
 	assert_true(counts.unacked_events >= 2);
 	assert_quiet(c.cch, 0);
 	assert_quiet(c.sch, 0);
-	start = now_ms();
+	start = h_now_ms();
 	rdma_destroy_qp(c.client);
 	assert_int_equal(rdma_destroy_id(c.client), 0);
 	rdma_destroy_qp(c.server);
 	assert_int_equal(rdma_destroy_id(c.server), 0);
 	c.client = c.server = NULL;
-	assert_true(now_ms() - start < BOUND_MS);
+	assert_true(h_now_ms() - start < BOUND_MS);
 	softrdma_get_counts(&counts);
 	assert_int_equal(counts.unacked_events, 0);
 }
@@ -323,10 +315,10 @@ static void test_delay_and_duplicate(void **state)
 	assert_int_equal(arm(RDMA_CM_EVENT_ADDR_RESOLVED, SOFTRDMA_CM_FAULT_DELAY, 1, DELAY_MS),
 			 0);
 	assert_int_equal(arm(RDMA_CM_EVENT_ADDR_RESOLVED, SOFTRDMA_CM_FAULT_DUPLICATE, 1, 0), 0);
-	start = now_ms();
+	start = h_now_ms();
 	resolve(&a, c.cch);
 	ev = get_twice(c.cch, &copy);
-	assert_true(!timed() || now_ms() - start >= DELAY_MS);
+	assert_true(!timed() || h_now_ms() - start >= DELAY_MS);
 	assert_ptr_equal(ev->id, a);
 	assert_int_equal(rdma_ack_cm_event(ev), 0);
 	assert_int_equal(rdma_ack_cm_event(copy), 0);

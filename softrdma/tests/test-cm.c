@@ -26,12 +26,16 @@
 
 static struct h_conn c;
 
-static struct sockaddr_in loopback(uint16_t port)
+/* The client id of c, on its channel, resolved to the listener's address and route. */
+static void resolve_client(void)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct sockaddr_in sin = h_loopback(c.port);
 
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return sin;
+	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
+	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
 }
 
 static int listen_only(void **state)
@@ -50,7 +54,7 @@ static int close_conn(void **state)
 
 static void test_bind_and_ports(void **state)
 {
-	struct sockaddr_in sin = loopback(c.port), other = { .sin_family = AF_INET };
+	struct sockaddr_in sin = h_loopback(c.port), other = { .sin_family = AF_INET };
 	struct rdma_cm_id *id;
 	struct sockaddr_in *local;
 
@@ -101,7 +105,7 @@ static void test_connect_private_data(void **state)
 {
 	static const char req[] = "hello";
 	static const char rep[] = "welcome, client";
-	struct sockaddr_in sin = loopback(c.port);
+	struct sockaddr_in sin = h_loopback(c.port);
 	struct rdma_conn_param param = { .private_data = req, .private_data_len = sizeof(req),
 					 .responder_resources = 2, .initiator_depth = 3,
 					 .retry_count = 5, .rnr_retry_count = 6 };
@@ -230,16 +234,11 @@ static void test_data_over_connection(void **state)
 static void test_reject_with_data(void **state)
 {
 	static const char why[] = "go away";
-	struct sockaddr_in sin = loopback(c.port);
 	struct rdma_cm_event *ev;
 	const uint8_t *pd;
 
 	(void)state;
-	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
-	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
-	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
-	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	resolve_client();
 	assert_int_equal(rdma_connect(c.client, NULL), 0);
 	ev = h_cm_get(c.sch);
 	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -260,15 +259,10 @@ static void test_reject_with_data(void **state)
 /* rdma_reject_ece(): a reject as rdma_reject()'s, with IBA's reason 35 (vendor option). */
 static void test_reject_ece(void **state)
 {
-	struct sockaddr_in sin = loopback(c.port);
 	struct rdma_cm_event *ev;
 
 	(void)state;
-	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
-	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
-	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
-	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	resolve_client();
 	/* Only a CONNECT_REQUEST can be refused. */
 	assert_int_equal(rdma_reject_ece(c.client, NULL, 0), -1);
 	assert_int_equal(errno, EINVAL);
@@ -291,7 +285,6 @@ static void test_reject_ece(void **state)
  */
 static void test_srq_and_qp_ex(void **state)
 {
-	struct sockaddr_in sin = loopback(c.port);
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
 	struct ibv_srq_init_attr_ex sx = { .comp_mask = IBV_SRQ_INIT_ATTR_TYPE,
 					   .srq_type = IBV_SRQT_XRC };
@@ -304,11 +297,7 @@ static void test_srq_and_qp_ex(void **state)
 	struct ibv_qp_init_attr init;
 
 	(void)state;
-	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
-	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
-	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
-	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	resolve_client();
 	assert_int_equal(rdma_create_srq_ex(c.client, &sx), -1);
 	assert_int_equal(errno, EOPNOTSUPP);
 	assert_int_equal(rdma_create_srq(c.client, NULL, &sa), 0);
@@ -336,7 +325,6 @@ static void test_srq_and_qp_ex(void **state)
  */
 static void test_notify_comm_est(void **state)
 {
-	struct sockaddr_in sin = loopback(c.port);
 	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1 };
 	struct ibv_qp_init_attr qa = {
 		.cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1,
@@ -348,11 +336,7 @@ static void test_notify_comm_est(void **state)
 	int rc;
 
 	(void)state;
-	assert_int_equal(rdma_create_id(c.cch, &c.client, NULL, RDMA_PS_TCP), 0);
-	assert_int_equal(rdma_resolve_addr(c.client, NULL, (struct sockaddr *)&sin, 100), 0);
-	h_cm_expect(c.cch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	assert_int_equal(rdma_resolve_route(c.client, 100), 0);
-	h_cm_expect(c.cch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	resolve_client();
 	assert_int_equal(rdma_notify(c.client, IBV_EVENT_COMM_EST), -1);
 	assert_int_equal(errno, EINVAL);
 	assert_int_equal(rdma_create_qp(c.client, NULL, &qa), 0);
@@ -414,7 +398,7 @@ static void test_rsockets_absent(void **state)
 
 static void test_unlistened_port(void **state)
 {
-	struct sockaddr_in sin = loopback((uint16_t)(c.port + 1));
+	struct sockaddr_in sin = h_loopback((uint16_t)(c.port + 1));
 	struct rdma_cm_event *ev;
 
 	(void)state;
@@ -483,7 +467,7 @@ static void *cm_ack_later(void *arg)
 static void test_destroy_id_waits_for_ack(void **state)
 {
 	struct late_cm_ack la = { .lock = PTHREAD_MUTEX_INITIALIZER };
-	struct sockaddr_in sin = loopback(c.port);
+	struct sockaddr_in sin = h_loopback(c.port);
 	struct softrdma_counts counts;
 	pthread_t t;
 
@@ -507,7 +491,7 @@ static void test_destroy_id_waits_for_ack(void **state)
 static void test_migrate_id(void **state)
 {
 	struct rdma_event_channel *other = rdma_create_event_channel();
-	struct sockaddr_in sin = loopback(c.port);
+	struct sockaddr_in sin = h_loopback(c.port);
 
 	(void)state;
 	assert_non_null(other);
@@ -647,7 +631,7 @@ static void test_ipv6_loopback(void **state)
  */
 static void test_ack_timeout_and_tos(void **state)
 {
-	struct sockaddr_in sin = loopback(c.port);
+	struct sockaddr_in sin = h_loopback(c.port);
 	struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 4, .max_recv_wr = 4,
 						.max_send_sge = 1, .max_recv_sge = 1 },
 				       .qp_type = IBV_QPT_RC };
@@ -736,13 +720,13 @@ static void test_cm_defaults(void **state)
  */
 static void test_multicast_refused(void **state)
 {
-	struct sockaddr_in group = loopback(0);
+	struct sockaddr_in group = h_loopback(0);
 	struct rdma_cm_join_mc_attr_ex attr = {
 		.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS,
 		.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER,
 		.addr = (struct sockaddr *)&group,
 	};
-	struct sockaddr_in bound = loopback(0);
+	struct sockaddr_in bound = h_loopback(0);
 	struct rdma_cm_id *id;
 
 	(void)state;
@@ -775,7 +759,7 @@ static void test_multicast_refused(void **state)
 /* Resolve an id to the listener of c, without a QP. */
 static struct rdma_cm_id *resolved_id(void)
 {
-	struct sockaddr_in sin = loopback(c.port);
+	struct sockaddr_in sin = h_loopback(c.port);
 	struct rdma_cm_id *id;
 
 	assert_int_equal(rdma_create_id(c.cch, &id, NULL, RDMA_PS_TCP), 0);
@@ -865,7 +849,7 @@ static void test_ece_carried(void **state)
 /* Bind a new id to 127.0.0.1 (port 0): it gets the device context. */
 static struct rdma_cm_id *bound_id(struct rdma_event_channel *ch)
 {
-	struct sockaddr_in sin = loopback(0);
+	struct sockaddr_in sin = h_loopback(0);
 	struct rdma_cm_id *id;
 
 	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);

@@ -106,14 +106,6 @@ static bool slowed(void)
 #endif
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* When a run of rounds that waits for this process to help began. */
 struct help_run {
 	uint64_t start_ms;
@@ -121,7 +113,7 @@ struct help_run {
 
 static void help_begin(struct help_run *h)
 {
-	h->start_ms = now_ms();
+	h->start_ms = h_now_ms();
 }
 
 /*
@@ -131,7 +123,7 @@ static void help_begin(struct help_run *h)
  */
 static bool help_budget_left(const struct help_run *h)
 {
-	return !slowed() && now_ms() - h->start_ms < HELP_BUDGET_MS;
+	return !slowed() && h_now_ms() - h->start_ms < HELP_BUDGET_MS;
 }
 
 static void fill(uint8_t *p, size_t len, uint32_t seed)
@@ -159,11 +151,11 @@ static bool filled(const uint8_t *p, size_t len, uint32_t seed)
 /* One completion, polling without a pause (the rings run in the poller); 0 after the deadline. */
 static int spin(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	uint64_t deadline = now_ms() + (uint64_t)peer_timeout_ms(H_TIMEOUT_MS);
+	uint64_t deadline = h_now_ms() + (uint64_t)peer_timeout_ms(H_TIMEOUT_MS);
 	int n;
 
 	while ((n = ibv_poll_cq(cq, 1, wc)) == 0)
-		if (now_ms() > deadline)
+		if (h_now_ms() > deadline)
 			return 0;
 	return n;
 }
@@ -380,8 +372,8 @@ static int role_requester(void)
 		wr.imm_data = htonl(seed);
 		wr.wr.rdma.remote_addr = raddr;
 		wr.wr.rdma.rkey = rkey;
-		until = now_ms() + 2;
-		while (now_ms() < until)
+		until = h_now_ms() + 2;
+		while (h_now_ms() < until)
 			PEER_CHECK(ibv_poll_cq(s.id->send_cq, 1, &wc) == 0);
 		PEER_CHECK(ibv_post_send(s.id->qp, &wr, &bad) == 0);
 		raise(SIGSTOP);
@@ -498,10 +490,10 @@ static void expect_sent(struct client *c, uint64_t wr_id)
 /* Poll a while: the peer offers its copies to a process that polled lately (200 us). */
 static void poll_a_while(struct client *c)
 {
-	uint64_t until = now_ms() + 2;
+	uint64_t until = h_now_ms() + 2;
 	struct ibv_wc wc;
 
-	while (now_ms() < until)
+	while (h_now_ms() < until)
 		assert_int_equal(ibv_poll_cq(c->id->send_cq, 1, &wc), 0);
 }
 
@@ -649,10 +641,10 @@ static unsigned int rings_mapped(void)
  */
 static void wait_rings_unmapped(void)
 {
-	uint64_t deadline = now_ms() + (uint64_t)peer_timeout_ms(H_TIMEOUT_MS);
+	uint64_t deadline = h_now_ms() + (uint64_t)peer_timeout_ms(H_TIMEOUT_MS);
 	struct timespec ms = { 0, 1000000 };
 
-	while (rings_mapped() && now_ms() < deadline)
+	while (rings_mapped() && h_now_ms() < deadline)
 		nanosleep(&ms, NULL);
 	assert_int_equal(rings_mapped(), 0);
 }

@@ -36,22 +36,6 @@
 
 static const char *self;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static struct sockaddr_in loopback(uint16_t port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return sin;
-}
-
 static bool all_bytes(const uint8_t *p, size_t len, uint8_t b)
 {
 	size_t i;
@@ -100,10 +84,10 @@ static void survivor_receive(struct rdma_event_channel *ch, struct rdma_cm_id *i
 			     const uint8_t *mem)
 {
 	unsigned int ok = 0, wrong = 0;
-	uint64_t deadline = now_ms() + (uint64_t)peer_timeout_ms(1000);
+	uint64_t deadline = h_now_ms() + (uint64_t)peer_timeout_ms(1000);
 	struct ibv_wc wc;
 
-	while (now_ms() < deadline) {
+	while (h_now_ms() < deadline) {
 		int n = ibv_poll_cq(id->recv_cq, 1, &wc);
 
 		PEER_CHECK(n >= 0);
@@ -133,8 +117,8 @@ static void survivor_read(struct rdma_cm_id *id, struct ibv_mr *mr, uint8_t *mem
 	while (softrdma_qp_max_inflight(id->qp) < 1)
 		poll(NULL, 0, 1);
 	peer_say("posted");
-	deadline = now_ms() + (uint64_t)peer_timeout_ms(10000);
-	while (n == 0 && now_ms() < deadline)
+	deadline = h_now_ms() + (uint64_t)peer_timeout_ms(10000);
+	while (n == 0 && h_now_ms() < deadline)
 		n = ibv_poll_cq(id->send_cq, 1, &wc);
 	PEER_CHECK(n == 1);
 	if (wc.status != IBV_WC_SUCCESS)
@@ -146,7 +130,7 @@ static void survivor_read(struct rdma_cm_id *id, struct ibv_mr *mr, uint8_t *mem
 
 static int role_survivor(const char *mode)
 {
-	struct sockaddr_in sin = loopback(0);
+	struct sockaddr_in sin = h_loopback(0);
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1,
 					 .rnr_retry_count = 7, .retry_count = 3 };
@@ -193,7 +177,7 @@ static int role_victim(const char *mode, uint16_t port)
 {
 	unsigned long long raddr;
 	unsigned int rkey;
-	struct sockaddr_in sin = loopback(port);
+	struct sockaddr_in sin = h_loopback(port);
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1,
 					 .rnr_retry_count = 7, .retry_count = 7 };
@@ -279,7 +263,7 @@ static void test_dies_mid(const char *mode)
 	struct peer s, v;
 
 	start_pair(&s, &v, mode, &vaddr, &vrkey);
-	assert_int_equal(kill(s.pid, SIGSTOP), 0);
+	peer_stop(&s);
 	peer_send(&v, "go");
 	peer_expect(&v, "posted");
 	peer_kill(&v);
@@ -317,7 +301,7 @@ static void test_dies_mid_read(void **state)
 
 	(void)state;
 	start_pair(&s, &v, "read", &vaddr, &vrkey);
-	assert_int_equal(kill(v.pid, SIGSTOP), 0);
+	peer_stop(&v);
 	peer_send(&s, "read %llx %x", vaddr, vrkey);
 	peer_expect(&s, "posted");
 	peer_kill(&v);

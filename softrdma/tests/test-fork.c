@@ -85,14 +85,6 @@ const char *__tsan_default_options(void)
 }
 #endif
 
-static struct sockaddr_in loopback(uint16_t port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return sin;
-}
-
 /* The next event of ch, which must be @want; acked. */
 static struct rdma_cm_id *child_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
 {
@@ -142,7 +134,7 @@ static void child_wc(struct ibv_cq *cq, enum ibv_wc_opcode opcode)
 static void child_server(int port_out)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct sockaddr_in sin = loopback(0);
+	struct sockaddr_in sin = h_loopback(0);
 	struct rdma_cm_id *listen, *id;
 	static char buf[64];
 	struct ibv_mr *mr;
@@ -184,7 +176,7 @@ static void child_client(int port_in)
 
 	CHILD_CHECK(ch);
 	CHILD_CHECK(read(port_in, &port, sizeof(port)) == sizeof(port));
-	sin = loopback(port);
+	sin = h_loopback(port);
 	CHILD_CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
 	CHILD_CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 1000) == 0);
 	child_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
@@ -238,7 +230,7 @@ static void child_succeeded(pid_t pid, int done_in)
 static void test_children_connect_across_processes(void **state)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct sockaddr_in sin = loopback(0);
+	struct sockaddr_in sin = h_loopback(0);
 	struct rdma_cm_id *listen;
 	static uint8_t *buf[2];
 	struct ibv_mr *mr[2];

@@ -38,22 +38,6 @@
 
 static const char *self;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static struct sockaddr_in loopback(uint16_t port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return sin;
-}
-
 static void fill(uint8_t *p, size_t len, uint8_t seed)
 {
 	size_t i;
@@ -87,7 +71,7 @@ static struct rdma_cm_event *p_event(struct rdma_event_channel *ch, enum rdma_cm
 
 static void p_listen(struct side *s)
 {
-	struct sockaddr_in sin = loopback(0);
+	struct sockaddr_in sin = h_loopback(0);
 
 	memset(s, 0, sizeof(*s));
 	s->ch = rdma_create_event_channel();
@@ -134,13 +118,13 @@ static void p_post_recv(struct side *s, uint64_t wr_id, size_t off, uint32_t len
 
 static void p_poll(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	uint64_t deadline = now_ms() + 10000;
+	uint64_t deadline = h_now_ms() + 10000;
 	int n;
 
 	while ((n = ibv_poll_cq(cq, 1, wc)) == 0) {
 		struct timespec ts = { 0, 100000 };
 
-		PEER_CHECK(now_ms() < deadline);
+		PEER_CHECK(h_now_ms() < deadline);
 		nanosleep(&ts, NULL);
 	}
 	PEER_CHECK(n == 1);
@@ -518,7 +502,7 @@ static uint16_t peer_port(struct client *c)
 /* Resolve, make a QP and a buffer, connect: the event that ends the attempt. */
 static struct rdma_cm_event *connect_to(struct client *c, struct rdma_conn_param *param)
 {
-	struct sockaddr_in sin = loopback(c->port);
+	struct sockaddr_in sin = h_loopback(c->port);
 	struct ibv_qp_init_attr qa = {
 		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2,
 			 .max_recv_sge = 2 },
@@ -660,10 +644,10 @@ static void test_cm_and_data(void **state)
 /* Step (or wait) until @qp has sent @n requests again. */
 static void wait_resends(struct client *c, unsigned long n)
 {
-	uint64_t deadline = now_ms() + (uint64_t)peer_timeout_ms(H_TIMEOUT_MS);
+	uint64_t deadline = h_now_ms() + (uint64_t)peer_timeout_ms(H_TIMEOUT_MS);
 
 	while (softrdma_qp_resends(c->id->qp) < n) {
-		assert_true(now_ms() < deadline);
+		assert_true(h_now_ms() < deadline);
 		if (softrdma_get_mode() == SOFTRDMA_MODE_STEP)
 			softrdma_progress(1);
 		poll(NULL, 0, 1);
@@ -877,7 +861,7 @@ static void test_peer_killed(void **state)
 	softrdma_get_counts(&counts);
 	assert_int_equal(counts.send_wrs, 2);
 	peer_kill(&c.peer);
-	killed = now_ms();
+	killed = h_now_ms();
 	expect_wc(&c, 1, IBV_WC_RETRY_EXC_ERR);
 	expect_wc(&c, 2, IBV_WC_WR_FLUSH_ERR);
 	assert_int_equal(h_poll(c.id->recv_cq, wc, 2), 2);
@@ -886,7 +870,7 @@ static void test_peer_killed(void **state)
 	assert_int_equal(wc[1].wr_id, 11);
 	assert_int_equal(wc[1].status, IBV_WC_WR_FLUSH_ERR);
 	h_cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED);
-	assert_true(now_ms() - killed < (uint64_t)peer_timeout_ms(2000));
+	assert_true(h_now_ms() - killed < (uint64_t)peer_timeout_ms(2000));
 	h_cm_expect(c.ch, RDMA_CM_EVENT_TIMEWAIT_EXIT);
 	drop_connection(&c);
 	finish(&c, 0);
@@ -913,11 +897,11 @@ static void test_silent_peer(void **state)
 	peer_port(&c);
 	connect_ok(&c, &param);
 	peer_expect(&c.peer, "silent");
-	t0 = now_ms();
+	t0 = h_now_ms();
 	assert_int_equal(post(&c, 1, IBV_WR_SEND, 0, 8, 0, 0, 0), 0);
 	assert_int_equal(post(&c, 2, IBV_WR_SEND, 0, 8, 0, 0, 0), 0);
 	expect_wc(&c, 1, IBV_WC_RETRY_EXC_ERR);
-	took = now_ms() - t0;
+	took = h_now_ms() - t0;
 	expect_wc(&c, 2, IBV_WC_WR_FLUSH_ERR);
 	if (softrdma_get_mode() != SOFTRDMA_MODE_STEP)
 		assert_true(took >= 4 * 67);
@@ -1006,7 +990,7 @@ static void test_ports_across_processes(void **state)
 	(void)state;
 	assert_non_null(ch);
 	start(&c, "hold-port");
-	sin = loopback(peer_port(&c));
+	sin = h_loopback(peer_port(&c));
 	any.sin_port = sin.sin_port;
 	other = sin;
 	other.sin_addr.s_addr = htonl(0x7f000002);	/* 127.0.0.2 */
@@ -1058,7 +1042,7 @@ static void test_unlistened_port(void **state)
 /* The test serves; the peer is a synchronous client built with rdma_create_ep. */
 static void test_sync_client_in_peer(void **state)
 {
-	struct sockaddr_in sin = loopback(0);
+	struct sockaddr_in sin = h_loopback(0);
 	struct ibv_qp_init_attr qa = {
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
 			 .max_recv_sge = 1 },

@@ -34,14 +34,6 @@ static const uint32_t sizes[] = { 8, 64, 1000, 2047, 2048, 2049, 4096, 16384, 65
 
 static const char *self;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* 1: every message is MSG_MAX bytes (the sizes that fill shared-memory slots fastest). */
 static int large_only;
 
@@ -62,14 +54,6 @@ static void msg_fill(uint8_t *p, uint64_t n)
 	memcpy(p, &n, sizeof(n));
 	for (i = sizeof(n); i < len; i++)
 		p[i] = msg_byte(n, i);
-}
-
-static struct sockaddr_in loopback(uint16_t port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return sin;
 }
 
 /* How many messages a run sends: fewer under valgrind. */
@@ -135,7 +119,7 @@ static int role_sink(uint64_t count, int starve)
 		.qp_type = IBV_QPT_RC,
 	};
 	struct rdma_conn_param param = { .rnr_retry_count = 7 };
-	struct sockaddr_in sin = loopback(0);
+	struct sockaddr_in sin = h_loopback(0);
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *listen, *id;
 	struct rdma_cm_event *ev;
@@ -166,12 +150,12 @@ static int role_sink(uint64_t count, int starve)
 	/* rdma_cm leaves min_rnr_timer 0, 655 ms an RNR NAK: 0.12 ms keeps a run short. */
 	rts.min_rnr_timer = 8;
 	PEER_CHECK(ibv_modify_qp(id->qp, &rts, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER) == 0);
-	deadline = now_ms() + RUN_MS;
+	deadline = h_now_ms() + RUN_MS;
 	while (got < count) {
 		struct ibv_wc wc;
 		int n = ibv_poll_cq(id->recv_cq, 1, &wc);
 
-		PEER_CHECK(n >= 0 && now_ms() < deadline);
+		PEER_CHECK(n >= 0 && h_now_ms() < deadline);
 		if (n == 0)
 			continue;
 		PEER_CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id < posted);
@@ -219,7 +203,7 @@ static void source_connect(struct source *s, uint64_t count, int starve)
 	snprintf(role, sizeof(role), "sink:%llu:%d:%d", (unsigned long long)count, starve,
 		 large_only);
 	peer_start(&s->peer, self, role);
-	sin = loopback((uint16_t)atoi(peer_expect(&s->peer, "port ")));
+	sin = h_loopback((uint16_t)atoi(peer_expect(&s->peer, "port ")));
 	s->ch = rdma_create_event_channel();
 	assert_non_null(s->ch);
 	assert_int_equal(rdma_create_id(s->ch, &s->id, NULL, RDMA_PS_TCP), 0);
@@ -248,7 +232,7 @@ static void source_post(struct source *s, uint64_t n)
 /* Send @count numbered messages, DEPTH at a time; each completes, in order, successfully. */
 static void source_run(struct source *s, uint64_t count)
 {
-	uint64_t posted = 0, done = 0, deadline = now_ms() + RUN_MS;
+	uint64_t posted = 0, done = 0, deadline = h_now_ms() + RUN_MS;
 	struct ibv_wc wc[16];
 
 	while (done < count) {
@@ -258,7 +242,7 @@ static void source_run(struct source *s, uint64_t count)
 			source_post(s, posted++);
 		n = ibv_poll_cq(s->id->send_cq, 16, wc);
 		assert_true(n >= 0);
-		if (now_ms() >= deadline) {
+		if (h_now_ms() >= deadline) {
 			const char *line = peer_read(&s->peer, 100);
 
 			print_message("the peer said: %s\n", line ? line : "nothing");
