@@ -147,7 +147,7 @@ static int publish(struct soft_cm_id *sid)
 		return -ret;
 	fab_lock();
 	fd = rdv_claim_take_fd(claim);
-	sid->listen_sock = net_listener_add_locked(fd);
+	sid->listen_sock = net_listener_add_locked(fd, false);
 	if (sid->listen_sock)
 		sid->claim = claim;
 	fab_unlock();

@@ -318,10 +318,21 @@ int ibv_close_device(struct ibv_context *context)
 	struct soft_context *sctx = to_sctx(context);
 
 	fab_lock();
-	/* The kernel would clean up behind a leak; a test double reports it instead. */
 	if (sctx->objects) {
 		fab_unlock();
+#ifdef SOFTRDMA_DROPIN
+		/*
+		 * rdma-core closes a context whatever is left on it (the kernel
+		 * cleans up behind the program), and programs we did not write
+		 * count on it (perftest leaks a CQ, then fails if the close
+		 * does): what is left, and the context, stay until the process
+		 * exits.
+		 */
+		return 0;
+#else
+		/* The kernel would clean up behind a leak; a test double reports it instead. */
 		return EBUSY;
+#endif
 	}
 	/* Every object it held is gone, and with it its events. */
 	fab.counts.contexts--;

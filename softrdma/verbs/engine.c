@@ -374,6 +374,7 @@ void engine_req_header(const struct soft_qp *qp, const struct soft_send_wqe *wqe
 	req->psn = wqe->psn;
 	req->npsn = wqe->npsn;
 	req->last = qp->sq_exec + 1 == qp->sq_tail;
+	req->quiet = !qp->net_inflight;
 }
 
 static void read_response_run(struct soft_work *w);

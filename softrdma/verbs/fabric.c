@@ -18,27 +18,8 @@ struct soft_fabric fab = {
 	.work = { &fab.work, &fab.work },
 	.qps = { &fab.qps, &fab.qps },
 	.faults = { &fab.faults, &fab.faults },
-	.next_qpn = SOFT_FIRST_QPN,
 	.next_fault_id = 1,
 };
-
-/*
- * A process that may talk to others over the socket backend starts its QP
- * numbers at a place of its own, so that two processes' QPs rarely share a
- * number: a capture file they share then tells their flows apart (the UDP
- * source port is the sending QP's number, tap.c).
- */
-static uint32_t first_qpn(void)
-{
-	const char *dir = getenv("SOFTRDMA_DIR");
-#ifdef SOFTRDMA_DROPIN
-	bool multi = !dir || *dir;
-#else
-	bool multi = dir && *dir;
-#endif
-
-	return multi ? SOFT_FIRST_QPN + (((uint32_t)getpid() & 0xfff) << 8) : SOFT_FIRST_QPN;
-}
 
 /* The condition variables wait on CLOCK_MONOTONIC deadlines (soft_now_ns()). */
 static void init_conds(void)
@@ -65,7 +46,6 @@ static void fab_init(void)
 		fab.mode = SOFTRDMA_MODE_STEP;
 	else if (mode && strcmp(mode, "async") == 0)
 		fab.mode = SOFTRDMA_MODE_ASYNC;
-	fab.next_qpn = first_qpn();
 	pcap_init();
 }
 
@@ -100,7 +80,7 @@ static void fork_child(void)
 	/* The condition variables may hold the parent's waiters, which do not exist here. */
 	init_conds();
 	sched_fork_child_locked();
-	fab.next_qpn = first_qpn();
+	fab.next_qpn = 0;
 	fab_lock_fork_child();
 	wire_fork(WIRE_FORK_CHILD);
 }

@@ -141,6 +141,31 @@ static bool qpn_in_use_locked(uint32_t qpn)
 	return qp_lookup_locked(qpn) != NULL;
 }
 
+/*
+ * The next free number of this process's range (wire_qpn_range_locked()),
+ * in turn, so that a number comes back only after all the others: false if
+ * every one is taken.
+ */
+static bool qpn_alloc_locked(uint32_t *out)
+{
+	uint32_t count, base = wire_qpn_range_locked(&count);
+
+	if (!base) {
+		base = SOFT_FIRST_QPN;
+		count = (1u << 16) - SOFT_FIRST_QPN;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t n = base + (fab.next_qpn + i) % count;
+
+		if (!qpn_in_use_locked(n)) {
+			fab.next_qpn = (n - base + 1) % count;
+			*out = n;
+			return true;
+		}
+	}
+	return false;
+}
+
 static struct soft_qp **qp_bucket(uint32_t qpn)
 {
 	return &fab.qp_hash[qpn % SOFT_QP_HASH];
@@ -238,12 +263,12 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	soft_list_init(&sqp->active_link);
 
 	fab_lock();
-	do {
-		sqp->qp.qp_num = fab.next_qpn;
-		fab.next_qpn = (fab.next_qpn + 1) & 0xffffff;
-		if (fab.next_qpn < SOFT_FIRST_QPN)
-			fab.next_qpn = SOFT_FIRST_QPN;
-	} while (qpn_in_use_locked(sqp->qp.qp_num));
+	if (!qpn_alloc_locked(&sqp->qp.qp_num)) {
+		fab_unlock();
+		qp_free(sqp);
+		errno = ENOMEM;
+		return NULL;
+	}
 	sqp->wire.qpn = sqp->qp.qp_num;
 	sqp->qp.handle = sqp->qp.qp_num;
 	soft_list_add_tail(&sqp->link, &fab.qps);
@@ -441,6 +466,7 @@ int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
 		sqp->attr.path_mtu = attr->path_mtu;
 	if (mask & IBV_QP_DEST_QPN) {
 		sqp->attr.dest_qp_num = attr->dest_qp_num;
+		sqp->wire.dest_qpn = attr->dest_qp_num;
 		sqp->wire.peer = NULL;
 	}
 	if (mask & IBV_QP_RQ_PSN) {

@@ -201,7 +201,7 @@ struct soft_fabric {
 	struct soft_list work;		/* other units: CM messages, lost links (soft_work) */
 	struct soft_list qps;		/* every QP */
 	struct soft_qp *qp_hash[SOFT_QP_HASH];	/* by number (qp.c) */
-	uint32_t next_qpn;
+	uint32_t next_qpn;		/* the next QP number to try, from the range's start (qp.c) */
 	struct softrdma_counts counts;
 	unsigned long executed[IBV_WR_DRIVER1 + 1];
 	/* atomic: of those, what the fast path (fast.c) ran, without this lock */

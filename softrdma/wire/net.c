@@ -28,6 +28,7 @@
 struct net_listener {
 	int fd;
 	bool closing;
+	bool qpn;			/* its links carry wire messages only (net_qpn.c) */
 	struct soft_list node;
 };
 
@@ -166,7 +167,7 @@ static void dispatch_locked(struct net_link *link, const struct net_hdr *hdr, co
 {
 	switch (hdr->type) {
 	case NET_MSG_CM:
-		if (wire_cm)
+		if (wire_cm && !link->qpn)
 			wire_up->link_message(link, body, hdr->len);
 		break;
 	case NET_MSG_WIRE_REQ:
@@ -430,8 +431,10 @@ static void listener_accept(struct net_listener *l)
 		fab_lock();
 		link = net_link_new_locked(fd);
 		/* Nobody owns it until its REQ arrives: the thread's reference is enough. */
-		if (link)
+		if (link) {
+			link->qpn = l->qpn;
 			net_link_put_locked(link);
+		}
 		else
 			close(fd);
 		fab_unlock();
@@ -694,7 +697,7 @@ struct net_link *net_link_new_locked(int fd)
 	return link;
 }
 
-struct net_listener *net_listener_add_locked(int fd)
+struct net_listener *net_listener_add_locked(int fd, bool qpn)
 {
 	struct net_listener *l;
 
@@ -704,6 +707,7 @@ struct net_listener *net_listener_add_locked(int fd)
 	if (!l)
 		return NULL;
 	l->fd = fd;
+	l->qpn = qpn;
 	soft_list_add_tail(&l->node, &net.listeners);
 	net_kick_locked();
 	return l;
@@ -750,6 +754,7 @@ static void net_fork_child(void)
 	net.wake_fd = -1;
 	net.started = false;
 	net.stop = false;
+	net_qpn_fork_child_locked();
 }
 
 void net_fork(enum wire_fork_stage stage)
@@ -781,6 +786,7 @@ void net_free(void)
 	struct soft_list *node;
 
 	fab_lock();
+	net_qpn_release_locked();
 	while ((node = soft_list_pop(&net.listeners))) {
 		struct net_listener *l = soft_list_entry(node, struct net_listener, node);
 

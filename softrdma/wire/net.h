@@ -97,6 +97,7 @@ struct net_link {
 	struct soft_list out;	/* lock: net_bufs waiting to be written */
 	struct soft_list node;	/* lock: the net thread's links */
 	struct soft_cm_id *id;	/* lock: the rdma_cm id on this side, if any */
+	bool qpn;		/* to or from a process's block of QP numbers (net_qpn.c): no CM */
 	struct net_buf *sending;	/* lock: a writer sends it now, unlocked (link_write) */
 	uint32_t out_off;	/* lock: bytes of the head buffer written */
 	struct shm_link *shm;	/* lock: its rings (wire_shm.c), or NULL */
@@ -164,11 +165,23 @@ void net_link_flush(struct net_link *link);
 /* Is any link open? */
 bool net_any_link_locked(void);
 
-/* Accept connections on a listening socket: each becomes a link with no id. */
+/*
+ * Accept connections on a listening socket: each becomes a link with no id,
+ * for rdma_cm, or with @qpn, a process's block of QP numbers (net_qpn.c).
+ */
 struct net_listener;
-struct net_listener *net_listener_add_locked(int fd);
+struct net_listener *net_listener_add_locked(int fd, bool qpn);
 /* Stop accepting; the net thread closes the socket. */
 void net_listener_close_locked(struct net_listener *l);
+
+/*
+ * net_qpn.c: the link to the process that owns QP number @dest_qpn, opened
+ * if need be; NULL if it is this process's, or out of reach. Around fork()
+ * and at exit: the child forgets the parent's block; exit gives ours back.
+ */
+struct net_link *net_qpn_route_locked(uint32_t dest_qpn);
+void net_qpn_fork_child_locked(void);
+void net_qpn_release_locked(void);
 
 /* Wake the net thread, so that it builds its poll set again. */
 void net_kick_locked(void);

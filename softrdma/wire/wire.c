@@ -92,13 +92,29 @@ bool wire_stays_local_locked(const struct wire_qp *qp)
 {
 	/* wire_route_locked() finds no link: the attach would change nothing. */
 	return qp->transport == &wire_local && !qp->remote &&
-	       (qp->cm_made || !wire_cm || !net_any_link_locked());
+	       (qp->cm_made || ((!wire_cm || !net_any_link_locked()) &&
+				!wire_qpn_foreign_locked(qp->dest_qpn)));
+}
+
+/*
+ * A link's shared memory comes up after its first requests may have gone
+ * over the socket (a link to a process's block of QP numbers, net_qpn.c,
+ * opens at RTR): a requester moves to it once nothing of it is on its way,
+ * so that no request overtakes an earlier one.
+ */
+static void upgrade_locked(struct wire_qp *qp, const struct wire_req *req)
+{
+	if (qp->transport != &wire_socket || !req->quiet || !shm_link_ready(qp->remote))
+		return;
+	qp->transport = &wire_shm;
+	shm_link_bind_qp_locked(qp->remote, qp);
 }
 
 void wire_transmit(struct wire_qp *requester, const struct wire_req *req,
 		   struct wire_resp *resp)
 {
 	wire_is_local_locked(requester);
+	upgrade_locked(requester, req);
 	resp->data = wire_seg_local(NULL, 0);
 	requester->transport->transmit(requester, req, resp);
 }

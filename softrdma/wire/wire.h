@@ -127,6 +127,7 @@ struct wire_req {
 	uint32_t npsn;		/* PSNs it takes: its packets (a READ: its response's) */
 	uint32_t rd_depth;	/* READ: Reads the requester has in flight, this one included */
 	bool last;		/* nothing is posted behind it on its QP (yet) */
+	bool quiet;		/* no request of its QP awaits an answer from another process */
 	unsigned int nsegs;
 	struct wire_seg segs[WIRE_MAX_SEGS];
 	/*
@@ -199,6 +200,7 @@ struct wire_cq {
  */
 struct wire_qp {
 	uint32_t qpn;
+	uint32_t dest_qpn;		/* the verbs' dest_qp_num (IBV_QP_DEST_QPN) */
 	const struct wire_transport *transport;	/* attached at RTR (wire.c), or NULL */
 	struct wire_qp *peer;		/* in this process: the responder, cached by number */
 	struct net_link *remote;	/* link to a responder in another process (a reference) */
@@ -326,6 +328,15 @@ extern const struct wire_transport wire_shm;
  */
 void wire_attach_locked(struct wire_qp *qp, struct net_link *link);
 void wire_detach_locked(struct wire_qp *qp);
+/*
+ * net_qpn.c: QP numbers unique on the machine. The numbers this process
+ * gives its QPs: @*count of them from the one returned (from 0x11 in a
+ * process that does not talk to others).
+ */
+uint32_t wire_qpn_range_locked(uint32_t *count);
+/* Does QP number @qp_num belong to another process's block? */
+bool wire_qpn_foreign_locked(uint32_t qp_num);
+
 /* Does @qp's responder live in this process (attaching it first if need be)? */
 bool wire_is_local_locked(struct wire_qp *qp);
 /* wire_is_local_locked() would attach nothing and answer true (the fast path, fast.c). */

@@ -65,11 +65,35 @@ struct net_link *wire_route_locked(struct wire_qp *qp)
 {
 	struct net_link *link;
 
-	if (qp->remote || qp->cm_made || !wire_cm || !net_any_link_locked())
+	if (qp->remote || qp->cm_made)
 		return qp->remote;
 	/* A QP the application made itself and connected through rdma_cm's ids. */
-	link = wire_up->qp_link(qp);
-	return link;
+	if (wire_cm && net_any_link_locked()) {
+		link = wire_up->qp_link(qp);
+		if (link)
+			return link;
+	}
+	/* Or to a number it was given: the process that owns the number. */
+	return net_qpn_route_locked(qp->dest_qpn);
+}
+
+/*
+ * Does @qp answer @req, which came over @link? Over an rdma_cm connection,
+ * the QP of that connection does. A QP the application connected itself
+ * answers its destination QP over its id's link, or over any link between
+ * the two processes' blocks of numbers (net_qpn.c): each side sends over
+ * the link it found when it moved to RTR, which may be either (a QP moved
+ * to RTR before rdma_accept() told rdma_cm its number takes the latter).
+ */
+static bool serves_locked(struct wire_qp *qp, struct net_link *link, const struct wire_req *req)
+{
+	bool own_dest = !qp->cm_made && qp->dest_qpn == req->src_qpn;
+
+	if (link->qpn)
+		return own_dest && wire_qpn_foreign_locked(req->src_qpn);
+	if (wire_route_locked(qp) == link)
+		return true;
+	return own_dest && wire_cm && wire_up->qp_link(qp) == link;
 }
 
 void wire_net_send_locked(struct wire_qp *qp, struct net_link *link, const struct wire_req *req,
@@ -150,8 +174,7 @@ bool wire_net_respond_locked(struct net_link *link, struct wire_req *req, struct
 {
 	struct wire_qp *qp = wire_up->qp_lookup(req->dst_qpn);
 
-	/* Only the QP of this link's connection answers on it. */
-	if (!qp || wire_route_locked(qp) != link)
+	if (!qp || !serves_locked(qp, link, req))
 		return true;
 	switch (psn_order(req->psn, qp->epsn)) {
 	case PSN_AHEAD:
