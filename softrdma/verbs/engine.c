@@ -17,6 +17,7 @@
 
 #include "soft.h"
 #include "tap.h"
+#include "ud.h"
 
 void engine_activate_locked(struct soft_qp *qp)
 {
@@ -831,7 +832,11 @@ void engine_run_locked(struct soft_qp *qp)
 							  &wqe->bind_info), 0);
 		break;
 	default:
-		transmit_locked(qp, wqe);
+		/* UD: a datagram, done once it leaves (ud.c). */
+		if (qp->qp.qp_type == IBV_QPT_UD)
+			finish_wqe_locked(qp, wqe, ud_send_locked(qp, wqe), 0);
+		else
+			transmit_locked(qp, wqe);
 		break;
 	}
 }

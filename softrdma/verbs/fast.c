@@ -352,7 +352,8 @@ bool fast_post_send(struct soft_qp *sqp, struct ibv_send_wr **wr)
 	pthread_mutex_t *scq_lock, *rcq_lock;
 	bool all;
 
-	if (!*wr || !fab_fast_enter())
+	/* Datagrams (UD) always take the fabric lock (ud.c). */
+	if (!*wr || sqp->qp.qp_type != IBV_QPT_RC || !fab_fast_enter())
 		return false;
 	if (!fabric_allows() || !(peer = cached_peer(sqp))) {
 		fab_fast_exit();
