@@ -665,6 +665,19 @@ static void test_cm_udp_refused(void **state)
 
 /* ---- between two processes ----------------------------------------------------------- */
 
+/* A datagram larger than a link message's 2 KiB head, which its sender copies aside. */
+#define BIG		3000
+
+static bool pattern_ok(const uint8_t *p, uint32_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != (uint8_t)(0x5a + i * 7))
+			return false;
+	return true;
+}
+
 /* In the peer: the next event on @ch, which must be @type, within the deadline. */
 static struct rdma_cm_event *p_event(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
 {
@@ -703,7 +716,8 @@ static int role_udp_client(void)
 	struct rdma_conn_param param = { .private_data = "hi", .private_data_len = 3 };
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct sockaddr_in sin = h_loopback((uint16_t)atoi(peer_hear()));
-	char buf[GRH_LEN + 64] = "";
+	/* Two receives (the answer, then the large datagram) and the Send's buffer. */
+	static char buf[3][GRH_LEN + BIG];
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htobe32(42) }, *bad;
@@ -721,7 +735,8 @@ static int role_udp_client(void)
 	PEER_CHECK(rdma_ack_cm_event(p_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)) == 0);
 	PEER_CHECK(rdma_create_qp(id, NULL, &qa) == 0);
 	mr = rdma_reg_msgs(id, buf, sizeof(buf));
-	PEER_CHECK(mr && rdma_post_recv(id, NULL, buf, sizeof(buf), mr) == 0);
+	PEER_CHECK(mr && rdma_post_recv(id, NULL, buf[0], sizeof(buf[0]), mr) == 0);
+	PEER_CHECK(rdma_post_recv(id, NULL, buf[1], sizeof(buf[1]), mr) == 0);
 	PEER_CHECK(rdma_connect(id, &param) == 0);
 	ev = p_event(ch, RDMA_CM_EVENT_ESTABLISHED);
 	PEER_CHECK(ev->param.ud.qkey == RDMA_UDP_QKEY && ev->param.ud.private_data_len == 136);
@@ -730,17 +745,19 @@ static int role_udp_client(void)
 	PEER_CHECK(ah && rdma_ack_cm_event(ev) == 0);
 	peer_say("qpn %u", id->qp->qp_num);
 	PEER_CHECK(strcmp(peer_hear(), "go") == 0);
-	memcpy(buf, "ping", 5);
-	sge = (struct ibv_sge){ (uintptr_t)buf, 5, mr->lkey };
+	memcpy(buf[2], "ping", 5);
+	sge = (struct ibv_sge){ (uintptr_t)buf[2], 5, mr->lkey };
 	wr.wr.ud.ah = ah;
 	wr.wr.ud.remote_qpn = peer_qpn;
 	wr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
 	PEER_CHECK(ibv_post_send(id->qp, &wr, &bad) == 0);
 	p_poll(id->send_cq, &wc);
-	memset(buf, 0, sizeof(buf));
 	p_poll(id->recv_cq, &wc);
 	PEER_CHECK(wc.byte_len == GRH_LEN + 5 && wc.src_qp == peer_qpn);
-	PEER_CHECK((wc.wc_flags & IBV_WC_GRH) && strcmp(buf + GRH_LEN, "pong") == 0);
+	PEER_CHECK((wc.wc_flags & IBV_WC_GRH) && strcmp(buf[0] + GRH_LEN, "pong") == 0);
+	/* A datagram too large for a message's head: copied aside when it left. */
+	p_poll(id->recv_cq, &wc);
+	PEER_CHECK(wc.byte_len == GRH_LEN + BIG && pattern_ok((uint8_t *)buf[1] + GRH_LEN, BIG));
 	peer_say("done");
 	PEER_CHECK(ibv_destroy_ah(ah) == 0 && rdma_dereg_mr(mr) == 0);
 	rdma_destroy_qp(id);
@@ -765,7 +782,7 @@ static void test_cm_udp_two_processes(void **state)
 	};
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *listen, *server;
-	char buf[GRH_LEN + 64] = "";
+	char buf[GRH_LEN + BIG] = "";
 	struct rdma_cm_event *ev;
 	struct ibv_mr *mr;
 	struct ibv_ah *ah;
@@ -805,9 +822,16 @@ static void test_cm_udp_two_processes(void **state)
 	assert_non_null(ah);
 	memcpy(buf, "pong", 5);
 	assert_int_equal(rdma_post_ud_send(server, NULL, buf, 5, mr, IBV_SEND_SIGNALED, ah,
-					   wc.src_qp), 0);
+					   peer_qpn), 0);
 	assert_int_equal(h_poll(server->send_cq, &wc, 1), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	fill((uint8_t *)buf, BIG, 0x5a);
+	assert_int_equal(rdma_post_ud_send(server, NULL, buf, BIG, mr, IBV_SEND_SIGNALED, ah,
+					   peer_qpn), 0);
+	assert_int_equal(h_poll(server->send_cq, &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	/* Reused at once: the datagram took its bytes when it left. */
+	memset(buf, 0, sizeof(buf));
 	peer_expect(&p, "done");
 	assert_int_equal(peer_wait(&p, peer_timeout_ms(H_TIMEOUT_MS)), 0);
 	assert_int_equal(ibv_destroy_ah(ah), 0);

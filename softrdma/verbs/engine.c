@@ -763,6 +763,9 @@ static uint32_t wqe_packets(const struct soft_qp *qp, const struct soft_send_wqe
 
 	if (wqe->opcode == IBV_WR_LOCAL_INV || wqe->opcode == IBV_WR_BIND_MW)
 		return 0;
+	/* A UD message is one packet; one over the MTU is not sent and takes one too (rxe). */
+	if (qp->qp.qp_type == IBV_QPT_UD)
+		return 1;
 	if (wqe->flags & IBV_SEND_INLINE)
 		len = wqe->inline_len;
 	else

@@ -320,22 +320,31 @@ static struct net_link *ud_route_locked(struct soft_qp *qp, uint32_t dst_qpn)
  */
 static void ud_link_send_locked(struct net_link *link, const struct ud_dgram *d)
 {
-	struct ud_msg m = {
-		.src_qpn = d->req.src_qpn, .dst_qpn = d->req.dst_qpn, .qkey = d->qkey,
-		.psn = d->req.psn, .imm = d->req.imm, .flow_label = d->flow_label,
-		.length = d->req.length, .sgid = d->sgid, .dgid = d->dgid,
-		.with_imm = d->req.op == WIRE_SEND_IMM, .solicited = d->req.solicited,
-		.traffic_class = d->traffic_class, .hop_limit = d->hop_limit,
-	};
 	struct wire_seg segs[WIRE_MAX_SEGS];
-	bool small = sizeof(m) + d->req.length <= NET_HEAD_MAX;
+	bool small = sizeof(struct ud_msg) + d->req.length <= NET_HEAD_MAX;
 	struct net_buf *buf;
+	struct ud_msg *m;
 	unsigned int i;
 
-	buf = link->dead ? NULL : net_buf_new_locked(NET_MSG_UD, (uint32_t)sizeof(m));
+	buf = link->dead ? NULL : net_buf_new_locked(NET_MSG_UD, (uint32_t)sizeof(*m));
 	if (!buf)
 		return;
-	memcpy(net_body(buf), &m, sizeof(m));
+	m = net_body(buf);
+	/* Zeroed whole: its padding goes to the other process too. */
+	memset(m, 0, sizeof(*m));
+	m->src_qpn = d->req.src_qpn;
+	m->dst_qpn = d->req.dst_qpn;
+	m->qkey = d->qkey;
+	m->psn = d->req.psn;
+	m->imm = d->req.imm;
+	m->flow_label = d->flow_label;
+	m->length = d->req.length;
+	m->sgid = d->sgid;
+	m->dgid = d->dgid;
+	m->with_imm = d->req.op == WIRE_SEND_IMM;
+	m->solicited = d->req.solicited;
+	m->traffic_class = d->traffic_class;
+	m->hop_limit = d->hop_limit;
 	for (i = 0; i < d->req.nsegs; i++) {
 		segs[i] = d->req.segs[i];
 		/* Without its registration a segment is copied into the head. */
