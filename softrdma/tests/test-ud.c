@@ -524,6 +524,38 @@ static void test_post_errors(void **state)
 	ud_close(&u);
 }
 
+/* An RC QP that names a UD QP as its peer finds no responder: UD takes datagrams only. */
+static void test_rc_to_ud(void **state)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *rc;
+	struct ibv_wc wc;
+	struct h_opts o;
+	struct ud u;
+
+	(void)state;
+	ud_open(&u, false);
+	qa.send_cq = qa.recv_cq = u.cq[0];
+	rc = ibv_create_qp(u.pd, &qa);
+	assert_non_null(rc);
+	h_opts_default(&o);
+	o.retry_cnt = 0;
+	o.timeout = 1;
+	h_qp_to_rts(rc, u.qp[1]->qp_num, &o);
+	ud_recv(&u, 9, 0, GRH_LEN + 64);
+	assert_int_equal(h_post(rc, 1, IBV_WR_SEND, u.buf[0], 8, u.mr[0]->lkey,
+				IBV_SEND_SIGNALED, 0, 0), 0);
+	assert_int_equal(h_poll(u.cq[0], &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
+	h_assert_empty(u.cq[1]);
+	assert_int_equal(ibv_destroy_qp(rc), 0);
+	ud_close(&u);
+}
+
 /* ---- rdma_cm's UDP port space ----------------------------------------------------- */
 
 /*
@@ -859,6 +891,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_srq),
 		cmocka_unit_test(test_ah_errors),
 		cmocka_unit_test(test_post_errors),
+		cmocka_unit_test(test_rc_to_ud),
 		cmocka_unit_test(test_cm_udp),
 		cmocka_unit_test(test_cm_udp_refused),
 	};

@@ -98,12 +98,14 @@ static bool requester_idle(const struct soft_qp *sqp)
 
 /*
  * The responder takes the request without an async event or a state change:
- * RTS, or RTR with the connection established already, and not silenced.
+ * an RC QP in RTS, or RTR with the connection established already, and not
+ * silenced.
  */
 static bool responder_ready(const struct soft_qp *peer)
 {
-	return !peer->silent && (peer->attr.qp_state == IBV_QPS_RTS ||
-				 (peer->attr.qp_state == IBV_QPS_RTR && peer->comm_est));
+	return !peer->silent && peer->qp.qp_type == IBV_QPT_RC &&
+	       (peer->attr.qp_state == IBV_QPS_RTS ||
+		(peer->attr.qp_state == IBV_QPS_RTR && peer->comm_est));
 }
 
 /*
