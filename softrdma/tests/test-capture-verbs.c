@@ -8,7 +8,7 @@
  * with its IETH, RDMA Write with immediate, an RNR NAK and the retry with the
  * same PSN, a remote access NAK; PSNs and MSNs counting, UDP port 4791,
  * IPv4 addresses from the GIDs. UD Sends: one packet each, with a DETH and
- * no ACK. Skipped (77) without tshark.
+ * no ACK; rdma_cm's UDP space: SIDR REQ and REP. Skipped (77) without tshark.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -364,11 +364,61 @@ static void test_ud_packets(void **state)
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
+/*
+ * rdma_cm's UDP space resolves with SIDR: a SIDR REQ (attribute 0x17) and a
+ * SIDR REP (0x18) to QP1, where a connection has REQ, REP and RTU. tshark
+ * has no dissector for their contents; the attributes are what it checks.
+ */
+static void test_sidr_mads(void **state)
+{
+	static const char *const mad_fields[] = { "infiniband.mad.attributeid", NULL };
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listen, *client, *server;
+	struct rdma_cm_event *ev;
+	struct tshark_rows rows;
+	char got[32];
+
+	(void)state;
+	assert_non_null(ch);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	unlink(pcap_path);
+	assert_int_equal(softrdma_pcap_open(pcap_path), 0);
+	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_UDP), 0);
+	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&sin), 0);
+	assert_int_equal(rdma_listen(listen, 1), 0);
+	sin.sin_port = rdma_get_src_port(listen);
+	assert_int_equal(rdma_create_id(ch, &client, NULL, RDMA_PS_UDP), 0);
+	assert_int_equal(rdma_resolve_addr(client, NULL, (struct sockaddr *)&sin, 1000), 0);
+	h_cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(client, 1000), 0);
+	h_cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(rdma_connect(client, NULL), 0);
+	ev = h_cm_get(ch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	server = ev->id;
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(rdma_accept(server, NULL), 0);
+	h_cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(softrdma_pcap_close(), 0);
+	assert_int_equal(tshark_fields(pcap_path, "-Y infiniband.mad", mad_fields, &rows), 0);
+	assert_int_equal(rows.n, 2);
+	assert_string_equal(tshark_field(rows.row[0], 0, got, sizeof(got)), "0x0017");
+	assert_string_equal(tshark_field(rows.row[1], 0, got, sizeof(got)), "0x0018");
+	tshark_rows_free(&rows);
+	unlink(pcap_path);
+	assert_int_equal(rdma_destroy_id(server), 0);
+	assert_int_equal(rdma_destroy_id(client), 0);
+	assert_int_equal(rdma_destroy_id(listen), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_verbs_packets),
 		cmocka_unit_test(test_ud_packets),
+		cmocka_unit_test(test_sidr_mads),
 	};
 	int ret;
 
