@@ -35,6 +35,7 @@ enum {
 	OP_SEND_LAST_INV = 0x16,
 	OP_SEND_ONLY_INV = 0x17,
 	OP_UD_SEND_ONLY = 0x64,
+	OP_UD_SEND_ONLY_IMM = 0x65,
 };
 
 /* General services: QP1 and its well-known Q_Key. */
@@ -50,7 +51,7 @@ enum {
 #define AETH_NAK_REM_OP		0x63
 
 #define BTH_LEN		12
-#define IB_HDR_MAX	(BTH_LEN + 16 + 4)	/* BTH, RETH, ImmDt or IETH */
+#define IB_HDR_MAX	(BTH_LEN + 16 + 4)	/* BTH, RETH or DETH, ImmDt or IETH */
 
 enum position { ONLY, FIRST, MIDDLE, LAST };
 
@@ -282,6 +283,31 @@ void tap_response_locked(const struct tap_qp *responder, const struct wire_req *
 	}
 }
 
+static void deth(struct pkt *p, uint32_t qkey, uint32_t src_qpn)
+{
+	put32(p->hdr + p->hdr_len, qkey);
+	put32(p->hdr + p->hdr_len + 4, src_qpn & 0xffffff);
+	p->hdr_len += 8;
+}
+
+/* UD messages fit one packet (the port's MTU): no FIRST/MIDDLE/LAST, no ACK. */
+void tap_datagram_locked(const union ibv_gid *sgid, const union ibv_gid *dgid,
+			 const struct wire_req *req, uint32_t qkey)
+{
+	bool imm = req->op == WIRE_SEND_IMM;
+	struct pkt p;
+
+	if (!pcap_on_locked() || req->length > sizeof(payload_buf))
+		return;
+	bth(&p, imm ? OP_UD_SEND_ONLY_IMM : OP_UD_SEND_ONLY, req->solicited, req->length,
+	    req->dst_qpn, false, req->psn);
+	deth(&p, qkey, req->src_qpn);
+	if (imm)
+		word_raw(&p, req->imm);
+	pcap_packet_locked(sgid, dgid, flow_port(req->src_qpn), p.hdr, p.hdr_len,
+			   req->length ? slice(req, 0, req->length) : NULL, req->length);
+}
+
 void tap_mad_locked(const union ibv_gid *sgid, const union ibv_gid *dgid, const uint8_t *mad)
 {
 	struct pkt p;
@@ -289,8 +315,6 @@ void tap_mad_locked(const union ibv_gid *sgid, const union ibv_gid *dgid, const 
 	if (!pcap_on_locked())
 		return;
 	bth(&p, OP_UD_SEND_ONLY, false, MAD_LEN, GSI_QPN, false, 0);
-	put32(p.hdr + p.hdr_len, GSI_QKEY);	/* DETH: Q_Key, then the source QP */
-	put32(p.hdr + p.hdr_len + 4, GSI_QPN);
-	p.hdr_len += 8;
+	deth(&p, GSI_QKEY, GSI_QPN);
 	pcap_packet_locked(sgid, dgid, (uint16_t)GSI_QPN, p.hdr, p.hdr_len, mad, MAD_LEN);
 }

@@ -31,6 +31,9 @@ void tap_request_locked(const struct tap_qp *requester, const struct wire_req *r
 void tap_response_locked(const struct tap_qp *responder, const struct wire_req *req,
 			 const struct wire_resp *resp);
 
+/* A UD Send (only) with its DETH: @req's QPs, PSN, immediate data and payload. */
+void tap_datagram_locked(const union ibv_gid *sgid, const union ibv_gid *dgid,
+			 const struct wire_req *req, uint32_t qkey);
 void tap_mad_locked(const union ibv_gid *sgid, const union ibv_gid *dgid, const uint8_t *mad);
 
 /* SOFTRDMA_PCAP, read once at the fabric's start. */

@@ -21,6 +21,9 @@
 #define CM_REQ_PDATA	56
 #define CM_REP_PDATA	196
 #define CM_REJ_PDATA	148
+/* SIDR (IBA 12.11), for the UDP port space: REQ 216 less the header, REP 136. */
+#define CM_SIDR_REQ_PDATA	180
+#define CM_SIDR_REP_PDATA	136
 
 enum cm_state {
 	CM_IDLE,
@@ -36,6 +39,7 @@ enum cm_state {
 	CM_REP_RCVD,		/* active without QP: CONNECT_RESPONSE, awaits rdma_establish */
 	CM_ESTABLISHED,
 	CM_DISCONNECTED,
+	CM_UD_RESOLVED,		/* UD: SIDR answered; no connection, the link takes datagrams */
 };
 
 struct soft_cm_channel {
@@ -69,6 +73,7 @@ struct cm_params {
 	/* ECE (cm_ece.c): REQ, the sender's own; REP, the vendor answered and its options. */
 	uint32_t ece_vendor_id;
 	uint32_t ece_options;
+	uint32_t qkey;			/* SIDR REP: the Q_Key of the QP it names */
 };
 
 struct rdv_claim;
@@ -125,6 +130,7 @@ struct soft_cm_id {
 	uint8_t rnr_retry_count;
 	uint32_t peer_qpn;
 	uint32_t peer_psn;		/* the peer's first send PSN: our QP's rq_psn */
+	uint32_t peer_qkey;		/* UD: the Q_Key the peer's SIDR REP named */
 	struct cm_params mine;		/* what this side sent in its REQ or REP */
 	struct ibv_sa_path_rec path;
 	struct ibv_ece local_ece;	/* rdma_set_local_ece(), sent in the REQ or REP */
@@ -195,6 +201,12 @@ struct soft_cm_work {
 static inline struct soft_cm_id *to_scm(struct rdma_cm_id *id)
 {
 	return container_of(id, struct soft_cm_id, id);
+}
+
+/* An id of the UDP port space: its QP is UD and it resolves with SIDR (cm_ud.c). */
+static inline bool cm_id_is_ud(const struct soft_cm_id *sid)
+{
+	return sid->id.qp_type == IBV_QPT_UD;
 }
 
 /* cm_channel.c */
@@ -274,6 +286,19 @@ void cm_rep_arrived_locked(struct soft_cm_work *w);
 void cm_rtu_arrived_locked(struct soft_cm_work *w);
 void cm_rej_arrived_locked(struct soft_cm_work *w);
 extern const struct soft_cm_ops cm_ops;
+
+/* cm_ud.c: the UDP port space (SIDR instead of a connection) */
+int cm_ud_connect(struct soft_cm_id *sid, const struct rdma_conn_param *param);
+int cm_ud_accept(struct soft_cm_id *sid, const struct rdma_conn_param *param);
+void cm_ud_rep_arrived_locked(struct soft_cm_work *w);
+/* A REJ reached an id; true if it is a UD id's (UNREACHABLE, as a SIDR REP refusing). */
+bool cm_ud_rej_arrived_locked(struct soft_cm_work *w);
+/* A UD id's event carries param.ud: its private data, and for ESTABLISHED the peer. */
+void cm_ud_event_params_locked(const struct soft_cm_id *sid, struct rdma_cm_event *ev);
+int cm_ud_init_attr_locked(struct soft_cm_id *sid, struct ibv_qp_attr *attr, int *mask);
+/* rdma_create_qp() made @sid's UD QP: INIT with rdma_cm's Q_Key, RTR, RTS, as librdmacm. */
+int cm_ud_qp_ready_locked(struct soft_cm_id *sid, struct soft_qp *qp);
+struct net_link *cm_ud_id_link(struct soft_cm_id *sid);
 
 /* cm_ece.c: Enhanced Connection Establishment, as librdmacm carries it */
 /* What sid's REQ (or REP) says, into its params. */

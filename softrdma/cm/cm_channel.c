@@ -128,6 +128,9 @@ void cm_deliver_locked(struct soft_cm_id *id, enum rdma_cm_event_type type, int 
 		e->ev.param.conn.private_data = e->pdata;
 		e->ev.param.conn.private_data_len = padded_len;
 	}
+	/* A UD id's events carry param.ud instead (cm_ud.c). */
+	if (cm_id_is_ud(id))
+		cm_ud_event_params_locked(id, &e->ev);
 	if (v.duplicate)
 		copy = cm_event_copy(e);
 	cm_event_queue_locked(id->ch, e, v.delay_ns);

@@ -117,6 +117,8 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	struct soft_cm_work *w;
 	int err = 0;
 
+	if (cm_id_is_ud(sid))
+		return cm_ud_connect(sid, param);
 	fab_lock();
 	if (sid->state != CM_ROUTE_RESOLVED ||
 	    (param && !pdata_ok(param->private_data, param->private_data_len, CM_REQ_PDATA))) {
@@ -289,7 +291,7 @@ void cm_req_arrived_locked(struct soft_cm_work *w)
 	seen.responder_resources = w->params.initiator_depth;
 	seen.initiator_depth = w->params.responder_resources;
 	cm_deliver_locked(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &seen, w->pdata, w->pdata_len,
-			  CM_REQ_PDATA, l);
+			  cm_id_is_ud(l) ? CM_SIDR_REQ_PDATA : CM_REQ_PDATA, l);
 	if (l->sync)
 		make_sync_locked(child);
 }
@@ -301,6 +303,8 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	struct net_link *link;
 	int err = 0;
 
+	if (cm_id_is_ud(sid))
+		return cm_ud_accept(sid, param);
 	fab_lock();
 	if (sid->state != CM_REQ_RCVD ||
 	    (param && !pdata_ok(param->private_data, param->private_data_len, CM_REP_PDATA))) {
@@ -354,6 +358,10 @@ void cm_rep_arrived_locked(struct soft_cm_work *w)
 	struct cm_msg m = { .kind = CMW_RTU };
 	struct cm_params seen;
 
+	if (client && cm_id_is_ud(client)) {
+		cm_ud_rep_arrived_locked(w);
+		return;
+	}
 	if (!client || client->state != CM_CONNECT)
 		return;
 	if (w->conn ? client->conn != w->conn : !w->from || client->peer != w->from)
@@ -485,6 +493,8 @@ void cm_rej_arrived_locked(struct soft_cm_work *w)
 {
 	struct soft_cm_id *target = w->target;
 
+	if (cm_ud_rej_arrived_locked(w))
+		return;
 	if (!target || (w->conn && target->conn != w->conn))
 		return;
 	cm_unpeer_locked(target);
@@ -535,6 +545,7 @@ const struct soft_cm_ops cm_ops = {
 	.fault_disconnect = cm_fault_disconnect_locked,
 	.qp_destroyed = cm_qp_destroyed_locked,
 	.qp_link = cm_net_qp_link,
+	.id_link = cm_ud_id_link,
 	.link_message = cm_net_link_message,
 	.link_down = cm_net_link_down,
 };

@@ -400,7 +400,7 @@ struct soft_cm_id *cm_id_alloc(struct soft_cm_channel *ch, void *context,
 	sid->id.channel = ch ? &ch->ch : NULL;
 	sid->id.context = context;
 	sid->id.ps = ps;
-	sid->id.qp_type = IBV_QPT_RC;
+	sid->id.qp_type = ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
 	sid->state = CM_IDLE;
 	soft_list_init(&sid->link);
 	return sid;
@@ -428,14 +428,16 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	if (!id)
 		return fail(EINVAL);
 	/*
-	 * The datagram port spaces need UD QPs, which softrdma0 does not have
-	 * (ibv_create_qp refuses them with EOPNOTSUPP, as siw does): refused
-	 * as not supported from the start. Any other space is unknown to the
-	 * kernel's CM, which refuses it with EINVAL.
+	 * RDMA_PS_UDP has UD QPs (cm_ud.c), except on siw, which has none
+	 * (ibv_create_qp refuses them with EOPNOTSUPP): refused as not
+	 * supported from the start there. RDMA_PS_IPOIB takes its Q_Key from
+	 * the IPoIB broadcast group, which RoCE has not: refused likewise. Any
+	 * other space is unknown to the kernel's CM, which refuses it with
+	 * EINVAL.
 	 */
-	if (ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB)
+	if (ps == RDMA_PS_IPOIB)
 		return fail(EOPNOTSUPP);
-	if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB)
+	if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB && ps != RDMA_PS_UDP)
 		return fail(EINVAL);
 	if (!channel) {
 		own = rdma_create_event_channel();
@@ -447,6 +449,13 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 		if (own)
 			rdma_destroy_event_channel(own);
 		return fail(ENODEV);
+	}
+	if (ps == RDMA_PS_UDP &&
+	    cm_state.ctx->vctx.context.device->transport_type == IBV_TRANSPORT_IWARP) {
+		cm_device_put();
+		if (own)
+			rdma_destroy_event_channel(own);
+		return fail(EOPNOTSUPP);
 	}
 	sid = cm_id_alloc(container_of(channel, struct soft_cm_channel, ch), context, ps);
 	if (!sid) {

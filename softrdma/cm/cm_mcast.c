@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Multicast, which is not modelled: it needs UD QPs, and no softrdma id is
- * UD (RDMA_PS_TCP and RDMA_PS_IB ids are RC; the datagram port spaces are
- * refused at rdma_create_id), and softrdma0 reports max_mcast_grp 0. The
- * calls check their arguments as librdmacm does, then a join is refused as
- * the kernel's CM refuses one on an id that is not UD (EINVAL); no join
- * ever succeeding, a leave finds no group (EADDRNOTAVAIL, as librdmacm).
+ * Multicast, which is not modelled: UD QPs exist (RDMA_PS_UDP ids have
+ * them), multicast groups do not, and softrdma0 reports max_mcast_grp 0
+ * (ibv_attach_mcast is EOPNOTSUPP). The calls check their arguments as
+ * librdmacm does, then a join is refused as the kernel's CM refuses one on
+ * an id that is not UD (EINVAL; on rxe a UDP id would join); no join ever
+ * succeeding, a leave finds no group (EADDRNOTAVAIL, as librdmacm).
  */
 #include <errno.h>
 

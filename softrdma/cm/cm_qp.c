@@ -77,6 +77,8 @@ static bool negotiated(const struct soft_cm_id *sid)
 
 int cm_qp_init_attr_locked(struct soft_cm_id *sid, struct ibv_qp_attr *attr, int *mask)
 {
+	if (cm_id_is_ud(sid))
+		return cm_ud_init_attr_locked(sid, attr, mask);
 	switch (attr->qp_state) {
 	case IBV_QPS_INIT:
 		if (!sid->id.verbs)
@@ -203,7 +205,11 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
 	to_sqp(qp)->cm_passive = sid->passive;
 	id->qp = qp;
 	cm_ece_qp_created_locked(sid);
-	ret = modify_locked(to_sqp(qp), sid, fill_init);
+	/* A UD QP is ready to send at once (RTS); an RC QP waits in INIT for its peer. */
+	if (cm_id_is_ud(sid))
+		ret = cm_ud_qp_ready_locked(sid, to_sqp(qp));
+	else
+		ret = modify_locked(to_sqp(qp), sid, fill_init);
 	fab_unlock();
 	if (ret) {
 		rdma_destroy_qp(id);

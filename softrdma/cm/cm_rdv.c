@@ -42,7 +42,8 @@ static void make_name(char *out, const struct sockaddr *sa, uint32_t ps, bool af
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof(ip));
 	else
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof(ip));
-	snprintf(out, NAME_MAX_LEN, "%s-%s-%u%s", ps == RDMA_PS_IB ? "ib" : "tcp", ip,
+	snprintf(out, NAME_MAX_LEN, "%s-%s-%u%s",
+		 ps == RDMA_PS_IB ? "ib" : ps == RDMA_PS_UDP ? "udp" : "tcp", ip,
 		 cm_addr_port(sa), v6only ? "-v6only" : "");
 }
 
@@ -71,6 +72,8 @@ static bool parse_name(const char *name, struct sockaddr_storage *ss, uint32_t *
 		*ps = RDMA_PS_TCP;
 	else if (strcmp(buf, "ib") == 0)
 		*ps = RDMA_PS_IB;
+	else if (strcmp(buf, "udp") == 0)
+		*ps = RDMA_PS_UDP;
 	else
 		return false;
 	p = strtoul(port, &end, 10);

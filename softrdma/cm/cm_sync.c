@@ -134,8 +134,11 @@ int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv
 		errno = EINVAL;
 		return -1;
 	}
-	/* RC is all softrdma0 carries: its QP would be refused so (ibv_create_qp). */
-	if (res->ai_qp_type != IBV_QPT_RC) {
+	/*
+	 * RC in the TCP and IB spaces, UD in the UDP space (cm_ud.c) are what
+	 * softrdma0 carries; any other pairing is refused as its QP would be.
+	 */
+	if (res->ai_qp_type != (res->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC)) {
 		errno = EOPNOTSUPP;
 		return -1;
 	}

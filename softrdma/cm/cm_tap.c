@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The capture's connection management: each CM message becomes the IB CM
- * MAD that RoCE carries to QP1 (IBA 12.6: REQ, REP, RTU, REJ, DREQ, DREP),
+ * MAD that RoCE carries to QP1 (IBA 12.6: REQ, REP, RTU, REJ, DREQ, DREP;
+ * for a UDP port space id, 12.11's SIDR REQ and SIDR REP),
  * with the rdma_cm's service ID and IP addressing private data (Annex A11)
  * in the REQ. Wireshark learns from the REQ and REP which QPs form a
  * connection, which its RPC-over-RDMA dissector needs to match RDMA Reads
@@ -24,6 +25,13 @@
 #define ATTR_RTU	0x0014
 #define ATTR_DREQ	0x0015
 #define ATTR_DREP	0x0016
+#define ATTR_SIDR_REQ	0x0017
+#define ATTR_SIDR_REP	0x0018
+
+/* SIDR REP statuses (IBA 12.11.2): accepted, no such service, refused by the consumer. */
+#define SIDR_SUCCESS		0
+#define SIDR_UNSUPPORTED	1
+#define SIDR_REJECT		2
 
 #define CM_CLASS	0x07
 #define CM_CLASS_VERS	2
@@ -156,12 +164,69 @@ static void rej(uint8_t *c, uint32_t local, uint32_t remote, int reason, const s
 		memcpy(c + 84, m->pdata, m->pdata_len);
 }
 
+/* The SIDR REQ: its Request ID, the partition, the service, then the IP CM header. */
+static void sidr_req(uint8_t *c, const struct soft_cm_id *sid, const struct cm_msg *m)
+{
+	put32(c, sid->comm_id);
+	put16(c + 4, 0xffff);
+	put64(c + 8, service_id(sid));
+	ip_cm_pdata(c + 16, sid, m);
+}
+
+/* The service a passive id was asked for: the port space and its own port. */
+static uint64_t served_id(const struct soft_cm_id *sid)
+{
+	return ((uint64_t)sid->id.ps << 16) | cm_addr_port(&sid->id.route.addr.src_addr);
+}
+
+/* The SIDR REP answers Request ID @request for @service. */
+static void sidr_rep(uint8_t *c, uint64_t service, uint32_t request, int status,
+		     const struct cm_msg *m)
+{
+	put32(c, request);
+	c[4] = (uint8_t)status;
+	if (m && status == SIDR_SUCCESS) {
+		put24(c + 8, m->params.qp_num);
+		put32(c + 20, m->params.qkey);
+	}
+	put64(c + 12, service);
+	if (m && m->pdata_len)
+		memcpy(c + 96, m->pdata, m->pdata_len);
+}
+
+/* A UDP port space id's messages: REQ and REP are SIDR's, a REJ is a refusing SIDR REP. */
+static bool sidr(uint8_t *mad, const struct soft_cm_id *sid, const struct cm_msg *m)
+{
+	switch (m->kind) {
+	case CMW_REQ:
+		sidr_req(mad_header(mad, ATTR_SIDR_REQ, sid->tid), sid, m);
+		return true;
+	case CMW_REP:
+		sidr_rep(mad_header(mad, ATTR_SIDR_REP, sid->tid), served_id(sid),
+			 sid->peer_comm_id, SIDR_SUCCESS, m);
+		return true;
+	case CMW_REJ:
+		if (sid->state != CM_REQ_RCVD)
+			return false;	/* SIDR has no REJ but the passive side's refusal */
+		sidr_rep(mad_header(mad, ATTR_SIDR_REP, sid->tid), served_id(sid),
+			 sid->peer_comm_id, SIDR_REJECT, m);
+		return true;
+	default:
+		return false;
+	}
+}
+
 void cm_tap_locked(const struct soft_cm_id *sid, const struct cm_msg *m)
 {
 	uint8_t mad[MAD_LEN], *c;
 
 	if (!pcap_on_locked())
 		return;
+	if (cm_id_is_ud(sid)) {
+		if (sidr(mad, sid, m))
+			emit(sid, mad);
+		return;
+	}
 	switch (m->kind) {
 	case CMW_REQ:
 		req(mad_header(mad, ATTR_REQ, sid->tid), sid, m);
@@ -196,7 +261,13 @@ void cm_tap_fabric_rej_locked(const struct soft_cm_id *client, int reason)
 
 	if (!pcap_on_locked())
 		return;
-	rej(mad_header(mad, ATTR_REJ, client->tid), 0, client->comm_id, reason, NULL);
+	if (cm_id_is_ud(client))
+		sidr_rep(mad_header(mad, ATTR_SIDR_REP, client->tid), service_id(client),
+			 client->comm_id,
+			 reason == SOFTRDMA_REJ_CONSUMER_DEFINED ? SIDR_REJECT : SIDR_UNSUPPORTED,
+			 NULL);
+	else
+		rej(mad_header(mad, ATTR_REJ, client->tid), 0, client->comm_id, reason, NULL);
 	tap_mad_locked(&client->id.route.addr.addr.ibaddr.dgid,
 		       &client->id.route.addr.addr.ibaddr.sgid, mad);
 }

@@ -4,9 +4,8 @@
 # rdma-core's own test suite (Debian's python3-pyverbs puts it in
 # /usr/share/doc/rdma-core/tests) on the drop-in libraries, unmodified, run
 # as rdma-core documents it (run_tests.py) on a copy, bounded in time.
-# Prints the totals; fails on any failure or error but the one rdma-core
-# test named below, which needs what softrdma does not model and has no
-# skip for it; skips are the suite's own (softrdma/README.md lists them).
+# Prints the totals; fails on any failure or error; skips are the suite's
+# own (softrdma/README.md lists them).
 #
 #	pyverbs.sh <drop-in dir>
 #
@@ -133,19 +132,7 @@ skipped=${skipped:-0}
 echo "rdma-core tests on softrdma: $ran run, $((ran - failed - errors - skipped)) passed," \
 	"$failed failed, $errors errors, $skipped skipped"
 
-# Needs UD QPs (RDMA_PS_UDP), which softrdma does not model: its ids refuse
-# the port space with EOPNOTSUPP, and the test has no skip for a device
-# without UD. Accepted with that refusal as its cause, and no other.
-known=test_rdmacm_async_udp_traffic
-unexpected=$(grep -E '^(FAIL|ERROR): ' "$work/log" | grep -v "^ERROR: $known " || true)
-if grep -q "^ERROR: $known " "$work/log"; then
-	if grep -q 'Failed to create CM ID. Errno: 95' "$work/log"; then
-		echo "known: $known needs UD, which softrdma does not model (README.md)"
-	else
-		unexpected="$unexpected
-ERROR: $known, for another cause than UD's refusal"
-	fi
-fi
+unexpected=$(grep -E '^(FAIL|ERROR): ' "$work/log" || true)
 if [ -n "$unexpected" ]; then
 	echo "unexpected failures:"
 	echo "$unexpected"

@@ -7,7 +7,8 @@
  * RDMA Read request and response packets with AETHs, Send with Invalidate
  * with its IETH, RDMA Write with immediate, an RNR NAK and the retry with the
  * same PSN, a remote access NAK; PSNs and MSNs counting, UDP port 4791,
- * IPv4 addresses from the GIDs. Skipped (77) without tshark.
+ * IPv4 addresses from the GIDs. UD Sends: one packet each, with a DETH and
+ * no ACK; rdma_cm's UDP space: SIDR REQ and REP. Skipped (77) without tshark.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -250,10 +251,174 @@ static void test_verbs_packets(void **state)
 	unlink(pcap_path);
 }
 
+static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t qkey)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD, .sq_sig_all = 1,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey };
+	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
+
+	assert_non_null(qp);
+	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_QKEY), 0);
+	attr.qp_state = IBV_QPS_RTR;
+	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE), 0);
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = 100;
+	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	return qp;
+}
+
+/*
+ * UD Sends, each one packet (UD SEND only, with immediate: 0x64, 0x65) with
+ * its DETH (the Q_Key and the source QP) and no ACK back; PSNs from sq_psn.
+ */
+static void test_ud_packets(void **state)
+{
+	static const char *const ud_fields[] = {
+		"infiniband.bth.opcode", "infiniband.bth.psn", "infiniband.bth.destqp",
+		"infiniband.bth.se", "infiniband.bth.padcnt", "infiniband.deth.q_key",
+		"infiniband.deth.srcqp", "infiniband.immdt", "ip.src", "udp.dstport", NULL,
+	};
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	static uint8_t mem[256];
+	struct ibv_context *ctx;
+	struct ibv_device **list;
+	struct tshark_rows rows;
+	struct ibv_qp *qp[2];
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_ah *ah;
+	struct ibv_mr *mr;
+	char ud_want[2][160], got[160];
+	unsigned int i, c;
+
+	(void)state;
+	list = ibv_get_device_list(NULL);
+	assert_non_null(list);
+	ctx = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	assert_non_null(ctx);
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	assert_non_null(cq);
+	qp[0] = ud_qp(pd, cq, 0x1234);
+	qp[1] = ud_qp(pd, cq, 0x1234);
+	mr = h_reg(pd, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE);
+	assert_int_equal(ibv_query_gid(ctx, 1, 0, &aa.grh.dgid), 0);
+	ah = ibv_create_ah(pd, &aa);
+	assert_non_null(ah);
+	unlink(pcap_path);
+	assert_int_equal(softrdma_pcap_open(pcap_path), 0);
+	for (i = 0; i < 2; i++) {
+		struct ibv_sge sge = { (uintptr_t)mem, i ? 8 : 10, mr->lkey };
+		struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+					  .opcode = i ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM,
+					  .send_flags = i ? 0 : IBV_SEND_SOLICITED,
+					  .imm_data = htonl(0x0a0b0c0d) }, *bad;
+
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = qp[1]->qp_num;
+		wr.wr.ud.remote_qkey = 0x1234;
+		assert_int_equal(h_post_recv(qp[1], i, mem + 128, 128, mr->lkey), 0);
+		assert_int_equal(ibv_post_send(qp[0], &wr, &bad), 0);
+		expect_status(cq, IBV_WC_SUCCESS);
+		expect_status(cq, IBV_WC_SUCCESS);
+	}
+	assert_int_equal(softrdma_pcap_close(), 0);
+	snprintf(ud_want[0], sizeof(ud_want[0]),
+		 "101;100;0x%06x;1;2;0x0000000000001234;0x%08x;0a0b0c0d,0a0b0c0d;127.0.0.1;4791",
+		 qp[1]->qp_num, qp[0]->qp_num);
+	snprintf(ud_want[1], sizeof(ud_want[1]),
+		 "100;101;0x%06x;0;0;0x0000000000001234;0x%08x;;127.0.0.1;4791",
+		 qp[1]->qp_num, qp[0]->qp_num);
+	/*
+	 * The source port is the sender's QP number, 19 or so here: tshark
+	 * would take that for chargen's, the lower port first.
+	 */
+	assert_int_equal(tshark_fields(pcap_path, "--disable-protocol chargen", ud_fields, &rows),
+			 0);
+	assert_int_equal(rows.n, 2);
+	for (i = 0; i < 2; i++) {
+		got[0] = '\0';
+		for (c = 0; ud_fields[c]; c++) {
+			char f[64];
+
+			tshark_field(rows.row[i], c, f, sizeof(f));
+			snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", c ? ";" : "",
+				 f);
+		}
+		assert_string_equal(got, ud_want[i]);
+	}
+	tshark_rows_free(&rows);
+	unlink(pcap_path);
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	assert_int_equal(ibv_destroy_qp(qp[0]), 0);
+	assert_int_equal(ibv_destroy_qp(qp[1]), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * rdma_cm's UDP space resolves with SIDR: a SIDR REQ (attribute 0x17) and a
+ * SIDR REP (0x18) to QP1, where a connection has REQ, REP and RTU. tshark
+ * has no dissector for their contents; the attributes are what it checks.
+ */
+static void test_sidr_mads(void **state)
+{
+	static const char *const mad_fields[] = { "infiniband.mad.attributeid", NULL };
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listen, *client, *server;
+	struct rdma_cm_event *ev;
+	struct tshark_rows rows;
+	char got[32];
+
+	(void)state;
+	assert_non_null(ch);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	unlink(pcap_path);
+	assert_int_equal(softrdma_pcap_open(pcap_path), 0);
+	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_UDP), 0);
+	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&sin), 0);
+	assert_int_equal(rdma_listen(listen, 1), 0);
+	sin.sin_port = rdma_get_src_port(listen);
+	assert_int_equal(rdma_create_id(ch, &client, NULL, RDMA_PS_UDP), 0);
+	assert_int_equal(rdma_resolve_addr(client, NULL, (struct sockaddr *)&sin, 1000), 0);
+	h_cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(client, 1000), 0);
+	h_cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(rdma_connect(client, NULL), 0);
+	ev = h_cm_get(ch);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	server = ev->id;
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(rdma_accept(server, NULL), 0);
+	h_cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(softrdma_pcap_close(), 0);
+	assert_int_equal(tshark_fields(pcap_path, "-Y infiniband.mad", mad_fields, &rows), 0);
+	assert_int_equal(rows.n, 2);
+	assert_string_equal(tshark_field(rows.row[0], 0, got, sizeof(got)), "0x0017");
+	assert_string_equal(tshark_field(rows.row[1], 0, got, sizeof(got)), "0x0018");
+	tshark_rows_free(&rows);
+	unlink(pcap_path);
+	assert_int_equal(rdma_destroy_id(server), 0);
+	assert_int_equal(rdma_destroy_id(client), 0);
+	assert_int_equal(rdma_destroy_id(listen), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_verbs_packets),
+		cmocka_unit_test(test_ud_packets),
+		cmocka_unit_test(test_sidr_mads),
 	};
 	int ret;
 

@@ -559,20 +559,22 @@ static void test_getaddrinfo(void **state)
 }
 
 /*
- * The datagram port spaces need UD, which softrdma0 does not have: refused
- * as not supported, at rdma_create_id and rdma_create_ep; a space the
- * kernel does not know is EINVAL.
+ * The UDP space has UD ids (test-ud.c), at rdma_create_id and rdma_create_ep;
+ * IPoIB's needs an IPoIB broadcast group, which RoCE has not: refused as not
+ * supported. A space the kernel does not know is EINVAL; a QP type that is
+ * not the space's is refused at rdma_create_ep.
  */
-static void test_datagram_refused(void **state)
+static void test_datagram_spaces(void **state)
 {
 	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_UDP, .ai_qp_type = IBV_QPT_UD },
 			     *res;
 	struct rdma_cm_id *id = NULL;
 
 	(void)state;
-	errno = 0;
-	assert_int_equal(rdma_create_id(c.cch, &id, NULL, RDMA_PS_UDP), -1);
-	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(rdma_create_id(c.cch, &id, NULL, RDMA_PS_UDP), 0);
+	assert_int_equal(id->qp_type, IBV_QPT_UD);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	id = NULL;
 	errno = 0;
 	assert_int_equal(rdma_create_id(c.cch, &id, NULL, RDMA_PS_IPOIB), -1);
 	assert_int_equal(errno, EOPNOTSUPP);
@@ -581,6 +583,11 @@ static void test_datagram_refused(void **state)
 	assert_int_equal(errno, EINVAL);
 	assert_null(id);
 	assert_int_equal(rdma_getaddrinfo("127.0.0.1", "7471", &hints, &res), 0);
+	assert_int_equal(rdma_create_ep(&id, res, NULL, NULL), 0);
+	assert_int_equal(id->qp_type, IBV_QPT_UD);
+	rdma_destroy_ep(id);
+	id = NULL;
+	res->ai_qp_type = IBV_QPT_RC;
 	errno = 0;
 	assert_int_equal(rdma_create_ep(&id, res, NULL, NULL), -1);
 	assert_int_equal(errno, EOPNOTSUPP);
@@ -962,7 +969,7 @@ int main(void)
 		T(test_nonblocking_channel),
 		T(test_init_qp_attr_unconnected),
 		T(test_getaddrinfo),
-		T(test_datagram_refused),
+		T(test_datagram_spaces),
 		T(test_ipv6_loopback),
 		T(test_ack_timeout_and_tos),
 		T(test_cm_defaults),

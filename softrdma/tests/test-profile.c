@@ -141,6 +141,41 @@ static void test_windows(void **state)
 	}
 }
 
+/* UD QPs, their address handles and rdma_cm's UDP space: all but siw (iWARP) have them. */
+static void test_ud(void **state)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = p.cq[0], .recv_cq = p.cq[0], .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	struct rdma_cm_id *id = NULL;
+	struct ibv_qp *qp;
+	struct ibv_ah *ah;
+	int ret;
+
+	(void)state;
+	errno = 0;
+	qp = ibv_create_qp(p.pd, &qa);
+	assert_int_equal(qp == NULL, want->iwarp);
+	assert_true(qp || errno == EOPNOTSUPP);
+	if (qp)
+		assert_int_equal(ibv_destroy_qp(qp), 0);
+	errno = 0;
+	ah = ibv_create_ah(p.pd, &aa);
+	assert_int_equal(ah == NULL, want->iwarp);
+	assert_true(ah || errno == EOPNOTSUPP);
+	if (ah)
+		assert_int_equal(ibv_destroy_ah(ah), 0);
+	errno = 0;
+	ret = rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP);
+	assert_int_equal(ret == -1, want->iwarp);
+	assert_true(!ret || errno == EOPNOTSUPP);
+	if (!ret)
+		assert_int_equal(rdma_destroy_id(id), 0);
+}
+
 /* iWARP: no immediate data and no LOCAL_INV from user space; libsiw says so negatively. */
 static void test_iwarp_opcodes(void **state)
 {
@@ -249,6 +284,7 @@ int main(void)
 		T(test_inline_too_long),
 		T(test_windows),
 		T(test_iwarp_opcodes),
+		T(test_ud),
 		T(test_read_sink),
 		T(test_read_sink_remote_write),
 	};

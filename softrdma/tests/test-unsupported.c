@@ -17,31 +17,10 @@
 int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
 
-static void test_address_handles(void **state)
-{
-	struct h_pair p;
-	struct h_opts o;
-	struct ibv_ah_attr attr = { .port_num = 1 };
-	struct ibv_wc wc = { 0 };
-
-	(void)state;
-	h_opts_default(&o);
-	h_pair_open(&p, &o);
-	errno = 0;
-	assert_null(ibv_create_ah(p.pd, &attr));
-	assert_int_equal(errno, EOPNOTSUPP);
-	errno = 0;
-	assert_null(ibv_create_ah_from_wc(p.pd, &wc, NULL, 1));
-	assert_int_equal(errno, EOPNOTSUPP);
-	h_pair_close(&p);
-}
-
-/* UD's helpers: multicast and an AH from a completion; and the one P_Key, found. */
+/* Multicast, which UD QPs would join; and the one P_Key, found. */
 static void test_multicast_and_pkeys(void **state)
 {
 	union ibv_gid gid = { .raw = { 0xff, 0x12 } };
-	struct ibv_ah_attr attr;
-	struct ibv_wc wc = { 0 };
 	struct h_pair p;
 	struct h_opts o;
 
@@ -50,9 +29,6 @@ static void test_multicast_and_pkeys(void **state)
 	h_pair_open(&p, &o);
 	assert_int_equal(ibv_attach_mcast(p.qp[0], &gid, 0), EOPNOTSUPP);
 	assert_int_equal(ibv_detach_mcast(p.qp[0], &gid, 0), EOPNOTSUPP);
-	errno = 0;
-	assert_int_equal(ibv_init_ah_from_wc(p.ctx, 1, &wc, NULL, &attr), -1);
-	assert_int_equal(errno, EOPNOTSUPP);
 	assert_int_equal(ibv_get_pkey_index(p.ctx, 1, htobe16(0xffff)), 0);
 	assert_int_equal(ibv_get_pkey_index(p.ctx, 1, htobe16(0x8001)), -1);
 	assert_int_equal(ibv_get_pkey_index(p.ctx, 2, htobe16(0xffff)), -1);
@@ -186,7 +162,6 @@ static int setup(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_address_handles),
 		cmocka_unit_test(test_multicast_and_pkeys),
 		cmocka_unit_test(test_import),
 		cmocka_unit_test(test_ece),

@@ -17,6 +17,7 @@
 
 #include "soft.h"
 #include "tap.h"
+#include "ud.h"
 
 void engine_activate_locked(struct soft_qp *qp)
 {
@@ -763,6 +764,9 @@ static uint32_t wqe_packets(const struct soft_qp *qp, const struct soft_send_wqe
 
 	if (wqe->opcode == IBV_WR_LOCAL_INV || wqe->opcode == IBV_WR_BIND_MW)
 		return 0;
+	/* A UD message is one packet; one over the MTU is not sent and takes one too (rxe). */
+	if (qp->qp.qp_type == IBV_QPT_UD)
+		return 1;
 	if (wqe->flags & IBV_SEND_INLINE)
 		len = wqe->inline_len;
 	else
@@ -832,7 +836,11 @@ void engine_run_locked(struct soft_qp *qp)
 							  &wqe->bind_info), 0);
 		break;
 	default:
-		transmit_locked(qp, wqe);
+		/* UD: a datagram, done once it leaves (ud.c). */
+		if (qp->qp.qp_type == IBV_QPT_UD)
+			finish_wqe_locked(qp, wqe, ud_send_locked(qp, wqe), 0);
+		else
+			transmit_locked(qp, wqe);
 		break;
 	}
 }

@@ -98,12 +98,14 @@ static bool requester_idle(const struct soft_qp *sqp)
 
 /*
  * The responder takes the request without an async event or a state change:
- * RTS, or RTR with the connection established already, and not silenced.
+ * an RC QP in RTS, or RTR with the connection established already, and not
+ * silenced.
  */
 static bool responder_ready(const struct soft_qp *peer)
 {
-	return !peer->silent && (peer->attr.qp_state == IBV_QPS_RTS ||
-				 (peer->attr.qp_state == IBV_QPS_RTR && peer->comm_est));
+	return !peer->silent && peer->qp.qp_type == IBV_QPT_RC &&
+	       (peer->attr.qp_state == IBV_QPS_RTS ||
+		(peer->attr.qp_state == IBV_QPS_RTR && peer->comm_est));
 }
 
 /*
@@ -352,7 +354,8 @@ bool fast_post_send(struct soft_qp *sqp, struct ibv_send_wr **wr)
 	pthread_mutex_t *scq_lock, *rcq_lock;
 	bool all;
 
-	if (!*wr || !fab_fast_enter())
+	/* Datagrams (UD) always take the fabric lock (ud.c). */
+	if (!*wr || sqp->qp.qp_type != IBV_QPT_RC || !fab_fast_enter())
 		return false;
 	if (!fabric_allows() || !(peer = cached_peer(sqp))) {
 		fab_fast_exit();

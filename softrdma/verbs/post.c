@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "soft.h"
+#include "ud.h"
 
 static bool opcode_supported(enum ibv_wr_opcode op)
 {
@@ -54,6 +55,9 @@ int post_check_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 		return ENOMEM;
 	if (!opcode_supported(wr->opcode) || profile_refuses(wr->opcode) || wr->num_sge < 0 ||
 	    (uint32_t)wr->num_sge > sqp->cap.max_send_sge)
+		return EINVAL;
+	/* UD: a datagram needs its address handle. */
+	if (sqp->qp.qp_type == IBV_QPT_UD && ud_post_check(wr))
 		return EINVAL;
 	/* A Read scatters into at most the device's max_sge_rd SGEs. */
 	if (wr->opcode == IBV_WR_RDMA_READ && wr->num_sge > soft_profile()->max_sge_rd)
@@ -108,6 +112,8 @@ void post_enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
 		wqe->bind_rkey = wr->bind_mw.rkey;
 		wqe->bind_info = wr->bind_mw.bind_info;
 	}
+	if (sqp->qp.qp_type == IBV_QPT_UD)
+		ud_post_enqueue(sqp, wqe, wr);
 	wqe->num_sge = 0;
 	wqe->inline_len = 0;
 	if (wr->send_flags & IBV_SEND_INLINE) {

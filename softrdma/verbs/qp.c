@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* RC queue pairs: creation, the state machine of ibv_modify_qp, query, destruction. */
+/*
+ * RC and UD queue pairs: creation, the state machine of ibv_modify_qp, query,
+ * destruction. What UD does differently lives in ud.c.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "soft.h"
+#include "ud.h"
 
 int rq_init(struct soft_rq *rq, uint32_t size, uint32_t max_sge)
 {
@@ -215,8 +219,10 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 {
 	struct soft_qp *sqp;
 
-	if (init->qp_type != IBV_QPT_RC) {
-		errno = EOPNOTSUPP;	/* only RC is modelled */
+	/* Only RC and UD are modelled; siw (iWARP) has RC alone. */
+	if (init->qp_type != IBV_QPT_RC &&
+	    (init->qp_type != IBV_QPT_UD || soft_profile()->iwarp)) {
+		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	if (!init->send_cq || !init->recv_cq || !caps_valid(init)) {
@@ -254,12 +260,14 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	sqp->qp.recv_cq = init->recv_cq;
 	sqp->qp.srq = init->srq;
 	sqp->qp.state = IBV_QPS_RESET;
-	sqp->qp.qp_type = IBV_QPT_RC;
+	sqp->qp.qp_type = init->qp_type;
 	pthread_mutex_init(&sqp->qp.mutex, NULL);
 	pthread_cond_init(&sqp->qp.cond, NULL);
 	sqp->attr.qp_state = IBV_QPS_RESET;
 	sqp->attr.cap = sqp->cap;
-	sqp->attr.path_mtu = IBV_MTU_1024;
+	/* UD has no path: its messages are bounded by the port's MTU (ud.c). */
+	sqp->attr.path_mtu = init->qp_type == IBV_QPT_UD ? soft_profile()->active_mtu :
+		IBV_MTU_1024;
 	soft_list_init(&sqp->active_link);
 
 	fab_lock();
@@ -446,7 +454,10 @@ int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
 	mask &= ~IBV_QP_CUR_STATE;
 	if (!(mask & IBV_QP_STATE) && mask)
 		return EINVAL;
-	if (next > IBV_QPS_ERR || !rc_transition(cur, next, &t))
+	if (next > IBV_QPS_ERR)
+		return EINVAL;
+	if (sqp->qp.qp_type == IBV_QPT_UD ? !ud_transition(cur, next, &t.required, &t.optional) :
+	    !rc_transition(cur, next, &t))
 		return EINVAL;
 	if ((mask & t.required) != t.required ||
 	    (mask & ~(t.required | t.optional | IBV_QP_STATE)) || !values_valid(attr, mask))
@@ -491,13 +502,16 @@ int qp_modify_locked(struct soft_qp *sqp, struct ibv_qp_attr *attr, int mask)
 		sqp->attr.rnr_retry = attr->rnr_retry;
 	if (mask & IBV_QP_PATH_MIG_STATE)
 		sqp->attr.path_mig_state = attr->path_mig_state;
+	if (mask & IBV_QP_QKEY)
+		sqp->attr.qkey = attr->qkey;
 
 	if (next == IBV_QPS_ERR) {
 		qp_to_error_locked(sqp);
 		return 0;
 	}
 	qp_set_state_locked(sqp, next);
-	if (next == IBV_QPS_RTR)
+	/* A UD QP has no responder to reach: each datagram finds its own (ud.c). */
+	if (next == IBV_QPS_RTR && sqp->qp.qp_type == IBV_QPT_RC)
 		wire_attach_locked(&sqp->wire, NULL);
 	if (next == IBV_QPS_RESET)
 		qp_reset_locked(sqp);
@@ -548,7 +562,7 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 	init_attr->recv_cq = qp->recv_cq;
 	init_attr->srq = qp->srq;
 	init_attr->cap = sqp->cap;
-	init_attr->qp_type = IBV_QPT_RC;
+	init_attr->qp_type = qp->qp_type;
 	init_attr->sq_sig_all = sqp->sq_sig_all;
 	fab_unlock();
 	return 0;

@@ -276,8 +276,12 @@ static void respond(struct soft_qp *qp, const struct wire_req *req, struct wire_
 	resp->silenced = false;
 	resp->source_lost = false;
 	resp->rnr_timer = qp->attr.min_rnr_timer;
-	/* RESET, INIT and ERR QPs drop packets: the requester hears nothing. */
-	if (qp->attr.qp_state != IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_RTS) {
+	/*
+	 * RESET, INIT and ERR QPs drop packets: the requester hears nothing. So
+	 * does a UD QP, which takes datagrams only (ud.c; rxe's check_type_state()).
+	 */
+	if ((qp->attr.qp_state != IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_RTS) ||
+	    qp->qp.qp_type != IBV_QPT_RC) {
 		resp->status = WIRE_NO_ANSWER;
 		return;
 	}

@@ -590,6 +590,11 @@ struct soft_send_wqe {
 	struct ibv_mw *bind_mw;
 	uint32_t bind_rkey;
 	struct ibv_mw_bind_info bind_info;
+	/* UD (ud.c): the destination, copied from the WR and its AH at post. */
+	struct ibv_ah_attr ud_av;
+	uint32_t ud_qpn;
+	uint32_t ud_qkey;
+	bool ud_foreign_ah;		/* the AH is of another PD: rxe fails the WQE */
 	uint32_t num_sge;
 	struct ibv_sge *sge;
 	uint32_t inline_len;
@@ -795,6 +800,8 @@ struct soft_cm_ops {
 	void (*qp_destroyed)(struct soft_cm_id *id);
 	/* The link to another process that carries qp's connection, if any (net.c). */
 	struct net_link *(*qp_link)(struct soft_qp *qp);
+	/* The link to the other process of @id's connection or SIDR exchange, or NULL (ud.c). */
+	struct net_link *(*id_link)(struct soft_cm_id *id);
 	/* A CM message arrived on a link. */
 	void (*link_message)(struct net_link *link, const void *msg, uint32_t len);
 	/* The peer process closed the link or died (a unit, in order with its messages). */

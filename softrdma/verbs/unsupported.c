@@ -5,8 +5,8 @@
  * NULL with errno EOPNOTSUPP, or EOPNOTSUPP returned), after the checks
  * libibverbs makes itself. So a program linked against rdma-core loads
  * and learns, when it asks, that the device cannot, rather than failing to
- * start. Here: address handles and multicast (UD is not modelled), importing objects
- * from another process's context, Enhanced Connection Establishment,
+ * start. Here: multicast (UD QPs exist, multicast groups do not), importing
+ * objects from another process's context, Enhanced Connection Establishment,
  * dma-buf registrations, re-registration, and L2 address resolution.
  */
 #include <errno.h>
@@ -14,35 +14,6 @@
 #include <sys/stat.h>
 
 #include "soft.h"
-
-/* ---- address handles ------------------------------------------------------ */
-
-struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-/* libibverbs builds the attributes from the completion, then creates the AH: it never can. */
-struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
-				     uint8_t port_num)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	return EOPNOTSUPP;
-}
-
-/* Only a UD completion carries a GRH and a source to answer: none does here. */
-int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
-			struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
-{
-	errno = EOPNOTSUPP;
-	return -1;
-}
 
 /* ---- multicast ----------------------------------------------------------------- */
 

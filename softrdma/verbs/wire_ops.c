@@ -7,6 +7,7 @@
  * Registered with the wire by fabric.c before the fabric starts.
  */
 #include "soft.h"
+#include "ud.h"
 
 static struct soft_cq *wire_to_scq(struct wire_cq *wcq)
 {
@@ -77,4 +78,5 @@ const struct wire_ops fab_wire_ops = {
 	.qp_link = cm_qp_link,
 	.link_message = cm_link_message,
 	.link_down = cm_link_down,
+	.datagram = ud_link_datagram_locked,
 };

@@ -182,13 +182,16 @@ static void dispatch_locked(struct net_link *link, const struct net_hdr *hdr, co
 	case NET_MSG_SHM_BELL:
 		shm_link_app_bell_locked(link, body, hdr->len, link->in_fds, link->in_nfds);
 		break;
+	case NET_MSG_UD:
+		wire_up->datagram(link, body, hdr->len);
+		break;
 	}
 }
 
 static bool header_ok(const struct net_hdr *hdr)
 {
 	return hdr->magic == NET_MAGIC && hdr->len <= NET_MAX_BODY &&
-	       hdr->type >= NET_MSG_CM && hdr->type <= NET_MSG_SHM_BELL;
+	       hdr->type >= NET_MSG_CM && hdr->type <= NET_MSG_UD;
 }
 
 /* read(), keeping the descriptors a message brings (SCM_RIGHTS) for its dispatch. */

@@ -36,6 +36,7 @@ enum net_msg_type {
 	NET_MSG_WIRE_RESP,	/* its answer, with the data of a READ */
 	NET_MSG_SHM,		/* a shared-memory ring and doorbell, as descriptors (wire_shm.c) */
 	NET_MSG_SHM_BELL,	/* a completion channel the peer may wake (wire_shm.c) */
+	NET_MSG_UD,		/* a UD datagram and its payload (the verbs' ud.c) */
 };
 
 struct net_hdr {

@@ -256,6 +256,8 @@ struct wire_ops {
 	struct net_link *(*qp_link)(struct wire_qp *qp);
 	void (*link_message)(struct net_link *link, const void *msg, uint32_t len);
 	void (*link_down)(struct net_link *link);
+	/* A UD datagram came over @link (NET_MSG_UD): deliver it or drop it (the verbs' ud.c). */
+	void (*datagram)(struct net_link *link, const void *msg, uint32_t len);
 };
 
 /* The verbs' operations, registered once, before the first fab_lock(). */
