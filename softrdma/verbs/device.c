@@ -290,6 +290,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	sctx->vctx.sz = sizeof(struct verbs_context);
 	sctx->vctx.query_port = soft_query_port;
 	sctx->vctx.query_device_ex = soft_query_device_ex;
+	ext_set_ops(&sctx->vctx);
 	ctx = &sctx->vctx.context;
 	ctx->device = device;
 	ctx->cmd_fd = -1;
