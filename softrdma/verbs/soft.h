@@ -74,6 +74,8 @@
 #define SOFT_BUSY_RETRY_NS	20000u
 #define SOFT_FIRST_QPN		0x11
 #define SOFT_FW_VER		"1.0.0"
+/* What a context's cmd_fd is open on, for want of a uverbs device (device.c). */
+#define SOFT_CMD_FD_DEV		"/dev/zero"
 
 /* RNR and transport retries wait this long each in THREAD mode. */
 /* How long a disconnected cm_id stays in timewait before TIMEWAIT_EXIT. */
