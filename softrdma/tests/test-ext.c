@@ -63,6 +63,8 @@ struct ex_pair {
 };
 
 static struct h_opts opts;
+/* The send SGEs of the QPs qp_ex() makes. */
+static uint32_t send_sge = 4;
 
 static struct ibv_context *open_ctx(void)
 {
@@ -88,7 +90,7 @@ static struct ibv_qp *qp_ex(struct ibv_pd *pd, struct ibv_cq_ex *cq, uint64_t op
 {
 	struct ibv_qp_init_attr_ex qa = {
 		.send_cq = ibv_cq_ex_to_cq(cq), .recv_cq = ibv_cq_ex_to_cq(cq),
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = send_sge,
 			 .max_recv_sge = 4, .max_inline_data = 64 },
 		.qp_type = IBV_QPT_RC,
 		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
@@ -407,6 +409,33 @@ static void test_wr_opcodes(void **state)
 	assert_int_equal(softrdma_mw_state(rkey), SOFTRDMA_MW_FREE);
 
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
+	pair_close(&p);
+}
+
+/* Inline data needs no send SGE of the QP: the setter copies it (rxe and mlx5 alike). */
+static void test_wr_inline_without_sges(void **state)
+{
+	struct ex_pair p;
+	struct ex_wc w;
+
+	(void)state;
+	if (!ext_offered())
+		skip();
+	send_sge = 0;
+	pair_open(&p);
+	send_sge = 4;
+	memcpy(p.buf[0], "inline, no SGE", 14);
+	post_recv(&p, 1, 1, 0, 64);
+	ibv_wr_start(p.qpx[0]);
+	p.qpx[0]->wr_id = 2;
+	p.qpx[0]->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(p.qpx[0]);
+	ibv_wr_set_inline_data(p.qpx[0], p.buf[0], 14);
+	assert_int_equal(ibv_wr_complete(p.qpx[0]), 0);
+	expect_one(p.cq[0], 2, IBV_WC_SEND, &w);
+	expect_one(p.cq[1], 1, IBV_WC_RECV, &w);
+	assert_int_equal(w.byte_len, 14);
+	assert_memory_equal(p.buf[1], "inline, no SGE", 14);
 	pair_close(&p);
 }
 
@@ -819,6 +848,7 @@ int main(void)
 		cmocka_unit_test(test_cq_ex_empty),
 		cmocka_unit_test(test_cq_ex_channel_mixed),
 		cmocka_unit_test(test_wr_opcodes),
+		cmocka_unit_test(test_wr_inline_without_sges),
 		cmocka_unit_test(test_wr_batch_fails),
 		cmocka_unit_test(test_domains_refused),
 		cmocka_unit_test(test_parent_domain),

@@ -282,6 +282,22 @@ static void qpx_abort(struct ibv_qp_ex *qpx)
 	pthread_mutex_unlock(&b->lock);
 }
 
+/*
+ * ibv_post_send()'s checks. An inline WR's one SGE is the setter's copy,
+ * not one of the QP's send SGEs (a QP with none may send inline data), and
+ * its length was checked by the setter: checked as carrying none.
+ */
+static int batch_check_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr inl;
+
+	if (!(wr->send_flags & IBV_SEND_INLINE))
+		return post_check_send_wr(sqp, wr);
+	inl = *wr;
+	inl.num_sge = 0;
+	return post_check_send_wr(sqp, &inl);
+}
+
 /* Check every WR of the batch, then enqueue them all: 0 or the errno nothing was posted for. */
 static int batch_post_locked(struct soft_qp *sqp)
 {
@@ -292,7 +308,7 @@ static int batch_post_locked(struct soft_qp *sqp)
 	if (sqp->sq_tail - sqp->sq_head + b->n > sqp->cap.max_send_wr)
 		return setter_err(ENOMEM);
 	for (i = 0; i < b->n; i++) {
-		ret = post_check_send_wr(sqp, &b->wrs[i].wr);
+		ret = batch_check_wr(sqp, &b->wrs[i].wr);
 		if (ret)
 			return ret;
 	}
