@@ -63,8 +63,9 @@ struct ex_pair {
 };
 
 static struct h_opts opts;
-/* The send SGEs of the QPs qp_ex() makes. */
+/* The send SGEs of the QPs qp_ex() makes, and the depth of pair_open()'s CQs. */
 static uint32_t send_sge = 4;
+static uint32_t cq_depth = 64;
 
 static struct ibv_context *open_ctx(void)
 {
@@ -81,7 +82,7 @@ static struct ibv_context *open_ctx(void)
 static struct ibv_cq_ex *cq_ex(struct ibv_context *ctx, struct ibv_comp_channel *ch,
 			       uint64_t wc_flags)
 {
-	struct ibv_cq_init_attr_ex ca = { .cqe = 64, .channel = ch, .wc_flags = wc_flags };
+	struct ibv_cq_init_attr_ex ca = { .cqe = cq_depth, .channel = ch, .wc_flags = wc_flags };
 
 	return ibv_create_cq_ex(ctx, &ca);
 }
@@ -281,6 +282,88 @@ static void test_cq_ex_channel_mixed(void **state)
 	assert_int_equal(wc.wr_id, 2);
 	assert_int_equal(wc.byte_len, 9);
 	h_assert_empty(ibv_cq_ex_to_cq(p.cq[1]));
+	pair_close(&p);
+}
+
+/*
+ * The readers a CQ gets are those its wc_flags asked for; an error completion reads
+ * its status, vendor_err and QP; the flush after it too.
+ */
+static void test_cq_ex_readers_and_errors(void **state)
+{
+	struct ibv_cq_ex *narrow;
+	struct ex_pair p;
+	struct ex_wc w[2];
+	uint32_t vendor_err;
+	struct ibv_poll_cq_attr attr = { 0 };
+
+	(void)state;
+	if (!ext_offered())
+		skip();
+	pair_open(&p);
+	assert_non_null(p.cq[0]->read_byte_len);
+	assert_non_null(p.cq[0]->read_imm_data);
+	assert_non_null(p.cq[0]->read_src_qp);
+	assert_non_null(p.cq[0]->read_slid);
+	assert_non_null(p.cq[0]->read_sl);
+	assert_non_null(p.cq[0]->read_dlid_path_bits);
+	narrow = cq_ex(p.ctx, NULL, IBV_WC_EX_WITH_BYTE_LEN);
+	assert_non_null(narrow);
+	assert_non_null(narrow->read_byte_len);
+	assert_non_null(narrow->read_opcode);
+	assert_non_null(narrow->read_vendor_err);
+	assert_non_null(narrow->read_wc_flags);
+	assert_null(narrow->read_imm_data);
+	assert_null(narrow->read_qp_num);
+	assert_null(narrow->read_src_qp);
+	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(narrow)), 0);
+
+	/* A Write to a key nobody has: REM_ACCESS_ERR, then the QP's next WR flushes. */
+	assert_int_equal(h_post(p.qp[0], 5, IBV_WR_RDMA_WRITE, p.buf[0], 8, p.mr[0]->lkey,
+				IBV_SEND_SIGNALED, (uintptr_t)p.buf[1], 0x7fff00), 0);
+	h_settle();
+	assert_int_equal(h_post(p.qp[0], 6, IBV_WR_SEND, p.buf[0], 8, p.mr[0]->lkey,
+				IBV_SEND_SIGNALED, 0, 0), 0);
+	assert_int_equal(ex_poll(p.cq[0], w, 1), 1);
+	assert_int_equal(w[0].wr_id, 5);
+	assert_int_equal(w[0].status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(w[0].qp_num, p.qp[0]->qp_num);
+	h_settle();
+	assert_int_equal(ibv_start_poll(p.cq[0], &attr), 0);
+	assert_int_equal(p.cq[0]->wr_id, 6);
+	assert_int_equal(p.cq[0]->status, IBV_WC_WR_FLUSH_ERR);
+	vendor_err = ibv_wc_read_vendor_err(p.cq[0]);
+	assert_int_not_equal(vendor_err, 0);
+	assert_int_equal(ibv_next_poll(p.cq[0]), ENOENT);
+	/* Past ENOENT the batch is still open until ibv_end_poll(). */
+	assert_int_equal(ibv_next_poll(p.cq[0]), ENOENT);
+	ibv_end_poll(p.cq[0]);
+	assert_int_equal(ibv_start_poll(p.cq[0], &attr), ENOENT);
+	pair_close(&p);
+}
+
+/* An extended CQ overruns as a plain one: IBV_EVENT_CQ_ERR names it, what fitted stays. */
+static void test_cq_ex_overrun(void **state)
+{
+	struct ex_pair p;
+	struct ex_wc w[2];
+	int i;
+
+	(void)state;
+	if (!ext_offered())
+		skip();
+	cq_depth = 2;
+	pair_open(&p);
+	cq_depth = 64;
+	for (i = 0; i < 3; i++)
+		assert_int_equal(h_post(p.qp[0], (uint64_t)i, IBV_WR_RDMA_WRITE, NULL, 0, 0,
+					IBV_SEND_SIGNALED, 0, 0), 0);
+	h_settle();
+	h_expect_async(p.ctx, IBV_EVENT_CQ_ERR, ibv_cq_ex_to_cq(p.cq[0]));
+	assert_int_equal(ex_poll(p.cq[0], w, 2), 2);
+	assert_int_equal(w[0].wr_id, 0);
+	assert_int_equal(w[1].wr_id, 1);
+	h_assert_empty(ibv_cq_ex_to_cq(p.cq[0]));
 	pair_close(&p);
 }
 
@@ -847,6 +930,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cq_ex_empty),
 		cmocka_unit_test(test_cq_ex_channel_mixed),
+		cmocka_unit_test(test_cq_ex_readers_and_errors),
+		cmocka_unit_test(test_cq_ex_overrun),
 		cmocka_unit_test(test_wr_opcodes),
 		cmocka_unit_test(test_wr_inline_without_sges),
 		cmocka_unit_test(test_wr_batch_fails),
