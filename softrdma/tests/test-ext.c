@@ -208,6 +208,20 @@ static int ex_poll(struct ibv_cq_ex *cq, struct ex_wc *out, int n)
 	return got;
 }
 
+/* A batch started on a completion, within the deadline (the CQ is empty until it comes). */
+static void ex_start(struct ibv_cq_ex *cq)
+{
+	uint64_t deadline = h_now_ms() + H_TIMEOUT_MS;
+	struct ibv_poll_cq_attr attr = { 0 };
+	int ret;
+
+	do {
+		h_settle();
+		ret = ibv_start_poll(cq, &attr);
+	} while (ret == ENOENT && h_now_ms() < deadline);
+	assert_int_equal(ret, 0);
+}
+
 static void expect_one(struct ibv_cq_ex *cq, uint64_t wr_id, enum ibv_wc_opcode op,
 		       struct ex_wc *w)
 {
@@ -328,8 +342,7 @@ static void test_cq_ex_readers_and_errors(void **state)
 	assert_int_equal(w[0].wr_id, 5);
 	assert_int_equal(w[0].status, IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(w[0].qp_num, p.qp[0]->qp_num);
-	h_settle();
-	assert_int_equal(ibv_start_poll(p.cq[0], &attr), 0);
+	ex_start(p.cq[0]);
 	assert_int_equal(p.cq[0]->wr_id, 6);
 	assert_int_equal(p.cq[0]->status, IBV_WC_WR_FLUSH_ERR);
 	vendor_err = ibv_wc_read_vendor_err(p.cq[0]);
@@ -339,6 +352,32 @@ static void test_cq_ex_readers_and_errors(void **state)
 	assert_int_equal(ibv_next_poll(p.cq[0]), ENOENT);
 	ibv_end_poll(p.cq[0]);
 	assert_int_equal(ibv_start_poll(p.cq[0], &attr), ENOENT);
+	pair_close(&p);
+}
+
+/* Out of turn: refused where rxe and mlx5 would deadlock or unlock a lock they do not hold. */
+static void test_cq_ex_outside_batch(void **state)
+{
+	struct ibv_poll_cq_attr attr = { 0 };
+	struct ex_pair p;
+	struct ibv_wc wc;
+
+	(void)state;
+	if (!ext_offered())
+		skip();
+	pair_open(&p);
+	assert_int_equal(ibv_next_poll(p.cq[0]), EINVAL);
+	ibv_end_poll(p.cq[0]);
+	assert_int_equal(h_post(p.qp[0], 4, IBV_WR_RDMA_WRITE, NULL, 0, 0, IBV_SEND_SIGNALED, 0,
+				0), 0);
+	ex_start(p.cq[0]);
+	assert_int_equal(p.cq[0]->wr_id, 4);
+	assert_int_equal(ibv_start_poll(p.cq[0], &attr), EINVAL);
+	assert_int_equal(ibv_poll_cq(ibv_cq_ex_to_cq(p.cq[0]), 1, &wc), -EDEADLK);
+	ibv_end_poll(p.cq[0]);
+	ibv_end_poll(p.cq[0]);
+	assert_int_equal(ibv_start_poll(p.cq[0], &attr), ENOENT);
+	h_assert_empty(ibv_cq_ex_to_cq(p.cq[0]));
 	pair_close(&p);
 }
 
@@ -607,6 +646,51 @@ static void test_wr_batch_fails(void **state)
 	expect_one(p.cq[0], 9, IBV_WC_SEND, &w);
 	expect_one(p.cq[1], 1, IBV_WC_RECV, &w);
 	assert_int_equal(w.byte_len, 8);
+	assert_memory_equal(p.buf[1], p.buf[0], 8);
+	h_assert_empty(ibv_cq_ex_to_cq(p.cq[1]));
+	pair_close(&p);
+}
+
+/*
+ * Calls out of turn are refused, where rxe and mlx5 would unlock a lock they
+ * do not hold: nothing they build is posted, and the QP works on after.
+ */
+static void test_wr_outside_batch(void **state)
+{
+	struct ibv_qp_ex *q;
+	struct ex_pair p;
+	struct ex_wc w;
+
+	(void)state;
+	if (!ext_offered())
+		skip();
+	pair_open(&p);
+	q = p.qpx[0];
+	assert_int_equal(ibv_wr_complete(q), EINVAL);
+	ibv_wr_abort(q);
+	ibv_wr_send(q);
+	ibv_wr_set_sge(q, p.mr[0]->lkey, (uintptr_t)p.buf[0], 8);
+	/* A start inside the thread's own batch fails it. */
+	ibv_wr_start(q);
+	ibv_wr_send(q);
+	ibv_wr_set_sge(q, p.mr[0]->lkey, (uintptr_t)p.buf[0], 8);
+	ibv_wr_start(q);
+	assert_int_equal(ibv_wr_complete(q), EINVAL);
+	assert_int_equal(ibv_wr_complete(q), EINVAL);
+	h_settle();
+	assert_int_equal(send_wrs(), 0);
+	h_assert_empty(ibv_cq_ex_to_cq(p.cq[0]));
+
+	post_recv(&p, 1, 1, 0, 64);
+	memset(p.buf[0], 0x77, 8);
+	ibv_wr_start(q);
+	q->wr_id = 3;
+	q->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(q);
+	ibv_wr_set_sge(q, p.mr[0]->lkey, (uintptr_t)p.buf[0], 8);
+	assert_int_equal(ibv_wr_complete(q), 0);
+	expect_one(p.cq[0], 3, IBV_WC_SEND, &w);
+	expect_one(p.cq[1], 1, IBV_WC_RECV, &w);
 	assert_memory_equal(p.buf[1], p.buf[0], 8);
 	h_assert_empty(ibv_cq_ex_to_cq(p.cq[1]));
 	pair_close(&p);
@@ -932,9 +1016,11 @@ int main(void)
 		cmocka_unit_test(test_cq_ex_channel_mixed),
 		cmocka_unit_test(test_cq_ex_readers_and_errors),
 		cmocka_unit_test(test_cq_ex_overrun),
+		cmocka_unit_test(test_cq_ex_outside_batch),
 		cmocka_unit_test(test_wr_opcodes),
 		cmocka_unit_test(test_wr_inline_without_sges),
 		cmocka_unit_test(test_wr_batch_fails),
+		cmocka_unit_test(test_wr_outside_batch),
 		cmocka_unit_test(test_domains_refused),
 		cmocka_unit_test(test_parent_domain),
 		cmocka_unit_test(test_refusals),

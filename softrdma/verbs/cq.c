@@ -290,6 +290,9 @@ int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 	uint64_t head, tail;
 	int n = 0;
 
+	/* Inside the calling thread's own extended batch (cq_ex.c): poll_lock is its. */
+	if (owner_is_me(&scq->ex_poller))
+		return -EDEADLK;
 	/*
 	 * Only pollers take poll_lock, so a poller never waits for the engine.
 	 * Between processes, a poller that finds the CQ empty runs what came

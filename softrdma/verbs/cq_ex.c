@@ -7,9 +7,12 @@
  *
  * A batch holds the CQ's poll_lock from a successful start_poll to
  * end_poll, as rxe and mlx5 hold their CQ lock: ibv_poll_cq() on the same
- * CQ waits for it, and called inside the batch by the polling thread
- * itself deadlocks, as it does on those providers. The completion a batch
- * is at stays in its slot (head is not moved past it) until the next
+ * CQ from another thread waits for it. Where those providers would
+ * deadlock or unlock a lock they do not hold, a test double refuses: from
+ * the polling thread inside its batch, ibv_poll_cq() is -EDEADLK and
+ * start_poll EINVAL; from outside a batch the calling thread started,
+ * next_poll is EINVAL and end_poll does nothing. The completion a batch is
+ * at stays in its slot (head is not moved past it) until the next
  * next_poll or end_poll, so no producer overwrites it while it is read.
  */
 #include <errno.h>
@@ -49,8 +52,8 @@ static int ex_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
 	struct soft_cq *scq = to_scq_ex(cq);
 	int ret;
 
-	/* The attribute has no fields yet (comp_mask must be 0). */
-	if (attr->comp_mask)
+	/* The attribute has no fields yet (comp_mask must be 0); a batch is not nested. */
+	if (!attr || attr->comp_mask || owner_is_me(&scq->ex_poller))
 		return EINVAL;
 	/* As soft_poll_cq(): an empty CQ first runs what came from other processes. */
 	if (wire_pollable() &&
@@ -66,6 +69,8 @@ static int ex_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
 	/* "If an error code is given, end_poll shouldn't be called": nothing is held. */
 	if (ret)
 		pthread_mutex_unlock(&scq->poll_lock);
+	else
+		owner_enter(&scq->ex_poller);
 	return ret;
 }
 
@@ -73,6 +78,9 @@ static int ex_next_poll(struct ibv_cq_ex *cq)
 {
 	struct soft_cq *scq = to_scq_ex(cq);
 
+	/* Outside a batch of this thread's: refused, nothing read or moved. */
+	if (!owner_is_me(&scq->ex_poller))
+		return EINVAL;
 	if (!scq->ex_valid)
 		return ENOENT;
 	/* Release: the slot just read may be reused once the producer sees this. */
@@ -86,9 +94,13 @@ static void ex_end_poll(struct ibv_cq_ex *cq)
 {
 	struct soft_cq *scq = to_scq_ex(cq);
 
+	/* Outside a batch of this thread's there is nothing to end (and no lock to let go). */
+	if (!owner_is_me(&scq->ex_poller))
+		return;
 	if (scq->ex_valid)
 		__atomic_store_n(&scq->head, scq->ex_cur + 1, __ATOMIC_RELEASE);
 	scq->ex_valid = false;
+	owner_leave(&scq->ex_poller);
 	pthread_mutex_unlock(&scq->poll_lock);
 }
 

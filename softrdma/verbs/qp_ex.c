@@ -19,7 +19,11 @@
  *
  * The batch's lock makes wr_start .. wr_complete/wr_abort the per-QP
  * critical section the man page promises (kept with a thread domain too).
- * It is taken before fab.lock and never while it is held.
+ * It is taken before fab.lock and never while it is held. Calls from a
+ * thread with no batch open are refused where rxe and mlx5 would unlock a
+ * lock they do not hold or write past their queue: builders and setters
+ * do nothing, wr_complete is EINVAL, wr_abort does nothing; a wr_start
+ * inside the thread's own batch fails that batch (EINVAL at complete).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,6 +40,7 @@ struct qpx_wr {
 
 struct qpx_batch {
 	pthread_mutex_t lock;		/* the critical section wr_start .. complete/abort */
+	struct soft_owner owner;	/* the thread inside it */
 	struct qpx_wr *wrs;		/* slots kept from batch to batch */
 	uint32_t slots;			/* allocated */
 	uint32_t n;			/* WRs built since wr_start */
@@ -99,13 +104,16 @@ static struct qpx_wr *batch_slot(struct soft_qp *sqp)
 	return &b->wrs[b->n];
 }
 
-/* A builder: a new WR with the QP's wr_id and wr_flags, or NULL (the batch failed). */
+/*
+ * A builder: a new WR with the QP's wr_id and wr_flags, or NULL (the batch
+ * failed, or the calling thread has none open: nothing to report it in).
+ */
 static struct ibv_send_wr *wr_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode)
 {
 	struct soft_qp *sqp = to_sqpx(qpx);
 	struct qpx_wr *w;
 
-	if (sqp->qpx->err)
+	if (!owner_is_me(&sqp->qpx->owner) || sqp->qpx->err)
 		return NULL;
 	w = batch_slot(sqp);
 	if (!w)
@@ -124,7 +132,7 @@ static struct qpx_wr *wr_last(struct ibv_qp_ex *qpx)
 {
 	struct qpx_batch *b = to_sqpx(qpx)->qpx;
 
-	if (b->err)
+	if (!owner_is_me(&b->owner) || b->err)
 		return NULL;
 	if (!b->n) {
 		batch_fail(b, EINVAL);
@@ -269,17 +277,32 @@ static void qpx_start(struct ibv_qp_ex *qpx)
 {
 	struct qpx_batch *b = to_sqpx(qpx)->qpx;
 
+	/* A start inside the thread's own batch: that batch fails at complete. */
+	if (owner_is_me(&b->owner)) {
+		batch_fail(b, EINVAL);
+		return;
+	}
 	pthread_mutex_lock(&b->lock);
+	owner_enter(&b->owner);
 	b->n = 0;
 	b->err = 0;
+}
+
+/* The batch is over: discarded or posted. */
+static void batch_close(struct qpx_batch *b)
+{
+	b->n = 0;
+	owner_leave(&b->owner);
+	pthread_mutex_unlock(&b->lock);
 }
 
 static void qpx_abort(struct ibv_qp_ex *qpx)
 {
 	struct qpx_batch *b = to_sqpx(qpx)->qpx;
 
-	b->n = 0;
-	pthread_mutex_unlock(&b->lock);
+	/* Outside a batch of the calling thread's there is nothing to abort. */
+	if (owner_is_me(&b->owner))
+		batch_close(b);
 }
 
 /*
@@ -323,15 +346,18 @@ static int qpx_complete(struct ibv_qp_ex *qpx)
 {
 	struct soft_qp *sqp = to_sqpx(qpx);
 	struct qpx_batch *b = sqp->qpx;
-	int ret = b->err;
+	int ret;
 
+	/* Without ibv_wr_start() there is nothing to post (and no lock to let go). */
+	if (!owner_is_me(&b->owner))
+		return EINVAL;
+	ret = b->err;
 	if (!ret && b->n) {
 		fab_lock();
 		ret = batch_post_locked(sqp);
 		fab_unlock();
 	}
-	b->n = 0;
-	pthread_mutex_unlock(&b->lock);
+	batch_close(b);
 	return ret;
 }
 

@@ -328,6 +328,36 @@ void async_settle_locked(struct ibv_context *ctx, void *obj, const unsigned int 
 			 const unsigned int *acked);
 void soft_fill_gid(union ibv_gid *gid, int index);
 
+/*
+ * Which thread is inside a critical section the application opens and
+ * closes itself (an extended CQ's polling batch, an ibv_wr_* batch), so
+ * that a call from outside one is refused rather than unlocking a lock it
+ * does not hold. Set and cleared by the owner, holding the section's lock;
+ * read by anyone (atomics).
+ */
+struct soft_owner {
+	pthread_t thread;
+	bool held;
+};
+
+static inline void owner_enter(struct soft_owner *o)
+{
+	__atomic_store_n(&o->thread, pthread_self(), __ATOMIC_RELAXED);
+	__atomic_store_n(&o->held, true, __ATOMIC_RELEASE);
+}
+
+static inline void owner_leave(struct soft_owner *o)
+{
+	__atomic_store_n(&o->held, false, __ATOMIC_RELEASE);
+}
+
+/* Is the calling thread inside the section? (Only it can have set held with its id.) */
+static inline bool owner_is_me(const struct soft_owner *o)
+{
+	return __atomic_load_n(&o->held, __ATOMIC_ACQUIRE) &&
+	       pthread_equal(__atomic_load_n(&o->thread, __ATOMIC_RELAXED), pthread_self());
+}
+
 /* ---- pd / keys / mr / mw ------------------------------------------------- */
 
 struct soft_pd {
@@ -520,6 +550,7 @@ struct soft_cq {
 	/* Extended polling (cq_ex.c), under poll_lock from start_poll to end_poll. */
 	uint64_t ex_cur;		/* the completion the batch is at */
 	bool ex_valid;			/* ex_cur holds one (next_poll has not run dry) */
+	struct soft_owner ex_poller;	/* the thread between start_poll and end_poll */
 	struct soft_pd *pd;		/* IBV_CQ_INIT_ATTR_MASK_PD: its parent domain, or NULL */
 	bool ring_custom;		/* the ring came from the parent domain's allocator */
 };
