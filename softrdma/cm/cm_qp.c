@@ -167,20 +167,28 @@ static struct ibv_cq *own_cq(struct rdma_cm_id *id, uint32_t depth_wanted,
 	return cq;
 }
 
-int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
+/*
+ * As librdmacm: the id's PD unless the attributes name one, a CQ and
+ * channel for each queue left out, then ibv_create_qp_ex(), which makes
+ * an extended QP when more than a PD is asked for (comp_mask) and a plain
+ * one otherwise, as rdma_create_qp() asks.
+ */
+int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)
 {
-	struct soft_cm_id *sid = to_scm(id);
-	struct ibv_qp_init_attr attr;
+	struct soft_cm_id *sid;
+	struct ibv_qp_init_attr_ex attr;
 	struct ibv_qp *qp;
 	int ret;
 
-	if (!id->verbs || !qp_init_attr || id->qp)
+	if (!id || !qp_init_attr || !id->verbs || id->qp)
 		return fail(EINVAL);
-	if (!pd)
-		pd = id->pd;
-	if (!pd || pd->context != id->verbs)
-		return fail(EINVAL);
+	sid = to_scm(id);
 	attr = *qp_init_attr;
+	if (!(attr.comp_mask & IBV_QP_INIT_ATTR_PD) || !attr.pd)
+		attr.pd = id->pd;
+	attr.comp_mask |= IBV_QP_INIT_ATTR_PD;
+	if (!attr.pd || attr.pd->context != id->verbs)
+		return fail(EINVAL);
 	/* librdmacm makes a CQ and channel for each queue the caller left out. */
 	if (!attr.recv_cq) {
 		id->recv_cq = own_cq(id, attr.cap.max_recv_wr, &id->recv_cq_channel);
@@ -196,7 +204,7 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
 	}
 	if (!attr.srq)
 		attr.srq = id->srq;
-	qp = ibv_create_qp(pd, &attr);
+	qp = ibv_create_qp_ex(id->verbs, &attr);
 	if (!qp)
 		goto err;
 	fab_lock();
@@ -223,28 +231,23 @@ err:
 	return fail(ret);
 }
 
-/*
- * The extended form. softrdma has no extended QPs (ibv_create_qp_ex): the
- * attributes an ibv_qp_init_attr can hold are served, anything more is
- * EOPNOTSUPP, as from a device without it.
- */
-int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
+int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
 {
-	struct ibv_qp_init_attr init;
+	struct ibv_qp_init_attr_ex ex;
 	int ret;
 
-	if (!id || !attr)
+	if (!qp_init_attr)
 		return fail(EINVAL);
-	if (attr->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD)
-		return fail(EOPNOTSUPP);
-	init = (struct ibv_qp_init_attr){
-		.qp_context = attr->qp_context, .send_cq = attr->send_cq,
-		.recv_cq = attr->recv_cq, .srq = attr->srq, .cap = attr->cap,
-		.qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
+	ex = (struct ibv_qp_init_attr_ex){
+		.qp_context = qp_init_attr->qp_context, .send_cq = qp_init_attr->send_cq,
+		.recv_cq = qp_init_attr->recv_cq, .srq = qp_init_attr->srq,
+		.cap = qp_init_attr->cap, .qp_type = qp_init_attr->qp_type,
+		.sq_sig_all = qp_init_attr->sq_sig_all,
+		.comp_mask = pd ? IBV_QP_INIT_ATTR_PD : 0, .pd = pd,
 	};
-	ret = rdma_create_qp(id, attr->comp_mask & IBV_QP_INIT_ATTR_PD ? attr->pd : NULL, &init);
+	ret = rdma_create_qp_ex(id, &ex);
 	if (!ret)
-		attr->cap = init.cap;
+		qp_init_attr->cap = ex.cap;
 	return ret;
 }
 

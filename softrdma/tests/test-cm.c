@@ -281,7 +281,7 @@ static void test_reject_ece(void **state)
 /*
  * rdma_create_srq(): the id's SRQ, which its QP receives from;
  * rdma_create_qp_ex() with what an ibv_qp_init_attr holds, EOPNOTSUPP for
- * more; rdma_destroy_srq() forgets it.
+ * creation flags (none is modelled); rdma_destroy_srq() forgets it.
  */
 static void test_srq_and_qp_ex(void **state)
 {
@@ -292,6 +292,7 @@ static void test_srq_and_qp_ex(void **state)
 		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+		.create_flags = IBV_QP_CREATE_SCATTER_FCS,
 	};
 	struct ibv_qp_attr attr;
 	struct ibv_qp_init_attr init;

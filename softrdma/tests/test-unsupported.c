@@ -57,6 +57,14 @@ static void test_import(void **state)
 	close(fds[0]);
 	close(fds[1]);
 	close(null_fd);
+	/* The context's own cmd_fd, as a program dup()s it to import: softrdma0 cannot. */
+	assert_true(p.ctx->cmd_fd >= 0);
+	null_fd = dup(p.ctx->cmd_fd);
+	assert_true(null_fd >= 0);
+	errno = 0;
+	assert_null(ibv_import_device(null_fd));
+	assert_int_equal(errno, EOPNOTSUPP);
+	close(null_fd);
 	errno = 0;
 	assert_null(ibv_import_pd(p.ctx, p.pd->handle));
 	assert_int_equal(errno, EOPNOTSUPP);

@@ -61,8 +61,8 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	return 0;
 }
 
-struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
-			     struct ibv_comp_channel *channel, int comp_vector)
+struct soft_cq *cq_create(struct ibv_context *context, int cqe, void *cq_context,
+			  struct ibv_comp_channel *channel, int comp_vector, struct soft_pd *pd)
 {
 	struct soft_cq *scq;
 
@@ -73,12 +73,14 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	}
 	scq = calloc(1, sizeof(*scq));
 	if (scq)
-		scq->ring = calloc((size_t)cqe, sizeof(*scq->ring));
+		scq->ring = pd_buf_alloc(pd, (size_t)cqe * sizeof(*scq->ring), SOFT_RES_CQ,
+					 &scq->ring_custom);
 	if (!scq || !scq->ring) {
 		free(scq);
 		errno = ENOMEM;
 		return NULL;
 	}
+	scq->pd = pd;
 	scq->size = (uint32_t)cqe;
 	scq->cq.context = context;
 	scq->cq.channel = channel;
@@ -93,19 +95,30 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 		container_of(channel, struct soft_comp_channel, ch)->cqs++;
 	scq->cq.handle = ++fab.counts.cqs;
 	to_sctx(context)->objects++;
+	if (pd)
+		pd->users++;
 	fab_unlock();
-	return &scq->cq;
+	return scq;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct soft_cq *scq = cq_create(context, cqe, cq_context, channel, comp_vector, NULL);
+
+	return scq ? &scq->cq : NULL;
 }
 
 int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
 	struct soft_cq *scq = to_scq(cq);
-	struct ibv_wc *ring;
+	struct ibv_wc *ring, *old;
+	bool custom, old_custom;
 	uint32_t i, count;
 
 	if (cqe < 1 || cqe > soft_profile()->max_cqe)
 		return EINVAL;
-	ring = calloc((size_t)cqe, sizeof(*ring));
+	ring = pd_buf_alloc(scq->pd, (size_t)cqe * sizeof(*ring), SOFT_RES_CQ, &custom);
 	if (!ring)
 		return ENOMEM;
 	/* fab.lock stops the producers, poll_lock the pollers. */
@@ -115,19 +128,23 @@ int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 	if ((uint32_t)cqe < count) {
 		pthread_mutex_unlock(&scq->poll_lock);
 		fab_unlock();
-		free(ring);
+		pd_buf_free(scq->pd, ring, SOFT_RES_CQ, custom);
 		return EINVAL;
 	}
 	for (i = 0; i < count; i++)
 		ring[i] = scq->ring[(scq->head + i) % scq->size];
-	free(scq->ring);
+	old = scq->ring;
+	old_custom = scq->ring_custom;
 	scq->ring = ring;
+	scq->ring_custom = custom;
 	__atomic_store_n(&scq->head, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&scq->tail, count, __ATOMIC_RELAXED);
 	scq->size = (uint32_t)cqe;
 	cq->cqe = cqe;
 	pthread_mutex_unlock(&scq->poll_lock);
 	fab_unlock();
+	/* A parent domain's free() is the application's: called with no lock held. */
+	pd_buf_free(scq->pd, old, SOFT_RES_CQ, old_custom);
 	return 0;
 }
 
@@ -164,12 +181,14 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 		sch->cqs--;
 	fab.counts.cqs--;
 	to_sctx(cq->context)->objects--;
+	if (scq->pd)
+		scq->pd->users--;
 	fab_unlock();
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);
 	pthread_mutex_destroy(&scq->poll_lock);
 	pthread_mutex_destroy(&scq->push_lock);
-	free(scq->ring);
+	pd_buf_free(scq->pd, scq->ring, SOFT_RES_CQ, scq->ring_custom);
 	free(scq);
 	return 0;
 }
@@ -271,6 +290,9 @@ int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 	uint64_t head, tail;
 	int n = 0;
 
+	/* Inside the calling thread's own extended batch (cq_ex.c): poll_lock is its. */
+	if (owner_is_me(&scq->ex_poller))
+		return -EDEADLK;
 	/*
 	 * Only pollers take poll_lock, so a poller never waits for the engine.
 	 * Between processes, a poller that finds the CQ empty runs what came

@@ -7,6 +7,8 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <stdio.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "soft.h"
 
@@ -266,6 +268,23 @@ int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pke
 	return have == pkey ? 0 : -1;
 }
 
+/*
+ * A context's cmd_fd, where the kernel's would be a uverbs character
+ * device: programs dup() it to import the context elsewhere
+ * (ibv_import_device()), which softrdma0 refuses. A character device
+ * nobody mistakes for another's (SOFT_CMD_FD_DEV); -1 if it cannot open.
+ */
+static int soft_cmd_fd_open(void)
+{
+	return open(SOFT_CMD_FD_DEV, O_RDWR | O_CLOEXEC);
+}
+
+static void soft_cmd_fd_close(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct soft_context *sctx;
@@ -290,9 +309,10 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	sctx->vctx.sz = sizeof(struct verbs_context);
 	sctx->vctx.query_port = soft_query_port;
 	sctx->vctx.query_device_ex = soft_query_device_ex;
+	ext_set_ops(&sctx->vctx);
 	ctx = &sctx->vctx.context;
 	ctx->device = device;
-	ctx->cmd_fd = -1;
+	ctx->cmd_fd = soft_cmd_fd_open();
 	ctx->async_fd = sctx->async_q.fd;
 	ctx->num_comp_vectors = 1;
 	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -316,6 +336,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 int ibv_close_device(struct ibv_context *context)
 {
 	struct soft_context *sctx = to_sctx(context);
+	int cmd_fd = context->cmd_fd;
 
 	fab_lock();
 	if (sctx->objects) {
@@ -341,10 +362,12 @@ int ibv_close_device(struct ibv_context *context)
 	if (!evq_retire_locked(&sctx->async_q)) {
 		pthread_mutex_unlock(&sctx->async_lock);
 		fab_unlock();
+		soft_cmd_fd_close(cmd_fd);
 		return 0;
 	}
 	pthread_mutex_unlock(&sctx->async_lock);
 	fab_unlock();
+	soft_cmd_fd_close(cmd_fd);
 	evq_fini(&sctx->async_q);
 	pthread_mutex_destroy(&sctx->async_lock);
 	pthread_mutex_destroy(&context->mutex);

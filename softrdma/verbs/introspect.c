@@ -60,7 +60,7 @@ size_t softrdma_pd_exposed_bytes(struct ibv_pd *pd)
 		if (key_slot(i)->kind == SOFT_KEY_MR) {
 			struct soft_mr *smr = key_slot(i)->obj;
 
-			if (smr->pd != spd || !(smr->access & (IBV_ACCESS_REMOTE_READ |
+			if (!pd_same(smr->pd, spd) || !(smr->access & (IBV_ACCESS_REMOTE_READ |
 				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)))
 				continue;
 			spans[n].start = (uintptr_t)smr->base;
@@ -68,7 +68,7 @@ size_t softrdma_pd_exposed_bytes(struct ibv_pd *pd)
 		} else if (key_slot(i)->kind == SOFT_KEY_MW) {
 			struct soft_mw *smw = key_slot(i)->obj;
 
-			if (smw->pd != spd || smw->state != SOFTRDMA_MW_VALID || !smw->qp)
+			if (!pd_same(smw->pd, spd) || smw->state != SOFTRDMA_MW_VALID || !smw->qp)
 				continue;
 			spans[n].start = (uintptr_t)(smw->mr->base + (smw->addr - smw->mr->iova));
 			spans[n].end = spans[n].start + smw->length;

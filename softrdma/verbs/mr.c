@@ -106,7 +106,7 @@ uint8_t *mem_local_locked(struct soft_pd *pd, uint32_t lkey, uint64_t va, uint64
 {
 	struct soft_mr *smr = key_lookup_locked(lkey, SOFT_KEY_MR);
 
-	if (!smr || smr->mr.lkey != lkey || smr->pd != pd || (smr->access & need) != need ||
+	if (!smr || smr->mr.lkey != lkey || !pd_same(smr->pd, pd) || (smr->access & need) != need ||
 	    !in_range(va, len, smr->iova, smr->length))
 		return NULL;
 	if (mr)
@@ -121,8 +121,8 @@ uint8_t *mem_remote_locked(struct soft_qp *qp, uint32_t rkey, uint64_t va, uint6
 	struct soft_mw *smw;
 
 	if (smr) {
-		if (smr->mr.rkey != rkey || smr->pd != qp->pd || (smr->access & need) != need ||
-		    !in_range(va, len, smr->iova, smr->length))
+		if (smr->mr.rkey != rkey || !pd_same(smr->pd, qp->pd) ||
+		    (smr->access & need) != need || !in_range(va, len, smr->iova, smr->length))
 			return NULL;
 		if (mr) {
 			*mr = smr;
@@ -133,8 +133,8 @@ uint8_t *mem_remote_locked(struct soft_qp *qp, uint32_t rkey, uint64_t va, uint6
 	smw = key_lookup_locked(rkey, SOFT_KEY_MW);
 	/* qp first, alone: a window bound elsewhere may be changing on another fast path. */
 	if (!smw || __atomic_load_n(&smw->qp, __ATOMIC_ACQUIRE) != qp || smw->rkey != rkey ||
-	    smw->state != SOFTRDMA_MW_VALID || smw->pd != qp->pd || (smw->access & need) != need ||
-	    !in_range(va, len, smw->addr, smw->length))
+	    smw->state != SOFTRDMA_MW_VALID || !pd_same(smw->pd, qp->pd) ||
+	    (smw->access & need) != need || !in_range(va, len, smw->addr, smw->length))
 		return NULL;
 	if (mr) {
 		*mr = smw->mr;

@@ -110,8 +110,8 @@ static bool mw_bind_valid(const struct soft_qp *qp, const struct ibv_mw *mw, uin
 		return false;
 	smw = to_smw(mw);
 	smr = info->mr ? container_of(info->mr, struct soft_mr, mr) : NULL;
-	return smw->pd == qp->pd && (rkey >> 8) == mw->handle && smr && info->length &&
-	       smr->pd == smw->pd && (smr->access & IBV_ACCESS_MW_BIND) &&
+	return pd_same(smw->pd, qp->pd) && (rkey >> 8) == mw->handle && smr && info->length &&
+	       pd_same(smr->pd, smw->pd) && (smr->access & IBV_ACCESS_MW_BIND) &&
 	       !(info->mw_access_flags & ~(unsigned int)SOFT_MW_ACCESS) &&
 	       (!(info->mw_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) ||
 		(smr->access & IBV_ACCESS_LOCAL_WRITE)) &&
@@ -167,7 +167,7 @@ static struct soft_mw *mw_to_invalidate(const struct soft_qp *qp, uint32_t rkey)
 
 	/* Bound to qp, or nothing more of it is read: another QP's fast path may own it. */
 	if (!smw || __atomic_load_n(&smw->qp, __ATOMIC_ACQUIRE) != qp || smw->rkey != rkey ||
-	    smw->state != SOFTRDMA_MW_VALID || smw->pd != qp->pd)
+	    smw->state != SOFTRDMA_MW_VALID || !pd_same(smw->pd, qp->pd))
 		return NULL;
 	return smw;
 }

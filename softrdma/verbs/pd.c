@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Protection domains. */
+/* Protection domains (parent domains: td.c). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -14,6 +14,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 		return NULL;
 	}
 	spd->pd.context = context;
+	spd->protection = spd;
 	fab_lock();
 	spd->pd.handle = ++fab.counts.pds;
 	to_sctx(context)->objects++;
@@ -25,6 +26,8 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 {
 	struct soft_pd *spd = to_spd(pd);
 
+	if (spd->protection != spd)
+		return parent_domain_dealloc(spd);
 	fab_lock();
 	/* The kernel refuses while anything still lives on the PD. */
 	if (spd->users) {

@@ -156,6 +156,13 @@ int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 		}
 		post_enqueue_send_wr(sqp, wr);
 	}
+	post_kick_locked(sqp);
+	fab_unlock();
+	return ret;
+}
+
+void post_kick_locked(struct soft_qp *sqp)
+{
 	if (sqp->attr.qp_state == IBV_QPS_ERR) {
 		engine_flush_locked(sqp);
 	} else {
@@ -169,8 +176,6 @@ int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 		if (sqp->active)
 			fab_kick_locked();
 	}
-	fab_unlock();
-	return ret;
 }
 
 /*

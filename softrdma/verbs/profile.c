@@ -7,6 +7,7 @@
  * provider's figure is past what softrdma models (its GID table), the
  * README says so.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,19 @@
 #include "soft.h"
 
 #define COMMON_CAPS (IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT)
+
+/*
+ * The extended verbs (README "Device profiles"). The wc_flags are rxe's
+ * RXE_SUP_WC_FLAGS, IBV_WC_STANDARD_FLAGS; mlx5 also reports timestamps,
+ * CVLAN, flow tags and tag matching, which softrdma does not model. The
+ * send ops are RC's in rxe and mlx5 but for atomics (and mlx5's TSO),
+ * which softrdma does not model either.
+ */
+#define EXT_WC_FLAGS	IBV_WC_STANDARD_FLAGS
+#define EXT_SEND_OPS	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | \
+			 IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE | \
+			 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | \
+			 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
 
 static const struct soft_profile profiles[] = {
 	{
@@ -40,6 +54,11 @@ static const struct soft_profile profiles[] = {
 		.transport = IBV_TRANSPORT_IB,
 		.mw = true,
 		.inline_post_err = EINVAL,
+		.cq_wc_flags = EXT_WC_FLAGS,
+		.cq_ex_attr_err = EOPNOTSUPP,
+		.cq_ex_flags_err = EINVAL,
+		.qp_send_ops = EXT_SEND_OPS,
+		.parent_domain = true,
 	},
 	{
 		/* A ConnectX-5/6 (Dx) in RoCE mode, as its ibv_devinfo -v shows. */
@@ -65,6 +84,13 @@ static const struct soft_profile profiles[] = {
 		.transport = IBV_TRANSPORT_IB,
 		.mw = true,
 		.inline_post_err = ENOMEM,
+		.cq_wc_flags = EXT_WC_FLAGS,
+		.cq_ex_attr_err = EINVAL,
+		.cq_ex_flags_err = EINVAL,
+		.qp_send_ops = EXT_SEND_OPS,
+		.wr_all_builders = true,
+		.wr_err = ENOMEM,
+		.parent_domain = true,
 	},
 	{
 		/* Soft-RoCE of Linux 6.1 (rxe_param.h). */
@@ -91,6 +117,10 @@ static const struct soft_profile profiles[] = {
 		.transport = IBV_TRANSPORT_IB,
 		.mw = true,
 		.inline_post_err = EINVAL,
+		.cq_wc_flags = EXT_WC_FLAGS,
+		.cq_ex_attr_err = EOPNOTSUPP,
+		.qp_send_ops = EXT_SEND_OPS,
+		.wr_err = ENOSPC,
 	},
 	{
 		/* Soft-iWARP of Linux 6.1 (siw.h, siw-abi.h) with rdma-core's libsiw. */

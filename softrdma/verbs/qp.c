@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * RC and UD queue pairs: creation, the state machine of ibv_modify_qp, query,
- * destruction. What UD does differently lives in ud.c.
+ * destruction. What UD does differently lives in ud.c; extended QPs and
+ * ibv_wr_*, in qp_ex.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -132,6 +133,7 @@ static int sq_init(struct soft_qp *sqp)
 
 static void qp_free(struct soft_qp *sqp)
 {
+	qpx_free(sqp);
 	free(sqp->sq);
 	free(sqp->sq_sges);
 	free(sqp->sq_inline);
@@ -215,7 +217,7 @@ static uint32_t inline_granted(const struct ibv_qp_cap *cap)
 	return cap->max_inline_data;
 }
 
-struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
+struct soft_qp *qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 {
 	struct soft_qp *sqp;
 
@@ -290,7 +292,14 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	fab.counts.qps++;
 	fab_unlock();
 	init->cap = sqp->cap;
-	return &sqp->qp;
+	return sqp;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
+{
+	struct soft_qp *sqp = qp_create(pd, init);
+
+	return sqp ? &sqp->qp : NULL;
 }
 
 int ibv_destroy_qp(struct ibv_qp *qp)
@@ -566,15 +575,6 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 	init_attr->sq_sig_all = sqp->sq_sig_all;
 	fab_unlock();
 	return 0;
-}
-
-/*
- * Extended QPs (ibv_create_qp_ex() and the ibv_wr_*() interface) are not
- * modelled: no QP carries the ibv_qp_ex that libibverbs hands out for one.
- */
-struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	return NULL;
 }
 
 /*

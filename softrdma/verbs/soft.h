@@ -24,6 +24,8 @@
  * a fast path holds a pointer to it. Fast paths exclude each other by
  * object. The whole lock order:
  *
+ *   0. an extended QP's batch lock (qp_ex.c), which the application holds
+ *      from ibv_wr_start() to ibv_wr_complete() or ibv_wr_abort();
  *   1. fab.lock (then the gate) -- or, on the fast path, the gate alone;
  *   2. soft_qp.lock of the requester and of the responder, by address
  *      (fast path only: fab.lock holders never take it), then the
@@ -72,6 +74,8 @@
 #define SOFT_BUSY_RETRY_NS	20000u
 #define SOFT_FIRST_QPN		0x11
 #define SOFT_FW_VER		"1.0.0"
+/* What a context's cmd_fd is open on, for want of a uverbs device (device.c). */
+#define SOFT_CMD_FD_DEV		"/dev/zero"
 
 /* RNR and transport retries wait this long each in THREAD mode. */
 /* How long a disconnected cm_id stays in timewait before TIMEWAIT_EXIT. */
@@ -111,6 +115,14 @@ struct soft_profile {
 	bool iwarp;
 	int inline_post_err;		/* a post with too much inline data: ENOMEM (mlx5) or EINVAL */
 	bool negative_post_err;		/* libsiw returns -errno from ibv_post_send() */
+	/* The extended verbs (ext.c, cq_ex.c, qp_ex.c, td.c); 0/false: the provider has none. */
+	uint64_t cq_wc_flags;		/* the wc_flags ibv_create_cq_ex accepts */
+	int cq_ex_attr_err;		/* unknown comp_mask: EOPNOTSUPP (rxe), EINVAL (mlx5) */
+	int cq_ex_flags_err;		/* unknown creation flags: EINVAL (mlx5), 0 ignored (rxe) */
+	uint64_t qp_send_ops;		/* the send_ops_flags ibv_create_qp_ex accepts (RC) */
+	bool wr_all_builders;		/* mlx5 fills every builder, rxe only those asked for */
+	int wr_err;			/* ibv_wr_*: full SQ, SGEs, inline (0: as ibv_post_send) */
+	bool parent_domain;		/* thread and parent domains (mlx5) */
 };
 
 const struct soft_profile *soft_profile(void);
@@ -316,17 +328,72 @@ void async_settle_locked(struct ibv_context *ctx, void *obj, const unsigned int 
 			 const unsigned int *acked);
 void soft_fill_gid(union ibv_gid *gid, int index);
 
+/*
+ * Which thread is inside a critical section the application opens and
+ * closes itself (an extended CQ's polling batch, an ibv_wr_* batch), so
+ * that a call from outside one is refused rather than unlocking a lock it
+ * does not hold. Set and cleared by the owner, holding the section's lock;
+ * read by anyone (atomics).
+ */
+struct soft_owner {
+	pthread_t thread;
+	bool held;
+};
+
+static inline void owner_enter(struct soft_owner *o)
+{
+	__atomic_store_n(&o->thread, pthread_self(), __ATOMIC_RELAXED);
+	__atomic_store_n(&o->held, true, __ATOMIC_RELEASE);
+}
+
+static inline void owner_leave(struct soft_owner *o)
+{
+	__atomic_store_n(&o->held, false, __ATOMIC_RELEASE);
+}
+
+/* Is the calling thread inside the section? (Only it can have set held with its id.) */
+static inline bool owner_is_me(const struct soft_owner *o)
+{
+	return __atomic_load_n(&o->held, __ATOMIC_ACQUIRE) &&
+	       pthread_equal(__atomic_load_n(&o->thread, __ATOMIC_RELAXED), pthread_self());
+}
+
 /* ---- pd / keys / mr / mw ------------------------------------------------- */
 
 struct soft_pd {
 	struct ibv_pd pd;
-	unsigned int users;		/* MRs, MWs, QPs, SRQs on it */
+	unsigned int users;		/* MRs, MWs, QPs, SRQs (and CQs, parent domains) on it */
+	/*
+	 * The protection domain whose keys it shares: itself, or for a parent
+	 * domain (td.c) the PD it was made from. Protection checks compare these.
+	 */
+	struct soft_pd *protection;
 };
 
 static inline struct soft_pd *to_spd(struct ibv_pd *pd)
 {
 	return container_of(pd, struct soft_pd, pd);
 }
+
+/* Do objects on @a and @b share one protection domain? (A parent domain is its PD's.) */
+static inline bool pd_same(const struct soft_pd *a, const struct soft_pd *b)
+{
+	return a->protection == b->protection;
+}
+
+/* td.c: a parent domain's own ibv_dealloc_pd(); 0 or EBUSY. */
+int parent_domain_dealloc(struct soft_pd *spd);
+/*
+ * A queue's buffer for an object created on @pd (NULL: none): a parent
+ * domain's allocator if it has one (rdma-core: "Provider memory
+ * allocations will use this function"), else calloc(); *custom says
+ * which. Zeroed. Freed by pd_buf_free() with the same @pd, @type and
+ * @custom. Both call application code: never with a lock held.
+ */
+void *pd_buf_alloc(struct soft_pd *pd, size_t size, uint64_t type, bool *custom);
+void pd_buf_free(struct soft_pd *pd, void *ptr, uint64_t type, bool custom);
+/* The resource type passed to a parent domain's allocator (no driver id: upper bits 0). */
+#define SOFT_RES_CQ		1
 
 enum soft_key_kind {
 	SOFT_KEY_FREE = 0,
@@ -458,7 +525,11 @@ enum soft_cq_arm { CQ_ARM_IDLE, CQ_ARM_SOLICITED, CQ_ARM_ANY };
  * came too late for.
  */
 struct soft_cq {
-	struct ibv_cq cq;
+	/* ibv_cq_ex_to_cq() is a cast: the ibv_cq_ex's leading fields are the ibv_cq's. */
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cq_ex;
+	};
 	pthread_mutex_t push_lock;	/* producers on the fast path (fast.c) */
 	pthread_mutex_t poll_lock;	/* pollers: head and the entries before tail */
 	struct ibv_wc *ring;
@@ -476,12 +547,27 @@ struct soft_cq {
 	unsigned int async_read;	/* atomic: events returned by ibv_get_async_event */
 	unsigned int async_acked;
 	unsigned long arms;		/* atomic: ibv_req_notify_cq calls (softrdma_qp_stats) */
+	/* Extended polling (cq_ex.c), under poll_lock from start_poll to end_poll. */
+	uint64_t ex_cur;		/* the completion the batch is at */
+	bool ex_valid;			/* ex_cur holds one (next_poll has not run dry) */
+	struct soft_owner ex_poller;	/* the thread between start_poll and end_poll */
+	struct soft_pd *pd;		/* IBV_CQ_INIT_ATTR_MASK_PD: its parent domain, or NULL */
+	bool ring_custom;		/* the ring came from the parent domain's allocator */
 };
 
 static inline struct soft_cq *to_scq(struct ibv_cq *cq)
 {
 	return container_of(cq, struct soft_cq, cq);
 }
+
+/*
+ * A CQ, as ibv_create_cq() makes one (cq.c); @pd a parent domain whose
+ * allocator holds the ring, or NULL. NULL with errno set.
+ */
+struct soft_cq *cq_create(struct ibv_context *context, int cqe, void *cq_context,
+			  struct ibv_comp_channel *channel, int comp_vector, struct soft_pd *pd);
+/* cq_ex.c: the extended polling functions of a CQ made by ibv_create_cq_ex(). */
+void cq_ex_set_ops(struct soft_cq *scq, uint64_t wc_flags);
 
 /*
  * Add a completion. Returns false if the CQ overran (the completion is lost,
@@ -624,8 +710,23 @@ struct soft_send_wqe {
 struct soft_cm_id;
 struct net_link;
 
+/* rdma-core's verbs_qp.comp_mask bit (driver.h): the QP carries an ibv_qp_ex. */
+#define SOFT_VERBS_QP_EX	(1U << 1)
+
+struct qpx_batch;
+
 struct soft_qp {
-	struct ibv_qp qp;
+	/*
+	 * The layout of rdma-core's struct verbs_qp, which ibv_qp_to_qp_ex()
+	 * reads: the ibv_qp (the start of an ibv_qp_ex), comp_mask, xrcd.
+	 */
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;
+	};
+	uint32_t comp_mask;		/* SOFT_VERBS_QP_EX: made by ibv_create_qp_ex() */
+	void *xrcd;			/* always NULL: no XRC */
+	struct qpx_batch *qpx;		/* the ibv_wr_* batch being built (qp_ex.c) */
 	/*
 	 * Held by a fast path (fast.c) that posts on this QP or responds on
 	 * it; fab.lock holders never take it (the gate keeps fast paths out).
@@ -692,6 +793,10 @@ static inline struct soft_qp *qp_peer(const struct soft_qp *qp)
 }
 
 struct soft_qp *qp_lookup_locked(uint32_t qpn);
+/* An RC QP as ibv_create_qp() makes one (qp.c); NULL with errno set. */
+struct soft_qp *qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *init);
+/* qp_ex.c: the batch of an extended QP, freed with it. */
+void qpx_free(struct soft_qp *sqp);
 /* Responder side: execute req on qp (fabric lock held). See responder.c. */
 void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp);
 /* Move to ERR and flush everything outstanding, in order. */
@@ -703,6 +808,8 @@ int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 int post_check_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr);
 /* Copy a checked WR into the ring at sq_tail. */
 void post_enqueue_send_wr(struct soft_qp *sqp, const struct ibv_send_wr *wr);
+/* After WRs were enqueued under fab.lock: flush them (ERR) or start the engine on them. */
+void post_kick_locked(struct soft_qp *sqp);
 /*
  * fast.c: run the WRs at the head of *wr at once, without fab.lock, while
  * each is a Send or Write to a QP of this process that succeeds now.
@@ -715,6 +822,17 @@ int soft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_r
 struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int soft_dealloc_mw(struct ibv_mw *mw);
 int soft_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+
+/* ---- ext.c: the extended verbs a profile offers ---------------------------------- */
+
+/* Fill a context's extended ops (create_cq_ex, create_qp_ex, TDs, parent domains). */
+void ext_set_ops(struct verbs_context *vctx);
+struct ibv_cq_ex *soft_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);
+struct ibv_qp *soft_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+struct ibv_td *soft_alloc_td(struct ibv_context *context, struct ibv_td_init_attr *attr);
+int soft_dealloc_td(struct ibv_td *td);
+struct ibv_pd *soft_alloc_parent_domain(struct ibv_context *context,
+					struct ibv_parent_domain_init_attr *attr);
 
 /* ---- engine.c: the requester ------------------------------------------------ */
 

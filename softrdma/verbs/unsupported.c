@@ -31,18 +31,23 @@ int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 
 /*
  * libibverbs finds the device by the character device behind cmd_fd:
- * anything else is EINVAL, and softrdma0 has no character device, so no
- * uverbs fd is ever its own.
+ * anything else is EINVAL. softrdma0's contexts hold SOFT_CMD_FD_DEV
+ * there (device.c): its own, whose provider cannot import a context
+ * (EOPNOTSUPP, as libibverbs answers for a provider without
+ * import_context); any other device is none of softrdma's (ENODEV).
  */
 struct ibv_context *ibv_import_device(int cmd_fd)
 {
-	struct stat st;
+	struct stat st, own;
 
 	if (fstat(cmd_fd, &st) || !S_ISCHR(st.st_mode)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	errno = ENODEV;
+	if (!stat(SOFT_CMD_FD_DEV, &own) && S_ISCHR(own.st_mode) && own.st_rdev == st.st_rdev)
+		errno = EOPNOTSUPP;
+	else
+		errno = ENODEV;
 	return NULL;
 }
 
