@@ -11,6 +11,9 @@
  *   sides send numbered messages of many sizes at once, 16 deep, and each
  *   receives all of them, in order, with their bytes; then each writes a
  *   pattern into the other's memory and reads the other's back.
+ * - ud: UD QPs, numbers swapped the same way, address handles to the
+ *   loopback GID: datagrams of many sizes both ways, each received once,
+ *   with its GRH, its sender's number and its bytes.
  * - dead: one peer is killed; the other's next Send completes with
  *   IBV_WC_RETRY_EXC_ERR, as it would on hardware whose peer vanished, and
  *   so does a Send to a number no process owns.
@@ -264,6 +267,98 @@ static void side_nobody(struct side *s)
 	peer_say("status %d", (int)poll_one(s).status);
 }
 
+/* ---- UD, numbers swapped by hand ---- */
+
+#define UD_MSGS		DEPTH	/* a send buffer each */
+#define UD_QKEY		0x2468aceu
+#define GRH_LEN		40u
+
+static uint32_t ud_len(uint32_t seq)
+{
+	return 1 + (seq * 337) % 1000;	/* up to the path MTU (1024) */
+}
+
+static struct ibv_qp *ud_open(struct side *s)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = s->cq, .recv_cq = s->cq,
+		.cap = { .max_send_wr = UD_MSGS, .max_recv_wr = UD_MSGS, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_UD,
+		.sq_sig_all = 1,
+	};
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY };
+	struct ibv_qp *qp = ibv_create_qp(s->pd, &qa);
+
+	PEER_CHECK(qp);
+	PEER_CHECK(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				 IBV_QP_QKEY) == 0);
+	attr.qp_state = IBV_QPS_RTR;
+	PEER_CHECK(ibv_modify_qp(qp, &attr, IBV_QP_STATE) == 0);
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = 0;
+	PEER_CHECK(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+	return qp;
+}
+
+/* Numbered datagrams to the peer's UD QP, while taking the peer's: each once, whole. */
+static void side_ud(struct side *s, char from)
+{
+	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	struct ibv_qp *qp = ud_open(s);
+	uint32_t got = 0, good = 0, peer_qpn, acked = 0;
+	struct ibv_ah *ah;
+
+	ah_attr.grh.dgid.raw[10] = ah_attr.grh.dgid.raw[11] = 0xff;
+	ah_attr.grh.dgid.raw[12] = 127;
+	ah_attr.grh.dgid.raw[15] = 1;
+	ah = ibv_create_ah(s->pd, &ah_attr);
+	PEER_CHECK(ah);
+	for (uint32_t i = 0; i < UD_MSGS; i++) {
+		struct ibv_sge sge = { (uintptr_t)recv_buf(s, i), GRH_LEN + 1024, s->mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		PEER_CHECK(ibv_post_recv(qp, &wr, &bad) == 0);
+	}
+	peer_say("ud %u", qp->qp_num);
+	PEER_CHECK(sscanf(peer_hear(), "peer ud %u", &peer_qpn) == 1);
+	for (uint32_t seq = 0; seq < UD_MSGS; seq++) {
+		struct ibv_sge sge = { (uintptr_t)send_buf(s, seq), ud_len(seq), s->mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = seq, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND }, *bad;
+
+		for (uint32_t i = 0; i < ud_len(seq); i++)
+			send_buf(s, seq)[i] = pattern(s->name, seq, i);
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = peer_qpn;
+		wr.wr.ud.remote_qkey = UD_QKEY;
+		PEER_CHECK(ibv_post_send(qp, &wr, &bad) == 0);
+	}
+	while (acked < UD_MSGS || got < UD_MSGS) {
+		struct ibv_wc wc = poll_one(s);
+
+		PEER_CHECK(wc.status == IBV_WC_SUCCESS);
+		if (wc.opcode == IBV_WC_SEND) {
+			acked++;
+			continue;
+		}
+		/* Datagrams on one path keep their order here: the n-th is number n. */
+		if (wc.src_qp == peer_qpn && (wc.wc_flags & IBV_WC_GRH) &&
+		    wc.byte_len == GRH_LEN + ud_len(got) && wc.wr_id == got) {
+			const uint8_t *p = recv_buf(s, wc.wr_id) + GRH_LEN;
+			uint32_t i = 0;
+
+			while (i < ud_len(got) && p[i] == pattern(from, got, i))
+				i++;
+			good += i == ud_len(got);
+		}
+		got++;
+	}
+	peer_say("datagrams received %u good %u", got, good);
+	PEER_CHECK(ibv_destroy_ah(ah) == 0);
+	PEER_CHECK(ibv_destroy_qp(qp) == 0);
+}
+
 static int role(const char *what)
 {
 	char name = what[0];
@@ -274,6 +369,9 @@ static int role(const char *what)
 		side_connect(&s, 1, 8);
 		side_orphan(&s);
 		side_nobody(&s);
+	} else if (strcmp(what + 1, ":ud") == 0) {
+		side_connect(&s, 7, 14);
+		side_ud(&s, name == 'a' ? 'b' : 'a');
 	} else {
 		side_connect(&s, 7, 14);
 		side_traffic(&s, name == 'a' ? 'b' : 'a');
@@ -353,6 +451,31 @@ static void test_traffic(void **state)
 	}
 }
 
+static void test_ud(void **state)
+{
+	struct peer p[2];
+	struct qp_line q[2];
+	unsigned int ud[2], got, good;
+
+	(void)state;
+	start_pair(p, "ud", q);
+	for (int i = 0; i < 2; i++)
+		ud[i] = (unsigned int)atoi(peer_expect(&p[i], "ud "));
+	assert_int_not_equal(ud[0] >> BLOCK_SHIFT, ud[1] >> BLOCK_SHIFT);
+	for (int i = 0; i < 2; i++)
+		peer_send(&p[i], "peer ud %u", ud[1 - i]);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(sscanf(peer_expect(&p[i], "datagrams "), "received %u good %u",
+					&got, &good), 2);
+		assert_int_equal(got, UD_MSGS);
+		assert_int_equal(good, UD_MSGS);
+	}
+	for (int i = 0; i < 2; i++) {
+		peer_send(&p[i], "bye");
+		assert_int_equal(peer_wait(&p[i], peer_timeout_ms(10000)), 0);
+	}
+}
+
 static void test_dead(void **state)
 {
 	struct peer p[2];
@@ -374,6 +497,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_traffic),
+		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_dead),
 	};
 	int failed;
