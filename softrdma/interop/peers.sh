@@ -64,7 +64,7 @@ if [ -n "${SOFTRDMA_INTEROP_CLANG_SANITIZED:-}" ]; then
 fi
 
 # Attempts at a run that the programs' own races (above) made fail.
-RETRIES=20
+RETRIES=30
 # Seconds a client may take: a run takes one or two.
 BOUND=15
 SIZES="64 65536 1048576"
@@ -79,9 +79,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 export LD_LIBRARY_PATH="$dropin"
+# perftest's output in a file is block-buffered, and lost when a bound
+# kills it: line-buffered (stdbuf preloads a library of its own, which a
+# sanitizer's runtime, first in the preload list, would not allow).
+unbuffered="stdbuf -oL"
 if [ -n "$preload" ]; then
 	export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
 	export LD_PRELOAD="$preload"
+	unbuffered=
 fi
 # TCP ports below the kernel's ephemeral range and softrdma's own picks
 # (40000 and up): 200 of them a run, from a place of this process's own.
@@ -193,7 +198,7 @@ perftest_once() {
 	pt_tool=$1 pt_size=$2 pt_mode=$3
 	set -- -p "$port" -s "$pt_size" -n 200
 	[ "$pt_mode" = cm ] && set -- "$@" -R
-	timeout $((2 * BOUND)) "$pt_tool" "$@" >"$work/server" 2>&1 &
+	$unbuffered timeout $((2 * BOUND)) "$pt_tool" "$@" >"$work/server" 2>&1 &
 	spid=$!
 	cstatus=0
 	listening="$rdv/tcp-0.0.0.0-$port"
@@ -205,11 +210,8 @@ perftest_once() {
 		result="the server did not listen within 10 s (status $sstatus)"
 		return
 	fi
-	# perftest's own race (above) is lost less often by a client that yields
-	# the processor to its server.
-	nice=
-	[ "$pt_mode" = cm ] && nice="nice -n 19"
-	$nice timeout "$BOUND" "$pt_tool" "$@" 127.0.0.1 >"$work/client" 2>&1 || cstatus=$?
+	$unbuffered timeout "$BOUND" "$pt_tool" "$@" 127.0.0.1 >"$work/client" 2>&1 ||
+		cstatus=$?
 	# A client that failed leaves its server waiting for good.
 	[ "$cstatus" -eq 0 ] || kill "$spid" 2>/dev/null || true
 	server_status
