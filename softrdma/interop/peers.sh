@@ -138,7 +138,7 @@ server_status() {
 	spid=
 }
 
-# @unit(s) of a qperf figure ("91.7 us", "5.2 MB/sec") to us or MB/s.
+# A qperf figure, @value @unit ("91.7 us", "5.2 MB/sec"), in us or MB/s.
 qperf_value() {
 	awk -v v="$1" -v u="$2" 'BEGIN {
 		f["ns"] = 0.001; f["us"] = 1; f["ms"] = 1000; f["sec"] = 1000000
@@ -156,7 +156,7 @@ qperf_figure() {
 	[ $# -eq 2 ] && qperf_value "$1" "$2"
 }
 
-# @figure beside TCP's @tcp of the same size: "x0.53 of tcp_bw".
+# @figure over TCP's @tcp of the same size ("0.53"), or "-" without one.
 ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'
 }
@@ -165,10 +165,10 @@ ratio() {
 report() {
 	runs=$((runs + 1))
 	if [ "$2" = pass ]; then
-		printf '%-34s pass %12s %-5s %6s x tcp\n' "$1" "$3" "$4" "$(ratio "$3" "$5")"
+		printf '%-40s pass %12s %-5s %6s x tcp\n' "$1" "$3" "$4" "$(ratio "$3" "$5")"
 	else
 		failed=$((failed + 1))
-		printf '%-34s FAIL %s\n' "$1" "$2"
+		printf '%-40s FAIL %s\n' "$1" "$2"
 	fi
 }
 
@@ -182,8 +182,8 @@ tcp_figures() {
 	new_dir
 	timeout $((2 * BOUND)) qperf -lp "$port" >"$work/server" 2>&1 &
 	spid=$!
-	timeout "$BOUND" qperf -lp "$port" -t 1 -m "$1" 127.0.0.1 tcp_lat tcp_bw >"$work/client" 2>&1 ||
-		true
+	timeout "$BOUND" qperf -lp "$port" -ws 10 -t 1 -m "$1" 127.0.0.1 tcp_lat tcp_bw \
+		>"$work/client" 2>&1 || true
 	kill "$spid" 2>/dev/null || true
 	wait "$spid" 2>/dev/null || true
 	spid=
@@ -254,7 +254,7 @@ qperf_once() {
 	q_mode=$3
 	timeout $((2 * BOUND)) qperf -lp "$port" >"$work/server" 2>&1 &
 	spid=$!
-	set -- -lp "$port" -t 1 -m "$2" 127.0.0.1 "$1"
+	set -- -lp "$port" -ws 10 -t 1 -m "$2" 127.0.0.1 "$1"
 	[ "$q_mode" = cm ] && set -- -cm1 "$@"
 	cstatus=0
 	timeout "$BOUND" qperf "$@" >"$work/client" 2>&1 || cstatus=$?
