@@ -79,14 +79,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 export LD_LIBRARY_PATH="$dropin"
-# perftest's output in a file is block-buffered, and lost when a bound
-# kills it: line-buffered (stdbuf preloads a library of its own, which a
-# sanitizer's runtime, first in the preload list, would not allow).
-unbuffered="stdbuf -oL"
+# How the programs start: with a sanitized build's runtime preloaded (their
+# leaks are not ours), or else line-buffered, as their output in a file is
+# block-buffered and lost when a bound kills them (stdbuf preloads a
+# library of its own, which the sanitizer's runtime would not have first).
+wrap="stdbuf -oL"
 if [ -n "$preload" ]; then
 	export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
-	export LD_PRELOAD="$preload"
-	unbuffered=
+	wrap="env LD_PRELOAD=$preload"
 fi
 # TCP ports below the kernel's ephemeral range and softrdma's own picks
 # (40000 and up): 200 of them a run, from a place of this process's own.
@@ -180,9 +180,9 @@ show_logs() {
 # tcp_lat (us) and tcp_bw (MB/s) at @size, as qperf measures them (0: none).
 tcp_figures() {
 	new_dir
-	timeout $((2 * BOUND)) qperf -lp "$port" >"$work/server" 2>&1 &
+	$wrap timeout $((2 * BOUND)) qperf -lp "$port" >"$work/server" 2>&1 &
 	spid=$!
-	timeout "$BOUND" qperf -lp "$port" -ws 10 -t 1 -m "$1" 127.0.0.1 tcp_lat tcp_bw \
+	$wrap timeout "$BOUND" qperf -lp "$port" -ws 10 -t 1 -m "$1" 127.0.0.1 tcp_lat tcp_bw \
 		>"$work/client" 2>&1 || true
 	kill "$spid" 2>/dev/null || true
 	wait "$spid" 2>/dev/null || true
@@ -198,7 +198,7 @@ perftest_once() {
 	pt_tool=$1 pt_size=$2 pt_mode=$3
 	set -- -p "$port" -s "$pt_size" -n 200
 	[ "$pt_mode" = cm ] && set -- "$@" -R
-	$unbuffered timeout $((2 * BOUND)) "$pt_tool" "$@" >"$work/server" 2>&1 &
+	$wrap timeout $((2 * BOUND)) "$pt_tool" "$@" >"$work/server" 2>&1 &
 	spid=$!
 	cstatus=0
 	listening="$rdv/tcp-0.0.0.0-$port"
@@ -210,7 +210,7 @@ perftest_once() {
 		result="the server did not listen within 10 s (status $sstatus)"
 		return
 	fi
-	$unbuffered timeout "$BOUND" "$pt_tool" "$@" 127.0.0.1 >"$work/client" 2>&1 ||
+	$wrap timeout "$BOUND" "$pt_tool" "$@" 127.0.0.1 >"$work/client" 2>&1 ||
 		cstatus=$?
 	# A client that failed leaves its server waiting for good.
 	[ "$cstatus" -eq 0 ] || kill "$spid" 2>/dev/null || true
@@ -252,12 +252,12 @@ perftest_run() {
 # One qperf pair: TEST SIZE MODE (cm or plain). Sets result and figure.
 qperf_once() {
 	q_mode=$3
-	timeout $((2 * BOUND)) qperf -lp "$port" >"$work/server" 2>&1 &
+	$wrap timeout $((2 * BOUND)) qperf -lp "$port" >"$work/server" 2>&1 &
 	spid=$!
 	set -- -lp "$port" -ws 10 -t 1 -m "$2" 127.0.0.1 "$1"
 	[ "$q_mode" = cm ] && set -- -cm1 "$@"
 	cstatus=0
-	timeout "$BOUND" qperf "$@" >"$work/client" 2>&1 || cstatus=$?
+	$wrap timeout "$BOUND" qperf "$@" >"$work/client" 2>&1 || cstatus=$?
 	# The server forks a child for each test and waits for it: its errors
 	# go to its log; the timeout's process group holds both.
 	kill "$spid" 2>/dev/null || true
