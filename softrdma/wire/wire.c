@@ -100,22 +100,30 @@ bool wire_stays_local_locked(const struct wire_qp *qp)
  * A link's shared memory comes up after its first requests may have gone
  * over the socket (a link to a process's block of QP numbers, net_qpn.c,
  * opens at RTR): a requester moves to it once nothing of it is on its way,
- * so that no request overtakes an earlier one.
+ * so that no request overtakes an earlier one. False while it must wait
+ * for that: the request is not sent now.
  */
-static void upgrade_locked(struct wire_qp *qp, const struct wire_req *req)
+static bool upgrade_locked(struct wire_qp *qp, const struct wire_req *req)
 {
-	if (qp->transport != &wire_socket || !req->quiet || !shm_link_ready(qp->remote))
-		return;
+	if (qp->transport != &wire_socket || !shm_link_ready(qp->remote))
+		return true;
+	if (!req->quiet)
+		return false;
 	qp->transport = &wire_shm;
 	shm_link_bind_qp_locked(qp->remote, qp);
+	return true;
 }
 
 void wire_transmit(struct wire_qp *requester, const struct wire_req *req,
 		   struct wire_resp *resp)
 {
 	wire_is_local_locked(requester);
-	upgrade_locked(requester, req);
 	resp->data = wire_seg_local(NULL, 0);
+	/* A requester that keeps its pipeline full pauses once, for the move. */
+	if (!upgrade_locked(requester, req)) {
+		resp->status = WIRE_BUSY;
+		return;
+	}
 	requester->transport->transmit(requester, req, resp);
 }
 
