@@ -907,6 +907,7 @@ static void test_wr_ud(void **state)
 
 struct alloc_count {
 	unsigned int allocs, frees, live;
+	unsigned int defaults;		/* calls answered IBV_ALLOCATOR_USE_DEFAULT */
 };
 
 static void *count_alloc(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
@@ -915,9 +916,10 @@ static void *count_alloc(struct ibv_pd *pd, void *pd_context, size_t size, size_
 	struct alloc_count *c = pd_context;
 	void *ptr;
 
+	/* As rdma-core's own tests' allocator: posix_memalign(), not zeroed. */
 	if (posix_memalign(&ptr, alignment, size))
 		return NULL;
-	memset(ptr, 0, size);
+	memset(ptr, 0xa5, size);
 	c->allocs++;
 	c->live++;
 	return ptr;
@@ -930,6 +932,16 @@ static void count_free(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t 
 	c->frees++;
 	c->live--;
 	free(ptr);
+}
+
+/* Every buffer from the provider's own allocator. */
+static void *default_alloc(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
+			   uint64_t resource_type)
+{
+	struct alloc_count *c = pd_context;
+
+	c->defaults++;
+	return IBV_ALLOCATOR_USE_DEFAULT;
 }
 
 static struct ibv_pd *parent_of(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_td *td,
@@ -987,6 +999,7 @@ static void test_parent_domain(void **state)
 	struct ibv_mr *pmr;
 	struct ex_pair p;
 	struct ex_wc w;
+	unsigned int qp_live, srq_live;
 
 	(void)state;
 	if (!is("softrdma") && !is("mlx5"))
@@ -1024,10 +1037,17 @@ static void test_parent_domain(void **state)
 	assert_int_equal(c.allocs, 2);
 	assert_int_equal(c.live, 1);
 
-	/* QPs on the parent domain reach MRs of its PD: one protection domain. */
+	/*
+	 * QPs on the parent domain reach MRs of its PD: one protection domain.
+	 * Their rings, and an SRQ's, come from its allocator too.
+	 */
 	pair_open_on(&p, ctx, par, pd);
+	assert_true(c.live >= 1 + 2);
+	qp_live = c.live;
 	srq = ibv_create_srq(par, &sa);
 	assert_non_null(srq);
+	assert_true(c.live > qp_live);
+	srq_live = c.live - qp_live;
 	pmr = h_reg(par, p.buf[0] + 2048, 64, IBV_ACCESS_LOCAL_WRITE);
 	post_recv(&p, 1, 1, 0, 64);
 	memset(p.buf[0] + 2048, 0x3c, 32);
@@ -1044,15 +1064,76 @@ static void test_parent_domain(void **state)
 	/* EBUSY while anything lives on it, then down in order. */
 	assert_int_equal(ibv_dealloc_pd(par), EBUSY);
 	pair_close_qps(&p);
+	assert_int_equal(c.live, 1 + srq_live);
 	assert_int_equal(ibv_dealloc_pd(par), EBUSY);
 	assert_int_equal(ibv_dereg_mr(pmr), 0);
 	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(c.live, 1);
 	assert_int_equal(ibv_dealloc_pd(par), EBUSY);
 	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(pcq)), 0);
-	assert_int_equal(c.frees, 2);
+	assert_int_equal(c.frees, c.allocs);
 	assert_int_equal(c.live, 0);
+	assert_int_equal(c.defaults, 0);
 	assert_int_equal(ibv_dealloc_pd(par), 0);
 	assert_int_equal(ibv_dealloc_td(td), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * An allocator that answers IBV_ALLOCATOR_USE_DEFAULT for every buffer is
+ * asked for each QP's and SRQ's rings, and its free is never called: the
+ * provider frees what it allocated itself. Traffic runs over those rings.
+ */
+static void test_parent_domain_default(void **state)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_parent_domain_init_attr pa = {
+		.alloc = default_alloc, .free = count_free,
+		.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			     IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
+	};
+	struct alloc_count c = { 0 };
+	struct ibv_context *ctx;
+	struct ibv_pd *pd, *par;
+	struct ibv_srq *srq;
+	struct ex_pair p;
+	struct ex_wc w;
+	unsigned int qp_calls;
+
+	(void)state;
+	if (!is("softrdma") && !is("mlx5"))
+		skip();
+	ctx = open_ctx();
+	pd = ibv_alloc_pd(ctx);
+	assert_non_null(pd);
+	pa.pd = pd;
+	pa.pd_context = &c;
+	par = ibv_alloc_parent_domain(ctx, &pa);
+	assert_non_null(par);
+	pair_open_on(&p, ctx, par, pd);
+	assert_true(c.defaults >= 2);
+	qp_calls = c.defaults;
+	srq = ibv_create_srq(par, &sa);
+	assert_non_null(srq);
+	assert_true(c.defaults > qp_calls);
+
+	post_recv(&p, 1, 1, 0, 64);
+	memset(p.buf[0], 0x2d, 24);
+	ibv_wr_start(p.qpx[0]);
+	p.qpx[0]->wr_id = 5;
+	p.qpx[0]->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(p.qpx[0]);
+	ibv_wr_set_sge(p.qpx[0], p.mr[0]->lkey, (uintptr_t)p.buf[0], 24);
+	assert_int_equal(ibv_wr_complete(p.qpx[0]), 0);
+	expect_one(p.cq[0], 5, IBV_WC_SEND, &w);
+	expect_one(p.cq[1], 1, IBV_WC_RECV, &w);
+	assert_memory_equal(p.buf[1], p.buf[0], 24);
+
+	pair_close_qps(&p);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(c.frees, 0);
+	assert_int_equal(ibv_dealloc_pd(par), 0);
 	assert_int_equal(ibv_dealloc_pd(pd), 0);
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
@@ -1275,6 +1356,7 @@ int main(void)
 		cmocka_unit_test(test_wr_ud),
 		cmocka_unit_test(test_domains_refused),
 		cmocka_unit_test(test_parent_domain),
+		cmocka_unit_test(test_parent_domain_default),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_query_device_ex),
 		cmocka_unit_test(test_rdma_create_qp_ex),
