@@ -4,7 +4,8 @@
  * (SOFTRDMA_PROFILE). Extended CQs polled with ibv_start_poll() and the
  * ibv_wc_read_*() functions, with channels and ibv_poll_cq() beside them;
  * every ibv_wr_*() opcode between two extended QPs, bytes checked; a batch
- * that fails or is aborted posts nothing; thread and parent domains, their
+ * that fails or is aborted posts nothing; UD datagrams addressed with
+ * ibv_wr_set_ud_addr(); thread and parent domains, their
  * allocators and EBUSY; and what each profile's provider refuses.
  */
 #include <errno.h>
@@ -48,6 +49,7 @@ struct ex_wc {
 	uint32_t byte_len;
 	uint32_t imm;			/* host order; the invalidated rkey too */
 	uint32_t qp_num;
+	uint32_t src_qp;		/* a receive's */
 };
 
 /* Two extended QPs, each with an extended CQ on a channel, on @pd. */
@@ -194,8 +196,10 @@ static int ex_poll(struct ibv_cq_ex *cq, struct ex_wc *out, int n)
 			w->opcode = ibv_wc_read_opcode(cq);
 			w->wc_flags = ibv_wc_read_wc_flags(cq);
 			w->qp_num = ibv_wc_read_qp_num(cq);
-			if (w->status == IBV_WC_SUCCESS && (w->opcode & IBV_WC_RECV))
+			if (w->status == IBV_WC_SUCCESS && (w->opcode & IBV_WC_RECV)) {
 				w->byte_len = ibv_wc_read_byte_len(cq);
+				w->src_qp = ibv_wc_read_src_qp(cq);
+			}
 			if (w->wc_flags & IBV_WC_WITH_IMM)
 				w->imm = be32toh(ibv_wc_read_imm_data(cq));
 			if (w->wc_flags & IBV_WC_WITH_INV)
@@ -696,10 +700,214 @@ static void test_wr_outside_batch(void **state)
 	pair_close(&p);
 }
 
+/* ---- extended UD QPs ------------------------------------------------------------- */
+
+#define UD_QKEY		0x11111111u
+#define UD_GRH		40
+#define UD_OPS		(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+
+/* Two extended UD QPs in RTS, each with an extended CQ, and an AH to GID 0. */
+struct ud_pair {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq_ex *cq[2];
+	struct ibv_qp *qp[2];
+	struct ibv_qp_ex *qpx[2];
+	struct ibv_ah *ah;
+	uint8_t *buf[2];
+	struct ibv_mr *mr[2];
+};
+
+static struct ibv_qp *ud_qp_ex(struct ibv_pd *pd, struct ibv_cq_ex *cq, uint64_t ops)
+{
+	struct ibv_qp_init_attr_ex qa = {
+		.send_cq = ibv_cq_ex_to_cq(cq), .recv_cq = ibv_cq_ex_to_cq(cq),
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = 64 },
+		.qp_type = IBV_QPT_UD,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd, .send_ops_flags = ops,
+	};
+
+	return ibv_create_qp_ex(pd->context, &qa);
+}
+
+/* RESET -> INIT (P_Key index, port, Q_Key) -> RTR -> RTS (send PSN). */
+static void ud_to_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY };
+
+	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_QKEY), 0);
+	attr.qp_state = IBV_QPS_RTR;
+	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE), 0);
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = 0x42;
+	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+}
+
+static void ud_pair_open(struct ud_pair *u)
+{
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	int i;
+
+	memset(u, 0, sizeof(*u));
+	u->ctx = open_ctx();
+	u->pd = ibv_alloc_pd(u->ctx);
+	assert_non_null(u->pd);
+	for (i = 0; i < 2; i++) {
+		u->cq[i] = cq_ex(u->ctx, NULL, WC_FLAGS);
+		assert_non_null(u->cq[i]);
+		u->qp[i] = ud_qp_ex(u->pd, u->cq[i], UD_OPS);
+		assert_non_null(u->qp[i]);
+		u->qpx[i] = ibv_qp_to_qp_ex(u->qp[i]);
+		assert_non_null(u->qpx[i]);
+		ud_to_rts(u->qp[i]);
+		u->buf[i] = calloc(1, LEN);
+		assert_non_null(u->buf[i]);
+		u->mr[i] = h_reg(u->pd, u->buf[i], LEN, IBV_ACCESS_LOCAL_WRITE);
+	}
+	aa.grh.hop_limit = 64;
+	assert_int_equal(ibv_query_gid(u->ctx, 1, 0, &aa.grh.dgid), 0);
+	u->ah = ibv_create_ah(u->pd, &aa);
+	assert_non_null(u->ah);
+}
+
+static void ud_pair_close(struct ud_pair *u)
+{
+	int i;
+
+	h_settle();
+	assert_int_equal(ibv_destroy_ah(u->ah), 0);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(ibv_destroy_qp(u->qp[i]), 0);
+		assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(u->cq[i])), 0);
+		assert_int_equal(ibv_dereg_mr(u->mr[i]), 0);
+		free(u->buf[i]);
+	}
+	assert_int_equal(ibv_dealloc_pd(u->pd), 0);
+	assert_int_equal(ibv_close_device(u->ctx), 0);
+}
+
+static void ud_recv(struct ud_pair *u, uint64_t wr_id, uint32_t len)
+{
+	assert_int_equal(h_post_recv(u->qp[1], wr_id, u->buf[1], UD_GRH + len, u->mr[1]->lkey),
+			 0);
+}
+
+/* The datagram's receive: its wr_id, @len bytes after the GRH, from QP 0. */
+static void ud_expect_recv(struct ud_pair *u, uint64_t wr_id, uint32_t len, struct ex_wc *w)
+{
+	expect_one(u->cq[1], wr_id, IBV_WC_RECV, w);
+	assert_int_equal(w->byte_len, UD_GRH + len);
+	assert_int_equal(w->src_qp, u->qp[0]->qp_num);
+	assert_true(w->wc_flags & IBV_WC_GRH);
+}
+
+/*
+ * ibv_wr_*() on UD QPs, as rxe allows them (Send and Send with immediate):
+ * each WR's destination from ibv_wr_set_ud_addr(), through the path
+ * ibv_post_send()'s wr.ud takes, with its rules: the high bit of the Q_Key
+ * asks for the QP's own, another Q_Key is dropped at the receiver, a WR
+ * without an address fails the whole batch.
+ */
+static void test_wr_ud(void **state)
+{
+	struct ibv_qp_ex *q;
+	struct ud_pair u;
+	struct ex_wc w;
+	uint32_t dst;
+
+	(void)state;
+	if (!ext_offered())
+		skip();
+	ud_pair_open(&u);
+	q = u.qpx[0];
+	dst = u.qp[1]->qp_num;
+	/* Only the Sends are built on UD; the address setter is there. */
+	assert_non_null(q->wr_set_ud_addr);
+	assert_non_null(q->wr_send_imm);
+	assert_null(q->wr_rdma_write);
+	assert_null(q->wr_send_inv);
+
+	/* A Send: 32 bytes after the receive's 40-byte GRH. */
+	ud_recv(&u, 1, 32);
+	memset(u.buf[0], 0x5e, 32);
+	ibv_wr_start(q);
+	q->wr_id = 10;
+	q->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(q);
+	ibv_wr_set_ud_addr(q, u.ah, dst, UD_QKEY);
+	ibv_wr_set_sge(q, u.mr[0]->lkey, (uintptr_t)u.buf[0], 32);
+	assert_int_equal(ibv_wr_complete(q), 0);
+	expect_one(u.cq[0], 10, IBV_WC_SEND, &w);
+	ud_expect_recv(&u, 1, 32, &w);
+	assert_false(w.wc_flags & IBV_WC_WITH_IMM);
+	assert_memory_equal(u.buf[1] + UD_GRH, u.buf[0], 32);
+
+	/* With immediate data, and the QP's own Q_Key asked for with the high bit. */
+	ud_recv(&u, 2, 8);
+	ibv_wr_start(q);
+	q->wr_id = 11;
+	ibv_wr_send_imm(q, htobe32(0xfeed));
+	ibv_wr_set_ud_addr(q, u.ah, dst, 0x80000000u);
+	ibv_wr_set_sge(q, u.mr[0]->lkey, (uintptr_t)u.buf[0], 8);
+	assert_int_equal(ibv_wr_complete(q), 0);
+	expect_one(u.cq[0], 11, IBV_WC_SEND, &w);
+	ud_expect_recv(&u, 2, 8, &w);
+	assert_true(w.wc_flags & IBV_WC_WITH_IMM);
+	assert_int_equal(w.imm, 0xfeed);
+
+	/* Another Q_Key is dropped; two WRs of one batch, the second inline and empty. */
+	ud_recv(&u, 3, 16);
+	ibv_wr_start(q);
+	q->wr_id = 12;
+	ibv_wr_send(q);
+	ibv_wr_set_ud_addr(q, u.ah, dst, UD_QKEY + 1);
+	ibv_wr_set_inline_data(q, u.buf[0], 16);
+	q->wr_id = 13;
+	ibv_wr_send(q);
+	ibv_wr_set_ud_addr(q, u.ah, dst, UD_QKEY);
+	ibv_wr_set_sge(q, u.mr[0]->lkey, (uintptr_t)u.buf[0], 0);
+	assert_int_equal(ibv_wr_complete(q), 0);
+	expect_one(u.cq[0], 12, IBV_WC_SEND, &w);
+	expect_one(u.cq[0], 13, IBV_WC_SEND, &w);
+	ud_expect_recv(&u, 3, 0, &w);
+
+	/* A WR with no address: the batch fails whole, nothing leaves. */
+	ud_recv(&u, 4, 16);
+	ibv_wr_start(q);
+	q->wr_id = 14;
+	ibv_wr_send(q);
+	ibv_wr_set_ud_addr(q, u.ah, dst, UD_QKEY);
+	ibv_wr_set_sge(q, u.mr[0]->lkey, (uintptr_t)u.buf[0], 16);
+	ibv_wr_send(q);
+	ibv_wr_set_sge(q, u.mr[0]->lkey, (uintptr_t)u.buf[0], 16);
+	assert_int_equal(ibv_wr_complete(q), EINVAL);
+	h_settle();
+	h_assert_empty(ibv_cq_ex_to_cq(u.cq[0]));
+	h_assert_empty(ibv_cq_ex_to_cq(u.cq[1]));
+	/* The receive is still there for an inline Send. */
+	memset(u.buf[0], 0x61, 16);
+	ibv_wr_start(q);
+	q->wr_id = 15;
+	ibv_wr_send(q);
+	ibv_wr_set_inline_data(q, u.buf[0], 16);
+	ibv_wr_set_ud_addr(q, u.ah, dst, UD_QKEY);
+	assert_int_equal(ibv_wr_complete(q), 0);
+	memset(u.buf[0], 0, 16);
+	expect_one(u.cq[0], 15, IBV_WC_SEND, &w);
+	ud_expect_recv(&u, 4, 16, &w);
+	assert_int_equal(u.buf[1][UD_GRH], 0x61);
+	assert_int_equal(u.buf[1][UD_GRH + 15], 0x61);
+	ud_pair_close(&u);
+}
+
 /* ---- thread and parent domains ---------------------------------------------------- */
 
 struct alloc_count {
 	unsigned int allocs, frees, live;
+	unsigned int defaults;		/* calls answered IBV_ALLOCATOR_USE_DEFAULT */
 };
 
 static void *count_alloc(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
@@ -708,9 +916,10 @@ static void *count_alloc(struct ibv_pd *pd, void *pd_context, size_t size, size_
 	struct alloc_count *c = pd_context;
 	void *ptr;
 
+	/* As rdma-core's own tests' allocator: posix_memalign(), not zeroed. */
 	if (posix_memalign(&ptr, alignment, size))
 		return NULL;
-	memset(ptr, 0, size);
+	memset(ptr, 0xa5, size);
 	c->allocs++;
 	c->live++;
 	return ptr;
@@ -723,6 +932,16 @@ static void count_free(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t 
 	c->frees++;
 	c->live--;
 	free(ptr);
+}
+
+/* Every buffer from the provider's own allocator. */
+static void *default_alloc(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
+			   uint64_t resource_type)
+{
+	struct alloc_count *c = pd_context;
+
+	c->defaults++;
+	return IBV_ALLOCATOR_USE_DEFAULT;
 }
 
 static struct ibv_pd *parent_of(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_td *td,
@@ -780,6 +999,7 @@ static void test_parent_domain(void **state)
 	struct ibv_mr *pmr;
 	struct ex_pair p;
 	struct ex_wc w;
+	unsigned int qp_live, srq_live;
 
 	(void)state;
 	if (!is("softrdma") && !is("mlx5"))
@@ -817,10 +1037,17 @@ static void test_parent_domain(void **state)
 	assert_int_equal(c.allocs, 2);
 	assert_int_equal(c.live, 1);
 
-	/* QPs on the parent domain reach MRs of its PD: one protection domain. */
+	/*
+	 * QPs on the parent domain reach MRs of its PD: one protection domain.
+	 * Their rings, and an SRQ's, come from its allocator too.
+	 */
 	pair_open_on(&p, ctx, par, pd);
+	assert_true(c.live >= 1 + 2);
+	qp_live = c.live;
 	srq = ibv_create_srq(par, &sa);
 	assert_non_null(srq);
+	assert_true(c.live > qp_live);
+	srq_live = c.live - qp_live;
 	pmr = h_reg(par, p.buf[0] + 2048, 64, IBV_ACCESS_LOCAL_WRITE);
 	post_recv(&p, 1, 1, 0, 64);
 	memset(p.buf[0] + 2048, 0x3c, 32);
@@ -837,15 +1064,76 @@ static void test_parent_domain(void **state)
 	/* EBUSY while anything lives on it, then down in order. */
 	assert_int_equal(ibv_dealloc_pd(par), EBUSY);
 	pair_close_qps(&p);
+	assert_int_equal(c.live, 1 + srq_live);
 	assert_int_equal(ibv_dealloc_pd(par), EBUSY);
 	assert_int_equal(ibv_dereg_mr(pmr), 0);
 	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(c.live, 1);
 	assert_int_equal(ibv_dealloc_pd(par), EBUSY);
 	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(pcq)), 0);
-	assert_int_equal(c.frees, 2);
+	assert_int_equal(c.frees, c.allocs);
 	assert_int_equal(c.live, 0);
+	assert_int_equal(c.defaults, 0);
 	assert_int_equal(ibv_dealloc_pd(par), 0);
 	assert_int_equal(ibv_dealloc_td(td), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * An allocator that answers IBV_ALLOCATOR_USE_DEFAULT for every buffer is
+ * asked for each QP's and SRQ's rings, and its free is never called: the
+ * provider frees what it allocated itself. Traffic runs over those rings.
+ */
+static void test_parent_domain_default(void **state)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_parent_domain_init_attr pa = {
+		.alloc = default_alloc, .free = count_free,
+		.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			     IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
+	};
+	struct alloc_count c = { 0 };
+	struct ibv_context *ctx;
+	struct ibv_pd *pd, *par;
+	struct ibv_srq *srq;
+	struct ex_pair p;
+	struct ex_wc w;
+	unsigned int qp_calls;
+
+	(void)state;
+	if (!is("softrdma") && !is("mlx5"))
+		skip();
+	ctx = open_ctx();
+	pd = ibv_alloc_pd(ctx);
+	assert_non_null(pd);
+	pa.pd = pd;
+	pa.pd_context = &c;
+	par = ibv_alloc_parent_domain(ctx, &pa);
+	assert_non_null(par);
+	pair_open_on(&p, ctx, par, pd);
+	assert_true(c.defaults >= 2);
+	qp_calls = c.defaults;
+	srq = ibv_create_srq(par, &sa);
+	assert_non_null(srq);
+	assert_true(c.defaults > qp_calls);
+
+	post_recv(&p, 1, 1, 0, 64);
+	memset(p.buf[0], 0x2d, 24);
+	ibv_wr_start(p.qpx[0]);
+	p.qpx[0]->wr_id = 5;
+	p.qpx[0]->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(p.qpx[0]);
+	ibv_wr_set_sge(p.qpx[0], p.mr[0]->lkey, (uintptr_t)p.buf[0], 24);
+	assert_int_equal(ibv_wr_complete(p.qpx[0]), 0);
+	expect_one(p.cq[0], 5, IBV_WC_SEND, &w);
+	expect_one(p.cq[1], 1, IBV_WC_RECV, &w);
+	assert_memory_equal(p.buf[1], p.buf[0], 24);
+
+	pair_close_qps(&p);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(c.frees, 0);
+	assert_int_equal(ibv_dealloc_pd(par), 0);
 	assert_int_equal(ibv_dealloc_pd(pd), 0);
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
@@ -904,9 +1192,29 @@ static void test_refusals(void **state)
 	else
 		assert_null(ibv_qp_to_qp_ex(ex)->wr_rdma_read);
 	assert_null(ibv_qp_to_qp_ex(ex)->wr_atomic_cmp_swp);
+	/* The UD address setter: rxe gives it to every QP, mlx5 to UD QPs alone. */
+	if (is("mlx5"))
+		assert_null(ibv_qp_to_qp_ex(ex)->wr_set_ud_addr);
+	else
+		assert_non_null(ibv_qp_to_qp_ex(ex)->wr_set_ud_addr);
 	assert_int_equal(ibv_destroy_qp(ex), 0);
 
-	/* Atomics (not modelled), TSO, creation flags, UD, no PD. */
+	/* A UD QP is made, with the Sends alone: nothing else is a datagram. */
+	qa.qp_type = IBV_QPT_UD;
+	ex = ibv_create_qp_ex(ctx, &qa);
+	assert_non_null(ex);
+	assert_non_null(ibv_qp_to_qp_ex(ex)->wr_set_ud_addr);
+	assert_int_equal(ibv_destroy_qp(ex), 0);
+	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+	expect_qp_refused(ctx, &qa, EOPNOTSUPP);
+	qa.send_ops_flags = IBV_QP_EX_WITH_SEND_WITH_INV;
+	expect_qp_refused(ctx, &qa, EOPNOTSUPP);
+	qa.qp_type = IBV_QPT_UC;
+	qa.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	expect_qp_refused(ctx, &qa, EOPNOTSUPP);
+	qa.qp_type = IBV_QPT_RC;
+
+	/* Atomics (not modelled), TSO, creation flags, no PD. */
 	qa.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
 	expect_qp_refused(ctx, &qa, EOPNOTSUPP);
 	qa.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
@@ -918,9 +1226,6 @@ static void test_refusals(void **state)
 	qa.create_flags = IBV_QP_CREATE_SCATTER_FCS;
 	expect_qp_refused(ctx, &qa, EOPNOTSUPP);
 	qa.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
-	qa.qp_type = IBV_QPT_UD;
-	expect_qp_refused(ctx, &qa, EOPNOTSUPP);
-	qa.qp_type = IBV_QPT_RC;
 	qa.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_PD;
 	expect_qp_refused(ctx, &qa, EINVAL);
 
@@ -1007,6 +1312,33 @@ static void test_rdma_create_qp_ex(void **state)
 		rdma_destroy_qp(id);
 	}
 	assert_int_equal(rdma_destroy_id(id), 0);
+
+	/*
+	 * On a UDP id, a UD QP, ready to send at once (RTS), with its address
+	 * setter; a Write is no UD op. siw has no UDP port space (no UD).
+	 */
+	errno = 0;
+	if (is("siw")) {
+		assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP), -1);
+		assert_int_equal(errno, EOPNOTSUPP);
+		return;
+	}
+	qa.qp_type = IBV_QPT_UD;
+	assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&sin), 0);
+	errno = 0;
+	assert_int_equal(rdma_create_qp_ex(id, &qa), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	assert_null(id->qp);
+	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	assert_int_equal(rdma_create_qp_ex(id, &qa), 0);
+	assert_int_equal(id->qp->qp_type, IBV_QPT_UD);
+	assert_int_equal(h_qp_state(id->qp), IBV_QPS_RTS);
+	assert_non_null(ibv_qp_to_qp_ex(id->qp));
+	assert_non_null(ibv_qp_to_qp_ex(id->qp)->wr_set_ud_addr);
+	assert_non_null(ibv_qp_to_qp_ex(id->qp)->wr_send_imm);
+	rdma_destroy_qp(id);
+	assert_int_equal(rdma_destroy_id(id), 0);
 }
 
 int main(void)
@@ -1021,8 +1353,10 @@ int main(void)
 		cmocka_unit_test(test_wr_inline_without_sges),
 		cmocka_unit_test(test_wr_batch_fails),
 		cmocka_unit_test(test_wr_outside_batch),
+		cmocka_unit_test(test_wr_ud),
 		cmocka_unit_test(test_domains_refused),
 		cmocka_unit_test(test_parent_domain),
+		cmocka_unit_test(test_parent_domain_default),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_query_device_ex),
 		cmocka_unit_test(test_rdma_create_qp_ex),

@@ -11,19 +11,29 @@
 #include "soft.h"
 #include "ud.h"
 
-int rq_init(struct soft_rq *rq, uint32_t size, uint32_t max_sge)
+/*
+ * The ring is one buffer, the slots and then their SGEs, so that a parent
+ * domain's allocator gives it whole. Its size is bounded by the profile's
+ * limits, checked by the callers (max_qp_wr or max_srq_wr, max_sge).
+ */
+int rq_init(struct soft_rq *rq, struct soft_pd *pd, uint64_t type, uint32_t size,
+	    uint32_t max_sge)
 {
 	uint32_t i, n = size ? size : 1;
 	uint32_t per = max_sge ? max_sge : 1;
+	size_t slots = (size_t)n * sizeof(*rq->slots);
 
 	memset(rq, 0, sizeof(*rq));
 	pthread_mutex_init(&rq->lock, NULL);
-	rq->slots = calloc(n, sizeof(*rq->slots));
-	rq->sges = calloc((size_t)n * per, sizeof(*rq->sges));
-	if (!rq->slots || !rq->sges) {
+	rq->buf_pd = pd;
+	rq->buf_type = type;
+	rq->slots = pd_buf_alloc(pd, slots + (size_t)n * per * sizeof(*rq->sges), type,
+				 &rq->buf_custom);
+	if (!rq->slots) {
 		rq_fini(rq);
 		return -ENOMEM;
 	}
+	rq->sges = (struct ibv_sge *)((uint8_t *)rq->slots + slots);
 	for (i = 0; i < n; i++)
 		rq->slots[i].sge = rq->sges + (size_t)i * per;
 	rq->size = size;
@@ -34,8 +44,8 @@ int rq_init(struct soft_rq *rq, uint32_t size, uint32_t max_sge)
 void rq_fini(struct soft_rq *rq)
 {
 	pthread_mutex_destroy(&rq->lock);
-	free(rq->slots);
-	free(rq->sges);
+	if (rq->slots)
+		pd_buf_free(rq->buf_pd, rq->slots, rq->buf_type, rq->buf_custom);
 	rq->slots = NULL;
 	rq->sges = NULL;
 }
@@ -112,17 +122,19 @@ void rq_set_post_locked(struct soft_rq *rq, enum soft_rq_post post)
 	pthread_mutex_unlock(&rq->lock);
 }
 
+/* One buffer, as the RQ's (rq_init): the WQEs, their SGEs, their inline data. */
 static int sq_init(struct soft_qp *sqp)
 {
 	uint32_t i, n = sqp->cap.max_send_wr ? sqp->cap.max_send_wr : 1;
 	uint32_t per = sqp->cap.max_send_sge ? sqp->cap.max_send_sge : 1;
 	size_t inl = sqp->cap.max_inline_data;
+	size_t wqes = (size_t)n * sizeof(*sqp->sq), sges = (size_t)n * per * sizeof(*sqp->sq_sges);
 
-	sqp->sq = calloc(n, sizeof(*sqp->sq));
-	sqp->sq_sges = calloc((size_t)n * per, sizeof(*sqp->sq_sges));
-	sqp->sq_inline = inl ? calloc(n, inl) : NULL;
-	if (!sqp->sq || !sqp->sq_sges || (inl && !sqp->sq_inline))
+	sqp->sq = pd_buf_alloc(sqp->pd, wqes + sges + n * inl, SOFT_RES_QP, &sqp->sq_custom);
+	if (!sqp->sq)
 		return -ENOMEM;
+	sqp->sq_sges = (struct ibv_sge *)((uint8_t *)sqp->sq + wqes);
+	sqp->sq_inline = inl ? (uint8_t *)sqp->sq_sges + sges : NULL;
 	for (i = 0; i < n; i++) {
 		sqp->sq[i].sge = sqp->sq_sges + (size_t)i * per;
 		sqp->sq[i].inline_buf = inl ? sqp->sq_inline + (size_t)i * inl : NULL;
@@ -134,9 +146,8 @@ static int sq_init(struct soft_qp *sqp)
 static void qp_free(struct soft_qp *sqp)
 {
 	qpx_free(sqp);
-	free(sqp->sq);
-	free(sqp->sq_sges);
-	free(sqp->sq_inline);
+	if (sqp->sq)
+		pd_buf_free(sqp->pd, sqp->sq, SOFT_RES_QP, sqp->sq_custom);
 	rq_fini(&sqp->rq);
 	pthread_mutex_destroy(&sqp->lock);
 	free(sqp);
@@ -243,13 +254,15 @@ struct soft_qp *qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		sqp->cap.max_recv_wr = 0;
 		sqp->cap.max_recv_sge = 0;
 	}
-	if (sq_init(sqp) || rq_init(&sqp->rq, sqp->cap.max_recv_wr, sqp->cap.max_recv_sge)) {
+	/* On a parent domain, its allocator gives the rings (ibv_alloc_parent_domain(3)). */
+	sqp->pd = to_spd(pd);
+	if (sq_init(sqp) || rq_init(&sqp->rq, sqp->pd, SOFT_RES_QP, sqp->cap.max_recv_wr,
+				    sqp->cap.max_recv_sge)) {
 		qp_free(sqp);
 		errno = ENOMEM;
 		return NULL;
 	}
 	sqp->sq_sig_all = init->sq_sig_all != 0;
-	sqp->pd = to_spd(pd);
 	sqp->scq = to_scq(init->send_cq);
 	sqp->rcq = to_scq(init->recv_cq);
 	sqp->wire.scq = &sqp->scq->wire;

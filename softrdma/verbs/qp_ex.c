@@ -210,6 +210,25 @@ static void qpx_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
 	wr->bind_mw.bind_info = *bind_info;
 }
 
+/*
+ * A UD WR's destination (ibv_wr_set_ud_addr(3)), kept as ibv_post_send()'s
+ * wr.ud: ud.c copies the AH's address when the batch is posted and applies
+ * IBA 10.2.5's rule (a Q_Key with its high bit set means the QP's own) when
+ * the datagram leaves, as for any posted WR. A WR of the batch with no
+ * address (no AH) fails ibv_wr_complete() with ibv_post_send()'s EINVAL.
+ */
+static void qpx_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
+			    uint32_t remote_qkey)
+{
+	struct qpx_wr *w = wr_last(qpx);
+
+	if (!w)
+		return;
+	w->wr.wr.ud.ah = ah;
+	w->wr.wr.ud.remote_qpn = remote_qpn;
+	w->wr.wr.ud.remote_qkey = remote_qkey;
+}
+
 /* SGE setters: the WR carries its buffers by reference, not inline. */
 static void qpx_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge, const struct ibv_sge *sg_list)
 {
@@ -361,17 +380,27 @@ static int qpx_complete(struct ibv_qp_ex *qpx)
 	return ret;
 }
 
+/* What a UD QP may build (rxe's RXE_SUP_UD_QP_SEND_OPS_FLAGS, mlx5's ..._UD): Sends alone. */
+#define UD_SEND_OPS	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+
+/* The send_ops_flags ibv_create_qp_ex() accepts for a QP of @type. */
+static uint64_t type_send_ops(enum ibv_qp_type type)
+{
+	uint64_t ops = soft_profile()->qp_send_ops;
+
+	return type == IBV_QPT_UD ? ops & UD_SEND_OPS : ops;
+}
+
 /*
  * The builders a QP gets: as rxe, those asked for in send_ops_flags; as
  * mlx5, every one it supports for the QP's type. The setters and the
- * critical section always. A UD QP would add wr_set_ud_addr here (and
- * only SEND and SEND_WITH_IMM): UD is not modelled yet, so
- * soft_create_qp_ex() refuses it before this.
+ * critical section always. wr_set_ud_addr: mlx5 gives it to UD QPs only,
+ * rxe to every QP (on RC it writes wr.ud, which RC ignores).
  */
-static void qpx_set_ops(struct ibv_qp_ex *qpx, uint64_t ops)
+static void qpx_set_ops(struct ibv_qp_ex *qpx, uint64_t ops, enum ibv_qp_type type)
 {
 	if (soft_profile()->wr_all_builders)
-		ops = soft_profile()->qp_send_ops;
+		ops = type_send_ops(type);
 	if (ops & IBV_QP_EX_WITH_SEND)
 		qpx->wr_send = qpx_send;
 	if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM)
@@ -388,6 +417,8 @@ static void qpx_set_ops(struct ibv_qp_ex *qpx, uint64_t ops)
 		qpx->wr_local_inv = qpx_local_inv;
 	if (ops & IBV_QP_EX_WITH_BIND_MW)
 		qpx->wr_bind_mw = qpx_bind_mw;
+	if (type == IBV_QPT_UD || !soft_profile()->wr_all_builders)
+		qpx->wr_set_ud_addr = qpx_set_ud_addr;
 	qpx->wr_set_sge = qpx_set_sge;
 	qpx->wr_set_sge_list = qpx_set_sge_list;
 	qpx->wr_set_inline_data = qpx_set_inline_data;
@@ -416,9 +447,11 @@ void qpx_free(struct soft_qp *sqp)
 
 /*
  * What the profile's provider refuses, as rxe's check_qp_init_attr()
- * refuses it: comp_mask bits past PD, creation flags and send ops it does
- * not support (atomics: softrdma models none; TSO) are EOPNOTSUPP. No PD
- * is EINVAL (libibverbs). Only RC QPs are modelled: UD is EOPNOTSUPP.
+ * refuses it: comp_mask bits past PD, creation flags and send ops the QP's
+ * type does not support (atomics: softrdma models none; TSO; on UD all but
+ * the Sends) are EOPNOTSUPP. No PD is EINVAL (libibverbs). RC and UD QPs
+ * are modelled; any other type is EOPNOTSUPP (siw, with no UD, has no
+ * ibv_create_qp_ex() at all).
  */
 static int qp_ex_check(struct ibv_context *context, const struct ibv_qp_init_attr_ex *attr)
 {
@@ -430,9 +463,9 @@ static int qp_ex_check(struct ibv_context *context, const struct ibv_qp_init_att
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)
 		return EOPNOTSUPP;
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	    (attr->send_ops_flags & ~soft_profile()->qp_send_ops))
+	    (attr->send_ops_flags & ~type_send_ops(attr->qp_type)))
 		return EOPNOTSUPP;
-	if (attr->qp_type != IBV_QPT_RC)
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)
 		return EOPNOTSUPP;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || attr->pd->context != context)
 		return EINVAL;
@@ -464,7 +497,7 @@ struct ibv_qp *soft_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 	pthread_mutex_init(&b->lock, NULL);
 	sqp->qpx = b;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
-		qpx_set_ops(&sqp->qp_ex, attr->send_ops_flags);
+		qpx_set_ops(&sqp->qp_ex, attr->send_ops_flags, attr->qp_type);
 	/* As rxe: every QP ibv_create_qp_ex() makes is extended, with or without builders. */
 	sqp->comp_mask |= SOFT_VERBS_QP_EX;
 	return &sqp->qp;

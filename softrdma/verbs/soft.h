@@ -392,8 +392,10 @@ int parent_domain_dealloc(struct soft_pd *spd);
  */
 void *pd_buf_alloc(struct soft_pd *pd, size_t size, uint64_t type, bool *custom);
 void pd_buf_free(struct soft_pd *pd, void *ptr, uint64_t type, bool custom);
-/* The resource type passed to a parent domain's allocator (no driver id: upper bits 0). */
+/* The resource types passed to a parent domain's allocator (no driver id: upper bits 0). */
 #define SOFT_RES_CQ		1
+#define SOFT_RES_QP		2	/* a QP's SQ ring and its RQ ring */
+#define SOFT_RES_SRQ		3
 
 enum soft_key_kind {
 	SOFT_KEY_FREE = 0,
@@ -614,8 +616,11 @@ enum soft_rq_post {
  */
 struct soft_rq {
 	pthread_mutex_t lock;		/* posters, and the fields marked lock */
-	struct soft_recv_wqe *slots;
-	struct ibv_sge *sges;
+	struct soft_recv_wqe *slots;	/* the ring's one buffer: the slots, then ... */
+	struct ibv_sge *sges;		/* ... their SGEs */
+	struct soft_pd *buf_pd;		/* what rq_fini() frees the buffer with (pd_buf_free) */
+	uint64_t buf_type;
+	bool buf_custom;
 	uint32_t size;
 	uint32_t max_sge;
 	uint64_t head;			/* atomic; written under fab.lock */
@@ -628,7 +633,9 @@ struct soft_rq {
 	bool rnr_nak;
 };
 
-int rq_init(struct soft_rq *rq, uint32_t size, uint32_t max_sge);
+/* The ring's buffer comes from @pd's allocator as a resource of @type (pd_buf_alloc). */
+int rq_init(struct soft_rq *rq, struct soft_pd *pd, uint64_t type, uint32_t size,
+	    uint32_t max_sge);
 void rq_fini(struct soft_rq *rq);
 /* Add one WR; rq->lock held. 0, ENOMEM (full) or EINVAL (SGEs). */
 int rq_add(struct soft_rq *rq, const struct ibv_recv_wr *wr);
@@ -742,9 +749,10 @@ struct soft_qp {
 	bool sq_sig_all;
 	struct ibv_qp_attr attr;	/* as last modified, for ibv_query_qp and the engine */
 	/* Send ring; counters run free, slot = counter % sq_size. */
-	struct soft_send_wqe *sq;
-	struct ibv_sge *sq_sges;
-	uint8_t *sq_inline;
+	struct soft_send_wqe *sq;	/* one buffer (pd_buf_alloc): the WQEs, then ... */
+	struct ibv_sge *sq_sges;	/* ... their SGEs, then ... */
+	uint8_t *sq_inline;		/* ... their inline data */
+	bool sq_custom;			/* from pd's parent domain's allocator */
 	uint32_t sq_size;
 	uint32_t sq_head;		/* oldest slot not yet free */
 	uint32_t sq_comp;		/* oldest WQE not yet completed (a Read may be in flight) */

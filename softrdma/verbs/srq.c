@@ -16,7 +16,8 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init
 		return NULL;
 	}
 	ssrq = calloc(1, sizeof(*ssrq));
-	if (!ssrq || rq_init(&ssrq->rq, init->attr.max_wr, init->attr.max_sge)) {
+	if (!ssrq || rq_init(&ssrq->rq, to_spd(pd), SOFT_RES_SRQ, init->attr.max_wr,
+			     init->attr.max_sge)) {
 		free(ssrq);
 		errno = ENOMEM;
 		return NULL;

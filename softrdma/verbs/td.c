@@ -167,7 +167,13 @@ void *pd_buf_alloc(struct soft_pd *pd, size_t size, uint64_t type, bool *custom)
 	if (par && par->alloc) {
 		ptr = par->alloc(&pd->pd, par->pd_context, size, SOFT_BUF_ALIGN, type);
 		if (ptr != IBV_ALLOCATOR_USE_DEFAULT) {
-			/* Zeroed: the callback's duty (ibv_alloc_parent_domain(3)). */
+			/*
+			 * Zeroing is the callback's duty (ibv_alloc_parent_domain(3)),
+			 * but rdma-core's own tests hand out posix_memalign()'s
+			 * memory: zeroed here, so that no ring depends on it.
+			 */
+			if (ptr)
+				memset(ptr, 0, size);
 			*custom = ptr != NULL;
 			return ptr;
 		}
