@@ -73,7 +73,7 @@ int cm_net_connect_locked(struct soft_cm_id *client, const struct cm_msg *req)
 	fd = rdv_connect(&client->id.route.addr.dst_addr, client->id.ps);
 	if (fd < 0)
 		return fd;
-	link = net_link_new_locked(fd);
+	link = net_link_new_locked(fd, true);
 	if (!link) {
 		close(fd);
 		return -ENOMEM;

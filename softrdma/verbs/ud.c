@@ -296,19 +296,20 @@ static void ud_deliver_locked(const struct ud_dgram *d)
 
 /*
  * The link a datagram from @qp to QP @dst_qpn leaves on, or NULL when it
- * stays in this process. QP numbers are unique on the machine (net_qpn.c):
- * a number from another process's block names the process that owns it.
- * A process that found no block left numbers its QPs as one without a
- * rendezvous directory; a peer of that kind is reached only through the
- * link of the rdma_cm id whose SIDR exchange found it.
+ * stays in this process. A UD QP that rdma_cm made for an id whose SIDR
+ * exchange went to another process sends over that id's link, where its
+ * peer is. Any other finds the process that owns @dst_qpn by the number,
+ * unique on the machine (net_qpn.c).
  */
 static struct net_link *ud_route_locked(struct soft_qp *qp, uint32_t dst_qpn)
 {
-	if (wire_qpn_foreign_locked(dst_qpn))
-		return net_qpn_route_locked(dst_qpn);
-	if (qp_lookup_locked(dst_qpn) || !qp->cm_id || !fab.cm_ops)
-		return NULL;
-	return fab.cm_ops->id_link(qp->cm_id);
+	struct net_link *link = NULL;
+
+	if (qp->cm_id && fab.cm_ops)
+		link = fab.cm_ops->id_link(qp->cm_id);
+	if (!link && wire_qpn_foreign_locked(dst_qpn))
+		link = net_qpn_route_locked(dst_qpn);
+	return link;
 }
 
 /*

@@ -432,7 +432,7 @@ static void listener_accept(struct net_listener *l)
 		if (fd < 0)
 			return;
 		fab_lock();
-		link = net_link_new_locked(fd);
+		link = net_link_new_locked(fd, false);
 		/* Nobody owns it until its REQ arrives: the thread's reference is enough. */
 		if (link) {
 			link->qpn = l->qpn;
@@ -681,7 +681,7 @@ static bool net_start_locked(void)
 	return true;
 }
 
-struct net_link *net_link_new_locked(int fd)
+struct net_link *net_link_new_locked(int fd, bool connecting)
 {
 	struct net_link *link;
 	int flags = fcntl(fd, F_GETFL);
@@ -695,7 +695,8 @@ struct net_link *net_link_new_locked(int fd)
 	link->refs = 2;		/* the caller's and the net thread's */
 	soft_list_init(&link->out);
 	soft_list_add_tail(&link->node, &net.links);
-	shm_link_offer_locked(link);
+	if (connecting)
+		shm_link_offer_locked(link);
 	net_kick_locked();
 	return link;
 }

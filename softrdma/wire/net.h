@@ -110,8 +110,13 @@ struct net_link {
 	unsigned int in_nfds;
 };
 
-/* A new link over a connected socket (made non-blocking). The caller holds one reference. */
-struct net_link *net_link_new_locked(int fd);
+/*
+ * A new link over a connected socket (made non-blocking). The caller holds
+ * one reference. The side @connecting offers its shared memory at once;
+ * the accepting side once it has taken the connecting side's offer
+ * (shm_link_accept_locked()).
+ */
+struct net_link *net_link_new_locked(int fd, bool connecting);
 void net_link_get_locked(struct net_link *link);
 void net_link_put_locked(struct net_link *link);
 /* The owner lets go of its reference: the net thread closes once the output is written. */

@@ -132,7 +132,7 @@ struct net_link *net_qpn_route_locked(uint32_t dest_qpn)
 	fd = net_dir_connect(name);
 	if (fd < 0)
 		return NULL;
-	link = net_link_new_locked(fd);
+	link = net_link_new_locked(fd, true);
 	if (!link) {
 		close(fd);
 		return NULL;
@@ -161,8 +161,12 @@ void net_qpn_release_locked(void)
 	char name[QPN_NAME_LEN];
 	int lock;
 
-	for (uint32_t i = 0; i < QPN_BLOCKS; i++)
+	/* At exit (net_free()): a link the net thread let go of is the table's alone. */
+	for (uint32_t i = 0; i < QPN_BLOCKS; i++) {
+		if (qpn.links[i])
+			net_link_put_locked(qpn.links[i]);
 		qpn.links[i] = NULL;
+	}
 	if (!qpn.block)
 		return;
 	block_name(name, qpn.block);

@@ -300,8 +300,19 @@ void shm_link_accept_locked(struct net_link *link, const void *body, uint32_t le
 			    unsigned int nfds)
 {
 	const struct shm_offer *o = body;
-	struct shm_link *s = link->shm;
+	struct shm_link *s;
 	void *map;
+
+	/*
+	 * The accepting side offers its ring only now, with the lock held
+	 * until the peer's ring is mapped below: a peer that has our offer
+	 * knows we can answer on its ring. Offered sooner, a request of the
+	 * connecting side (a QP connected by hand starts at once, net_qpn.c)
+	 * could come before we could answer, and its answer be lost.
+	 */
+	if (!link->shm)
+		shm_link_offer_locked(link);
+	s = link->shm;
 
 	/* The pid names the process whose memory we reach: the socket's peer's, none other. */
 	if (!s || s->tx || nfds != 2 || len != sizeof(*o) || o->magic != SHM_MAGIC ||

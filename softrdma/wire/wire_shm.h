@@ -2,8 +2,10 @@
 /*
  * The wire over shared memory (wire_shm.c). Each side of a link makes a
  * receive ring in a memfd and a doorbell eventfd, and sends both to the
- * peer over the link's socket (SCM_RIGHTS) as its first message; once a
- * side has mapped the peer's ring, its wire requests and answers go there
+ * peer over the link's socket (SCM_RIGHTS): the connecting side as its
+ * first message, the accepting side once it has mapped the connecting
+ * side's ring, so that whoever has the peer's offer can also be answered
+ * on its own ring. Once a side has mapped the peer's ring, its wire requests and answers go there
  * instead of the socket, which keeps the CM and tells of the peer's death.
  *
  * A record carries small payloads in the ring; a larger one names the
@@ -27,9 +29,10 @@ struct net_link;
 struct net_buf;
 
 /*
- * A new link: make this side's ring and doorbell and queue their offer,
- * the link's first message. Without shared memory (SOFTRDMA_SHM=0, no
- * memfd) the link stays on its socket.
+ * Make this side's ring and doorbell and queue their offer: the connecting
+ * side's first message on a new link, the accepting side's answer to it.
+ * Without shared memory (SOFTRDMA_SHM=0, no memfd) the link stays on its
+ * socket.
  */
 void shm_link_offer_locked(struct net_link *link);
 /* The peer's offer arrived, with its descriptors (taken: closed or kept). */
