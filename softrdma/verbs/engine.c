@@ -245,7 +245,7 @@ static enum wire_op wire_op_of(enum ibv_wr_opcode op)
  * Resolve the WQE's local SGEs. A READ scatters into them (needs local write),
  * so only their rights are checked now; everything else gathers from them.
  */
-static enum ibv_wc_status gather_locked(struct soft_qp *qp, const struct soft_send_wqe *wqe,
+enum ibv_wc_status engine_gather_locked(struct soft_qp *qp, const struct soft_send_wqe *wqe,
 					struct wire_req *req)
 {
 	bool read = wqe->opcode == IBV_WR_RDMA_READ;
@@ -521,7 +521,7 @@ static void transmit_locked(struct soft_qp *qp, struct soft_send_wqe *wqe)
 	enum ibv_wc_status local;
 
 	memset(&req, 0, sizeof(req));
-	local = gather_locked(qp, wqe, &req);
+	local = engine_gather_locked(qp, wqe, &req);
 	if (local != IBV_WC_SUCCESS) {
 		finish_wqe_locked(qp, wqe, local, 0);
 		return;

@@ -22,21 +22,27 @@ static struct soft_rq *recv_ring(struct soft_qp *qp)
 	return qp->srq ? &qp->srq->rq : &qp->rq;
 }
 
-static void consume_recv(struct soft_qp *qp, struct soft_rq *rq)
+void responder_consume_recv_locked(struct soft_qp *qp, struct soft_rq *rq)
 {
 	rq_pop_locked(rq);
 	if (qp->srq)
 		srq_consumed_locked(qp->srq);
 }
 
-/* The head receive WQE completes in error and the QP goes to ERR. */
-static void fail_recv(struct soft_qp *qp, struct soft_rq *rq, enum ibv_wc_status status)
+void responder_fail_recv_locked(struct soft_qp *qp, struct soft_rq *rq,
+				enum ibv_wc_status status)
 {
 	struct ibv_wc wc;
 
 	wc_error(&wc, rq_peek_locked(rq)->wr_id, status, qp->qp.qp_num);
-	consume_recv(qp, rq);
+	responder_consume_recv_locked(qp, rq);
 	engine_complete_recv_locked(qp, &wc, true);
+}
+
+/* The head receive WQE completes in error and the QP (RC) goes to ERR. */
+static void fail_recv(struct soft_qp *qp, struct soft_rq *rq, enum ibv_wc_status status)
+{
+	responder_fail_recv_locked(qp, rq, status);
 	qp_to_error_locked(qp);
 }
 
@@ -191,7 +197,7 @@ static void receive_message(struct soft_qp *qp, const struct wire_req *req,
 		wc.wc_flags = IBV_WC_WITH_INV;
 		wc.invalidated_rkey = req->inv_rkey;
 	}
-	consume_recv(qp, rq);
+	responder_consume_recv_locked(qp, rq);
 	engine_complete_recv_locked(qp, &wc, req->solicited);
 	resp->status = WIRE_ACK;
 }
@@ -235,7 +241,7 @@ static void rdma_write(struct soft_qp *qp, const struct wire_req *req, struct wi
 		wc.byte_len = req->length;
 		wc.wc_flags = IBV_WC_WITH_IMM;
 		wc.imm_data = req->imm;
-		consume_recv(qp, rq);
+		responder_consume_recv_locked(qp, rq);
 		engine_complete_recv_locked(qp, &wc, req->solicited);
 	}
 	resp->status = WIRE_ACK;

@@ -807,6 +807,11 @@ struct soft_qp *qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *init);
 void qpx_free(struct soft_qp *sqp);
 /* Responder side: execute req on qp (fabric lock held). See responder.c. */
 void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp);
+/* Take the head receive of @rq (@qp's RQ or SRQ): the SRQ's limit counts it. */
+void responder_consume_recv_locked(struct soft_qp *qp, struct soft_rq *rq);
+/* The head receive completes with @status; what becomes of the QP is the caller's. */
+void responder_fail_recv_locked(struct soft_qp *qp, struct soft_rq *rq,
+				enum ibv_wc_status status);
 /* Move to ERR and flush everything outstanding, in order. */
 void qp_to_error_locked(struct soft_qp *qp);
 /* Apply a modify under the lock (shared by ibv_modify_qp and rdma_cm). errno value. */
@@ -857,6 +862,13 @@ void engine_recv_posted_locked(struct soft_qp *qp);
 /* Receives were posted on @srq: the same, for every QP that receives from it. */
 void engine_srq_posted_locked(struct soft_srq *srq);
 void engine_complete_recv_locked(struct soft_qp *qp, const struct ibv_wc *wc, bool solicited);
+/*
+ * Resolve the WQE's local SGEs into @req's segments (a Read's, its sink's
+ * rights only): IBV_WC_SUCCESS, LOC_PROT_ERR or, beyond max_msg_sz,
+ * LOC_LEN_ERR. UD's sends too (ud.c).
+ */
+enum ibv_wc_status engine_gather_locked(struct soft_qp *qp, const struct soft_send_wqe *wqe,
+					struct wire_req *req);
 /* The request's header fields from the WQE (transmit, and the fast path). */
 void engine_req_header(const struct soft_qp *qp, const struct soft_send_wqe *wqe,
 		       struct wire_req *req);

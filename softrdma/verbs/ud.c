@@ -177,23 +177,6 @@ static uint64_t recv_capacity(const struct soft_recv_wqe *rwqe)
 	return total;
 }
 
-static void consume_recv(struct soft_qp *qp, struct soft_rq *rq)
-{
-	rq_pop_locked(rq);
-	if (qp->srq)
-		srq_consumed_locked(qp->srq);
-}
-
-/* The head receive completes in error. */
-static void fail_recv(struct soft_qp *qp, struct soft_rq *rq, enum ibv_wc_status status)
-{
-	struct ibv_wc wc;
-
-	wc_error(&wc, rq_peek_locked(rq)->wr_id, status, qp->qp.qp_num);
-	consume_recv(qp, rq);
-	engine_complete_recv_locked(qp, &wc, true);
-}
-
 enum ud_scatter { UD_SCATTERED, UD_PROT_ERR, UD_LOST };
 
 /* The GRH, then the message, into the receive's buffers, checked before any is written. */
@@ -248,7 +231,7 @@ static void complete_recv(struct soft_qp *qp, struct soft_rq *rq, const struct u
 	wc.sl = 0;
 	wc.dlid_path_bits = 0;
 	wc.pkey_index = 0;
-	consume_recv(qp, rq);
+	responder_consume_recv_locked(qp, rq);
 	engine_complete_recv_locked(qp, &wc, d->req.solicited);
 }
 
@@ -276,7 +259,7 @@ static void ud_deliver_locked(const struct ud_dgram *d)
 		return;
 	if (UD_GRH_LEN + (uint64_t)d->req.length > recv_capacity(rwqe)) {
 		if (qp->srq)
-			fail_recv(qp, rq, IBV_WC_REM_INV_REQ_ERR);
+			responder_fail_recv_locked(qp, rq, IBV_WC_REM_INV_REQ_ERR);
 		return;
 	}
 	switch (scatter(qp, rwqe, d)) {
@@ -284,7 +267,7 @@ static void ud_deliver_locked(const struct ud_dgram *d)
 		complete_recv(qp, rq, d);
 		break;
 	case UD_PROT_ERR:
-		fail_recv(qp, rq, IBV_WC_LOC_PROT_ERR);
+		responder_fail_recv_locked(qp, rq, IBV_WC_LOC_PROT_ERR);
 		qp_to_error_locked(qp);
 		break;
 	case UD_LOST:
@@ -395,37 +378,6 @@ void ud_link_datagram_locked(struct net_link *link, const void *body, uint32_t l
 
 /* ---- the send ------------------------------------------------------------------- */
 
-/* The WQE's payload, as the requester gathers it (its local keys checked now). */
-static enum ibv_wc_status gather(struct soft_qp *qp, const struct soft_send_wqe *wqe,
-				 struct wire_req *req)
-{
-	uint64_t total = 0;
-	uint32_t i;
-
-	req->nsegs = 0;
-	if (wqe->flags & IBV_SEND_INLINE) {
-		req->segs[req->nsegs++] = wire_seg_local(wqe->inline_buf, wqe->inline_len);
-		req->length = wqe->inline_len;
-		return IBV_WC_SUCCESS;
-	}
-	for (i = 0; i < wqe->num_sge; i++) {
-		const struct ibv_sge *sge = &wqe->sge[i];
-		struct soft_mr *mr;
-		uint8_t *ptr;
-
-		if (!sge->length)
-			continue;
-		ptr = mem_local_locked(qp->pd, sge->lkey, sge->addr, sge->length, 0, &mr);
-		if (!ptr)
-			return IBV_WC_LOC_PROT_ERR;
-		req->segs[req->nsegs++] = wire_seg_mem(ptr, sge->length, mr, NULL);
-		total += sge->length;
-	}
-	/* Longer than any MTU: sent as nothing below, so the sum cannot overflow. */
-	req->length = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
-	return IBV_WC_SUCCESS;
-}
-
 static void dgram_of(const struct soft_qp *qp, const struct soft_send_wqe *wqe,
 		     struct ud_dgram *d)
 {
@@ -474,7 +426,7 @@ enum ibv_wc_status ud_send_locked(struct soft_qp *qp, const struct soft_send_wqe
 	    wqe->ud_foreign_ah)
 		return IBV_WC_LOC_QP_OP_ERR;
 	memset(&d, 0, sizeof(d));
-	st = gather(qp, wqe, &d.req);
+	st = engine_gather_locked(qp, wqe, &d.req);
 	if (st != IBV_WC_SUCCESS || d.req.length > port_mtu())
 		return st;
 	dgram_of(qp, wqe, &d);
