@@ -109,7 +109,7 @@ static bool responder_ready(const struct soft_qp *peer)
 }
 
 /*
- * The gather the engine makes (gather_locked), from the WR: NULL segments
+ * The gather the engine makes (engine_gather_locked()), from the WR: NULL segments
  * fail it. A Read's segments are its sink: written locally (and remotely on
  * iWARP, whose Read Response is a tagged write).
  */
