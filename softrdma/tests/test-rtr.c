@@ -219,6 +219,8 @@ static void side_one_sided(struct side *s, char from)
 	uint32_t read_good = 0, written_good = 0;
 	unsigned int seen = 0;
 
+	/* Once both sides are done with the traffic, whose receives this Send would take. */
+	PEER_CHECK(strcmp(peer_hear(), "one-sided") == 0);
 	memset(send_buf(s, 0), 0, AREA);
 	PEER_CHECK(h_post(s->qp, 1, IBV_WR_RDMA_WRITE, area(s, 1), AREA, s->mr->lkey, 0,
 			  peer_area0, s->peer_rkey) == 0);
@@ -459,6 +461,8 @@ static void test_traffic(void **state)
 		assert_int_equal(got, msgs);
 		assert_int_equal(good, msgs);
 	}
+	for (int i = 0; i < 2; i++)
+		peer_send(&p[i], "one-sided");
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(sscanf(peer_expect(&p[i], "area "), "read %u written %u",
 					&read_good, &written_good), 2);
