@@ -89,7 +89,7 @@ static void source_lost(struct wire_resp *resp)
 	resp->source_lost = true;
 }
 
-static uint64_t recv_capacity(const struct soft_recv_wqe *rwqe)
+uint64_t responder_recv_capacity(const struct soft_recv_wqe *rwqe)
 {
 	uint64_t total = 0;
 	uint32_t i;
@@ -161,7 +161,7 @@ static void receive_message(struct soft_qp *qp, const struct wire_req *req,
 		return;
 	if (recv_fault(qp, rq, resp))
 		return;
-	if (req->length > recv_capacity(rwqe)) {
+	if (req->length > responder_recv_capacity(rwqe)) {
 		fail_recv(qp, rq, IBV_WC_LOC_LEN_ERR);
 		resp->status = WIRE_NAK_INV_REQ;
 		return;

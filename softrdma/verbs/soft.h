@@ -807,6 +807,8 @@ struct soft_qp *qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *init);
 void qpx_free(struct soft_qp *sqp);
 /* Responder side: execute req on qp (fabric lock held). See responder.c. */
 void responder_receive(struct soft_qp *qp, const struct wire_req *req, struct wire_resp *resp);
+/* The bytes a receive WQE's SGEs hold. */
+uint64_t responder_recv_capacity(const struct soft_recv_wqe *rwqe);
 /* Take the head receive of @rq (@qp's RQ or SRQ): the SRQ's limit counts it. */
 void responder_consume_recv_locked(struct soft_qp *qp, struct soft_rq *rq);
 /* The head receive completes with @status; what becomes of the QP is the caller's. */

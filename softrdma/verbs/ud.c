@@ -167,16 +167,6 @@ static void grh_fill(const struct ud_dgram *d, uint8_t *grh)
 
 /* ---- delivery at the receiver ---------------------------------------------------- */
 
-static uint64_t recv_capacity(const struct soft_recv_wqe *rwqe)
-{
-	uint64_t total = 0;
-	uint32_t i;
-
-	for (i = 0; i < rwqe->num_sge; i++)
-		total += rwqe->sge[i].length;
-	return total;
-}
-
 enum ud_scatter { UD_SCATTERED, UD_PROT_ERR, UD_LOST };
 
 /* The GRH, then the message, into the receive's buffers, checked before any is written. */
@@ -257,7 +247,7 @@ static void ud_deliver_locked(const struct ud_dgram *d)
 	rwqe = rq_peek_locked(rq);
 	if (!rwqe)
 		return;
-	if (UD_GRH_LEN + (uint64_t)d->req.length > recv_capacity(rwqe)) {
+	if (UD_GRH_LEN + (uint64_t)d->req.length > responder_recv_capacity(rwqe)) {
 		if (qp->srq)
 			responder_fail_recv_locked(qp, rq, IBV_WC_REM_INV_REQ_ERR);
 		return;
