@@ -90,13 +90,42 @@ static bool parse_name(const char *name, struct sockaddr_storage *ss, uint32_t *
 	return true;
 }
 
-/* Does a live listener of another process overlap addr on the same port? */
-static bool conflict(const struct sockaddr *addr, uint32_t ps, bool afonly)
+/*
+ * Is a wildcard of @addr's port (a specific address) taken by a live
+ * listener? Only the wildcards can overlap a specific address whose own
+ * name is already ours, so there is no need to read the directory:
+ * 0.0.0.0 and :: for IPv4, :: and :: v6only for IPv6 (cm_addr_covers()).
+ */
+static bool wildcard_taken(const struct sockaddr *addr, uint32_t ps)
+{
+	struct sockaddr_in any4 = { .sin_family = AF_INET };
+	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6 };
+	char name[NAME_MAX_LEN];
+	bool v4 = addr->sa_family == AF_INET;
+
+	any4.sin_port = htons(cm_addr_port(addr));
+	any6.sin6_port = any4.sin_port;
+	make_name(name, (struct sockaddr *)&any6, ps, !v4);
+	if (net_dir_alive(name))
+		return true;
+	make_name(name, v4 ? (struct sockaddr *)&any4 : (struct sockaddr *)&any6, ps, false);
+	return net_dir_alive(name);
+}
+
+/*
+ * Does a live listener of another process, not named @self, overlap @addr
+ * on the same port? A wildcard overlaps every address, so that case reads
+ * the whole directory.
+ */
+static bool conflict(const struct sockaddr *addr, uint32_t ps, bool afonly, const char *self)
 {
 	struct dirent *ent;
 	bool found = false;
-	DIR *d = opendir(net_dir());
+	DIR *d;
 
+	if (!cm_addr_is_any(addr))
+		return wildcard_taken(addr, ps);
+	d = opendir(net_dir());
 	if (!d)
 		return false;
 	while (!found && (ent = readdir(d))) {
@@ -110,6 +139,8 @@ static bool conflict(const struct sockaddr *addr, uint32_t ps, bool afonly)
 			continue;
 		memcpy(name, ent->d_name, len - 5);
 		name[len - 5] = '\0';
+		if (strcmp(name, self) == 0)
+			continue;
 		if (!parse_name(name, &other, &other_ps, &other_afonly) || other_ps != ps ||
 		    cm_addr_port((struct sockaddr *)&other) != cm_addr_port(addr))
 			continue;
@@ -122,11 +153,19 @@ static bool conflict(const struct sockaddr *addr, uint32_t ps, bool afonly)
 	return found;
 }
 
+/*
+ * The name is made ours (its lock) and connectable (bound, listening,
+ * renamed into place) before the directory is scanned for listeners of
+ * other processes that overlap it, so that rdma_listen() publishes in a
+ * handful of system calls: programs that tell their peer to connect before
+ * they listen (qperf 0.4.11) or right as they listen (perftest -R) race
+ * that. If one overlaps, the name is withdrawn again, and a client that
+ * connected in between loses its connection before any REP.
+ */
 int rdv_listen(const struct sockaddr *addr, enum rdma_port_space ps, bool afonly,
 	       struct rdv_claim **out)
 {
 	struct rdv_claim *c;
-	char path[PATH_MAX];
 	int lock, ret = 0;
 
 	if (!rdv_dir())
@@ -135,16 +174,11 @@ int rdv_listen(const struct sockaddr *addr, enum rdma_port_space ps, bool afonly
 	if (!c)
 		return -ENOMEM;
 	c->sock_fd = -1;
-	c->lock_fd = -1;
 	make_name(c->name, addr, ps, afonly);
 	lock = net_dir_lock();
 	if (lock < 0) {
 		free(c);
 		return lock;
-	}
-	if (conflict(addr, ps, afonly) || !net_dir_path(path, sizeof(path), c->name, ".lock")) {
-		ret = -EADDRINUSE;
-		goto out;
 	}
 	c->lock_fd = net_dir_claim(c->name);
 	if (c->lock_fd < 0) {
@@ -152,15 +186,19 @@ int rdv_listen(const struct sockaddr *addr, enum rdma_port_space ps, bool afonly
 		goto out;
 	}
 	c->sock_fd = net_dir_bind(c->name);
-	if (c->sock_fd < 0) {
+	if (c->sock_fd < 0)
 		ret = c->sock_fd;
-		unlink(path);
+	else if (conflict(addr, ps, afonly, c->name))
+		ret = -EADDRINUSE;
+	if (ret) {
+		net_dir_remove(c->name);
+		if (c->sock_fd >= 0)
+			close(c->sock_fd);
+		close(c->lock_fd);
 	}
 out:
 	net_dir_unlock(lock);
 	if (ret) {
-		if (c->lock_fd >= 0)
-			close(c->lock_fd);
 		free(c);
 		return ret;
 	}

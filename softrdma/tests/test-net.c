@@ -292,6 +292,25 @@ static int role_hold_port(void)
 	return 0;
 }
 
+/* Listen on the IPv4 ("4") or IPv6 ("6") wildcard until told to quit. */
+static int role_hold_any(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
+	bool v4 = strcmp(peer_hear(), "4") == 0;
+	struct side s = { .ch = rdma_create_event_channel() };
+
+	PEER_CHECK(s.ch);
+	PEER_CHECK(rdma_create_id(s.ch, &s.listen, NULL, RDMA_PS_TCP) == 0);
+	PEER_CHECK(rdma_bind_addr(s.listen, v4 ? (struct sockaddr *)&sin :
+					      (struct sockaddr *)&sin6) == 0);
+	PEER_CHECK(rdma_listen(s.listen, 4) == 0);
+	peer_say("port %u", ntohs(rdma_get_src_port(s.listen)));
+	PEER_CHECK(strcmp(peer_hear(), "quit") == 0);
+	p_done(&s);
+	return 0;
+}
+
 /* A synchronous client: rdma_create_ep, and every call waits for its event. */
 static int role_sync_client(void)
 {
@@ -457,6 +476,7 @@ static int run_role(const char *role)
 		{ "die-connected", role_die_connected },
 		{ "die-before-accept", role_die_before_accept },
 		{ "hold-port", role_hold_port },
+		{ "hold-any", role_hold_any },
 		{ "reject-exit", role_reject_exit },
 		{ "sync-client", role_sync_client },
 		{ "window", role_window },
@@ -1020,6 +1040,49 @@ static void test_ports_across_processes(void **state)
 	rdma_destroy_event_channel(c.ch);
 }
 
+/* rdma_listen() on @sa: 0 or the errno it fails with. */
+static int try_listen(struct rdma_event_channel *ch, const void *sa)
+{
+	struct rdma_cm_id *id;
+	int ret;
+
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)sa), 0);
+	ret = rdma_listen(id, 1) ? errno : 0;
+	assert_int_equal(rdma_destroy_id(id), 0);
+	return ret;
+}
+
+/*
+ * A wildcard listener in another process takes the port on every address it
+ * covers: :: (not v6only) both families, 0.0.0.0 IPv4 only. Once it is
+ * gone, the addresses are free again.
+ */
+static void test_wildcard_across_processes(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in6 lo6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_in lo4;
+	struct client c;
+
+	(void)state;
+	assert_non_null(ch);
+	for (int v4 = 0; v4 <= 1; v4++) {
+		start(&c, "hold-any");
+		peer_send(&c.peer, v4 ? "4" : "6");
+		lo4 = h_loopback(peer_port(&c));
+		lo6.sin6_port = lo4.sin_port;
+		assert_int_equal(try_listen(ch, &lo4), EADDRINUSE);
+		assert_int_equal(try_listen(ch, &lo6), v4 ? 0 : EADDRINUSE);
+		peer_send(&c.peer, "quit");
+		peer_expect(&c.peer, "done");
+		finish(&c, 0);
+		assert_int_equal(try_listen(ch, &lo4), 0);
+		assert_int_equal(try_listen(ch, &lo6), 0);
+	}
+	rdma_destroy_event_channel(ch);
+}
+
 /* A port nobody listens on, in any process: REJECTED, invalid service ID. */
 static void test_unlistened_port(void **state)
 {
@@ -1109,6 +1172,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_peer_killed_before_accept),
 		cmocka_unit_test(test_reject_then_exit),
 		cmocka_unit_test(test_ports_across_processes),
+		cmocka_unit_test(test_wildcard_across_processes),
 		cmocka_unit_test(test_unlistened_port),
 		cmocka_unit_test(test_sync_client_in_peer),
 		cmocka_unit_test(test_window_go_back_n),

@@ -168,9 +168,16 @@ int net_dir_bind(const char *name)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	unlink(sun.sun_path);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) || listen(fd, SOMAXCONN) ||
-	    rename(sun.sun_path, path)) {
+	/* A temporary name a process left as it died is in the way (the directory's lock is ours). */
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) &&
+	    (errno != EADDRINUSE || unlink(sun.sun_path) ||
+	     bind(fd, (struct sockaddr *)&sun, sizeof(sun)))) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	if (listen(fd, SOMAXCONN) || rename(sun.sun_path, path)) {
 		int err = errno;
 
 		unlink(sun.sun_path);
