@@ -128,6 +128,13 @@ struct wire_req {
 	uint32_t rd_depth;	/* READ: Reads the requester has in flight, this one included */
 	bool last;		/* nothing is posted behind it on its QP (yet) */
 	bool quiet;		/* no request of its QP awaits an answer from another process */
+	/*
+	 * Nobody waits for its answer if it succeeds: no completion (it is
+	 * unsignaled), no WQE behind it (not a Read, which Reads, fences and
+	 * the ORD wait for; fewer than half the window awaiting answers). The
+	 * answer may wait for the requester's next look (wire_shm.c).
+	 */
+	bool lazy_answer;
 	unsigned int nsegs;
 	struct wire_seg segs[WIRE_MAX_SEGS];
 	/*

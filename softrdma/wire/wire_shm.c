@@ -43,7 +43,7 @@
 #define SHM_POLLER_NS	200000ULL
 /* How often a busy poller tells the peer that it polls (shm_poll_locked()). */
 #define SHM_POLLED_NS	20000ULL
-#define SHM_MAGIC	0x53484d33u	/* 'SHM3' */
+#define SHM_MAGIC	0x53484d34u	/* 'SHM4' */
 /* A record's spans moved aside take a memcpy: longer, the other side is stopped or lies. */
 #define SHM_MOVE_WAIT_NS	1000000000ULL
 
@@ -74,8 +74,11 @@ enum shm_arm { ARM_IDLE, ARM_ARMED, ARM_FIRED };
  * Where a record's completion lands at the reader; WAKES_NET: nowhere, and
  * nothing the requester sends next will make the reader look either (a
  * Write with nothing posted behind it): only its net thread takes it.
+ * WAKES_LATER: nowhere, and nobody waits for it (the answer to an
+ * unsignaled request that succeeded): whoever looks at the ring next takes
+ * it, and it wakes no thread.
  */
-enum shm_wakes { WAKES_NONE, WAKES_RECV, WAKES_SEND, WAKES_NET };
+enum shm_wakes { WAKES_NONE, WAKES_RECV, WAKES_SEND, WAKES_NET, WAKES_LATER };
 
 enum shm_rec_type {
 	SHM_REC_PAD = 1,
@@ -95,6 +98,7 @@ struct shm_req {
 	uint32_t nspans;		/* SEND/WRITE: the payload; READ: the sink */
 	_Atomic uint32_t ref_state;	/* spans: enum shm_ref_state */
 	uint32_t coop;			/* the writer keeps the spans and helps copy them */
+	uint32_t lazy_answer;		/* wire_req's: its answer need wake nobody (rec_end()) */
 };
 
 /*
@@ -468,6 +472,8 @@ static void rec_end(struct shm_link *s, enum shm_wakes wakes)
 
 	s->tx_tail = s->tx_next;
 	atomic_store_explicit(&r->tail, s->tx_next, memory_order_seq_cst);
+	if (wakes == WAKES_LATER)
+		return;
 	if (s->app_bell_fd >= 0 &&
 	    (wakes == WAKES_RECV || (wakes == WAKES_SEND && s->app_covers_send))) {
 		uint32_t want = ARM_ARMED;
@@ -582,6 +588,7 @@ static void shm_transmit(struct wire_qp *qp, const struct wire_req *req, struct 
 	memset(m, 0, sizeof(*m));
 	wire_req_head_write(&m->head, req);
 	m->rd_depth = req->rd_depth;
+	m->lazy_answer = req->lazy_answer;
 	m->inline_payload = inl;
 	if (inl) {
 		wire_pull_msg(req->segs, req->nsegs, 0, m + 1, req->length);
@@ -741,7 +748,14 @@ static void send_answer_locked(const struct shm_serving *sv, const struct wire_r
 	a->placed = placed;
 	if (data_len && !placed)
 		wire_pull(&resp->data, 0, a + 1, data_len);
-	rec_end(s, WAKES_SEND);
+	/*
+	 * A success that nobody waits for (wire_req.lazy_answer) raises no
+	 * completion: waking the requester for it would be a wake-up for
+	 * nothing, a switch per call to a client whose Sends go unsignaled.
+	 * Errors complete every WR, signaled or not. A requester that lies
+	 * here only loses its own wake-ups.
+	 */
+	rec_end(s, sv->h.lazy_answer && status == WIRE_ACK ? WAKES_LATER : WAKES_SEND);
 }
 
 /* ---- reading records ------------------------------------------------------------ */
