@@ -27,6 +27,13 @@ else
 fi
 . "$(dirname "$0")/../2proc.sh"
 
+# What the figures below depend on: the machine, its load, the polling mode.
+if [ -n "${RPCRDMA_SPIN_US:-}" ]; then
+	mode="RPCRDMA_SPIN_US=$RPCRDMA_SPIN_US (a fixed polling window)"
+else
+	mode="the library's defaults (the client polls adaptively, the server sleeps)"
+fi
+echo "== on $(nproc) online cores, load average $(cut -d' ' -f1-3 /proc/loadavg); mode: $mode"
 # The client's -s stops the server once its calls are checked.
 echo "== the rpcgen echo program in two processes, RPC-over-RDMA on softrdma's drop-in libraries"
 server_start 20049 "$server" -a 127.0.0.1 -p 20049

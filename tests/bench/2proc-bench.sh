@@ -13,26 +13,42 @@
 # table gives each figure's median over the rounds and the median of the
 # per-round ratios. A benchmark, not a test: the test suite does not run it.
 #
-#   sh tests/bench/2proc-bench.sh [build folder [rounds]]      (build, 5)
+# BUSY lists how many CPU-bound processes run beside the benchmark, one
+# level after the other ("0,1,2": quiet, then one, then two): a table for
+# each level, then the ratios of every level side by side. Each table
+# begins with the machine (online cores, load average) it was taken on.
+#
+#   sh tests/bench/2proc-bench.sh [build folder [rounds [busy]]]   (build, 5, 0)
 set -eu
 
 build=${1:-build}
 rounds=${2:-5}
+levels=$(echo "${3:-0}" | tr ',' ' ')
 nulls=20000	# NULL calls per client run (native: 0-byte echo calls)
 bigs=100	# 1 MiB results per rpcgen client run
 
-case $rounds in
-'' | *[!0-9]*) echo "usage: $0 [build folder [rounds >= 1]]" >&2; exit 2 ;;
-esac
-if [ "$rounds" -lt 1 ] || [ "$rounds" -gt 500 ]; then
-	echo "usage: $0 [build folder [rounds, 1 to 500]]" >&2
+usage() {
+	echo "usage: $0 [build folder [rounds, 1 to 500 [busy processes, 0 to 16, a list: 0,1,2]]]" >&2
 	exit 2
-fi
+}
+case $rounds in
+'' | *[!0-9]*) usage ;;
+esac
+if [ "$rounds" -lt 1 ] || [ "$rounds" -gt 500 ]; then usage; fi
+nlevels=0
+for level in $levels; do
+	case $level in
+	'' | *[!0-9]*) usage ;;
+	esac
+	[ "$level" -le 16 ] || usage
+	nlevels=$((nlevels + 1))
+done
+[ "$nlevels" -ge 1 ] || usage
 
 # Bound the whole run: timeout signals this shell and its children, and the
-# EXIT trap below stops the server that is up.
+# EXIT trap below stops the server that is up and the busy processes.
 if [ -z "${RPCRDMA_2PROC_BENCH_BOUNDED:-}" ]; then
-	RPCRDMA_2PROC_BENCH_BOUNDED=1 exec timeout $((60 + 60 * rounds)) sh "$0" "$@"
+	RPCRDMA_2PROC_BENCH_BOUNDED=1 exec timeout $((60 + 60 * rounds * nlevels)) sh "$0" "$@"
 fi
 
 echo_dir=$build/examples/echo
@@ -53,10 +69,25 @@ client=$echo_dir/echo-client-rdma
 . "$(dirname "$0")/../../examples/2proc.sh"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/2proc-bench.XXXXXX")
-trap 'cleanup; rm -rf "$work"' EXIT
+busy_pids=
+# busy_start N / busy_stop: N CPU-bound processes beside the benchmark.
+busy_start() {
+	i=0
+	while [ "$i" -lt "$1" ]; do
+		sh -c 'while :; do :; done' &
+		busy_pids="$busy_pids $!"
+		i=$((i + 1))
+	done
+}
+busy_stop() {
+	for pid in $busy_pids; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	busy_pids=
+}
+trap 'busy_stop; cleanup; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
-values=$work/values	# lines of "kind round figure value"
-: >"$values"
 
 # server_csw: the context switches of every thread of the server so far.
 server_csw() {
@@ -150,21 +181,25 @@ run_memcpy() {
 	record memcpy "$1" mib "$(sed -n 's|.*1 thread: \([0-9.]*\) MiB/s.*|\1|p' "$work/out")"
 }
 
-kinds="rdma tcp native memcpy"
-start=$(date +%s)
-r=1
-while [ $r -le "$rounds" ]; do
-	echo "2proc-bench: round $r/$rounds: $kinds" >&2
-	for kind in $kinds; do
-		case $kind in
-		rdma | tcp) run_rpcgen "$kind" $r ;;
-		native) run_native $r ;;
-		memcpy) run_memcpy $r ;;
-		esac
+# run_level BUSY: ROUNDS rounds with BUSY CPU-bound processes beside them, into $values.
+run_level() {
+	kinds="rdma tcp native memcpy"
+	busy_start "$1"
+	r=1
+	while [ $r -le "$rounds" ]; do
+		echo "2proc-bench: $1 busy, round $r/$rounds: $kinds" >&2
+		for kind in $kinds; do
+			case $kind in
+			rdma | tcp) run_rpcgen "$kind" $r ;;
+			native) run_native $r ;;
+			memcpy) run_memcpy $r ;;
+			esac
+		done
+		kinds="${kinds#* } ${kinds%% *}"
+		r=$((r + 1))
 	done
-	kinds="${kinds#* } ${kinds%% *}"
-	r=$((r + 1))
-done
+	busy_stop
+}
 
 # The table: medians over the rounds, and medians of the per-round ratios.
 cat >"$work/table.awk" <<'AWK'
@@ -204,6 +239,15 @@ function row(label, fig, fmt, native_too,    native, native_ratio) {
 	all[$1, $3] = all[$1, $3] " " $4
 }
 END {
+	if (summary) {
+		printf "%6u %10s %10s %10s %8s %8s %8s %8s %9s\n", busy,
+			cell(med("tcp", "lat"), ".1f", 0), cell(ratio("rdma", "tcp", "rate", "rate"), ".2f", 0),
+			cell(ratio("native", "tcp", "rate", "rate"), ".2f", 0),
+			cell(med("rdma", "ccsw"), ".2f", 0), cell(med("rdma", "scsw"), ".2f", 0),
+			cell(med("tcp", "ccsw"), ".2f", 0), cell(med("tcp", "scsw"), ".2f", 0),
+			cell(ratio("rdma", "tcp", "mib", "mib"), ".2f", 0)
+		exit
+	}
 	printf "%-40s%13s%13s%13s%10s%11s\n",
 		"two processes, median of " rounds (rounds == 1 ? " round" : " rounds"),
 		"rpcgen TCP", "rpcgen RDMA", "native API", "RDMA/TCP", "native/TCP"
@@ -234,5 +278,29 @@ END {
 	printf "%u round%s in %u s.\n", rounds, rounds == 1 ? "" : "s", secs
 }
 AWK
-awk -v rounds="$rounds" -v nulls="$nulls" -v bigs="$bigs" -v secs=$(($(date +%s) - start)) \
-	-f "$work/table.awk" "$values"
+
+# The machine a table was taken on: cores, and the load just before.
+machine() {
+	echo "machine: $(nproc) online cores ($(nproc --all) in all), load average" \
+		"$(cut -d' ' -f1-3 /proc/loadavg); $1 CPU-bound processes beside the benchmark"
+}
+
+for level in $levels; do
+	values=$work/values-$level	# lines of "kind round figure value"
+	: >"$values"
+	header=$(machine "$level")
+	start=$(date +%s)
+	run_level "$level"
+	echo "$header"
+	awk -v rounds="$rounds" -v nulls="$nulls" -v bigs="$bigs" \
+		-v secs=$(($(date +%s) - start)) -f "$work/table.awk" "$values"
+	echo
+done
+[ "$nlevels" -gt 1 ] || exit 0
+echo "Every level side by side (medians; switches per NULL call; 1 MiB: RDMA/TCP):"
+printf "%6s %10s %10s %10s %8s %8s %8s %8s %9s\n" busy "TCP lat us" RDMA/TCP \
+	native/TCP "RDMA cl" "RDMA sv" "TCP cl" "TCP sv" "1 MiB"
+for level in $levels; do
+	awk -v rounds="$rounds" -v summary=1 -v busy="$level" -f "$work/table.awk" \
+		"$work/values-$level"
+done
