@@ -36,6 +36,12 @@
 #define TCP_TICK_MS 100
 /* Quiet this long (no call in progress, none received), a connection may make room. */
 #define TCP_IDLE_MS 1000
+/*
+ * A connection's record buffers, each way. svc_fd_create() with 0 takes
+ * xdrrec's 4,000 bytes: a 1 MiB READ reply then costs 263 write()s, 6 ms
+ * here, where these cost 4 (512 KiB a connection, --max-tcp of them).
+ */
+#define TCP_BUF_BYTES (256u << 10)
 
 struct tcp_conn {
 	struct nfs3_tcp *t;
@@ -218,7 +224,7 @@ static void conn_start(struct nfs3_tcp *t, int fd)
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (c)
-		c->xprt = svc_fd_create(fd, 0, 0);
+		c->xprt = svc_fd_create(fd, TCP_BUF_BYTES, TCP_BUF_BYTES);
 	if (!c || !c->xprt) {
 		fprintf(stderr, "nfs3: cannot serve a TCP connection\n");
 		free(c);
