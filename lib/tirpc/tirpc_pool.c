@@ -59,6 +59,17 @@ struct tpool {
 static pthread_mutex_t tpool_table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tpool_buf *tpool_table[TPOOL_BUCKETS];
 
+/*
+ * Buffers of transports that are not ours (TCP): plain memory, kept too,
+ * a few per class up to 1 MiB (8 MiB at most in all), so that a service
+ * over TCP does not map, fault in and unmap a fresh megabyte per READ.
+ */
+#define TPOOL_PLAIN_CLASSES 9		/* 4 KiB to 1 MiB */
+#define TPOOL_PLAIN_CACHE 4
+static pthread_mutex_t tpool_plain_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tpool_buf *tpool_plain[TPOOL_PLAIN_CLASSES];
+static unsigned int tpool_nplain[TPOOL_PLAIN_CLASSES];
+
 static size_t tpool_bucket(const void *data)
 {
 	return ((uintptr_t)data >> TPOOL_MIN_SHIFT) % TPOOL_BUCKETS;
@@ -150,6 +161,13 @@ void *tpool_alloc(struct tpool *p, size_t len)
 			p->nfree[cls]--;
 		}
 		pthread_mutex_unlock(&p->lock);
+	} else if (cls >= 0 && cls < TPOOL_PLAIN_CLASSES) {
+		pthread_mutex_lock(&tpool_plain_lock);
+		if ((b = tpool_plain[cls])) {
+			tpool_plain[cls] = b->next;
+			tpool_nplain[cls]--;
+		}
+		pthread_mutex_unlock(&tpool_plain_lock);
 	}
 	if (!b) {
 		b = tpool_new_buf(p, len ? len : 1);
@@ -195,7 +213,18 @@ static void tpool_buf_done(struct tpool_buf *b)
 	bool free_pool = false;
 
 	if (!p) {
-		tpool_buf_destroy(b);
+		if (b->cls >= 0 && b->cls < TPOOL_PLAIN_CLASSES && !b->mem) {
+			pthread_mutex_lock(&tpool_plain_lock);
+			if (tpool_nplain[b->cls] < TPOOL_PLAIN_CACHE) {
+				b->next = tpool_plain[b->cls];
+				tpool_plain[b->cls] = b;
+				tpool_nplain[b->cls]++;
+				b = NULL;
+			}
+			pthread_mutex_unlock(&tpool_plain_lock);
+		}
+		if (b)
+			tpool_buf_destroy(b);
 		return;
 	}
 	pthread_mutex_lock(&p->lock);
