@@ -512,7 +512,9 @@ const struct rpcrdma_ulb *rpcrdma_ulb_nfs3(void);
  * Memory from the listener's pool, registered with its device. Put in the
  * results as a DDP-eligible item (NFS READ data), it is written into the
  * client's Write chunk with no copy, and the library keeps it until the
- * reply's Send has completed. Give it back with rpcrdma_svc_buf_free()
+ * reply's Send has completed. Over another transport it is plain memory,
+ * kept for reuse too (a few buffers per size up to 1 MiB, process-wide).
+ * Give it back with rpcrdma_svc_buf_free()
  * when the results are freed (an rpcgen program's freeresult function,
  * before xdr_free(), with the pointer then set to NULL), not with free().
  * Thread-safe.
