@@ -91,25 +91,34 @@ static bool parse_name(const char *name, struct sockaddr_storage *ss, uint32_t *
 }
 
 /*
- * Is a wildcard of @addr's port (a specific address) taken by a live
- * listener? Only the wildcards can overlap a specific address whose own
- * name is already ours, so there is no need to read the directory:
- * 0.0.0.0 and :: for IPv4, :: and :: v6only for IPv6 (cm_addr_covers()).
+ * The names of the wildcards that cover @addr on its port, in the order the
+ * kernel matches them after the exact address: 0.0.0.0 then :: for IPv4,
+ * :: then :: v6only for IPv6 (cm_addr_covers()).
  */
-static bool wildcard_taken(const struct sockaddr *addr, uint32_t ps)
+static void covering_wildcards(const struct sockaddr *addr, uint32_t ps,
+			       char names[2][NAME_MAX_LEN])
 {
 	struct sockaddr_in any4 = { .sin_family = AF_INET };
 	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6 };
-	char name[NAME_MAX_LEN];
 	bool v4 = addr->sa_family == AF_INET;
 
 	any4.sin_port = htons(cm_addr_port(addr));
 	any6.sin6_port = any4.sin_port;
-	make_name(name, (struct sockaddr *)&any6, ps, !v4);
-	if (net_dir_alive(name))
-		return true;
-	make_name(name, v4 ? (struct sockaddr *)&any4 : (struct sockaddr *)&any6, ps, false);
-	return net_dir_alive(name);
+	make_name(names[0], v4 ? (struct sockaddr *)&any4 : (struct sockaddr *)&any6, ps, false);
+	make_name(names[1], (struct sockaddr *)&any6, ps, !v4);
+}
+
+/*
+ * Is a wildcard of @addr's port (a specific address) taken by a live
+ * listener? Only the wildcards can overlap a specific address whose own
+ * name is already ours, so there is no need to read the directory.
+ */
+static bool wildcard_taken(const struct sockaddr *addr, uint32_t ps)
+{
+	char names[2][NAME_MAX_LEN];
+
+	covering_wildcards(addr, ps, names);
+	return net_dir_alive(names[0]) || net_dir_alive(names[1]);
 }
 
 /*
@@ -227,31 +236,19 @@ void rdv_unlisten(struct rdv_claim *claim)
 	free(claim);
 }
 
-static int try_connect(const struct sockaddr *addr, uint32_t ps, bool afonly)
-{
-	char name[NAME_MAX_LEN];
-
-	make_name(name, addr, ps, afonly);
-	return net_dir_connect(name);
-}
-
 /* The exact address first, then the wildcards that cover it, as the kernel matches. */
 int rdv_connect(const struct sockaddr *dst, enum rdma_port_space ps)
 {
-	struct sockaddr_in any4 = { .sin_family = AF_INET };
-	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6 };
+	char name[NAME_MAX_LEN], names[2][NAME_MAX_LEN];
+	unsigned int i;
 	int fd;
 
 	if (!rdv_dir())
 		return -ECONNREFUSED;
-	any4.sin_port = htons(cm_addr_port(dst));
-	any6.sin6_port = htons(cm_addr_port(dst));
-	fd = try_connect(dst, ps, false);
-	if (fd < 0 && dst->sa_family == AF_INET)
-		fd = try_connect((struct sockaddr *)&any4, ps, false);
-	if (fd < 0)
-		fd = try_connect((struct sockaddr *)&any6, ps, false);
-	if (fd < 0 && dst->sa_family == AF_INET6)
-		fd = try_connect((struct sockaddr *)&any6, ps, true);
+	make_name(name, dst, ps, false);
+	fd = net_dir_connect(name);
+	covering_wildcards(dst, ps, names);
+	for (i = 0; fd < 0 && i < 2; i++)
+		fd = net_dir_connect(names[i]);
 	return fd;
 }
