@@ -269,13 +269,21 @@ static void side_orphan(struct side *s)
 static void side_nobody(struct side *s)
 {
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RESET };
-	uint32_t own = s->qp->qp_num >> BLOCK_SHIFT;
-	uint32_t block = own == 0xfe ? 0xfd : 0xfe;
+	uint32_t block;
 	char path[4096];
 
-	/* Not a block of a live process (this test's own processes are the only users). */
-	snprintf(path, sizeof(path), "%s/qpn-%02x", getenv("SOFTRDMA_DIR"), block);
-	PEER_CHECK(access(path, F_OK) != 0);
+	/*
+	 * A block nobody has published. This test's processes are the
+	 * directory's only users, and all of them have claimed their blocks
+	 * by now (a killed one leaves its file behind), so an absent file is
+	 * a block no process owns or will own during this test.
+	 */
+	for (block = 0xfe; block > 0; block--) {
+		snprintf(path, sizeof(path), "%s/qpn-%02x", getenv("SOFTRDMA_DIR"), block);
+		if (access(path, F_OK) != 0)
+			break;
+	}
+	PEER_CHECK(block > 0);
 	PEER_CHECK(ibv_modify_qp(s->qp, &attr, IBV_QP_STATE) == 0);
 	peer_say("qp 0 0 0");
 	peer_hear();
