@@ -514,7 +514,8 @@ static int svc_rdma_conn_verbs(struct svc_rdma_poller *p, struct svcxprt_rdma *r
 	if (sh)
 		svc_rdma_srq_attach(rdma);
 	/* A device with smaller queues: grant no more than can be posted. */
-	rdma->sc_sq_depth = rdma->sc_ep.sq_avail;
+	rdma->sc_sq_depth = rpcrdma_sq_reserve_unsignaled(&rdma->sc_ep, SVC_RDMA_UNSIG_MAX);
+	rdma->sc_unsig_cqe.done = svc_rdma_wc_send_unsignaled;
 	if (!sh && rdma->sc_max_requests > rdma->sc_ep.rq_depth)
 		rdma->sc_max_requests = rdma->sc_ep.rq_depth;
 	rdma->sc_recv_target = rdma->sc_max_requests + SVC_RDMA_RECV_BATCH - 1;

@@ -126,10 +126,14 @@ struct svc_rdma_release {
 };
 
 /*
- * A reply in the making and in flight. sc_sqecount counts every WR of the
- * chain ending in its Send; the Send completion (svc_rdma_wc_send) returns
- * them all and releases the context and what it holds, exactly once, on
- * success or error.
+ * A reply in the making and in flight. Its chain's sqecount counts every
+ * WR of the chain ending in its Send, and sc_sq_extra the slots of the
+ * unsignaled replies posted before it that its Send covers; the Send
+ * completion (svc_rdma_wc_send) returns them all and releases the context
+ * and what it holds, exactly once, on success or error. An inline reply
+ * that holds nothing may go unsignaled instead (svc_rdma_post_send()):
+ * the device took its bytes with the post, and the context is free again
+ * at once.
  */
 struct svc_rdma_send_ctxt {
 	struct rpcrdma_cqe sc_cqe;		/* svc_rdma_wc_send */
@@ -141,7 +145,7 @@ struct svc_rdma_send_ctxt {
 	struct svc_rdma_send_ctxt *sc_free_next;	/* below it on sc_send_free */
 	struct ibv_send_wr sc_send_wr;
 	struct ibv_sge sc_sge;
-	uint32_t sc_sqecount;
+	uint32_t sc_sq_extra;			/* held slots its Send gives back */
 	unsigned char *sc_xprt_buf;		/* registered: header, then the inline reply */
 	struct ibv_send_wr *sc_wrs;		/* RDMA Writes ahead of the Send */
 	struct ibv_sge *sc_wr_sges;
@@ -168,6 +172,8 @@ struct svc_rdma_send_chunk {
 
 /* Send contexts beyond one per credit, first made: room for RDMA_ERROR replies. */
 #define SVC_RDMA_SEND_EXTRA 8
+/* Slots unsignaled inline replies may hold at once (rpcrdma_sq_reserve_unsignaled()). */
+#define SVC_RDMA_UNSIG_MAX 16
 
 /*
  * Read sinks kept for reuse per connection: registering memory is costly on
@@ -200,6 +206,7 @@ struct svcxprt_rdma {
 	int sc_epfd;
 	struct ibv_pd *sc_pd;
 	struct rpcrdma_ep sc_ep;
+	struct rpcrdma_cqe sc_unsig_cqe;	/* svc_rdma_wc_send_unsignaled: errors only */
 	struct rpcrdma_inline sc_inline;
 	uint32_t sc_max_requests;		/* grant ceiling, and calls in progress at most */
 	uint32_t sc_recv_target;		/* a refill posts up to this many (svc_rdma_refill_recvs) */
@@ -714,6 +721,7 @@ void svc_rdma_send_ctxts_dereg(struct svcxprt_rdma *rdma);
 /* The connection's memory goes: its send contexts and what they grew. */
 void svc_rdma_send_ctxts_free(struct svcxprt_rdma *rdma);
 void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc);
+void svc_rdma_wc_send_unsignaled(struct ibv_cq *cq, struct ibv_wc *wc);
 void svc_rdma_send_ctxt_put(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt);
 
 /* A free send context on top of the connection's stack. */

@@ -178,6 +178,7 @@ svc_rdma_send_ctxt_get(struct svcxprt_rdma *rdma, int *rc)
 	ctxt->sc_rdma = rdma;
 	ctxt->sc_chain.first = &ctxt->sc_send_wr;
 	ctxt->sc_chain.sq.sqecount = 1;
+	ctxt->sc_sq_extra = 0;
 	ctxt->sc_nwrs = 0;
 	ctxt->sc_send_wr.next = NULL;
 	ctxt->sc_send_wr.opcode = IBV_WR_SEND;
@@ -259,10 +260,23 @@ void svc_rdma_wc_send(struct ibv_cq *cq, struct ibv_wc *wc)
 
 	if (!rdma->sc_ep.own_cq)
 		svc_rdma_mark_ready(rdma);	/* its waiters: no visit polls a shared CQ */
-	rpcrdma_sq_put(&rdma->sc_ep, ctxt->sc_chain.sq.sqecount);
+	rpcrdma_sq_put(&rdma->sc_ep, ctxt->sc_chain.sq.sqecount + ctxt->sc_sq_extra);
+	ctxt->sc_sq_extra = 0;
 	if (unlikely(wc->status != IBV_WC_SUCCESS))
 		rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server send");
 	svc_rdma_send_ctxt_put(rdma, ctxt);
+}
+
+/* An unsignaled reply completes only in error (a flush): its slot went with a later Send's. */
+void svc_rdma_wc_send_unsignaled(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct svcxprt_rdma *rdma =
+		container_of(rpcrdma_wc_cqe(wc), struct svcxprt_rdma, sc_unsig_cqe);
+
+	(void)cq;
+	if (!rdma->sc_ep.own_cq)
+		svc_rdma_mark_ready(rdma);
+	rpcrdma_ep_wc_error(&rdma->sc_ep, wc, "server send");
 }
 
 bool svc_rdma_can_send(const struct svcxprt_rdma *rdma)
@@ -401,6 +415,39 @@ int svc_rdma_sq_wait(struct svcxprt_rdma *rdma, struct svc_rdma_chain *chain)
 	return svc_rdma_sq_wait_inline(rdma, chain);
 }
 
+/*
+ * A reply that is one inline Send holding nothing (no Writes, no releases)
+ * goes unsignaled when the send queue's ledger lets it, as the client's
+ * calls do: its completion would only wake a server asleep between calls.
+ * Its slot is held until a later signaled Send covers it. Only a post made
+ * now qualifies (not a batch, nobody waiting ahead), so that every Send that
+ * covers it is posted after it. True if it went (or failed): the context is
+ * free again.
+ */
+static rpcrdma_always_inline bool
+svc_rdma_post_unsignaled(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
+{
+	struct ibv_send_wr *wr = &ctxt->sc_send_wr;
+	struct rpcrdma_ep *ep = &rdma->sc_ep;
+	int rc;
+
+	if (ctxt->sc_nwrs || ctxt->sc_nreleases || !(wr->send_flags & IBV_SEND_INLINE) ||
+	    rdma->sc_batching || !svc_rdma_can_send(rdma) || !rpcrdma_sq_get(ep, 1))
+		return false;
+	if (!rpcrdma_sq_unsignaled(ep)) {
+		rpcrdma_sq_put(ep, 1);
+		return false;
+	}
+	wr->wr_id = rpcrdma_cqe_id(&rdma->sc_unsig_cqe);
+	wr->send_flags &= ~(unsigned int)IBV_SEND_SIGNALED;
+	rc = rpcrdma_ep_post_send(ep, wr, 1, NULL);
+	wr->wr_id = rpcrdma_cqe_id(&ctxt->sc_cqe);
+	wr->send_flags |= IBV_SEND_SIGNALED;
+	(void)rc;	/* a failed post closed the endpoint, and its ledger with it */
+	svc_rdma_send_ctxt_put(rdma, ctxt);
+	return true;
+}
+
 /* Post a send context's chain; on -ENOTCONN release it. Inline: every reply's last step. */
 static rpcrdma_always_inline int
 svc_rdma_post_send(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
@@ -408,6 +455,10 @@ svc_rdma_post_send(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *ctxt)
 	int rc;
 
 	rpcrdma_send_inline(&rdma->sc_ep, &ctxt->sc_send_wr);
+	if (svc_rdma_post_unsignaled(rdma, ctxt))
+		return 0;
+	/* Signaled: it gives back the slots the unsignaled replies before it hold. */
+	ctxt->sc_sq_extra = rpcrdma_sq_signaled(&rdma->sc_ep);
 	rc = svc_rdma_sq_wait_inline(rdma, &ctxt->sc_chain);
 
 	if (rc)

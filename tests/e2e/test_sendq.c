@@ -33,6 +33,8 @@ struct fixture {
  * Connect with the harness thread serving, then stop that thread so this
  * thread owns both sides, and put the fabric in STEP mode.
  */
+static void svc_signal_all(struct fixture *fx);
+
 static void fixture_up_seg(struct fixture *fx, enum harness_mode mode, uint32_t max_segment)
 {
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
@@ -49,10 +51,11 @@ static void fixture_up_seg(struct fixture *fx, enum harness_mode mode, uint32_t 
 	assert_int_equal(rpcrdma_clnt_call(fx->clnt, msg, sizeof(msg), reply, &rlen, 0), 0);
 	atomic_store(&fx->hs.sh->stop, true);
 	pthread_join(fx->hs.thread, NULL);
-	atomic_store(&fx->hs.sh->mode, mode);
 	assert_int_equal(fx->hs.nconns, 1);
 	fx->rdma = svc_conn_rdma(fx->hs.conns[0]);
 	assert_int_equal(softrdma_set_mode(SOFTRDMA_MODE_STEP), 0);
+	svc_signal_all(fx);
+	atomic_store(&fx->hs.sh->mode, mode);
 }
 
 static void fixture_up(struct fixture *fx, enum harness_mode mode)
@@ -62,7 +65,6 @@ static void fixture_up(struct fixture *fx, enum harness_mode mode)
 
 static void fixture_down(struct fixture *fx)
 {
-
 	assert_int_equal(softrdma_set_mode(harness_run_mode()), 0);
 	rpcrdma_clnt_destroy(fx->clnt);
 	rpcrdma_svc_destroy(fx->hs.svc);
@@ -123,6 +125,24 @@ static void submit_unsettled(struct fixture *fx, struct ordered *calls, unsigned
 		calls[i].index = i;
 		assert_int_equal(rpcrdma_clnt_submit(fx->clnt, &calls[i].call), 0);
 	}
+}
+
+/*
+ * Every reply of the server's connection signaled from now on, and no slot
+ * held by an unsignaled one (svc_rdma_post_unsignaled()): the tests that set
+ * sq_avail by hand count on each Send's completion giving its slot back.
+ * One signaled reply gives back what the first call's reply held.
+ */
+static void svc_signal_all(struct fixture *fx)
+{
+	struct ordered one;
+	unsigned int order, next = 0;
+
+	fx->rdma->sc_ep.sq_unsig_max = 0;
+	submit_unsettled(fx, &one, 1, 0x200, &order, &next, 0);
+	settle(fx);
+	assert_int_equal(next, 1);
+	assert_int_equal(fx->rdma->sc_ep.sq_unsig, 0);
 }
 
 /* The same, and let them reach the server. */
@@ -404,6 +424,108 @@ static void t_clnt_unsignaled_sends(void **state)
 	assert_int_equal(after.send_wrs - before.send_wrs, rounds);
 	assert_int_equal(after.send_cqes - before.send_cqes, rounds / batch);
 	assert_int_equal(x->rx_ep.sq_unsig, 0);
+	fixture_down(&fx);
+}
+
+/* Let the server's replies go unsignaled again (svc_signal_all() turned them off). */
+static void svc_unsignaled_on(struct fixture *fx)
+{
+	struct rpcrdma_ep *ep = &fx->rdma->sc_ep;
+
+	ep->sq_unsig_max = ep->sq_avail + ep->sq_unsig - fx->rdma->sc_sq_depth;
+	assert_true(ep->sq_unsig_max > 0);
+}
+
+/*
+ * The server's inline replies go unsignaled too, one in sq_unsig_max + 1
+ * signaled, which gives back the slots of those before it: the device
+ * completes a Send for every batch, and the ledger always adds up.
+ */
+static void t_svc_unsignaled_replies(void **state)
+{
+	struct softrdma_qp_stats before, after;
+	unsigned int order, next, i, rounds;
+	struct rpcrdma_ep *ep;
+	struct fixture fx;
+	struct ordered one;
+	uint32_t total, batch;
+
+	(void)state;
+	fixture_up(&fx, HARNESS_ECHO);
+	ep = &fx.rdma->sc_ep;
+	svc_unsignaled_on(&fx);
+	total = ep->sq_avail + ep->sq_unsig;
+	batch = ep->sq_unsig_max + 1;
+	rounds = 3 * batch;
+	softrdma_qp_stats(ep->qp, &before);
+	for (i = 0; i < rounds; i++) {
+		next = 0;
+		submit_unsettled(&fx, &one, 1, 0x900 + i, &order, &next, 0);
+		settle(&fx);
+		assert_int_equal(next, 1);
+		assert_int_equal(one.call.status, 0);
+		harness_assert_echo(one.reply, one.msg, sizeof(one.msg));
+		assert_true(ep->sq_unsig <= ep->sq_unsig_max);
+		assert_int_equal(ep->sq_avail + ep->sq_unsig, total);
+	}
+	softrdma_qp_stats(ep->qp, &after);
+	assert_int_equal(after.send_wrs - before.send_wrs, rounds);
+	assert_int_equal(after.send_cqes - before.send_cqes, rounds / batch);
+	assert_int_equal(ep->sq_unsig, 0);
+	fixture_down(&fx);
+}
+
+static unsigned int unsig_flushes;
+
+static void count_unsig_flush(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	assert_int_equal(wc->status, IBV_WC_WR_FLUSH_ERR);
+	unsig_flushes++;
+	svc_rdma_wc_send_unsignaled(cq, wc);
+}
+
+/*
+ * Unsignaled replies still on the send queue when the connection closes
+ * complete, flushed, through the connection's own handler: each is counted
+ * as a flush, none touches a send context (all are free at once), and the
+ * calls they answered end with -ECONNRESET.
+ */
+static void t_svc_unsignaled_replies_flushed(void **state)
+{
+	struct rpcrdma_stats st0 = { RPCRDMA_SIZED(st0) }, st1 = { RPCRDMA_SIZED(st1) };
+	struct fixture fx;
+	struct ordered calls[3];
+	unsigned int order[3], next = 0, i;
+
+	(void)state;
+	fixture_up(&fx, HARNESS_HOLD);
+	svc_unsignaled_on(&fx);
+	submit_ordered(&fx, calls, 3, 0xb00, order, &next);
+	assert_int_equal(fx.hs.nheld, 3);
+	unsig_flushes = 0;
+	fx.rdma->sc_unsig_cqe.done = count_unsig_flush;
+	/* The fabric steps only when told: the three stay on the send queue. */
+	for (i = 0; i < 3; i++)
+		assert_int_equal(rpcmsg_svc_echo(fx.hs.held[i]), 0);
+	fx.hs.nheld = 0;
+	assert_int_equal(fx.rdma->sc_ep.sq_unsig, 3);
+	if (fx.rdma->sc_srq)
+		assert_int_equal(fx.rdma->sc_sends_out, 0);
+	else
+		assert_int_equal(free_sends(fx.rdma), fx.rdma->sc_nsend);
+	rpcrdma_svc_stats(fx.hs.svc, &st0);
+	/* The close is begun by the next poll; the fabric is not stepped meanwhile. */
+	rpcrdma_svc_conn_close(fx.hs.conns[0]);
+	for (i = 0; i < 20 && unsig_flushes < 3; i++)
+		rpcrdma_svc_poll(fx.hs.svc, 64);
+	assert_int_equal(unsig_flushes, 3);
+	rpcrdma_svc_stats(fx.hs.svc, &st1);
+	assert_true(st1.flushes - st0.flushes >= 3);
+	assert_int_equal(st1.wc_errors, st0.wc_errors);
+	settle(&fx);
+	assert_int_equal(next, 3);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(calls[i].call.status, -ECONNRESET);
 	fixture_down(&fx);
 }
 
@@ -714,6 +836,8 @@ int main(void)
 		cmocka_unit_test(t_svc_replies_batched),
 		cmocka_unit_test(t_svc_batch_post_fails_midway),
 		cmocka_unit_test(t_clnt_unsignaled_sends),
+		cmocka_unit_test(t_svc_unsignaled_replies),
+		cmocka_unit_test(t_svc_unsignaled_replies_flushed),
 		cmocka_unit_test(t_clnt_calls_wait_for_slots),
 		cmocka_unit_test(t_clnt_queued_call_times_out),
 		cmocka_unit_test(t_clnt_queued_calls_on_destroy),
