@@ -651,9 +651,14 @@ struct rpcrdma_ddp_buf {
  * more, at most 50; none while they take longer than 50 microseconds (but
  * one call in 16 still polls 50, to notice a server that became quick), and
  * none where the process may run on one CPU only (sched_getaffinity()). A
- * CLIENT whose replies are slow thus sleeps at once, as with 0, and one
- * whose server answers within microseconds polls for no longer than a sleep
- * and a wake-up would have cost.
+ * window that does not pay (no reply came in it, or the thread lost its CPU
+ * while it polled: two polls more than 20 microseconds apart) is skipped
+ * for the next call, then for twice as many calls after each such window
+ * in a row, up to 256; one that pays halves that. A CLIENT whose replies
+ * are slow thus sleeps at once, as with 0, one whose server answers within
+ * microseconds polls for no longer than a sleep and a wake-up would have
+ * cost, and one on a machine with no core to spare sleeps as a TCP client
+ * does.
  *
  * The environment variable RPCRDMA_SPIN_US, when set, gives the window of
  * the CLIENTs (and of the listeners: RPCRDMA_SVCSET_SPIN_US) made

@@ -193,12 +193,15 @@ static struct tcall_buf *tclnt_get_buf(struct tclnt *tc)
  * Poll for up to @us from @start (not beyond @deadline) before sleeping: a
  * reply that comes meanwhile costs no wake-up. The lock is let go between
  * polls, so that other threads may submit (they find tc->polling set and
- * wait). Returns what the last poll did.
+ * wait). An adaptive window ends early when the thread was descheduled
+ * between two polls, and tells the window whether it paid. Returns what
+ * the last poll did.
  */
 static int tclnt_spin(struct tclnt *tc, struct tcall *c, u_int us, int64_t start,
 		      int64_t deadline)
 {
-	int64_t end = start + us, t = start;
+	int64_t end = start + us, t = start, last = rpcrdma_now_us();
+	bool gap = false;
 	int n = 0;
 
 	if (end > deadline * 1000)
@@ -208,11 +211,17 @@ static int tclnt_spin(struct tclnt *tc, struct tcall *c, u_int us, int64_t start
 		rpcrdma_cpu_relax();
 		pthread_mutex_lock(&tc->lock);
 		n = rpcrdma_clnt_poll(tc->native, TCLNT_BUDGET);
+		t = rpcrdma_now_us();
+		if (t - last > TIRPC_SPIN_GAP_US && tirpc_spin_auto(&tc->spin)) {
+			gap = true;
+			break;
+		}
+		last = t;
 		if (n)
 			break;
-		t = rpcrdma_now_us();
 	}
 	c->seen_at = c->done ? t : 0;
+	tirpc_spin_paid(&tc->spin, (n > 0 || c->done) && !gap);
 	return n;
 }
 

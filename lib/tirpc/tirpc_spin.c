@@ -48,6 +48,8 @@ void tirpc_spin_set(struct tirpc_spin *s, u_int us)
 	/* Start by polling, as for replies that take half the longest window. */
 	s->est = TIRPC_SPIN_AUTO_MAX * 8;
 	s->closed = 0;
+	s->backoff = 0;
+	s->skip = 0;
 	if (us == RPCRDMA_SPIN_AUTO && !tirpc_spin_cpus())
 		s->est = UINT32_MAX;
 }
@@ -62,4 +64,18 @@ void tirpc_spin_learn(struct tirpc_spin *s, int64_t waited_us)
 	sample = waited_us < 0 ? 0 : waited_us > (1 << 20) ? 1 << 20 : (uint32_t)waited_us;
 	/* est += (16 * sample - est) / 8, in unsigned arithmetic. */
 	s->est = s->est - s->est / 8 + 2 * sample;
+}
+
+void tirpc_spin_paid(struct tirpc_spin *s, bool paid)
+{
+	if (!tirpc_spin_auto(s))
+		return;
+	if (paid) {
+		s->backoff /= 2;
+		return;
+	}
+	s->backoff = !s->backoff ? 1 :
+		     s->backoff >= TIRPC_SPIN_BACKOFF_MAX / 2 ? TIRPC_SPIN_BACKOFF_MAX :
+		     2 * s->backoff;
+	s->skip = s->backoff;
 }

@@ -23,18 +23,38 @@
 #define TIRPC_SPIN_PROBE 16u
 
 /*
+ * An adaptive window that did not pay (no reply in it, or the thread lost
+ * its CPU while it polled) is skipped for the next calls: 1, then twice as
+ * many after each such window, up to this many; one that pays halves the
+ * count. On a machine with no core to spare, polling takes the CPU that
+ * the replier or another process needs, and loses more than a sleep costs.
+ */
+#define TIRPC_SPIN_BACKOFF_MAX 256u
+
+/*
+ * Consecutive polls this far apart (microseconds): the thread did not run
+ * in between (preempted, or its virtual CPU was). One poll of an idle
+ * client takes well under a microsecond.
+ */
+#define TIRPC_SPIN_GAP_US 20
+
+/*
  * A CLIENT's window. With RPCRDMA_SPIN_AUTO, est follows how long its
  * replies took to come (an average that weighs the last one 1/8), and the
  * window is twice that plus a little, or none once replies take longer
  * than TIRPC_SPIN_AUTO_MAX. Learning goes on while it sleeps; and since a
  * reply timed through a sleep includes the wake-up, a closed window still
  * polls the longest window once every TIRPC_SPIN_PROBE calls, so that quick
- * replies open it again where wake-ups are slow.
+ * replies open it again where wake-ups are slow. Each window's outcome
+ * counts too (tirpc_spin_paid()): one that did not pay is skipped for a
+ * while (TIRPC_SPIN_BACKOFF_MAX).
  */
 struct tirpc_spin {
 	u_int us;				/* a fixed window, or RPCRDMA_SPIN_AUTO */
 	uint32_t est;				/* RPCRDMA_SPIN_AUTO: reply time, 1/16 us */
 	uint32_t closed;			/* calls made while closed */
+	uint32_t backoff;			/* calls to skip after a window that did not pay */
+	uint32_t skip;				/* of those, still to skip */
 };
 
 /* RPCRDMA_SPIN_US from the environment, checked; @unset when it is not set. */
@@ -45,6 +65,14 @@ void tirpc_spin_set(struct tirpc_spin *s, u_int us);
 
 /* A reply came @waited_us after the thread began to look for it. */
 void tirpc_spin_learn(struct tirpc_spin *s, int64_t waited_us);
+
+/*
+ * The adaptive window just polled @paid: true if the reply came in it and
+ * the thread kept its CPU throughout; false if it ran out, or the thread
+ * was descheduled while polling (TIRPC_SPIN_GAP_US). A fixed window
+ * ignores it.
+ */
+void tirpc_spin_paid(struct tirpc_spin *s, bool paid);
 
 static inline bool tirpc_spin_auto(const struct tirpc_spin *s)
 {
@@ -63,12 +91,19 @@ static inline u_int tirpc_spin_window(const struct tirpc_spin *s)
 	return 2 * est + 4 < TIRPC_SPIN_AUTO_MAX ? 2 * est + 4 : TIRPC_SPIN_AUTO_MAX;
 }
 
-/* The window of the next call: tirpc_spin_window(), or a probe. */
+/* The window of the next call: none while skipping, tirpc_spin_window(), or a probe. */
 static inline u_int tirpc_spin_next(struct tirpc_spin *s)
 {
-	u_int w = tirpc_spin_window(s);
+	u_int w;
 
-	if (w || !tirpc_spin_auto(s) || s->est == UINT32_MAX)
+	if (!tirpc_spin_auto(s))
+		return s->us;
+	if (s->skip) {
+		s->skip--;
+		return 0;
+	}
+	w = tirpc_spin_window(s);
+	if (w || s->est == UINT32_MAX)
 		return w;
 	return ++s->closed % TIRPC_SPIN_PROBE ? 0 : TIRPC_SPIN_AUTO_MAX;
 }

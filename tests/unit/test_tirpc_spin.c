@@ -2,8 +2,9 @@
 /*
  * The CLIENT's polling window (lib/tirpc/tirpc_spin.c): a fixed window stays as
  * set; the adaptive one follows how soon replies come, closes while they
- * are slow (probing now and then), opens again once they are quick, and
- * never opens on one CPU.
+ * are slow (probing now and then), opens again once they are quick, is
+ * skipped for a while after a window that did not pay, and never opens on
+ * one CPU.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -84,6 +85,59 @@ static void test_adaptive(void **state)
 	assert_int_equal(tirpc_spin_window(&s), 4);
 }
 
+/* Calls in a row that get no window, from the next one on. */
+static unsigned int skipped(struct tirpc_spin *s)
+{
+	unsigned int n = 0;
+
+	while (tirpc_spin_next(s) == 0)
+		assert_true(++n <= TIRPC_SPIN_BACKOFF_MAX);
+	return n;
+}
+
+/*
+ * Windows that do not pay are skipped for 1, 2, 4... calls, up to
+ * TIRPC_SPIN_BACKOFF_MAX; one that pays halves that; a fixed window never skips.
+ */
+static void test_backoff(void **state)
+{
+	unsigned int i, want;
+	struct tirpc_spin s;
+
+	if (!two_cpus())
+		skip();
+	tirpc_spin_set(&s, RPCRDMA_SPIN_AUTO);
+	learn_n(&s, 2, 100);
+	assert_int_equal(tirpc_spin_next(&s), 8);
+	tirpc_spin_paid(&s, true);
+	assert_int_equal(tirpc_spin_next(&s), 8);
+	for (want = 1; want < TIRPC_SPIN_BACKOFF_MAX; want *= 2) {
+		tirpc_spin_paid(&s, false);
+		assert_int_equal(skipped(&s), want);
+	}
+	for (i = 0; i < 3; i++) {
+		tirpc_spin_paid(&s, false);
+		assert_int_equal(skipped(&s), TIRPC_SPIN_BACKOFF_MAX);
+	}
+	/* Two windows that pay: a quarter, then the next that does not pay doubles it. */
+	tirpc_spin_paid(&s, true);
+	tirpc_spin_paid(&s, true);
+	assert_int_equal(tirpc_spin_next(&s), 8);
+	tirpc_spin_paid(&s, false);
+	assert_int_equal(skipped(&s), TIRPC_SPIN_BACKOFF_MAX / 2);
+	/* A fixed window is the caller's: outcomes change nothing. */
+	tirpc_spin_set(&s, 30);
+	for (i = 0; i < 10; i++) {
+		tirpc_spin_paid(&s, false);
+		assert_int_equal(tirpc_spin_next(&s), 30);
+	}
+	/* Setting the window again forgets the backoff. */
+	tirpc_spin_set(&s, RPCRDMA_SPIN_AUTO);
+	tirpc_spin_paid(&s, false);
+	tirpc_spin_set(&s, RPCRDMA_SPIN_AUTO);
+	assert_int_equal(tirpc_spin_next(&s), TIRPC_SPIN_AUTO_MAX);
+}
+
 /* Restricted to one CPU, the adaptive window never polls: the replier could not run. */
 static void test_one_cpu(void **state)
 {
@@ -130,6 +184,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixed),
 		cmocka_unit_test(test_adaptive),
+		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_one_cpu),
 		cmocka_unit_test(test_env),
 	};
