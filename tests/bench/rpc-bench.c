@@ -9,10 +9,14 @@
  *                                        rate and latency (default: both depths),
  *                                        K more clients connected and idle
  *   rpc-bench --memory                   memory per connection
- *   rpc-bench --step --calls N [--idle K] N calls, one at a time, with softrdma in
+ *   rpc-bench --step --calls N [--idle K] [--rr R]
+ *                                        N calls, one at a time, with softrdma in
  *                                        STEP mode and both sides polled by this
  *                                        thread: deterministic work for callgrind;
- *                                        K more clients stay connected and idle
+ *                                        K more clients stay connected and idle;
+ *                                        the calls go round robin over R clients
+ *                                        (default 1), so that with R > 1 each
+ *                                        finds its server connection asleep
  *   --srq                                the server uses shared receive queues
  *   --pollers P                          the server runs P pollers (threads)
  */
@@ -330,13 +334,13 @@ static void step_done(struct rpcrdma_call *call)
  * One call at a time, the fabric stepped by hand and both sides polled from
  * this thread: every instruction is work for an RPC, none is spent spinning.
  */
-static int bench_step(unsigned int calls, unsigned int nidle)
+static int bench_step(unsigned int calls, unsigned int nidle, unsigned int nrr)
 {
 	struct sockaddr_storage addr;
 	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
 	struct rpcrdma_stats before = { RPCRDMA_SIZED(before) }, after = { RPCRDMA_SIZED(after) };
 	struct softrdma_qp_stats cb, sb, ca, sa;
-	struct rpcrdma_clnt *clnt, **idle;
+	struct rpcrdma_clnt *clnt, **idle, **rr;
 	unsigned char msg[24], reply[64];
 	struct server s;
 	uint32_t xid = 0x40000000;
@@ -354,6 +358,11 @@ static int bench_step(unsigned int calls, unsigned int nidle)
 	if (!idle)
 		return 1;
 	idle_touch(idle, nidle, &xid);
+	/* The round robin: @clnt, then the nrr - 1 others, each called once already. */
+	rr = idle_clients(&attr, nrr - 1);
+	if (!rr)
+		return 1;
+	idle_touch(rr, nrr - 1, &xid);
 	/* Take the server over from its threads: this thread now owns both sides. */
 	server_join(&s);
 	softrdma_set_mode(SOFTRDMA_MODE_STEP);
@@ -366,6 +375,7 @@ static int bench_step(unsigned int calls, unsigned int nidle)
 	softrdma_qp_stats_sum(&cb, &sb);
 	for (i = 0; i < calls && !rc; i++) {
 		struct rpcrdma_call call = { RPCRDMA_SIZED(call) };
+		struct rpcrdma_clnt *c = i % nrr ? rr[i % nrr - 1] : clnt;
 		int finished = 0, spins = 0;
 
 		null_call(msg, i + 1);
@@ -375,13 +385,13 @@ static int bench_step(unsigned int calls, unsigned int nidle)
 		call.reply_max = sizeof(reply);
 		call.done = step_done;
 		call.arg = &finished;
-		if (rpcrdma_clnt_submit(clnt, &call))
+		if (rpcrdma_clnt_submit(c, &call))
 			rc = 1;
 		while (!rc && !finished) {
 			softrdma_progress_all();
 			svc_poll_all(s.svc);
 			softrdma_progress_all();
-			rpcrdma_clnt_poll(clnt, 16);
+			rpcrdma_clnt_poll(c, 16);
 			if (++spins > 100)
 				rc = 1;
 		}
@@ -394,14 +404,15 @@ static int bench_step(unsigned int calls, unsigned int nidle)
 	if (rc) {
 		fprintf(stderr, "step mode: call %u failed\n", i);
 	} else {
-		printf("%u calls completed in STEP mode beside %u idle connections; "
-		       "%.2f connection visits per call\n", calls, nidle,
+		printf("%u calls completed in STEP mode, round robin over %u connection(s), "
+		       "beside %u idle ones; %.2f connection visits per call\n", calls, nrr, nidle,
 		       (double)(after.conn_visits - before.conn_visits) / calls);
 		print_qp_stats("client", &cb, &ca, calls);
 		print_qp_stats("server", &sb, &sa, calls);
 	}
 	/* The server thread is gone: let the client's drain run against the fabric. */
 	idle_clients_free(idle, nidle);
+	idle_clients_free(rr, nrr - 1);
 	rpcrdma_clnt_destroy(clnt);
 	rpcrdma_svc_destroy(s.svc);
 	return rc;
@@ -465,12 +476,13 @@ int main(int argc, char **argv)
 		{ "idle", required_argument, NULL, 'i' },
 		{ "srq", no_argument, NULL, 'q' },
 		{ "pollers", required_argument, NULL, 'p' },
+		{ "rr", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
-	unsigned int calls = 20000, nidle = 0;
+	unsigned int calls = 20000, nidle = 0, nrr = 1;
 	int depth = 0, memory = 0, step = 0, opt;
 
-	while ((opt = getopt_long(argc, argv, "n:d:msi:qp:", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:d:msi:qp:r:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			calls = (unsigned int)strtoul(optarg, NULL, 0);
@@ -495,9 +507,14 @@ int main(int argc, char **argv)
 			if (svc_pollers < 1 || svc_pollers > MAX_POLLERS)
 				return 2;
 			break;
+		case 'r':
+			nrr = (unsigned int)strtoul(optarg, NULL, 0);
+			if (nrr < 1 || nrr > 4096)
+				return 2;
+			break;
 		default:
 			fprintf(stderr, "usage: %s [--calls N] [--depth 1|16] [--idle K] [--memory] "
-				"[--step [--idle K]] [--srq] [--pollers P]\n", argv[0]);
+				"[--step [--idle K] [--rr R]] [--srq] [--pollers P]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -506,6 +523,6 @@ int main(int argc, char **argv)
 	if (calls == 0)
 		return 2;
 	if (step)
-		return bench_step(calls, nidle);
+		return bench_step(calls, nidle, nrr);
 	return bench_rate(calls, depth, nidle);
 }
