@@ -344,6 +344,7 @@ static int bench_step(unsigned int calls, unsigned int nidle, unsigned int nrr)
 	unsigned char msg[24], reply[64];
 	struct server s;
 	uint32_t xid = 0x40000000;
+	unsigned long passes = 0;
 	unsigned int i;
 	int rc = 0;
 
@@ -395,6 +396,7 @@ static int bench_step(unsigned int calls, unsigned int nidle, unsigned int nrr)
 			if (++spins > 100)
 				rc = 1;
 		}
+		passes += (unsigned long)spins;
 		if (call.status)
 			rc = 1;
 	}
@@ -405,8 +407,9 @@ static int bench_step(unsigned int calls, unsigned int nidle, unsigned int nrr)
 		fprintf(stderr, "step mode: call %u failed\n", i);
 	} else {
 		printf("%u calls completed in STEP mode, round robin over %u connection(s), "
-		       "beside %u idle ones; %.2f connection visits per call\n", calls, nrr, nidle,
-		       (double)(after.conn_visits - before.conn_visits) / calls);
+		       "beside %u idle ones; %.2f connection visits and %.2f passes per call\n",
+		       calls, nrr, nidle, (double)(after.conn_visits - before.conn_visits) / calls,
+		       (double)passes / calls);
 		print_qp_stats("client", &cb, &ca, calls);
 		print_qp_stats("server", &sb, &sa, calls);
 	}
