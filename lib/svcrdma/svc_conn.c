@@ -333,6 +333,8 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 		 * armed CQ. Already armed, the arm takes a late event.
 		 */
 		m = rpcrdma_ep_arm(&rdma->sc_ep, budget);
+		if (p)
+			p->armed++;
 		if (unlikely(m < 0)) {
 			rpcrdma_ep_close_deferred(&rdma->sc_ep);
 			m = 0;

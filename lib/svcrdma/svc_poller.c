@@ -523,6 +523,19 @@ static struct svc_rdma_pd *svc_rdma_wakeup_pd(struct rpcrdma_svc *svc, void *ptr
 	return pd >= svc->sv_pds && pd < svc->sv_pds + svc->sv_npds ? pd : NULL;
 }
 
+/*
+ * @rdma's wait set woke: its completion channel holds the event of its
+ * last arm (or its CM channel woke, tagged too). Its next arm takes that
+ * one event, not every event until the channel is empty, and need not look
+ * at the device's async events: poller 0 listens to them (a system call
+ * each spared).
+ */
+static void svc_rdma_woken(struct svcxprt_rdma *rdma)
+{
+	rdma->sc_ep.ready |= RPCRDMA_READY_KNOWN | RPCRDMA_READY_COMP | RPCRDMA_READY_CM;
+	svc_rdma_mark_ready(rdma);
+}
+
 /* Descriptors that woke: the listener's, devices', the queue's, or a connection's. */
 static int svc_rdma_take_wakeups(struct svc_rdma_poller *p)
 {
@@ -552,7 +565,7 @@ static int svc_rdma_take_wakeups(struct svc_rdma_poller *p)
 			rdma->sc_cm_due = true;
 			svc_rdma_mark_ready(rdma);
 		} else {
-			svc_rdma_mark_ready(ptr);
+			svc_rdma_woken(ptr);
 		}
 	}
 	return done;
@@ -590,11 +603,36 @@ static bool svc_rdma_busy_pace(struct svc_rdma_poller *p)
 	       (p->visits < p->nconns || rpcrdma_pace_clock(&p->wake_pace, SVC_RDMA_QUIET_GAP_US));
 }
 
+/*
+ * Visit the connections that were ready when it began, from the front (a
+ * visit's marks go to the back, for the next round). Returns their work.
+ */
+static rpcrdma_always_inline int svc_rdma_visit_ready(struct svc_rdma_poller *p, int budget)
+{
+	unsigned int left;
+	int n = 0;
+
+	for (left = p->nready; left; left--) {
+		struct svcxprt_rdma *rdma;
+		int rc;
+
+		rdma = list_pop_entry(&p->ready, struct svcxprt_rdma, sc_ready_node);
+		if (!rdma)
+			break;
+		p->nready--;
+		rdma->sc_ready = false;
+		rc = svc_rdma_conn_visit(rdma, budget);
+		if (rc > 0)
+			n += rc;
+		p->visits++;
+	}
+	return n;
+}
+
 /* A pass; inlined into the application's polls, which make most of them. */
 static rpcrdma_always_inline int svc_rdma_poller_pass(struct svc_rdma_poller *p, int budget)
 {
-	struct svcxprt_rdma *rdma;
-	unsigned int visits = 0, left;
+	bool heard;
 	int n;
 
 	svc_rdma_note_poller(p);
@@ -607,7 +645,8 @@ static rpcrdma_always_inline int svc_rdma_poller_pass(struct svc_rdma_poller *p,
 	 * passes in quick succession (svc_rdma_idle_pace()). Shared CQs (SRQ)
 	 * are heard of only there: with them, every pass reads it.
 	 */
-	if (p->nsrqs || (list_empty(&p->ready) ? svc_rdma_idle_pace(p) : svc_rdma_busy_pace(p))) {
+	heard = p->nsrqs || (list_empty(&p->ready) ? svc_rdma_idle_pace(p) : svc_rdma_busy_pace(p));
+	if (heard) {
 		p->wake_pace.polls = 0;
 		n = svc_rdma_take_wakeups(p);
 	} else {
@@ -616,25 +655,20 @@ static rpcrdma_always_inline int svc_rdma_poller_pass(struct svc_rdma_poller *p,
 	/* Without SRQs (the default) no shared CQ is ever busy: spare the call. */
 	if (!list_empty(&p->srq_busy))
 		n += svc_rdma_srq_poll(p, budget);
+	p->visits = 0;
+	p->armed = 0;
+	n += svc_rdma_visit_ready(p, budget);
 	/*
-	 * Who is marked during this pass waits for the next one: the pass visits
-	 * as many as were ready when it began, from the front (a visit's marks
-	 * go to the back).
+	 * A connection it visited found nothing and went to sleep (armed):
+	 * the next call may well be on a sleeping one. Listen now, not a pass
+	 * later: with calls spread over many connections, each call would
+	 * otherwise cost a pass that finds nothing. Once per pass that arms,
+	 * and a connection arms once per sleep.
 	 */
-	for (left = p->nready; left; left--) {
-		int rc;
-
-		rdma = list_pop_entry(&p->ready, struct svcxprt_rdma, sc_ready_node);
-		if (!rdma)
-			break;
-		p->nready--;
-		rdma->sc_ready = false;
-		rc = svc_rdma_conn_visit(rdma, budget);
-		if (rc > 0)
-			n += rc;
-		visits++;
+	if (!heard && p->armed) {
+		n += svc_rdma_take_wakeups(p);
+		n += svc_rdma_visit_ready(p, budget);
 	}
-	p->visits = visits;
 	p->idle_passes = n || !list_empty(&p->ready) ? 0 : p->idle_passes + 1;
 	rpcrdma_stat_tick(&p->stat, false);
 	return n;

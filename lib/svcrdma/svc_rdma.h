@@ -308,6 +308,7 @@ struct svc_rdma_poller {
 	struct rpcrdma_pace wake_pace;		/* busy passes since the last epoll_wait */
 	unsigned int nconns;			/* in conns */
 	unsigned int visits;			/* connections the last pass visited */
+	unsigned int armed;			/* of those, the ones it armed */
 	unsigned int idle_passes;		/* passes in a row that found no work */
 	bool spinning;				/* inside svc_rdma_poller_spin() */
 	bool busy_poll;				/* RPCRDMA_SVC_BUSY_POLL */

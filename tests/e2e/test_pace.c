@@ -237,6 +237,108 @@ static void t_sleeper_heard_while_busy(void **state)
 	fixture_down(&fx);
 }
 
+/* One call on @clnt, polled to its end; the passes it took. */
+static unsigned int call_on(struct fixture *fx, struct rpcrdma_clnt *clnt, uint32_t xid)
+{
+	struct paced_call c;
+	unsigned int passes = 0;
+
+	submit(clnt, &c, xid);
+	while (!c.done && passes < 100) {
+		softrdma_progress_all();
+		rpcrdma_svc_poll(fx->hs.svc, 64);
+		softrdma_progress_all();
+		rpcrdma_clnt_poll(clnt, 16);
+		passes++;
+	}
+	assert_true(c.done);
+	assert_int_equal(c.call.status, 0);
+	return passes;
+}
+
+/*
+ * Calls that take turns on two connections: each finds its connection
+ * asleep, since the server armed it when the other's call came. The pass
+ * that arms the one listens for the other at once, so a call is answered
+ * in the pass its Send arrived in, and each wake-up reads the completion
+ * channel once: the event the arm raised, not until it is empty.
+ */
+static void t_round_robin_wakes(void **state)
+{
+	struct softrdma_qp_stats c0, s0, c1, s1;
+	struct fixture fx;
+	unsigned int i, passes = 0, calls = 400;
+	unsigned long arms;
+
+	(void)state;
+	harness_skip_srq("with shared CQs no connection sleeps by itself");
+	fixture_up(&fx, true);
+	for (i = 0; i < 50; i++)
+		call_on(&fx, i % 2 ? fx.sleeper : fx.busy, 0x9000 + i);
+	softrdma_qp_stats_sum(&c0, &s0);
+	epoll_waits = reads = 0;
+	counting = true;
+	for (i = 0; i < calls; i++)
+		passes += call_on(&fx, i % 2 ? fx.sleeper : fx.busy, 0xa000 + i);
+	counting = false;
+	softrdma_qp_stats_sum(&c1, &s1);
+	arms = s1.recv_cq_arms - s0.recv_cq_arms;
+	print_message("%u calls taking turns: %u passes, %lu arms, %u epoll_wait, %u read\n",
+		      calls, passes, arms, epoll_waits, reads);
+	/*
+	 * One pass a call; a few more where a signaled reply's completion kept
+	 * the other connection awake a pass longer (one reply in
+	 * SVC_RDMA_UNSIG_MAX, 16, is signaled).
+	 */
+	assert_true(passes <= calls + calls / 16 + 2);
+	/* Each call's connection slept: one arm and one event per call. */
+	assert_true(arms >= calls);
+	assert_true(reads <= calls + calls / 8);
+	fixture_down(&fx);
+}
+
+/*
+ * A pass that answers a call on one connection and puts another to sleep
+ * says it did work: rpcrdma_svc_run()'s threads dispatch the calls a wait
+ * queued only once it returns, and a pass that returned 0 would have them
+ * wait for the next wake-up.
+ */
+static void t_pass_reports_work(void **state)
+{
+	struct paced_call a, b;
+	struct fixture fx;
+	unsigned int i;
+	int n = 0;
+
+	(void)state;
+	harness_skip_srq("with shared CQs no connection sleeps by itself");
+	fixture_up(&fx, true);
+	for (i = 0; i < 40; i++) {
+		/* Both connections busy: each stays on the ready list. */
+		submit(fx.busy, &a, 0xb000 + 2 * i);
+		submit(fx.sleeper, &b, 0xb001 + 2 * i);
+		while (!a.done || !b.done) {
+			softrdma_progress_all();
+			rpcrdma_svc_poll(fx.hs.svc, 64);
+			softrdma_progress_all();
+			rpcrdma_clnt_poll(fx.busy, 16);
+			rpcrdma_clnt_poll(fx.sleeper, 16);
+		}
+		/* Now only the second calls: the first connection finds nothing and arms. */
+		submit(fx.sleeper, &b, 0xc000 + i);
+		softrdma_progress_all();
+		n = rpcrdma_svc_poll(fx.hs.svc, 64);
+		assert_true(n > 0);
+		while (!b.done) {
+			softrdma_progress_all();
+			rpcrdma_svc_poll(fx.hs.svc, 64);
+			softrdma_progress_all();
+			rpcrdma_clnt_poll(fx.sleeper, 16);
+		}
+	}
+	fixture_down(&fx);
+}
+
 /* One call on the busy client, then @think server passes with nothing to do. */
 static unsigned int call_then_think(struct fixture *fx, uint32_t xid, unsigned int think)
 {
@@ -333,6 +435,8 @@ int main(void)
 		cmocka_unit_test(t_busy_poller_quiet),
 		cmocka_unit_test(t_sleeper_heard_while_busy),
 		cmocka_unit_test(t_busy_poll_flag),
+		cmocka_unit_test(t_round_robin_wakes),
+		cmocka_unit_test(t_pass_reports_work),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
