@@ -40,6 +40,9 @@ trap 'exit 130' INT TERM
 mkdir "$work/rdv" "$work/export"
 export LD_LIBRARY_PATH="$dropin" SOFTRDMA_DIR="$work/rdv"
 
+# Rates and ratios hold only on the machine they were taken on.
+echo "machine: $(nproc) online cores ($(nproc --all) in all), load average" \
+	"$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== one process: server and clients on the drop-ins"
 "$bench" -r "$rounds"
 

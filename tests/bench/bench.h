@@ -29,6 +29,22 @@ static inline int bench_cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * The machine a figure was taken on: a rate, and a ratio to TCP loopback or
+ * to memcpy, holds only there (docs/performance.md). Printed before the
+ * benchmark adds its own load, as 2proc-bench.sh does.
+ */
+static inline void bench_print_machine(void)
+{
+	double load[3] = { 0, 0, 0 };
+
+	if (getloadavg(load, 3) != 3)
+		load[0] = load[1] = load[2] = NAN;
+	printf("machine: %ld online cores (%ld in all), load average %.2f %.2f %.2f\n",
+	       sysconf(_SC_NPROCESSORS_ONLN), sysconf(_SC_NPROCESSORS_CONF), load[0], load[1],
+	       load[2]);
+}
+
 /* Sorts @v (n > 0) in place and returns its median. */
 static inline double bench_median(double *v, size_t n)
 {

@@ -447,6 +447,7 @@ int main(int argc, char **argv)
 	if (run_op(clnt, OP_READ, cbuf, size, 5, &xid) < 0 ||
 	    run_op(clnt, OP_WRITE, cbuf, size, 5, &xid) < 0)
 		return 1;
+	bench_print_machine();
 	printf("DDP over softrdma, %zu-byte payloads, registered buffers%s, one RPC in flight%s%s\n",
 	       size, hugepages ? " (advised for huge pages)" : "",
 	       procs ? ",\n  client and server in two processes" : "",

@@ -463,6 +463,7 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
+	bench_print_machine();
 	signal(SIGPIPE, SIG_IGN);
 	bench_syscalls();	/* before the first thread: it counts the threads to come */
 	/* Even rounds start with TCP, odd ones with RDMA: drift hits both alike. */
