@@ -382,48 +382,59 @@ static struct rpcrdma_xprt *clnt_fixture_up(struct fixture *fx)
 }
 
 /*
- * Inline Sends go unsignaled, one in sq_unsig_max + 1 signaled: the slots
- * the unsignaled ones hold never pass sq_unsig_max, the signaled one's
- * completion gives them back, and the device sees as many send completions.
+ * 3 x (sq_unsig_max + 1) calls one at a time, whose Sends on @ep go
+ * unsignaled but one in sq_unsig_max + 1: the slots the unsignaled ones
+ * hold never pass sq_unsig_max, each signaled one's completion gives them
+ * back (the ledger always adds up), and the device completes a Send per
+ * batch. @ep starts at a signaled Send's completion, nothing held.
  */
+static void unsignaled_rounds(struct fixture *fx, struct rpcrdma_ep *ep, uint32_t xid)
+{
+	uint32_t total = ep->sq_avail + ep->sq_unsig, batch = ep->sq_unsig_max + 1;
+	struct softrdma_qp_stats before, after;
+	unsigned int order, next, i, rounds = 3 * batch;
+	struct ordered one;
+
+	assert_int_equal(ep->sq_unsig, 0);
+	softrdma_qp_stats(ep->qp, &before);
+	for (i = 0; i < rounds; i++) {
+		next = 0;
+		submit_unsettled(fx, &one, 1, xid + i, &order, &next, 0);
+		settle(fx);
+		assert_int_equal(next, 1);
+		assert_int_equal(one.call.status, 0);
+		harness_assert_echo(one.reply, one.msg, sizeof(one.msg));
+		assert_true(ep->sq_unsig <= ep->sq_unsig_max);
+		assert_int_equal(ep->sq_avail + ep->sq_unsig, total);
+	}
+	softrdma_qp_stats(ep->qp, &after);
+	assert_int_equal(after.send_wrs - before.send_wrs, rounds);
+	assert_int_equal(after.send_cqes - before.send_cqes, rounds / batch);
+	assert_int_equal(ep->sq_unsig, 0);
+}
+
+/* The client's inline Sends go unsignaled (unsignaled_rounds()). */
 static void t_clnt_unsignaled_sends(void **state)
 {
-	struct softrdma_qp_stats before, after;
-	unsigned int order, next, i, rounds;
+	unsigned int order, next;
 	struct fixture fx;
 	struct ordered one;
 	struct rpcrdma_xprt *x;
-	uint32_t total, batch;
 
+	(void)state;
 	fixture_up(&fx, HARNESS_ECHO);
 	settle(&fx);
 	x = rpcrdma_clnt_xprt(fx.clnt);
-	batch = x->rx_ep.sq_unsig_max + 1;
 	assert_true(x->rx_ep.sq_unsig_max > 0);
-	total = x->rx_ep.sq_avail + x->rx_ep.sq_unsig;
-	assert_int_equal(total, x->rx_sq_depth + x->rx_ep.sq_unsig_max);
+	assert_int_equal(x->rx_ep.sq_avail + x->rx_ep.sq_unsig,
+			 x->rx_sq_depth + x->rx_ep.sq_unsig_max);
 	/* Start at a signaled Send's completion: nothing held. */
 	while (x->rx_ep.sq_unsig) {
 		next = 0;
 		submit_unsettled(&fx, &one, 1, 0x800, &order, &next, 0);
 		settle(&fx);
 	}
-	rounds = 3 * batch;
-	softrdma_qp_stats(x->rx_ep.qp, &before);
-	for (i = 0; i < rounds; i++) {
-		next = 0;
-		submit_unsettled(&fx, &one, 1, 0x810 + i, &order, &next, 0);
-		settle(&fx);
-		assert_int_equal(next, 1);
-		assert_int_equal(one.call.status, 0);
-		harness_assert_echo(one.reply, one.msg, sizeof(one.msg));
-		assert_true(x->rx_ep.sq_unsig <= x->rx_ep.sq_unsig_max);
-		assert_int_equal(x->rx_ep.sq_avail + x->rx_ep.sq_unsig, total);
-	}
-	softrdma_qp_stats(x->rx_ep.qp, &after);
-	assert_int_equal(after.send_wrs - before.send_wrs, rounds);
-	assert_int_equal(after.send_cqes - before.send_cqes, rounds / batch);
-	assert_int_equal(x->rx_ep.sq_unsig, 0);
+	unsignaled_rounds(&fx, &x->rx_ep, 0x810);
 	fixture_down(&fx);
 }
 
@@ -436,42 +447,15 @@ static void svc_unsignaled_on(struct fixture *fx)
 	assert_true(ep->sq_unsig_max > 0);
 }
 
-/*
- * The server's inline replies go unsignaled too, one in sq_unsig_max + 1
- * signaled, which gives back the slots of those before it: the device
- * completes a Send for every batch, and the ledger always adds up.
- */
+/* The server's inline replies go unsignaled too (unsignaled_rounds()). */
 static void t_svc_unsignaled_replies(void **state)
 {
-	struct softrdma_qp_stats before, after;
-	unsigned int order, next, i, rounds;
-	struct rpcrdma_ep *ep;
 	struct fixture fx;
-	struct ordered one;
-	uint32_t total, batch;
 
 	(void)state;
 	fixture_up(&fx, HARNESS_ECHO);
-	ep = &fx.rdma->sc_ep;
 	svc_unsignaled_on(&fx);
-	total = ep->sq_avail + ep->sq_unsig;
-	batch = ep->sq_unsig_max + 1;
-	rounds = 3 * batch;
-	softrdma_qp_stats(ep->qp, &before);
-	for (i = 0; i < rounds; i++) {
-		next = 0;
-		submit_unsettled(&fx, &one, 1, 0x900 + i, &order, &next, 0);
-		settle(&fx);
-		assert_int_equal(next, 1);
-		assert_int_equal(one.call.status, 0);
-		harness_assert_echo(one.reply, one.msg, sizeof(one.msg));
-		assert_true(ep->sq_unsig <= ep->sq_unsig_max);
-		assert_int_equal(ep->sq_avail + ep->sq_unsig, total);
-	}
-	softrdma_qp_stats(ep->qp, &after);
-	assert_int_equal(after.send_wrs - before.send_wrs, rounds);
-	assert_int_equal(after.send_cqes - before.send_cqes, rounds / batch);
-	assert_int_equal(ep->sq_unsig, 0);
+	unsignaled_rounds(&fx, &fx.rdma->sc_ep, 0x900);
 	fixture_down(&fx);
 }
 
