@@ -269,6 +269,7 @@ static void t_round_robin_wakes(void **state)
 	struct fixture fx;
 	unsigned int i, passes = 0, calls = 400;
 	unsigned long arms;
+	double t0, ms;
 
 	(void)state;
 	harness_skip_srq("with shared CQs no connection sleeps by itself");
@@ -278,22 +279,33 @@ static void t_round_robin_wakes(void **state)
 	softrdma_qp_stats_sum(&c0, &s0);
 	epoll_waits = reads = 0;
 	counting = true;
+	t0 = now_ms();
 	for (i = 0; i < calls; i++)
 		passes += call_on(&fx, i % 2 ? fx.sleeper : fx.busy, 0xa000 + i);
+	ms = now_ms() - t0;
 	counting = false;
 	softrdma_qp_stats_sum(&c1, &s1);
 	arms = s1.recv_cq_arms - s0.recv_cq_arms;
-	print_message("%u calls taking turns: %u passes, %lu arms, %u epoll_wait, %u read\n",
-		      calls, passes, arms, epoll_waits, reads);
+	print_message("%u calls taking turns in %.1f ms: %u passes, %lu arms, %u epoll_wait, "
+		      "%u read\n", calls, ms, passes, arms, epoll_waits, reads);
 	/*
 	 * One pass a call; a few more where a signaled reply's completion kept
 	 * the other connection awake a pass longer (one reply in
 	 * SVC_RDMA_UNSIG_MAX, 16, is signaled).
 	 */
 	assert_true(passes <= calls + calls / 16 + 2);
-	/* Each call's connection slept: one arm and one event per call. */
-	assert_true(arms >= calls);
-	assert_true(reads <= calls + calls / 8);
+	/*
+	 * Nearly every call's connection slept in between: one arm and one
+	 * event per call. (Beside busy processes a few calls in 400 find theirs
+	 * armed already, seen under TSan: fewer arms, and a pass fewer each.)
+	 */
+	assert_true(arms >= calls - calls / 16);
+	/*
+	 * And the looks at the device's async events: one arm in 16 takes one
+	 * (ep.c), and each of the four endpoints (two clients, two server
+	 * connections) one a millisecond at most while it polls (ep.h).
+	 */
+	assert_true(reads <= calls + calls / 16 + 4 * ((unsigned int)ms + 1));
 	fixture_down(&fx);
 }
 
