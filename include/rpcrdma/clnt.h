@@ -331,7 +331,10 @@ int rpcrdma_clnt_wait(struct rpcrdma_clnt *clnt, int timeout_ms);
  * @reply_len: in: bytes at @reply; out: bytes of the reply
  * @timeout_ms: 0 for the client's default
  *
- * Submits and waits, processing other calls' completions meanwhile.
+ * Submits and waits, processing other calls' completions meanwhile. It
+ * polls for the reply for a window before it sleeps: the libtirpc
+ * CLIENT's adaptive window (RPCRDMA_SPIN_AUTO in <rpcrdma/tirpc.h>), or
+ * RPCRDMA_SPIN_US from the environment when the client was connected.
  *
  * Returns 0, or the call's -errno status (see &struct rpcrdma_call), or
  * what rpcrdma_clnt_submit() returned.

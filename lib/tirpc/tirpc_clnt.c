@@ -35,7 +35,7 @@
 #include "compat_0_1.h"
 #include "ep.h"
 #include "tirpc_msg.h"
-#include "tirpc_spin.h"
+#include "spin.h"
 #include "tirpc_ulb.h"
 #include "tirpc_xdr.h"
 #include "util.h"
@@ -89,7 +89,7 @@ struct tclnt {
 	u_int sendsize;
 	u_int recvsize;
 	bool recv_inline;			/* recvsize 0: never offer a Reply chunk */
-	struct tirpc_spin spin;			/* poll this long before sleeping */
+	struct rpcrdma_spin spin;			/* poll this long before sleeping */
 	uint32_t inline_recv;
 	struct tcall_buf *free_bufs;
 	struct tcall_buf *all_bufs;
@@ -212,7 +212,7 @@ static int tclnt_spin(struct tclnt *tc, struct tcall *c, u_int us, int64_t start
 		pthread_mutex_lock(&tc->lock);
 		n = rpcrdma_clnt_poll(tc->native, TCLNT_BUDGET);
 		t = rpcrdma_now_us();
-		if (t - last > TIRPC_SPIN_GAP_US && tirpc_spin_auto(&tc->spin)) {
+		if (t - last > RPCRDMA_SPIN_GAP_US && rpcrdma_spin_auto(&tc->spin)) {
 			gap = true;
 			break;
 		}
@@ -221,7 +221,7 @@ static int tclnt_spin(struct tclnt *tc, struct tcall *c, u_int us, int64_t start
 			break;
 	}
 	c->seen_at = c->done ? t : 0;
-	tirpc_spin_paid(&tc->spin, (n > 0 || c->done) && !gap);
+	rpcrdma_spin_paid(&tc->spin, (n > 0 || c->done) && !gap);
 	return n;
 }
 
@@ -230,7 +230,7 @@ static void tclnt_learn(struct tclnt *tc, struct tcall *c)
 {
 	if (!c->wait_from)
 		return;
-	tirpc_spin_learn(&tc->spin, (c->seen_at ? c->seen_at : rpcrdma_now_us()) - c->wait_from);
+	rpcrdma_spin_learn(&tc->spin, (c->seen_at ? c->seen_at : rpcrdma_now_us()) - c->wait_from);
 }
 
 /*
@@ -241,7 +241,7 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t dea
 {
 	bool canceled = false, first = true, just_sent = false;
 
-	c->window = tirpc_spin_next(&tc->spin);
+	c->window = rpcrdma_spin_next(&tc->spin);
 	for (;;) {
 		int n, wait;
 
@@ -287,7 +287,7 @@ static int tclnt_run(struct tclnt *tc, struct tcall *c, int64_t now, int64_t dea
 			continue;
 		}
 		tc->polling = true;
-		if (tirpc_spin_auto(&tc->spin) && !c->wait_from)
+		if (rpcrdma_spin_auto(&tc->spin) && !c->wait_from)
 			c->wait_from = rpcrdma_now_us();
 		/*
 		 * Just submitted and no window to poll in: the reply is not in
@@ -830,9 +830,9 @@ static bool_t tclnt_control_locked(struct tclnt *tc, u_int request, void *info)
 		tclnt_kick(tc);
 		return rc == 0;
 	case RPCRDMA_CLSET_SPIN_US:
-		if (*(u_int *)info > TIRPC_SPIN_MAX && *(u_int *)info != RPCRDMA_SPIN_AUTO)
+		if (*(u_int *)info > RPCRDMA_SPIN_MAX_US && *(u_int *)info != RPCRDMA_SPIN_AUTO)
 			return FALSE;
-		tirpc_spin_set(&tc->spin, *(u_int *)info);
+		rpcrdma_spin_set(&tc->spin, *(u_int *)info);
 		return TRUE;
 	case RPCRDMA_CLGET_SPIN_US:
 		*(u_int *)info = tc->spin.us;
@@ -972,7 +972,7 @@ RPCRDMA_EXPORT CLIENT *rpcrdma_clnt_create(const struct sockaddr *addr, rpcprog_
 	tc->recvsize = recvsize ? recvsize : info.inline_recv;
 	tc->recv_inline = !recvsize;
 	tc->inline_recv = info.inline_recv;
-	tirpc_spin_set(&tc->spin, tirpc_spin_default(RPCRDMA_SPIN_AUTO));
+	rpcrdma_spin_set(&tc->spin, rpcrdma_spin_default(RPCRDMA_SPIN_AUTO));
 	gettimeofday(&now, NULL);
 	tc->next_xid = (uint32_t)getpid() ^ (uint32_t)now.tv_sec ^ (uint32_t)now.tv_usec << 12 ^
 		       (uint32_t)(uintptr_t)tc;

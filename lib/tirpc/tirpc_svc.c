@@ -49,7 +49,7 @@
 #include "svc_rdma.h"
 #include "tirpc_msg.h"
 #include "tirpc_rpcb.h"
-#include "tirpc_spin.h"
+#include "spin.h"
 #include "tirpc_svc.h"
 #include "tirpc_xdr.h"
 #include "util.h"
@@ -781,7 +781,7 @@ static bool_t tsvc_control_of(struct tsvc *ts, const u_int rq, void *in)
 	switch (rq) {
 	case RPCRDMA_SVCSET_SPIN_US:
 		memcpy(&us, in, sizeof(us));
-		if (us > TIRPC_SPIN_MAX)
+		if (us > RPCRDMA_SPIN_MAX_US)
 			return FALSE;
 		atomic_store(&ts->spin_us, us);
 		pthread_mutex_lock(&ts->lock);
@@ -1003,7 +1003,7 @@ static SVCXPRT *tsvc_create(struct rpcrdma_svc_attr *attr, u_int sendsize, u_int
 		goto fail;
 	/* The pool's registrations go when the server's PDs do. */
 	svc_rdma_set_on_free(ts->native, tpool_retire, ts->pool);
-	ts->spin_us = tirpc_spin_default(0);
+	ts->spin_us = rpcrdma_spin_default(0);
 	svc_rdma_set_spin(ts->native, ts->spin_us);
 	xprt_register(&ts->xprt);
 	return &ts->xprt;

@@ -156,6 +156,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_connect(const struct rpcrdma_clnt_attr *attr,
 	x->rx_epfd = -1;
 	x->rx_ka_fd = -1;
 	x->rx_next_deadline = INT64_MAX;
+	rpcrdma_spin_set(&x->rx_spin, rpcrdma_spin_default(RPCRDMA_SPIN_AUTO));
 	list_init(&x->rb_pending);
 	list_init(&x->rb_inflight);
 	list_init(&x->rb_done);
@@ -575,14 +576,49 @@ static void xprt_rdma_sync_done(struct rpcrdma_call *call)
 	*(int *)call->arg = 1;
 }
 
+/*
+ * rpcrdma_clnt_call()'s window: poll for the reply for up to the window
+ * (spin.h) before sleeping, so that a quick reply costs no sleep and no
+ * wake-up. An adaptive window ends when the thread was descheduled between
+ * two polls, and is told whether it paid. Returns when the reply was seen
+ * in the window, or 0.
+ */
+static int64_t xprt_rdma_call_spin(struct rpcrdma_clnt *clnt, struct rpcrdma_xprt *x,
+				   const int *finished, int64_t from)
+{
+	unsigned int window = rpcrdma_spin_next(&x->rx_spin);
+	int64_t t = from ? from : rpcrdma_now_us(), end = t + window, last = t;
+	bool gap = false;
+
+	if (!window)
+		return 0;
+	while (!*finished && t < end) {
+		rpcrdma_cpu_relax();
+		if (rpcrdma_clnt_poll(clnt, 16) < 0)
+			break;
+		t = rpcrdma_now_us();
+		if (t - last > RPCRDMA_SPIN_GAP_US && rpcrdma_spin_auto(&x->rx_spin)) {
+			gap = true;
+			break;
+		}
+		last = t;
+	}
+	rpcrdma_spin_paid(&x->rx_spin, *finished && !gap);
+	return *finished ? t : 0;
+}
+
 RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *clnt, const void *msg, size_t msg_len,
 				     void *reply, size_t *reply_len, int timeout_ms)
 {
+	struct rpcrdma_xprt *x = rpcrdma_clnt_xprt(clnt);
 	struct rpcrdma_call call;
+	int64_t from, seen;
 	int finished = 0, rc;
 
-	if (!reply_len)
+	if (!clnt || !reply_len)
 		return -EINVAL;
+	/* The window is this thread's while it is inside (guard.h); the calls below nest. */
+	XPRT_RDMA_GUARD(x, return -EBUSY);
 	RPCRDMA_INIT(&call);
 	call.msg = msg;
 	call.msg_len = msg_len;
@@ -591,14 +627,19 @@ RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *clnt, const void *msg,
 	call.timeout_ms = timeout_ms;
 	call.done = xprt_rdma_sync_done;
 	call.arg = &finished;
+	from = rpcrdma_spin_auto(&x->rx_spin) ? rpcrdma_now_us() : 0;
 	rc = rpcrdma_clnt_submit(clnt, &call);
 	if (rc)
 		return rc;
+	seen = xprt_rdma_call_spin(clnt, x, &finished, from);
 	/* The call lives on this stack: wait for done() whatever happens. */
 	while (!finished) {
 		if (rpcrdma_clnt_wait(clnt, -1) < 0)
 			poll(NULL, 0, 1);
 	}
+	/* A reply timed through a sleep includes the wake-up: the window learns that too. */
+	if (from)
+		rpcrdma_spin_learn(&x->rx_spin, (seen ? seen : rpcrdma_now_us()) - from);
 	*reply_len = call.reply_len;
 	return call.status;
 }

@@ -19,6 +19,7 @@
 #include "guard.h"
 #include "list.h"
 #include "mem.h"
+#include "spin.h"
 #include "stat.h"
 
 /* Segments per chunk the client offers (the server's default cap). */
@@ -200,6 +201,7 @@ struct rpcrdma_xprt {
 	int64_t rx_next_deadline;		/* earliest deadline to check, or INT64_MAX */
 	struct rpcrdma_pace rx_poll_pace;	/* polls, to pace the CM channel and the clock */
 	int64_t rx_last_submit_ms;		/* when the last call was submitted */
+	struct rpcrdma_spin rx_spin;		/* rpcrdma_clnt_call()'s polling window */
 	struct rpcrdma_stats rx_stats;
 	struct rpcrdma_stat_src rx_stat;	/* rx_stats, as rpcrdma-stat sees them */
 	struct rpcrdma_guard rx_guard;		/* one thread inside at a time (done() nests) */

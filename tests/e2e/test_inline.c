@@ -31,6 +31,57 @@ static void async_done(struct rpcrdma_call *call)
 	ac->finished++;
 }
 
+/* @calls rpcrdma_clnt_call()s on a client made with RPCRDMA_SPIN_US=@spin; its CQ arms. */
+static unsigned long calls_arms(struct harness_server *hs, const char *spin, unsigned int calls)
+{
+	struct rpcrdma_clnt_attr attr = { RPCRDMA_SIZED(attr) };
+	struct softrdma_qp_stats a0, a1;
+	unsigned char msg[64], reply[64];
+	struct rpcrdma_clnt *clnt;
+	unsigned int i;
+
+	if (spin)
+		setenv("RPCRDMA_SPIN_US", spin, 1);
+	harness_clnt_attr(hs, &attr);
+	assert_int_equal(rpcrdma_clnt_connect(&attr, &clnt), 0);
+	unsetenv("RPCRDMA_SPIN_US");
+	softrdma_qp_stats_sum(&a0, NULL);
+	for (i = 0; i < calls; i++) {
+		size_t rlen = sizeof(reply);
+
+		harness_fill_msg(msg, sizeof(msg), i + 1, i);
+		assert_int_equal(rpcrdma_clnt_call(clnt, msg, sizeof(msg), reply, &rlen, 0), 0);
+		harness_assert_echo(reply, msg, sizeof(msg));
+		assert_int_equal(rlen, sizeof(msg));
+	}
+	softrdma_qp_stats_sum(&a1, NULL);
+	rpcrdma_clnt_destroy(clnt);
+	return a1.recv_cq_arms - a0.recv_cq_arms;
+}
+
+/*
+ * rpcrdma_clnt_call() polls for its reply for a window before it sleeps
+ * (RPCRDMA_SPIN_US, by default the adaptive window): with none it arms its
+ * CQ to sleep on nearly every call; with a second's window a reply comes
+ * while it polls and it never sleeps. The adaptive window answers as well.
+ */
+static void t_call_window(void **state)
+{
+	struct harness_server hs;
+	unsigned long none, long_window, adaptive;
+
+	(void)state;
+	assert_int_equal(harness_server_start(&hs, 0, 0, HARNESS_ECHO), 0);
+	none = calls_arms(&hs, "0", 200);
+	long_window = calls_arms(&hs, "1000000", 200);
+	adaptive = calls_arms(&hs, NULL, 200);
+	print_message("CQ arms over 200 calls: no window %lu, 1 s window %lu, adaptive %lu\n",
+		      none, long_window, adaptive);
+	assert_true(none >= 40);
+	assert_true(long_window <= 20);
+	harness_server_stop(&hs);
+}
+
 /* 10,000 synchronous calls, sizes sweeping up to the inline limit, checked byte for byte. */
 static void t_roundtrip_10000(void **state)
 {
@@ -383,6 +434,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_roundtrip_10000),
+		cmocka_unit_test(t_call_window),
 		cmocka_unit_test(t_reply_in_place),
 		cmocka_unit_test(t_reply_in_place_huge_chunk),
 		cmocka_unit_test(t_long_reply_buf_kept),
