@@ -134,7 +134,8 @@ int main(int argc, char **argv)
 	t0 = now_us();
 	for (i = 0; i < n; i++) {
 		size_t mlen = echo_encode_call(msg, sizeof(msg), (uint32_t)i + 1, data, size);
-		size_t rlen = sizeof(reply);
+		/* Room for this reply and no more: a larger buffer would be a Reply chunk. */
+		size_t rlen = echo_reply_len(size);
 		double start = now_us();
 
 		rc = busy ? call_busy(clnt, msg, mlen, reply, &rlen)

@@ -128,10 +128,15 @@ garbage:
 	return rpcrdma_svc_reply_commit(call, (size_t)(p - out));
 }
 
+size_t echo_reply_len(size_t len)
+{
+	return 28 + len + xdr_pad(len);
+}
+
 int echo_check_reply(const unsigned char *reply, size_t rlen, uint32_t xid, const void *data,
 		     size_t len)
 {
-	if (rlen != 28 + len + xdr_pad(len) || get32(reply) != xid ||
+	if (rlen != echo_reply_len(len) || get32(reply) != xid ||
 	    get32(reply + 4) != RPC_REPLY || get32(reply + 8) != MSG_ACCEPTED ||
 	    get32(reply + 20) != SUCCESS || get32(reply + 24) != len ||
 	    memcmp(reply + 28, data, len) != 0)

@@ -27,6 +27,13 @@ size_t echo_encode_call(unsigned char *buf, size_t max, uint32_t xid, const void
 int echo_serve_call(struct rpcrdma_svc_call *call);
 
 /*
+ * The size of the reply to an echo of @len bytes: the room to offer for it.
+ * A reply buffer larger than the inline size is offered to the server as a
+ * Reply chunk, which costs a registration and its invalidation per call.
+ */
+size_t echo_reply_len(size_t len);
+
+/*
  * Check a reply to echo_encode_call(@xid, @data, @len). Returns 0 when it is
  * an accepted, successful reply carrying exactly @data, else -EBADMSG.
  */

@@ -335,6 +335,8 @@ int rpcrdma_clnt_wait(struct rpcrdma_clnt *clnt, int timeout_ms);
  * polls for the reply for a window before it sleeps: the libtirpc
  * CLIENT's adaptive window (RPCRDMA_SPIN_AUTO in <rpcrdma/tirpc.h>), or
  * RPCRDMA_SPIN_US from the environment when the client was connected.
+ * A @reply buffer larger than the inline size is offered as a Reply chunk,
+ * registered and invalidated on every call: offer what the reply can take.
  *
  * Returns 0, or the call's -errno status (see &struct rpcrdma_call), or
  * what rpcrdma_clnt_submit() returned.
