@@ -55,7 +55,7 @@
  * while (RPCRDMA_SPIN_BACKOFF_MAX).
  */
 struct rpcrdma_spin {
-	unsigned int us;				/* a fixed window, or RPCRDMA_SPIN_AUTO */
+	unsigned int us;			/* a fixed window, or RPCRDMA_SPIN_AUTO */
 	uint32_t est;				/* RPCRDMA_SPIN_AUTO: reply time, 1/16 us */
 	uint32_t closed;			/* calls made while closed */
 	uint32_t backoff;			/* calls to skip after a window that did not pay */

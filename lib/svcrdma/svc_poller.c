@@ -666,8 +666,12 @@ static rpcrdma_always_inline int svc_rdma_poller_pass(struct svc_rdma_poller *p,
 	 * and a connection arms once per sleep.
 	 */
 	if (!heard && p->armed) {
+		/* svc_rdma_busy_pace() asks how many were visited: the first round's, once each. */
+		unsigned int visits = p->visits;
+
 		n += svc_rdma_take_wakeups(p);
 		n += svc_rdma_visit_ready(p, budget);
+		p->visits = visits;
 	}
 	p->idle_passes = n || !list_empty(&p->ready) ? 0 : p->idle_passes + 1;
 	rpcrdma_stat_tick(&p->stat, false);

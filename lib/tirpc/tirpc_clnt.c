@@ -89,7 +89,7 @@ struct tclnt {
 	u_int sendsize;
 	u_int recvsize;
 	bool recv_inline;			/* recvsize 0: never offer a Reply chunk */
-	struct rpcrdma_spin spin;			/* poll this long before sleeping */
+	struct rpcrdma_spin spin;		/* poll this long before sleeping */
 	uint32_t inline_recv;
 	struct tcall_buf *free_bufs;
 	struct tcall_buf *all_bufs;
