@@ -345,6 +345,11 @@ struct softrdma_shm_stats {
 	unsigned long coop_takeovers;
 	uint64_t coop_helped_write_bytes;
 	uint64_t coop_helped_read_bytes;
+	/* RDMA Writes and Reads this process served one-sidedly, as their requester. */
+	unsigned long one_sided_writes;
+	uint64_t one_sided_write_bytes;
+	unsigned long one_sided_reads;
+	uint64_t one_sided_read_bytes;
 };
 
 void softrdma_shm_stats(struct softrdma_shm_stats *stats);

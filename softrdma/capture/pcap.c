@@ -129,6 +129,7 @@ static int open_locked(const char *path)
 	if (cap_fd >= 0)
 		close(cap_fd);
 	cap_fd = fd;
+	wire_keys_capture(true);
 	return 0;
 }
 
@@ -151,6 +152,7 @@ void pcap_close_locked(void)
 	if (cap_fd >= 0)
 		close(cap_fd);
 	cap_fd = -1;
+	wire_keys_capture(false);
 }
 
 bool pcap_on_locked(void)

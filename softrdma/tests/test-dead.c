@@ -14,8 +14,10 @@
  *   end.
  * - read: the survivor reads 256 KiB of the victim's memory while the
  *   victim is stopped, then the victim is killed: the Read completes in
- *   error, or with the victim's bytes.
+ *   error, or with the victim's bytes. The victim publishes no keys, so
+ *   that the Read awaits it instead of being served one-sidedly.
  */
+#include <stdlib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -186,6 +188,13 @@ static int role_victim(const char *mode, uint16_t port)
 	struct ibv_mr *mr;
 	uint8_t *mem = malloc(LEN + SMALL);
 
+	/*
+	 * A Read served one-sidedly completes from the stopped victim's memory
+	 * at once, as an HCA's would (test-onesided.c): this one must await the
+	 * victim, which publishes no keys for it.
+	 */
+	if (strcmp(mode, "read") == 0)
+		setenv("SOFTRDMA_SHM_ONESIDED", "0", 1);
 	PEER_CHECK(ch && mem && rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
 	memset(mem, SRC_BYTE, LEN + SMALL);
 	PEER_CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000) == 0);

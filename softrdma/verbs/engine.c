@@ -376,6 +376,8 @@ void engine_req_header(const struct soft_qp *qp, const struct soft_send_wqe *wqe
 	req->npsn = wqe->npsn;
 	req->last = qp->sq_exec + 1 == qp->sq_tail;
 	req->quiet = !qp->net_inflight;
+	/* The capture must see the request go and its answer come. */
+	req->one_sided = !pcap_on_locked();
 	req->lazy_answer = !wqe->signaled && wqe->opcode != IBV_WR_RDMA_READ &&
 			   qp->net_inflight < SOFT_NET_WINDOW / 2;
 }

@@ -259,8 +259,10 @@ int softrdma_qp_silence(struct ibv_qp *qp, int on)
 		return -EINVAL;
 	fab_lock();
 	sqp = live_qp_locked(qp);
-	if (sqp)
+	if (sqp) {
 		sqp->silent = on;
+		qp_publish_locked(sqp, true);
+	}
 	fab_unlock();
 	return sqp ? 0 : -EINVAL;
 }

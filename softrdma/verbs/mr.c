@@ -15,6 +15,22 @@
 #define SOFT_REMOTE_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 			    IBV_ACCESS_REMOTE_ATOMIC)
 
+/* What a peer may reach through @smr's rkey, for one-sided requests. */
+static void mr_publish_locked(const struct soft_mr *smr)
+{
+	struct wire_key k = {
+		.rkey = smr->mr.rkey,
+		.access = (uint32_t)smr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ),
+		.pd = pd_id(smr->pd),
+		.va = smr->iova,
+		.len = smr->length,
+		.base = (uint64_t)(uintptr_t)smr->base,
+	};
+
+	if (k.access)
+		wire_key_grant(&k);
+}
+
 struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 				unsigned int access)
 {
@@ -59,6 +75,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 	smr->mr.handle = idx;
 	smr->mr.lkey = idx << 8 | key;
 	smr->mr.rkey = smr->mr.lkey;
+	mr_publish_locked(smr);
 	fab.counts.mrs++;
 	fab_unlock();
 	return &smr->mr;
@@ -85,6 +102,8 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 		fab_unlock();
 		return EBUSY;
 	}
+	/* No peer copies through it once it is gone (wire_shm_keys.h). */
+	wire_key_revoke(mr->rkey);
 	key_free_locked(mr->handle);
 	if (smr->refs)
 		wire_mem_detach_locked(smr, NULL);

@@ -62,6 +62,9 @@ struct ibv_mw *soft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 static void mw_unbind_locked(struct soft_mw *smw)
 {
+	/* No peer copies through it from here on (wire_shm_keys.h). */
+	if (smw->state == SOFTRDMA_MW_VALID)
+		wire_key_revoke(smw->rkey);
 	/* A Read response still going out was read before the window went. */
 	if (smw->refs)
 		wire_mem_detach_locked(NULL, smw);
@@ -119,6 +122,23 @@ static bool mw_bind_valid(const struct soft_qp *qp, const struct ibv_mw *mw, uin
 	       info->addr - smr->iova <= smr->length - info->length;
 }
 
+/* What a peer may reach through @smr, bound to @qp, for one-sided requests. */
+static void mw_publish(const struct soft_mw *smw, const struct soft_qp *qp)
+{
+	struct wire_key k = {
+		.rkey = smw->rkey,
+		.access = (uint32_t)smw->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ),
+		.qpn = qp->qp.qp_num,
+		.pd = pd_id(smw->pd),
+		.va = smw->addr,
+		.len = smw->length,
+		.base = (uint64_t)(uintptr_t)(smw->mr->base + (smw->addr - smw->mr->iova)),
+	};
+
+	if (k.access)
+		wire_key_grant(&k);
+}
+
 bool mw_bind_claim(const struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
 		   const struct ibv_mw_bind_info *info)
 {
@@ -145,6 +165,7 @@ void mw_bind_claimed(struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
 	smw->state = SOFTRDMA_MW_VALID;
 	/* Last: a fast path reaching it through this QP may use it from here on. */
 	__atomic_store_n(&smw->qp, qp, __ATOMIC_RELEASE);
+	mw_publish(smw, qp);
 }
 
 enum ibv_wc_status mw_bind_locked(struct soft_qp *qp, const struct ibv_mw *mw, uint32_t rkey,
@@ -200,8 +221,10 @@ void mw_qp_gone_locked(struct soft_qp *qp)
 		if (key_slot(i)->kind != SOFT_KEY_MW)
 			continue;
 		smw = key_slot(i)->obj;
-		if (__atomic_load_n(&smw->qp, __ATOMIC_RELAXED) == qp)
-			__atomic_store_n(&smw->qp, NULL, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&smw->qp, __ATOMIC_RELAXED) != qp)
+			continue;
+		wire_key_revoke(smw->rkey);
+		__atomic_store_n(&smw->qp, NULL, __ATOMIC_RELAXED);
 	}
 }
 

@@ -333,6 +333,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 		if (other->wire.peer == &sqp->wire)
 			other->wire.peer = NULL;
 	}
+	qp_publish_locked(sqp, false);
 	mw_qp_gone_locked(sqp);
 	wire_detach_locked(&sqp->wire);
 	if (sqp->cm_id)
@@ -436,6 +437,21 @@ static bool values_valid(const struct ibv_qp_attr *attr, int mask)
 	return true;
 }
 
+void qp_publish_locked(const struct soft_qp *sqp, bool alive)
+{
+	struct wire_qp_grant g = {
+		.qpn = sqp->qp.qp_num,
+		.dest_qpn = sqp->attr.dest_qp_num,
+		.access = sqp->attr.qp_access_flags,
+		.pd = pd_id(sqp->pd),
+		.ready = alive && sqp->qp.qp_type == IBV_QPT_RC && !sqp->silent &&
+			 sqp->attr.qp_state == IBV_QPS_RTS,
+		.reads = sqp->attr.max_dest_rd_atomic > 0,
+	};
+
+	wire_qp_grant(&g);
+}
+
 /* The state, and what it lets ibv_post_recv do (its RQ's own copy). */
 static void qp_set_state_locked(struct soft_qp *sqp, enum ibv_qp_state state)
 {
@@ -448,6 +464,7 @@ static void qp_set_state_locked(struct soft_qp *sqp, enum ibv_qp_state state)
 		post = RQ_ADD_FLUSH;
 	if (post != sqp->rq.post)
 		rq_set_post_locked(&sqp->rq, post);
+	qp_publish_locked(sqp, true);
 }
 
 static void qp_reset_locked(struct soft_qp *sqp)

@@ -381,6 +381,12 @@ static inline bool pd_same(const struct soft_pd *a, const struct soft_pd *b)
 	return a->protection == b->protection;
 }
 
+/* The protection domain as a number, for a peer to compare (wire_key, wire_qp_grant). */
+static inline uint64_t pd_id(const struct soft_pd *pd)
+{
+	return (uint64_t)(uintptr_t)pd->protection;
+}
+
 /* td.c: a parent domain's own ibv_dealloc_pd(); 0 or EBUSY. */
 int parent_domain_dealloc(struct soft_pd *spd);
 /*
@@ -816,6 +822,12 @@ void responder_fail_recv_locked(struct soft_qp *qp, struct soft_rq *rq,
 				enum ibv_wc_status status);
 /* Move to ERR and flush everything outstanding, in order. */
 void qp_to_error_locked(struct soft_qp *qp);
+/*
+ * What a peer's one-sided request must find of @qp as its responder
+ * (wire_qp_grant): after every change of its state or attributes, and
+ * with @alive false once it is destroyed.
+ */
+void qp_publish_locked(const struct soft_qp *qp, bool alive);
 /* Apply a modify under the lock (shared by ibv_modify_qp and rdma_cm). errno value. */
 int qp_modify_locked(struct soft_qp *qp, struct ibv_qp_attr *attr, int mask);
 int soft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);

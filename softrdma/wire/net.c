@@ -199,7 +199,7 @@ static ssize_t read_some(struct net_link *link, void *dst, size_t want)
 {
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(NET_MAX_FDS * sizeof(int))];
 	} ctl;
 	struct iovec iov = { dst, want };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
@@ -218,7 +218,7 @@ static ssize_t read_some(struct net_link *link, void *dst, size_t want)
 			int fd;
 
 			memcpy(&fd, fds + i, sizeof(fd));
-			if (link->in_nfds < 2)
+			if (link->in_nfds < NET_MAX_FDS)
 				link->in_fds[link->in_nfds++] = fd;
 			else
 				close(fd);
@@ -336,7 +336,7 @@ static void link_write(struct net_link *link)
 		struct iovec iov[NET_MAX_IOV + 2];
 		union {
 			struct cmsghdr h;
-			char buf[CMSG_SPACE(2 * sizeof(int))];
+			char buf[CMSG_SPACE(NET_MAX_FDS * sizeof(int))];
 		} ctl;
 		struct msghdr msg = { .msg_iov = iov };
 		struct net_buf *buf = NULL;

@@ -56,6 +56,9 @@ struct net_hdr {
 struct soft_mr;
 struct soft_mw;
 
+/* Descriptors a message may carry: a ring, its doorbell, the key table (wire_shm.c). */
+#define NET_MAX_FDS 3
+
 /*
  * Registered memory a message reads when it goes out: the MR (and the
  * window it was reached through) hold a reference (refs) for it. Before
@@ -85,7 +88,7 @@ struct net_buf {
 	struct iovec iov[NET_MAX_IOV];
 	struct net_pin pins[NET_MAX_IOV];
 	/* Descriptors sent with the message (SCM_RIGHTS), closed once it is freed. */
-	int fds[2];
+	int fds[NET_MAX_FDS];
 	unsigned int nfds;
 	uint8_t data[NET_HEAD_MAX] __attribute__((aligned(8)));
 };
@@ -106,7 +109,7 @@ struct net_link {
 	struct net_hdr in_hdr;
 	uint32_t in_got;	/* bytes of header, then of body, read */
 	uint8_t *in_body;
-	int in_fds[2];		/* descriptors that came with the message */
+	int in_fds[NET_MAX_FDS];	/* descriptors that came with the message */
 	unsigned int in_nfds;
 };
 

@@ -135,6 +135,19 @@ struct wire_req {
 	 * answer may wait for the requester's next look (wire_shm.c).
 	 */
 	bool lazy_answer;
+	/*
+	 * The requester may serve it itself, one-sidedly, should the
+	 * responder's keys allow it (wire_shm_keys.h): nothing of this
+	 * process must see it go (no capture). A WRITE or READ only.
+	 */
+	bool one_sided;
+	/*
+	 * At the responder, from shared memory: no request of its QP awaited
+	 * an answer when it was sent, so the PSNs between the expected one
+	 * and its own were taken by requests the requester served one-sidedly
+	 * (wire_net_respond_locked()).
+	 */
+	bool psn_sync;
 	unsigned int nsegs;
 	struct wire_seg segs[WIRE_MAX_SEGS];
 	/*
@@ -378,5 +391,41 @@ void wire_free(void);
  * whole (wire_pull()): the Write did not arrive.
  */
 bool wire_place(const struct wire_req *req, void *dst);
+
+/*
+ * What this process's registrations and QPs allow a peer on a shared-memory
+ * link, published for its requester to serve RDMA Writes and Reads
+ * one-sidedly (wire_shm_keys.h). The verbs call these wherever a key or a
+ * responder changes; they run under the fabric lock, or on the fast path
+ * while no link exists.
+ */
+struct wire_key {
+	uint32_t rkey;
+	uint32_t access;	/* the IBV_ACCESS_REMOTE_* rights it grants */
+	uint32_t qpn;		/* a window's QP; 0: an MR, any QP of its PD */
+	uint64_t pd;		/* its protection domain, a number compared with a QP's */
+	uint64_t va;		/* the range the key names */
+	uint64_t len;
+	uint64_t base;		/* where va lies in this process */
+};
+/* @k's rights are granted (it was not granted before under another key of its index). */
+void wire_key_grant(const struct wire_key *k);
+/*
+ * @rkey's rights end: once this returns, no peer copies through it any
+ * more (a copy in flight is waited for, up to a second for a stopped peer).
+ */
+void wire_key_revoke(uint32_t rkey);
+/* A responder QP as a peer's one-sided request must find it. */
+struct wire_qp_grant {
+	uint32_t qpn;
+	uint32_t dest_qpn;	/* the requester it is connected to */
+	uint32_t access;	/* its qp_access_flags */
+	uint64_t pd;
+	bool ready;		/* RC, RTS, not silenced: it takes requests as they come */
+	bool reads;		/* max_dest_rd_atomic > 0 */
+};
+void wire_qp_grant(const struct wire_qp_grant *g);
+/* This process captures what it receives: peers send it everything. */
+void wire_keys_capture(bool on);
 
 #endif /* SOFT_WIRE_H */

@@ -176,6 +176,13 @@ bool wire_net_respond_locked(struct net_link *link, struct wire_req *req, struct
 
 	if (!qp || !serves_locked(qp, link, req))
 		return true;
+	/*
+	 * Sent with nothing of its QP awaiting an answer: every request
+	 * before it was served, so the PSNs it is ahead by are those of the
+	 * Writes and Reads its requester served one-sidedly (wire_shm_keys.h).
+	 */
+	if (req->psn_sync && psn_order(req->psn, qp->epsn) == PSN_AHEAD)
+		qp->epsn = req->psn;
 	switch (psn_order(req->psn, qp->epsn)) {
 	case PSN_AHEAD:
 		/*

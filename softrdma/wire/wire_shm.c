@@ -34,6 +34,7 @@
 #include "wire_net.h"
 #include "wire_shm.h"
 #include "wire_shm_coop.h"
+#include "wire_shm_keys.h"
 
 #define SHM_RING_BYTES	(256u * 1024u)	/* data bytes of one direction's ring */
 /* Payloads up to this size travel in the ring; larger ones by reference. */
@@ -49,7 +50,9 @@
 
 struct shm_ring {
 	_Atomic uint64_t tail;		/* the writer's: bytes published */
-	uint8_t pad0[56];
+	/* The writer's: one-sided copies it makes into the reader's memory now (wire_shm_keys.h). */
+	_Atomic uint32_t inflight;
+	uint8_t pad0[52];
 	_Atomic uint64_t head;		/* the reader's: bytes consumed */
 	_Atomic uint32_t sleeping;	/* the reader's net thread waits for the doorbell */
 	_Atomic uint32_t arm;		/* the reader's channel: enum shm_arm */
@@ -99,6 +102,8 @@ struct shm_req {
 	_Atomic uint32_t ref_state;	/* spans: enum shm_ref_state */
 	uint32_t coop;			/* the writer keeps the spans and helps copy them */
 	uint32_t lazy_answer;		/* wire_req's: its answer need wake nobody (rec_end()) */
+	uint32_t psn_sync;		/* wire_req's: sent with nothing of its QP awaiting answers */
+	uint32_t pad;
 };
 
 /*
@@ -157,6 +162,7 @@ struct shm_link {
 	int tx_bell_fd;
 	struct soft_signal tx_bell;
 	int peer_pid;
+	const struct shm_keys *peer_keys;	/* what the peer lets us serve one-sidedly, or NULL */
 	uint64_t probe_value;		/* what the peer may read of us at probe_addr */
 	uint64_t tx_tail;		/* the tail we published: the ring's copy is the peer's to write */
 	uint64_t tx_next;		/* the tail after the record being written */
@@ -179,6 +185,7 @@ static struct {
 	struct soft_list links;
 	_Atomic unsigned int nlinks;
 	bool said_no_vm;
+	struct softrdma_shm_stats st;	/* the one-sided counts (the rest: wire_shm_coop.c) */
 	uint64_t polled_ns;		/* a busy poller last ran the rings (soft_poll_cq()) */
 	bool net_lazy;			/* the net thread sleeps on the pollers' account */
 } shm = {
@@ -241,6 +248,12 @@ void shm_link_offer_locked(struct net_link *link)
 	buf->fds[0] = memfd;
 	buf->fds[1] = dup(s->rx_bell);
 	buf->nfds = buf->fds[1] < 0 ? 1 : 2;
+	/* What the peer may serve one-sidedly: with the doorbell only (wire_shm_keys.h). */
+	if (buf->nfds == 2) {
+		buf->fds[2] = shm_keys_offer_fd();
+		if (buf->fds[2] >= 0)
+			buf->nfds = 3;
+	}
 	o = net_body(buf);
 	memset(o, 0, sizeof(*o));
 	s->probe_value = ((uint64_t)SHM_MAGIC << 32) | (uint32_t)getpid();
@@ -319,7 +332,7 @@ void shm_link_accept_locked(struct net_link *link, const void *body, uint32_t le
 	s = link->shm;
 
 	/* The pid names the process whose memory we reach: the socket's peer's, none other. */
-	if (!s || s->tx || nfds != 2 || len != sizeof(*o) || o->magic != SHM_MAGIC ||
+	if (!s || s->tx || nfds < 2 || len != sizeof(*o) || o->magic != SHM_MAGIC ||
 	    o->ring_bytes != SHM_RING_BYTES || o->pid <= 0 || !peer_is(link, o->pid) ||
 	    !ring_fd_ok(fds[0]) || !probe_peer(o))
 		return;
@@ -331,6 +344,8 @@ void shm_link_accept_locked(struct net_link *link, const void *body, uint32_t le
 	fds[1] = -1;
 	signal_init(&s->tx_bell, s->tx_bell_fd);
 	s->peer_pid = o->pid;
+	if (nfds == 3)
+		s->peer_keys = shm_keys_map(fds[2]);
 }
 
 bool shm_link_ready(const struct net_link *link)
@@ -414,6 +429,7 @@ void shm_link_free_locked(struct net_link *link)
 		signal_fini(&s->tx_bell);
 		munmap(s->tx, sizeof(*s->tx));
 	}
+	shm_keys_unmap(s->peer_keys);
 	if (s->tx_bell_fd >= 0)
 		close(s->tx_bell_fd);
 	if (s->app_bell_fd >= 0) {
@@ -553,6 +569,92 @@ static void ref_fill(struct shm_ref *ref, struct shm_req *m, const struct wire_r
 	m->coop = coop != 0;
 }
 
+static bool peer_polls(struct shm_link *s);
+
+/* Copy a one-sided request's bytes: between our segments and the peer's @addr. */
+static bool one_sided_copy(const struct shm_link *s, const struct wire_req *req, uint64_t addr)
+{
+	struct iovec local[WIRE_MAX_SEGS];
+	struct iovec remote = { (void *)(uintptr_t)addr, req->length };
+	unsigned int i, n = 0;
+	ssize_t got;
+
+	for (i = 0; i < req->nsegs; i++) {
+		if (req->segs[i].owner != WIRE_OWNER_LOCAL)
+			return false;
+		if (req->segs[i].len)
+			local[n++] = (struct iovec){ (void *)(uintptr_t)req->segs[i].addr,
+						     req->segs[i].len };
+	}
+	if (req->op == WIRE_READ)
+		got = process_vm_readv(s->peer_pid, local, n, &remote, 1, 0);
+	else
+		got = process_vm_writev(s->peer_pid, local, n, &remote, 1, 0);
+	return got == (ssize_t)req->length;
+}
+
+/*
+ * Serve a WRITE or READ ourselves, as an HCA would without the peer's CPU,
+ * if the peer's table allows it (wire_shm_keys.h): true if it is done, and
+ * @resp is its answer. False leaves it to a record, whatever went wrong
+ * (a copy that failed half-way is made again by the responder, whole).
+ * Only with nothing else of the QP awaiting answers: what went before it
+ * was served, so nothing it overtakes, and the responder, which never sees
+ * its PSNs, takes the next record's as the one it expects (psn_sync).
+ */
+static bool one_sided(struct shm_link *s, const struct wire_req *req, struct wire_resp *resp)
+{
+	struct shm_keys_hold h;
+	bool done;
+
+	if (!s->peer_keys || !req->one_sided || !req->quiet || !req->length ||
+	    (req->op != WIRE_WRITE && req->op != WIRE_READ))
+		return false;
+	/* A peer that polls shares a large copy, which is faster than one process alone. */
+	if (coop_worth(req->length) && peer_polls(s))
+		return false;
+	if (!shm_keys_resolve(s->peer_keys, req, &h))
+		return false;
+	atomic_fetch_add_explicit(&s->tx->inflight, 1, memory_order_seq_cst);
+	done = shm_keys_still(&h) && one_sided_copy(s, req, h.addr);
+	atomic_fetch_sub_explicit(&s->tx->inflight, 1, memory_order_release);
+	if (!done)
+		return false;
+	resp->status = WIRE_ACK;
+	if (req->op == WIRE_READ) {
+		resp->placed = true;
+		resp->data.len = req->length;
+		shm.st.one_sided_reads++;
+		shm.st.one_sided_read_bytes += req->length;
+	} else {
+		shm.st.one_sided_writes++;
+		shm.st.one_sided_write_bytes += req->length;
+	}
+	return true;
+}
+
+void shm_keys_quiesce(void)
+{
+	struct soft_list *pos, *tmp;
+
+	soft_list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_link *s = soft_list_entry(pos, struct shm_link, node);
+		uint64_t deadline = 0;
+
+		/* A copy takes a system call; longer, the peer was stopped or lies. */
+		while (atomic_load_explicit(&s->rx->inflight, memory_order_seq_cst) &&
+		       !s->link->dead) {
+			uint64_t now = soft_now_ns();
+
+			if (!deadline)
+				deadline = now + SHM_MOVE_WAIT_NS;
+			else if (now > deadline)
+				break;
+			sched_yield();
+		}
+	}
+}
+
 static void shm_transmit(struct wire_qp *qp, const struct wire_req *req, struct wire_resp *resp)
 {
 	struct shm_link *s = qp->remote->shm;
@@ -566,7 +668,7 @@ static void shm_transmit(struct wire_qp *qp, const struct wire_req *req, struct 
 	unsigned int i;
 
 	resp->status = WIRE_NO_ANSWER;
-	if (qp->remote->dead)
+	if (qp->remote->dead || one_sided(s, req, resp))
 		return;
 	/*
 	 * Every slot taken (by requests the peer has not read yet, copies of
@@ -589,6 +691,7 @@ static void shm_transmit(struct wire_qp *qp, const struct wire_req *req, struct 
 	wire_req_head_write(&m->head, req);
 	m->rd_depth = req->rd_depth;
 	m->lazy_answer = req->lazy_answer;
+	m->psn_sync = req->quiet;
 	m->inline_payload = inl;
 	if (inl) {
 		wire_pull_msg(req->segs, req->nsegs, 0, m + 1, req->length);
@@ -821,6 +924,7 @@ static void serve_req(struct net_link *link, const struct shm_req *m, uint32_t l
 		return;
 	wire_req_head_read(&req, &h->head);
 	req.rd_depth = h->rd_depth;
+	req.psn_sync = h->psn_sync != 0;
 	if (h->inline_payload && h->head.length) {
 		req.segs[0] = wire_seg_local(m + 1, h->head.length);
 		req.nsegs = 1;
@@ -1294,10 +1398,20 @@ static void shm_arm(struct wire_cq *cq)
 	shm_poller_sleeps_locked();
 }
 
+static void shm_fork(enum wire_fork_stage stage)
+{
+	if (stage == WIRE_FORK_CHILD)
+		shm_keys_fork_child();
+}
+
 void softrdma_shm_stats(struct softrdma_shm_stats *stats)
 {
 	fab_lock();
 	coop_stats_locked(stats);
+	stats->one_sided_writes = shm.st.one_sided_writes;
+	stats->one_sided_write_bytes = shm.st.one_sided_write_bytes;
+	stats->one_sided_reads = shm.st.one_sided_reads;
+	stats->one_sided_read_bytes = shm.st.one_sided_read_bytes;
 	fab_unlock();
 }
 
@@ -1311,4 +1425,5 @@ const struct wire_transport wire_shm = {
 	.arm = shm_arm,
 	.raised = shm_cq_raised_locked,
 	.mem_detach = shm_mem_detach,
+	.fork = shm_fork,
 };
