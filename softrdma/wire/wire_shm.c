@@ -569,7 +569,13 @@ static void ref_fill(struct shm_ref *ref, struct shm_req *m, const struct wire_r
 	m->coop = coop != 0;
 }
 
-static bool peer_polls(struct shm_link *s);
+/* Did a thread of this process run the rings lately (a busy poller)? */
+static bool self_polls(void)
+{
+	uint64_t now = soft_now_ns();
+
+	return shm.polled_ns && (shm.polled_ns > now || now - shm.polled_ns < SHM_POLLER_NS);
+}
 
 /* Copy a one-sided request's bytes: between our segments and the peer's @addr. */
 static bool one_sided_copy(const struct shm_link *s, const struct wire_req *req, uint64_t addr)
@@ -610,8 +616,12 @@ static bool one_sided(struct shm_link *s, const struct wire_req *req, struct wir
 	if (!s->peer_keys || !req->one_sided || !req->quiet || !req->length ||
 	    (req->op != WIRE_WRITE && req->op != WIRE_READ))
 		return false;
-	/* A peer that polls shares a large copy, which is faster than one process alone. */
-	if (coop_worth(req->length) && peer_polls(s))
+	/*
+	 * A large copy of a requester that polls goes as a record: the
+	 * responder shares it with our poller (wire_shm_coop.h), and two
+	 * processes copying at once beat one alone, its wake-up included.
+	 */
+	if (coop_worth(req->length) && self_polls())
 		return false;
 	if (!shm_keys_resolve(s->peer_keys, req, &h))
 		return false;
