@@ -26,6 +26,7 @@
 #include "wire_shm_coop.c"
 
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,6 +46,15 @@ uint64_t soft_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* net.c's, which the included source calls: the link's socket hung up. */
+bool net_link_gone_locked(const struct net_link *link)
+{
+	struct pollfd pfd = { .fd = link->fd, .events = POLLRDHUP };
+
+	return link->dead || link->fd < 0 ||
+	       (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)));
 }
 
 static struct {

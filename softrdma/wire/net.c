@@ -6,7 +6,7 @@
  * buffers without it, and turns EOF or an error into a dead link and a
  * link-down unit, which runs in order after the messages that came before.
  */
-#define _GNU_SOURCE	/* accept4 */
+#define _GNU_SOURCE	/* accept4, POLLRDHUP */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -133,6 +133,15 @@ static void link_down_discard(struct soft_work *work)
 
 	net_link_put_locked(d->link);
 	free(d);
+}
+
+bool net_link_gone_locked(const struct net_link *link)
+{
+	struct pollfd pfd = { .fd = link->fd, .events = POLLRDHUP };
+
+	if (link->dead || link->fd < 0)
+		return true;
+	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 void net_link_dead_locked(struct net_link *link)

@@ -130,6 +130,12 @@ void net_link_close_locked(struct net_link *link);
  * and its owner and the requesters awaiting answers on it are told.
  */
 void net_link_dead_locked(struct net_link *link);
+/*
+ * Has the peer's process gone (its end of the socket closed with it)? For
+ * a thread that waits for the peer under the lock, when the net thread
+ * cannot tell it: one poll(), no wait.
+ */
+bool net_link_gone_locked(const struct net_link *link);
 
 /*
  * A buffer for a message of @type whose body starts with @head_len bytes

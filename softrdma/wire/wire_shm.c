@@ -649,17 +649,22 @@ void shm_keys_quiesce(void)
 
 	soft_list_for_each_safe(pos, tmp, &shm.links) {
 		struct shm_link *s = soft_list_entry(pos, struct shm_link, node);
-		uint64_t deadline = 0;
+		uint64_t start = 0, look = 0;
 
-		/* A copy takes a system call; longer, the peer was stopped or lies. */
-		while (atomic_load_explicit(&s->rx->inflight, memory_order_seq_cst) &&
-		       !s->link->dead) {
+		/*
+		 * A copy takes one system call: longer, and the peer was stopped,
+		 * or died in it (its socket tells, looked at each millisecond).
+		 */
+		while (atomic_load_explicit(&s->rx->inflight, memory_order_seq_cst)) {
 			uint64_t now = soft_now_ns();
 
-			if (!deadline)
-				deadline = now + SHM_MOVE_WAIT_NS;
-			else if (now > deadline)
-				break;
+			if (!start)
+				start = look = now;
+			if (now >= look) {
+				if (now - start > SHM_MOVE_WAIT_NS || net_link_gone_locked(s->link))
+					break;
+				look = now + 1000000;
+			}
 			sched_yield();
 		}
 	}

@@ -26,8 +26,7 @@
  * its claim and its system call, for more than that, would write them
  * again later, which this accepts as the price of not waiting for good.
  */
-#define _GNU_SOURCE	/* process_vm_readv, POLLRDHUP */
-#include <poll.h>
+#define _GNU_SOURCE	/* process_vm_readv */
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -228,16 +227,6 @@ static bool take_front(struct coop_slot *slot, uint32_t gen, uint32_t front)
 	return false;
 }
 
-/* Has the requester's process gone? Its end of the link's socket closed with it. */
-static bool peer_gone(const struct net_link *link)
-{
-	struct pollfd pfd = { .fd = link->fd, .events = POLLRDHUP };
-
-	if (link->dead || link->fd < 0)
-		return true;
-	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
 enum coop_wait { WAIT_DONE, WAIT_FAILED, WAIT_GONE };
 
 /* Wait for the @peer chunks the requester claimed in @gen. */
@@ -257,7 +246,7 @@ static enum coop_wait coop_wait(const struct coop_job *job, uint32_t gen, uint32
 			continue;
 		}
 		if (now >= look) {
-			if (now - start > COOP_WAIT_NS || peer_gone(job->link))
+			if (now - start > COOP_WAIT_NS || net_link_gone_locked(job->link))
 				return WAIT_GONE;
 			look = now + COOP_LOOK_NS;
 		}
