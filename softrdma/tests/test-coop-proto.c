@@ -38,6 +38,8 @@
 #define LEN	(1u << 20)
 /* Where the requester's end starts until a share is learnt (t.job.share is NULL). */
 #define HALF	(LEN / 2)
+/* Rounds a learning test may take before the share must have moved. */
+#define LEARN_ROUNDS	5
 
 /* sched.c's clock, which the included source calls. */
 uint64_t soft_now_ns(void)
@@ -556,12 +558,26 @@ static void help_at_once(void)
  */
 static void test_split_follows_speed(void **state)
 {
+	unsigned int round;
+
 	(void)state;
 	t.job.share = &t.share;
-	responder_start(true);
-	assert_int_equal(help_slowly(100), HALF);
-	responder_join();
-	assert_memory_equal(t.dst, t.src, LEN);
+	/*
+	 * A round learns from the wall-clock times of both sides: a responder
+	 * descheduled for longer than the requester's 100 ms (a loaded
+	 * machine) teaches the opposite. Rounds go on, a few at most, until
+	 * the share moved the right way, which each honest round does.
+	 */
+	for (round = 0; round < LEARN_ROUNDS && t.share.part[0] <= SHARE_ONE / 2; round++) {
+		uint32_t split;
+
+		responder_start(true);
+		split = help_slowly(100);
+		responder_join();
+		assert_memory_equal(t.dst, t.src, LEN);
+		if (round == 0)
+			assert_int_equal(split, HALF);
+	}
 	assert_true(t.share.part[0] > SHARE_ONE / 2);
 	responder_start(true);
 	assert_true(help_slowly(100) > HALF);
@@ -569,12 +585,15 @@ static void test_split_follows_speed(void **state)
 	assert_memory_equal(t.dst, t.src, LEN);
 	/* Now the responder's copies are the slow ones. */
 	memset(&t.share, 0, sizeof(t.share));
-	memset(t.dst, 0, LEN);
 	atomic_store(&t.slow_ms, 100);
-	responder_start(true);
-	help_at_once();
-	responder_join();
-	assert_memory_equal(t.dst, t.src, LEN);
+	for (round = 0; round < LEARN_ROUNDS &&
+	     !(t.share.part[0] && t.share.part[0] < SHARE_ONE / 2); round++) {
+		memset(t.dst, 0, LEN);
+		responder_start(true);
+		help_at_once();
+		responder_join();
+		assert_memory_equal(t.dst, t.src, LEN);
+	}
 	assert_true(t.share.part[0] && t.share.part[0] < SHARE_ONE / 2);
 }
 
