@@ -36,9 +36,14 @@
 #include <rdma/rdma_cma.h>
 
 #include "harness.h"
+#include "cm_pair.h"
 #include "peer.h"
 
 #define REGION		(2u << 20)	/* the peer's registered region */
+#define REGION_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE)
+/* The test's buffer: a BIG source, a BIG sink, a Send's word (WORD_OFF). */
+#define BUF_LEN		(REGION + 4096)
+#define BUF_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
 #define BIG		(1u << 20)	/* a large Write or Read: its copy is shared */
 #define ROUNDS		8
 /* A loaded machine (sanitizers, parallel tests) may deschedule the helper: go on a while. */
@@ -126,141 +131,21 @@ static bool help_budget_left(const struct help_run *h)
 	return !slowed() && h_now_ms() - h->start_ms < HELP_BUDGET_MS;
 }
 
-static void fill(uint8_t *p, size_t len, uint32_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (uint8_t)(seed * 31 + i * 7 + (i >> 12));
-}
-
-/*
- * Checked from the end: the requester copies the back of a shared copy,
- * so a responder that answered before it finished is caught at once.
- */
-static bool filled(const uint8_t *p, size_t len, uint32_t seed)
-{
-	size_t i;
-
-	for (i = len; i-- > 0;)
-		if (p[i] != (uint8_t)(seed * 31 + i * 7 + (i >> 12)))
-			return false;
-	return true;
-}
-
-/* One completion, polling without a pause (the rings run in the poller); 0 after the deadline. */
-static int spin(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	uint64_t deadline = h_now_ms() + (uint64_t)peer_timeout_ms(H_TIMEOUT_MS);
-	int n;
-
-	while ((n = ibv_poll_cq(cq, 1, wc)) == 0)
-		if (h_now_ms() > deadline)
-			return 0;
-	return n;
-}
-
 /* ==== the peer process ======================================================= */
-
-struct side {
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *listen;
-	struct rdma_cm_id *id;
-	struct ibv_mr *mr;
-	uint8_t *region;
-	uint32_t cmd[2];		/* where the test's Sends land */
-	struct ibv_mr *cmd_mr;
-};
-
-static void p_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
-		     struct rdma_cm_event **out)
-{
-	struct rdma_cm_event *ev;
-
-	PEER_CHECK(rdma_get_cm_event(ch, &ev) == 0);
-	if (ev->event != want) {
-		peer_say("FAIL event %s, expected %s", rdma_event_str(ev->event),
-			 rdma_event_str(want));
-		exit(1);
-	}
-	if (out)
-		*out = ev;
-	else
-		PEER_CHECK(rdma_ack_cm_event(ev) == 0);
-}
-
-static void p_post_recv(struct side *s)
-{
-	struct ibv_sge sge = { (uintptr_t)s->cmd, sizeof(s->cmd), s->cmd_mr->lkey };
-	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	PEER_CHECK(ibv_post_recv(s->id->qp, &wr, &bad) == 0);
-}
-
-/* Listen, accept the test, expose the region: "mr <addr> <rkey>". */
-static void p_serve(struct side *s)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	struct ibv_qp_init_attr qa = {
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4,
-			 .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-	};
-	struct rdma_conn_param param = { .responder_resources = 4, .initiator_depth = 4,
-					 .rnr_retry_count = 7 };
-	struct rdma_cm_event *ev;
-	int i;
-
-	memset(s, 0, sizeof(*s));
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	s->ch = rdma_create_event_channel();
-	PEER_CHECK(s->ch);
-	PEER_CHECK(rdma_create_id(s->ch, &s->listen, NULL, RDMA_PS_TCP) == 0);
-	PEER_CHECK(rdma_bind_addr(s->listen, (struct sockaddr *)&sin) == 0);
-	PEER_CHECK(rdma_listen(s->listen, 1) == 0);
-	peer_say("port %u", ntohs(rdma_get_src_port(s->listen)));
-	p_expect(s->ch, RDMA_CM_EVENT_CONNECT_REQUEST, &ev);
-	s->id = ev->id;
-	PEER_CHECK(rdma_ack_cm_event(ev) == 0);
-	PEER_CHECK(rdma_create_qp(s->id, NULL, &qa) == 0);
-	s->region = aligned_alloc(4096, REGION);
-	PEER_CHECK(s->region);
-	memset(s->region, 0, REGION);
-	s->mr = ibv_reg_mr(s->id->pd, s->region, REGION, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
-	s->cmd_mr = ibv_reg_mr(s->id->pd, s->cmd, sizeof(s->cmd), IBV_ACCESS_LOCAL_WRITE);
-	PEER_CHECK(s->mr && s->cmd_mr);
-	for (i = 0; i < 8; i++)
-		p_post_recv(s);
-	PEER_CHECK(rdma_accept(s->id, &param) == 0);
-	p_expect(s->ch, RDMA_CM_EVENT_ESTABLISHED, NULL);
-	peer_say("mr %llx %x", (unsigned long long)(uintptr_t)s->region, s->mr->rkey);
-}
-
-static void p_close(struct side *s)
-{
-	p_expect(s->ch, RDMA_CM_EVENT_DISCONNECTED, NULL);
-	rdma_destroy_qp(s->id);
-	PEER_CHECK(ibv_dereg_mr(s->mr) == 0 && ibv_dereg_mr(s->cmd_mr) == 0);
-	free(s->region);
-	PEER_CHECK(rdma_destroy_id(s->id) == 0);
-	PEER_CHECK(rdma_destroy_id(s->listen) == 0);
-	rdma_destroy_event_channel(s->ch);
-}
 
 /*
  * The next Send or Write with immediate from the test, polling meanwhile:
  * its seed (the Send's first word, or the immediate).
  */
-static uint32_t p_next(struct side *s)
+static uint32_t p_next(struct cm_side *s)
 {
 	struct ibv_wc wc;
 	uint32_t seed;
 
-	PEER_CHECK(spin(s->id->recv_cq, &wc) == 1);
+	PEER_CHECK(cm_spin(s->id->recv_cq, &wc) == 1);
 	PEER_CHECK(wc.status == IBV_WC_SUCCESS);
 	seed = wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM ? ntohl(wc.imm_data) : s->cmd[0];
-	p_post_recv(s);
+	cm_side_post_recv(s);
 	return seed;
 }
 
@@ -287,10 +172,10 @@ static void p_stats(void)
  */
 static int role_responder(void)
 {
-	struct side s;
+	struct cm_side s;
 	const char *cmd;
 
-	p_serve(&s);
+	cm_side_serve(&s, REGION, REGION_ACCESS);
 	while (strcmp(cmd = peer_hear(), "quit") != 0) {
 		unsigned int n;
 
@@ -301,7 +186,7 @@ static int role_responder(void)
 			PEER_CHECK(n <= REGION);
 			peer_say("polling");
 			seed = p_next(&s);
-			if (!filled(s.region, n, seed)) {
+			if (!cm_filled(s.region, n, seed)) {
 				peer_say("FAIL the Write's bytes were not all in place (seed %u)",
 					 seed);
 				return 1;
@@ -317,7 +202,7 @@ static int role_responder(void)
 		} else if (sscanf(cmd, "fill %u", &n) == 1) {
 			struct softrdma_shm_stats st;
 
-			fill(s.region, REGION, n);
+			cm_fill(s.region, REGION, n);
 			/*
 			 * The Reads that follow come through a pipe and the test's
 			 * process, which a race detector cannot follow: the fabric's
@@ -336,7 +221,7 @@ static int role_responder(void)
 			return 1;
 		}
 	}
-	p_close(&s);
+	cm_side_close(&s);
 	peer_say("done");
 	return 0;
 }
@@ -350,11 +235,11 @@ static int role_requester(void)
 {
 	unsigned long long raddr;
 	struct ibv_mr *mr;
-	struct side s;
+	struct cm_side s;
 	uint32_t rkey, seed;
 	uint8_t *src;
 
-	p_serve(&s);
+	cm_side_serve(&s, REGION, REGION_ACCESS);
 	PEER_CHECK(sscanf(peer_hear(), "mr %llx %x", &raddr, &rkey) == 2);
 	src = aligned_alloc(4096, BIG);
 	PEER_CHECK(src);
@@ -368,7 +253,7 @@ static int role_requester(void)
 		struct ibv_wc wc;
 		uint64_t until;
 
-		fill(src, BIG, seed);
+		cm_fill(src, BIG, seed);
 		wr.imm_data = htonl(seed);
 		wr.wr.rdma.remote_addr = raddr;
 		wr.wr.rdma.rkey = rkey;
@@ -377,82 +262,20 @@ static int role_requester(void)
 			PEER_CHECK(ibv_poll_cq(s.id->send_cq, 1, &wc) == 0);
 		PEER_CHECK(ibv_post_send(s.id->qp, &wr, &bad) == 0);
 		raise(SIGSTOP);
-		PEER_CHECK(spin(s.id->send_cq, &wc) == 1);
+		PEER_CHECK(cm_spin(s.id->send_cq, &wc) == 1);
 		peer_say("sent %d", wc.status);
 	}
 	PEER_CHECK(ibv_dereg_mr(mr) == 0);
 	free(src);
 	p_stats();
-	p_close(&s);
+	cm_side_close(&s);
 	peer_say("done");
 	return 0;
 }
 
 /* ==== the test ================================================================ */
 
-struct client {
-	struct peer peer;
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
-	struct ibv_mr *mr;
-	uint8_t *buf;			/* a BIG source, a BIG sink, a Send's word (WORD_OFF) */
-	uint64_t raddr;
-	uint32_t rkey;
-};
-
-static void connect_peer(struct client *c, const char *role)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	struct ibv_qp_init_attr qa = {
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4,
-			 .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-	};
-	struct rdma_conn_param param = { .responder_resources = 4, .initiator_depth = 4,
-					 .retry_count = 7, .rnr_retry_count = 7 };
-	unsigned long long raddr;
-
-	memset(c, 0, sizeof(*c));
-	peer_start(&c->peer, self, role);
-	c->ch = rdma_create_event_channel();
-	assert_non_null(c->ch);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sin.sin_port = htons((uint16_t)atoi(peer_expect(&c->peer, "port ")));
-	assert_int_equal(rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP), 0);
-	assert_int_equal(rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&sin, 1000), 0);
-	h_cm_expect(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	assert_int_equal(rdma_resolve_route(c->id, 1000), 0);
-	h_cm_expect(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
-	assert_int_equal(rdma_create_qp(c->id, NULL, &qa), 0);
-	c->buf = aligned_alloc(4096, REGION + 4096);
-	assert_non_null(c->buf);
-	memset(c->buf, 0, REGION + 4096);
-	c->mr = h_reg(c->id->pd, c->buf, REGION + 4096, IBV_ACCESS_LOCAL_WRITE |
-		      IBV_ACCESS_REMOTE_WRITE);
-	assert_int_equal(rdma_connect(c->id, &param), 0);
-	h_cm_expect(c->ch, RDMA_CM_EVENT_ESTABLISHED);
-	assert_int_equal(sscanf(peer_expect(&c->peer, "mr "), "%llx %x", &raddr, &c->rkey), 2);
-	c->raddr = raddr;
-	/* Shared memory, or there is nothing to share. */
-	assert_string_equal(softrdma_qp_transport(c->id->qp), "shm");
-}
-
-static void disconnect_peer(struct client *c)
-{
-	peer_send(&c->peer, "quit");
-	assert_int_equal(rdma_disconnect(c->id), 0);
-	h_cm_expect(c->ch, RDMA_CM_EVENT_DISCONNECTED);
-	peer_expect(&c->peer, "done");
-	h_settle();
-	rdma_destroy_qp(c->id);
-	assert_int_equal(ibv_dereg_mr(c->mr), 0);
-	assert_int_equal(rdma_destroy_id(c->id), 0);
-	rdma_destroy_event_channel(c->ch);
-	free(c->buf);
-	assert_int_equal(peer_wait(&c->peer, H_TIMEOUT_MS), 0);
-}
-
-static void peer_stats(struct client *c, struct softrdma_shm_stats *st)
+static void peer_stats(struct cm_client *c, struct softrdma_shm_stats *st)
 {
 	unsigned long long offered, peer, hw, hr;
 
@@ -466,7 +289,7 @@ static void peer_stats(struct client *c, struct softrdma_shm_stats *st)
 	st->coop_helped_read_bytes = hr;
 }
 
-static int post(struct client *c, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
+static int post(struct cm_client *c, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
 		int nsge, uint32_t imm)
 {
 	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = sge, .num_sge = nsge,
@@ -478,17 +301,17 @@ static int post(struct client *c, uint64_t wr_id, enum ibv_wr_opcode op, struct 
 	return ibv_post_send(c->id->qp, &wr, &bad);
 }
 
-static void expect_sent(struct client *c, uint64_t wr_id)
+static void expect_sent(struct cm_client *c, uint64_t wr_id)
 {
 	struct ibv_wc wc;
 
-	assert_int_equal(spin(c->id->send_cq, &wc), 1);
+	assert_int_equal(cm_spin(c->id->send_cq, &wc), 1);
 	assert_int_equal(wc.wr_id, wr_id);
 	assert_string_equal(ibv_wc_status_str(wc.status), ibv_wc_status_str(IBV_WC_SUCCESS));
 }
 
 /* Poll a while: the peer offers its copies to a process that polled lately (200 us). */
-static void poll_a_while(struct client *c)
+static void poll_a_while(struct cm_client *c)
 {
 	uint64_t until = h_now_ms() + 2;
 	struct ibv_wc wc;
@@ -498,7 +321,7 @@ static void poll_a_while(struct client *c)
 }
 
 /* The Send that tells the peer a seed (or SEND_END), from the word past the big buffers. */
-static void send_word(struct client *c, uint64_t wr_id, uint32_t word)
+static void send_word(struct cm_client *c, uint64_t wr_id, uint32_t word)
 {
 	uint32_t *w = (uint32_t *)(c->buf + WORD_OFF);
 	struct ibv_sge sge = { (uintptr_t)w, sizeof(*w), c->mr->lkey };
@@ -512,7 +335,7 @@ static void send_word(struct client *c, uint64_t wr_id, uint32_t word)
  * rounds) or with immediate (odd rounds). If @poll, wait polling; else
  * sleep, having not polled for a while, and let the peer tell.
  */
-static void big_write(struct client *c, uint32_t seed, bool poll)
+static void big_write(struct cm_client *c, uint32_t seed, bool poll)
 {
 	uint8_t *src = c->buf + 8;
 	struct ibv_sge sge[3] = {
@@ -524,7 +347,7 @@ static void big_write(struct client *c, uint32_t seed, bool poll)
 
 	peer_send(&c->peer, "write %u", BIG);
 	peer_expect(&c->peer, "polling");
-	fill(src, BIG, seed);
+	cm_fill(src, BIG, seed);
 	if (poll) {
 		poll_a_while(c);
 	} else {
@@ -546,7 +369,7 @@ static void big_write(struct client *c, uint32_t seed, bool poll)
 }
 
 /* A large Read of the peer's region (filled with @seed) into a sink of two SGEs. */
-static void big_read(struct client *c, uint32_t seed)
+static void big_read(struct cm_client *c, uint32_t seed)
 {
 	uint8_t *sink = c->buf + BIG + 12;
 	struct ibv_sge sge[2] = {
@@ -558,7 +381,7 @@ static void big_read(struct client *c, uint32_t seed)
 	poll_a_while(c);
 	assert_int_equal(post(c, 3, IBV_WR_RDMA_READ, sge, 2, 0), 0);
 	expect_sent(c, 3);
-	assert_true(filled(sink, BIG, seed));
+	assert_true(cm_filled(sink, BIG, seed));
 }
 
 /* What this process copied of its own Writes (@reads: Reads) as a helper so far. */
@@ -580,11 +403,11 @@ static void test_both_polling(void **state)
 {
 	struct softrdma_shm_stats me0, me1, peer0, peer1;
 	struct help_run h;
-	struct client c;
+	struct cm_client c;
 	uint32_t r;
 
 	(void)state;
-	connect_peer(&c, "responder");
+	cm_client_connect(&c, self, "responder", BUF_LEN, BUF_ACCESS);
 	softrdma_shm_stats(&me0);
 	peer_stats(&c, &peer0);
 	help_begin(&h);
@@ -617,7 +440,7 @@ static void test_both_polling(void **state)
 	assert_int_equal(peer1.coop_takeovers, peer0.coop_takeovers);
 	/* This process served nothing large: it offered nothing. */
 	assert_int_equal(me1.coop_offers, me0.coop_offers);
-	disconnect_peer(&c);
+	cm_client_disconnect(&c);
 }
 
 /* How many of the rings' memfds this process maps. */
@@ -660,12 +483,12 @@ static void test_rings_sealed(void **state)
 	const int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 	unsigned int rings = 0, checked = 0;
 	char line[512], path[128];
-	struct client c;
+	struct cm_client c;
 	FILE *maps;
 
 	(void)state;
 	wait_rings_unmapped();
-	connect_peer(&c, "responder");
+	cm_client_connect(&c, self, "responder", BUF_LEN, BUF_ACCESS);
 	big_write(&c, 1, false);
 	maps = fopen("/proc/self/maps", "r");
 	assert_non_null(maps);
@@ -691,17 +514,17 @@ static void test_rings_sealed(void **state)
 	assert_int_equal(rings, 2);
 	if (!checked)
 		print_message("/proc/self/map_files needs CAP_SYS_ADMIN: the seals were not checked\n");
-	disconnect_peer(&c);
+	cm_client_disconnect(&c);
 }
 
 /* (c) A requester that sleeps is offered nothing: the responder copies alone, at once. */
 static void test_sleeping_requester(void **state)
 {
 	struct softrdma_shm_stats me0, me1, peer0, peer1;
-	struct client c;
+	struct cm_client c;
 
 	(void)state;
-	connect_peer(&c, "responder");
+	cm_client_connect(&c, self, "responder", BUF_LEN, BUF_ACCESS);
 	softrdma_shm_stats(&me0);
 	peer_stats(&c, &peer0);
 	big_write(&c, 4, false);
@@ -710,7 +533,7 @@ static void test_sleeping_requester(void **state)
 	peer_stats(&c, &peer1);
 	assert_int_equal(peer1.coop_offers, peer0.coop_offers);
 	assert_true(me1.coop_helped_write_bytes == me0.coop_helped_write_bytes);
-	disconnect_peer(&c);
+	cm_client_disconnect(&c);
 }
 
 /*
@@ -725,12 +548,12 @@ static void test_stopped_requester(void **state)
 {
 	struct softrdma_shm_stats me0, me1;
 	struct help_run h;
-	struct client c;
+	struct cm_client c;
 	unsigned int r;
 	int status;
 
 	(void)state;
-	connect_peer(&c, "requester");
+	cm_client_connect(&c, self, "requester", BUF_LEN, BUF_ACCESS);
 	peer_send(&c.peer, "mr %llx %x", (unsigned long long)(uintptr_t)c.buf, c.mr->rkey);
 	softrdma_shm_stats(&me0);
 	me1 = me0;
@@ -741,11 +564,11 @@ static void test_stopped_requester(void **state)
 
 		assert_int_equal(h_post_recv(c.id->qp, 9, c.buf + WORD_OFF, 4, c.mr->lkey), 0);
 		peer_send(&c.peer, "go %u", r + 100);
-		assert_int_equal(spin(c.id->recv_cq, &wc), 1);
+		assert_int_equal(cm_spin(c.id->recv_cq, &wc), 1);
 		assert_int_equal(wc.status, IBV_WC_SUCCESS);
 		assert_int_equal(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
 		assert_int_equal(ntohl(wc.imm_data), r + 100);
-		assert_true(filled(c.buf, BIG, r + 100));
+		assert_true(cm_filled(c.buf, BIG, r + 100));
 		/* It stops right after its post, if it has not already: then it may go on. */
 		assert_int_equal(waitpid(c.peer.pid, &status, WUNTRACED), c.peer.pid);
 		assert_true(WIFSTOPPED(status));
@@ -761,7 +584,7 @@ static void test_stopped_requester(void **state)
 	assert_int_equal(me1.coop_takeovers, me0.coop_takeovers);
 	peer_send(&c.peer, "stop");
 	peer_expect(&c.peer, "stats ");
-	disconnect_peer(&c);
+	cm_client_disconnect(&c);
 }
 
 /*
@@ -774,12 +597,12 @@ static void test_help_from_moved_bytes(void **state)
 {
 	struct softrdma_shm_stats me0, me1;
 	struct help_run h;
-	struct client c;
+	struct cm_client c;
 	unsigned int r;
 	int status;
 
 	(void)state;
-	connect_peer(&c, "responder");
+	cm_client_connect(&c, self, "responder", BUF_LEN, BUF_ACCESS);
 	softrdma_shm_stats(&me0);
 	help_begin(&h);
 	for (r = 0; r < ROUNDS || help_budget_left(&h); r++) {
@@ -789,7 +612,7 @@ static void test_help_from_moved_bytes(void **state)
 		struct ibv_mr *mr;
 
 		assert_true(big != MAP_FAILED);
-		fill(big, REGION, r + 200);
+		cm_fill(big, REGION, r + 200);
 		mr = h_reg(c.id->pd, big, REGION, IBV_ACCESS_LOCAL_WRITE);
 		peer_send(&c.peer, "write %u", REGION);
 		peer_expect(&c.peer, "polling");
@@ -811,7 +634,7 @@ static void test_help_from_moved_bytes(void **state)
 	print_message("helped after %u rounds\n", r + 1);
 	if (!slowed())
 		assert_true(me1.coop_helped_write_bytes > me0.coop_helped_write_bytes);
-	disconnect_peer(&c);
+	cm_client_disconnect(&c);
 }
 
 int main(int argc, char **argv)
