@@ -350,6 +350,14 @@ struct softrdma_shm_stats {
 	uint64_t one_sided_write_bytes;
 	unsigned long one_sided_reads;
 	uint64_t one_sided_read_bytes;
+	/*
+	 * Records this process wrote to a peer whose net thread slept while a
+	 * thread of the peer polled its CQs: published without waking that
+	 * thread (spared), and those the peer's poller left, for which the
+	 * net thread was woken after all (late).
+	 */
+	unsigned long bells_spared;
+	unsigned long bells_late;
 };
 
 void softrdma_shm_stats(struct softrdma_shm_stats *stats);

@@ -167,6 +167,13 @@ struct shm_link {
 	uint64_t tx_tail;		/* the tail we published: the ring's copy is the peer's to write */
 	uint64_t tx_next;		/* the tail after the record being written */
 	uint64_t rx_polled_ns;		/* what we last told the peer in rx->polled_ns */
+	/*
+	 * Writer: records published without the doorbell its sleeping net
+	 * thread wanted, because a poller of the peer ran the rings (rec_end()):
+	 * the tail after the last one, and when the first was (0: none).
+	 */
+	uint64_t unrung_tail;
+	uint64_t unrung_ns;
 	struct shm_ref refs[WIRE_WINDOW];
 	struct coop_share coop_share;	/* serving the peer's large requests */
 	/* Reader: the CQ whose channel the peer may wake, and whether sends complete there. */
@@ -185,7 +192,7 @@ static struct {
 	struct soft_list links;
 	_Atomic unsigned int nlinks;
 	bool said_no_vm;
-	struct softrdma_shm_stats st;	/* the one-sided counts (the rest: wire_shm_coop.c) */
+	struct softrdma_shm_stats st;	/* one-sided and doorbell counts (the rest: wire_shm_coop.c) */
 	uint64_t polled_ns;		/* a busy poller last ran the rings (soft_poll_cq()) */
 	bool net_lazy;			/* the net thread sleeps on the pollers' account */
 } shm = {
@@ -482,6 +489,48 @@ static void *rec_begin(struct shm_link *s, uint32_t type, uint32_t body)
  * reader that waits on its memory for a Write (ib_write_lat) would wait
  * SHM_LAZY_MS.
  */
+static bool peer_polls(struct shm_link *s);
+static bool self_polls(void);
+
+/*
+ * The peer's net thread sleeps, but a thread of the peer polls its CQs and
+ * runs the rings, and so does one of ours: the peer's poller takes the
+ * record without the net thread (which would cost it a wake-up and a
+ * context switch each time). Should the peer's poller stop without arming,
+ * our own side rings after all (unrung_check()): on its poller's next
+ * pass once SHM_POLLER_NS went by, at its net thread's next look, and
+ * before anything of ours goes to sleep.
+ */
+static bool ring_spared(struct shm_link *s)
+{
+	if (!peer_polls(s) || !self_polls())
+		return false;
+	if (!s->unrung_ns)
+		s->unrung_ns = soft_now_ns();
+	s->unrung_tail = s->tx_tail;
+	shm.st.bells_spared++;
+	return true;
+}
+
+/* Ring for the records ring_spared() left, if the peer has not taken them: @force, or late. */
+static void unrung_check(struct shm_link *s, uint64_t now, bool force)
+{
+	bool taken;
+
+	if (!s->unrung_tail)
+		return;
+	taken = atomic_load_explicit(&s->tx->head, memory_order_acquire) >= s->unrung_tail;
+	if (!taken && !force && now - s->unrung_ns < SHM_POLLER_NS)
+		return;		/* the peer's poller has a while yet */
+	/* A net thread awake (or looking now and then) takes them on its own. */
+	if (!taken && atomic_load_explicit(&s->tx->sleeping, memory_order_seq_cst)) {
+		signal_add_locked(&s->tx_bell, 1);
+		shm.st.bells_late++;
+	}
+	s->unrung_tail = 0;
+	s->unrung_ns = 0;
+}
+
 static void rec_end(struct shm_link *s, enum shm_wakes wakes)
 {
 	struct shm_ring *r = s->tx;
@@ -503,7 +552,8 @@ static void rec_end(struct shm_link *s, enum shm_wakes wakes)
 			return;
 		}
 	}
-	if (wakes == WAKES_NET || atomic_load_explicit(&r->sleeping, memory_order_seq_cst))
+	if (wakes == WAKES_NET ||
+	    (atomic_load_explicit(&r->sleeping, memory_order_seq_cst) && !ring_spared(s)))
 		signal_add_locked(&s->tx_bell, 1);
 }
 
@@ -997,6 +1047,7 @@ static void take_resp(struct net_link *link, const struct shm_resp *a, uint32_t 
 bool shm_link_sleep_locked(struct net_link *link, bool *lazy)
 {
 	struct shm_ring *r = link->shm ? link->shm->rx : NULL;
+	uint64_t now;
 
 	if (!r)
 		return false;
@@ -1004,13 +1055,16 @@ bool shm_link_sleep_locked(struct net_link *link, bool *lazy)
 	 * While a poller runs the rings the net thread only looks now and
 	 * then (*lazy: it must not sleep longer than SHM_LAZY_MS).
 	 */
-	if (soft_now_ns() - shm.polled_ns < SHM_POLLER_NS) {
+	now = soft_now_ns();
+	if (now - shm.polled_ns < SHM_POLLER_NS) {
+		unrung_check(link->shm, now, false);
 		*lazy = true;
 		shm.net_lazy = true;
 		return atomic_load_explicit(&r->tail, memory_order_acquire) !=
 		       atomic_load_explicit(&r->head, memory_order_relaxed);
 	}
 	shm.net_lazy = false;
+	unrung_check(link->shm, now, true);
 	atomic_store_explicit(&r->sleeping, 1, memory_order_seq_cst);
 	return atomic_load_explicit(&r->tail, memory_order_seq_cst) !=
 	       atomic_load_explicit(&r->head, memory_order_relaxed);
@@ -1155,8 +1209,12 @@ static bool shm_pending(void)
 static void shm_poller_sleeps_locked(void)
 {
 	struct soft_list *pos, *tmp;
+	uint64_t now = soft_now_ns();
 	bool pending = false;
 
+	/* Nothing of ours will look at the peer's ring for a while. */
+	soft_list_for_each_safe(pos, tmp, &shm.links)
+		unrung_check(soft_list_entry(pos, struct shm_link, node), now, true);
 	if (!shm.net_lazy)
 		return;
 	shm.net_lazy = false;
@@ -1195,6 +1253,7 @@ static void shm_poll_locked(void)
 					      memory_order_relaxed);
 		}
 		coop_look(s);
+		unrung_check(s, shm.polled_ns, false);
 		if (atomic_load_explicit(&s->rx->tail, memory_order_acquire) !=
 		    atomic_load_explicit(&s->rx->head, memory_order_relaxed))
 			drain_batch(s->link, &left);
@@ -1427,6 +1486,8 @@ void softrdma_shm_stats(struct softrdma_shm_stats *stats)
 	stats->one_sided_write_bytes = shm.st.one_sided_write_bytes;
 	stats->one_sided_reads = shm.st.one_sided_reads;
 	stats->one_sided_read_bytes = shm.st.one_sided_read_bytes;
+	stats->bells_spared = shm.st.bells_spared;
+	stats->bells_late = shm.st.bells_late;
 	fab_unlock();
 }
 

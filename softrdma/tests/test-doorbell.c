@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Doorbells between processes (wire_shm.c, ring_spared()): a record for a
+ * peer whose net thread sleeps while a thread of the peer polls its CQs
+ * wakes nobody, since that poller takes it; should the poller stop
+ * without arming, the writer wakes the net thread after all, within
+ * SHM_POLLER_NS of its own polling. The test and a copy of itself (the
+ * peer) connect over shared memory; each round:
+ *
+ * - the peer arms its receive CQ and sleeps on its channel, long enough
+ *   for its net thread to sleep too, and the test's Send wakes it;
+ * - the peer spins on its CQ and the test, polling, sends again: the
+ *   record goes without the doorbell (spared), and arrives;
+ * - the peer stops polling once it has it, and the test sends once more
+ *   at once: if that record was spared, the test's poller rings late, and
+ *   the Send completes all the same: nothing waits for a poller that left.
+ *
+ * Whether a record is spared depends on the peer's poller having run in
+ * the last 200 us, which a loaded machine may deny for a while: rounds go
+ * on until one spared, within a time budget, and under a sanitizer or
+ * valgrind the counts are printed, not asserted. The Sends complete and
+ * arrive in every case.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cm_pair.h"
+#include "harness.h"
+#include "peer.h"
+
+#define BUF_LEN		4096u
+#define MAX_ROUNDS	50
+#define BUDGET_MS	3000
+/* Longer than the net thread's lazy looks (SHM_LAZY_MS): it sleeps for good then. */
+#define NET_SLEEPS_MS	5
+
+static const char *self;
+
+static bool slowed(void)
+{
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+	return true;
+#else
+	return peer_under_valgrind();
+#endif
+}
+
+/* ==== the peer process ======================================================= */
+
+/* The next Send of the test, taken from the CQ and its receive posted again. */
+static void p_took(struct cm_side *s, struct ibv_wc *wc)
+{
+	PEER_CHECK(wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV);
+	cm_side_post_recv(s);
+}
+
+/* Arm the receive CQ and sleep on its channel for the test's next Send. */
+static void p_sleep(struct cm_side *s)
+{
+	struct ibv_cq *cq;
+	struct ibv_wc wc;
+	void *ctx;
+
+	PEER_CHECK(ibv_req_notify_cq(s->id->recv_cq, 0) == 0);
+	peer_say("sleeping");
+	PEER_CHECK(ibv_get_cq_event(s->id->recv_cq_channel, &cq, &ctx) == 0);
+	ibv_ack_cq_events(cq, 1);
+	PEER_CHECK(cm_spin(s->id->recv_cq, &wc) == 1);
+	p_took(s, &wc);
+}
+
+/*
+ * The peer, on commands:
+ *   sleep   arm, sleep on the channel for a Send: "sleeping", then "woke"
+ *   spin    poll for a Send: "spinning", then "got"; then poll no more
+ *   take    poll for a Send that came meanwhile: "took"
+ *   quit
+ */
+static int role_pinger(void)
+{
+	const char *cmd;
+	struct cm_side s;
+
+	cm_side_serve(&s, BUF_LEN, IBV_ACCESS_LOCAL_WRITE);
+	while (strcmp(cmd = peer_hear(), "quit") != 0) {
+		struct ibv_wc wc;
+
+		if (strcmp(cmd, "sleep") == 0) {
+			p_sleep(&s);
+			peer_say("woke");
+		} else if (strcmp(cmd, "spin") == 0 || strcmp(cmd, "take") == 0) {
+			if (cmd[1] == 'p')
+				peer_say("spinning");
+			PEER_CHECK(cm_spin(s.id->recv_cq, &wc) == 1);
+			p_took(&s, &wc);
+			peer_say(cmd[1] == 'p' ? "got" : "took");
+		} else {
+			peer_say("FAIL command %s", cmd);
+			return 1;
+		}
+	}
+	cm_side_close(&s);
+	peer_say("done");
+	return 0;
+}
+
+/* ==== the test ================================================================ */
+
+static void post_send(struct cm_client *c, uint64_t wr_id)
+{
+	struct ibv_sge sge = { (uintptr_t)c->buf, 4, c->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	assert_int_equal(ibv_post_send(c->id->qp, &wr, &bad), 0);
+}
+
+static void sent(struct cm_client *c, uint64_t wr_id)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(cm_spin(c->id->send_cq, &wc), 1);
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+}
+
+/* Poll a while: the peer spares records for a process whose poller runs too. */
+static void poll_a_while(struct cm_client *c, unsigned int ms)
+{
+	uint64_t until = h_now_ms() + ms;
+	struct ibv_wc wc;
+
+	while (h_now_ms() < until)
+		assert_int_equal(ibv_poll_cq(c->id->send_cq, 1, &wc), 0);
+}
+
+static struct softrdma_shm_stats stats(void)
+{
+	struct softrdma_shm_stats st;
+
+	softrdma_shm_stats(&st);
+	return st;
+}
+
+static void test_spared_and_late(void **state)
+{
+	unsigned long spared = 0, spared_left = 0, late = 0;
+	uint64_t start = h_now_ms();
+	unsigned int rounds = 0;
+	struct cm_client c;
+
+	(void)state;
+	cm_client_connect(&c, self, "pinger", BUF_LEN, IBV_ACCESS_LOCAL_WRITE);
+	while (rounds < MAX_ROUNDS && h_now_ms() - start < BUDGET_MS &&
+	       !(spared && spared_left) && !(slowed() && rounds >= 2)) {
+		struct softrdma_shm_stats a, b, d;
+
+		rounds++;
+		peer_send(&c.peer, "sleep");
+		peer_expect(&c.peer, "sleeping");
+		nanosleep(&(struct timespec){ 0, NET_SLEEPS_MS * 1000000L }, NULL);
+		post_send(&c, 1);
+		sent(&c, 1);
+		peer_expect(&c.peer, "woke");
+
+		peer_send(&c.peer, "spin");
+		peer_expect(&c.peer, "spinning");
+		poll_a_while(&c, 2);
+		a = stats();
+		post_send(&c, 2);
+		sent(&c, 2);
+		peer_expect(&c.peer, "got");
+
+		/* The peer's poller has left: a record it was spared for is rung late. */
+		b = stats();
+		post_send(&c, 3);
+		sent(&c, 3);
+		d = stats();
+		peer_send(&c.peer, "take");
+		peer_expect(&c.peer, "took");
+		if (d.bells_spared > b.bells_spared)
+			assert_true(d.bells_late > b.bells_late);
+		spared += b.bells_spared - a.bells_spared;
+		spared_left += d.bells_spared - b.bells_spared;
+		late += d.bells_late - b.bells_late;
+	}
+	print_message("%u rounds: %lu spared while the peer polled, %lu spared as it left, "
+		      "%lu rung late\n", rounds, spared, spared_left, late);
+	if (!slowed())
+		assert_true(spared > 0);
+	cm_client_disconnect(&c);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spared_and_late),
+	};
+	int failed;
+
+	if (argc == 3 && strcmp(argv[1], "--peer") == 0)
+		return strcmp(argv[2], "pinger") == 0 ? role_pinger() : 2;
+	self = argv[0];
+	peer_setup_dir();
+	failed = cmocka_run_group_tests_name("doorbell", tests, h_group_thread, NULL);
+	peer_cleanup_dir();
+	return failed;
+}
