@@ -44,6 +44,8 @@
 #define SHM_POLLER_NS	200000ULL
 /* How often a busy poller tells the peer that it polls (shm_poll_locked()). */
 #define SHM_POLLED_NS	20000ULL
+/* A peer's poller that told us nothing for longer is not running now (preempted, or gone). */
+#define SHM_POLLING_NS	(3 * SHM_POLLED_NS)
 #define SHM_MAGIC	0x53484d34u	/* 'SHM4' */
 /* A record's spans moved aside take a memcpy: longer, the other side is stopped or lies. */
 #define SHM_MOVE_WAIT_NS	1000000000ULL
@@ -489,12 +491,12 @@ static void *rec_begin(struct shm_link *s, uint32_t type, uint32_t body)
  * reader that waits on its memory for a Write (ib_write_lat) would wait
  * SHM_LAZY_MS.
  */
-static bool peer_polls(struct shm_link *s);
 static bool self_polls(void);
 
 /*
  * The peer's net thread sleeps, but a thread of the peer polls its CQs and
- * runs the rings, and so does one of ours: the peer's poller takes the
+ * runs the rings now (it told us within SHM_POLLING_NS), and so does one
+ * of ours: the peer's poller takes the
  * record without the net thread (which would cost it a wake-up and a
  * context switch each time). Should the peer's poller stop without arming,
  * our own side rings after all (unrung_check()): on its poller's next
@@ -503,10 +505,15 @@ static bool self_polls(void);
  */
 static bool ring_spared(struct shm_link *s)
 {
-	if (!peer_polls(s) || !self_polls())
+	uint64_t polled = atomic_load_explicit(&s->tx->polled_ns, memory_order_relaxed);
+	uint64_t now = soft_now_ns();
+
+	if (!polled || (polled < now && now - polled >= SHM_POLLING_NS) || !self_polls())
 		return false;
-	if (!s->unrung_ns)
-		s->unrung_ns = soft_now_ns();
+	/* When the oldest record the peer has yet to take was spared. */
+	if (!s->unrung_ns ||
+	    atomic_load_explicit(&s->tx->head, memory_order_acquire) >= s->unrung_tail)
+		s->unrung_ns = now;
 	s->unrung_tail = s->tx_tail;
 	shm.st.bells_spared++;
 	return true;
@@ -520,7 +527,7 @@ static void unrung_check(struct shm_link *s, uint64_t now, bool force)
 	if (!s->unrung_tail)
 		return;
 	taken = atomic_load_explicit(&s->tx->head, memory_order_acquire) >= s->unrung_tail;
-	if (!taken && !force && now - s->unrung_ns < SHM_POLLER_NS)
+	if (!taken && !force && now - s->unrung_ns < SHM_POLLING_NS)
 		return;		/* the peer's poller has a while yet */
 	/* A net thread awake (or looking now and then) takes them on its own. */
 	if (!taken && atomic_load_explicit(&s->tx->sleeping, memory_order_seq_cst)) {
@@ -1212,9 +1219,17 @@ static void shm_poller_sleeps_locked(void)
 	uint64_t now = soft_now_ns();
 	bool pending = false;
 
-	/* Nothing of ours will look at the peer's ring for a while. */
-	soft_list_for_each_safe(pos, tmp, &shm.links)
-		unrung_check(soft_list_entry(pos, struct shm_link, node), now, true);
+	/*
+	 * Nothing of ours will look at the peer's ring for a while, nor at
+	 * ours: a peer must not count on our poller any more.
+	 */
+	soft_list_for_each_safe(pos, tmp, &shm.links) {
+		struct shm_link *s = soft_list_entry(pos, struct shm_link, node);
+
+		unrung_check(s, now, true);
+		s->rx_polled_ns = 0;
+		atomic_store_explicit(&s->rx->polled_ns, 0, memory_order_relaxed);
+	}
 	if (!shm.net_lazy)
 		return;
 	shm.net_lazy = false;
