@@ -922,6 +922,9 @@ static unsigned long arms_of(CLIENT *cl, int n, u_int proc, u_int ms)
 	return after.recv_cq_arms - before.recv_cq_arms;
 }
 
+/* Runs of 400 quick NULL calls test_spin_auto() may take to see the window catch one. */
+#define SPIN_AUTO_RUNS	5
+
 /* Microseconds per NULL call over @n calls, polling up to 50 us for each reply. */
 static double us_per_null_polling(CLIENT *cl, int n)
 {
@@ -971,16 +974,26 @@ static void test_spin_auto(void **state)
 	/* Replies 5 ms late: every call sleeps for its reply. */
 	arms = arms_of(cl, 6, TT_SLEEP, 5);
 	assert_true(arms >= 6);
+	/*
+	 * A window that a preempted poller did not pay for is skipped for up
+	 * to 256 calls: on a loaded machine (tests in parallel) a run of 400
+	 * may see none tried. A few runs, each with its replies quick, must
+	 * see one catch.
+	 */
 	if (!RUNNING_ON_VALGRIND) {
-		double us_each = us_per_null_polling(cl, 100);
+		double us_each = 0;
+		int run;
 
-		arms = arms_of(cl, 400, TT_NULL, 0);
+		for (run = 0, arms = 400; run < SPIN_AUTO_RUNS && arms >= 400; run++) {
+			us_each = us_per_null_polling(cl, 100);
+			arms = us_each > 25 ? 0 : arms_of(cl, 400, TT_NULL, 0);
+		}
 		if (us_each > 25)
 			print_message("replies took %.0f us each with polling here, too close to the "
 				      "window's 50 us cap: the window's catch is not checked\n", us_each);
 		else if (arms >= 400)
-			fail_msg("400 quick replies (%.1f us each): %lu arms, none caught by the window",
-				 us_each, arms);
+			fail_msg("%d runs of 400 quick replies (the last %.1f us each): %lu arms, "
+				 "none caught by the window", run, us_each, arms);
 	}
 	clnt_destroy(cl);
 }
