@@ -27,10 +27,12 @@
 #if __has_include(<valgrind/memcheck.h>)
 #include <valgrind/memcheck.h>
 #define SOFT_MEM_WRITTEN(p, n) VALGRIND_MAKE_MEM_DEFINED(p, n)
+#define SOFT_UNDER_VALGRIND() (RUNNING_ON_VALGRIND != 0)
 #endif
 #endif
 #ifndef SOFT_MEM_WRITTEN
 #define SOFT_MEM_WRITTEN(p, n) ((void)(p), (void)(n))
+#define SOFT_UNDER_VALGRIND() false
 #endif
 
 /* ---- lock.c: the fabric lock ------------------------------------------------ */

@@ -64,12 +64,18 @@ static struct {
 	bool tried;
 } own = { .fd = -1 };
 
+/*
+ * A process under valgrind publishes nothing: bytes another process wrote
+ * into it unannounced would be undefined to memcheck. Served as records,
+ * it copies them itself, or is told (SOFT_MEM_WRITTEN()).
+ */
 static bool keys_wanted(void)
 {
 	const char *shm = getenv("SOFTRDMA_SHM");
 	const char *one = getenv("SOFTRDMA_SHM_ONESIDED");
 
-	return (!shm || strcmp(shm, "0") != 0) && (!one || strcmp(one, "0") != 0);
+	return (!shm || strcmp(shm, "0") != 0) && (!one || strcmp(one, "0") != 0) &&
+	       !SOFT_UNDER_VALGRIND();
 }
 
 /* Sparse: only the pages of the entries written take memory. */
