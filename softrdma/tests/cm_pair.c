@@ -91,6 +91,12 @@ void cm_side_close(struct cm_side *s)
 void cm_client_connect(struct cm_client *c, const char *self, const char *role, size_t len,
 		       int access)
 {
+	cm_client_connect_timeout(c, self, role, len, access, -1);
+}
+
+void cm_client_connect_timeout(struct cm_client *c, const char *self, const char *role,
+			       size_t len, int access, int ack_timeout)
+{
 	struct sockaddr_in sin;
 	struct ibv_qp_init_attr qa = pair_qp;
 	struct rdma_conn_param param = { .responder_resources = 4, .initiator_depth = 4,
@@ -107,6 +113,12 @@ void cm_client_connect(struct cm_client *c, const char *self, const char *role, 
 	h_cm_expect(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED);
 	assert_int_equal(rdma_resolve_route(c->id, 1000), 0);
 	h_cm_expect(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	if (ack_timeout >= 0) {
+		uint8_t t = (uint8_t)ack_timeout;
+
+		assert_int_equal(rdma_set_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+						 &t, sizeof(t)), 0);
+	}
 	assert_int_equal(rdma_create_qp(c->id, NULL, &qa), 0);
 	c->buf = aligned_alloc(4096, len);
 	assert_non_null(c->buf);

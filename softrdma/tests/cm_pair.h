@@ -52,6 +52,9 @@ struct cm_client {
 /* Start the peer as @role and connect to it; the link must be shared memory. */
 void cm_client_connect(struct cm_client *c, const char *self, const char *role, size_t len,
 		       int access);
+/* The same, with the QP's local ACK timeout (RDMA_OPTION_ID_ACK_TIMEOUT; 0: none) if >= 0. */
+void cm_client_connect_timeout(struct cm_client *c, const char *self, const char *role,
+			       size_t len, int access, int ack_timeout);
 /* Tell the peer "quit", disconnect, and wait for it to say "done" and exit 0. */
 void cm_client_disconnect(struct cm_client *c);
 

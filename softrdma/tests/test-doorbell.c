@@ -17,13 +17,29 @@
  *   next look); the Send completes all the same: nothing waits for a
  *   poller that left.
  *
+ * A second case posts after an arm, as an application may. The peer's net
+ * thread sleeps for good, and so does the test's (it armed its send CQ and
+ * stopped polling). The peer polls until a time both know; another thread
+ * of the test polls meanwhile, and the test arms its send CQ again. The
+ * moment the peer stops, the test posts an RDMA Read (which only the
+ * peer's side serves: one-sided Reads are off here, and the QP has no ACK
+ * timeout to send it again) and sleeps on the channel. No call of the
+ * test comes after the post to ring late, nor any look of its net thread:
+ * the record must not be spared, and the Read completes. (Before, it was
+ * spared and waited for good, in about one round in ten.)
+ *
  * Whether a record is spared depends on the peer's poller having run in
  * the last 60 us, which a loaded machine may deny for a while: rounds go
  * on until a record was spared and one rung late, within a time budget,
  * and under a sanitizer or valgrind the counts are printed, not asserted.
  * The Sends complete and arrive in every case.
  */
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -82,10 +98,31 @@ static void p_sleep(struct cm_side *s)
 	p_took(s, &wc);
 }
 
+/* CLOCK_MONOTONIC in ns: the same clock in both processes. */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Poll the receive CQ, where nothing comes, until @end (mono_ns()); then no more. */
+static void p_poll_until(struct cm_side *s, uint64_t end)
+{
+	struct ibv_wc wc;
+
+	peer_say("polling");
+	while (mono_ns() < end)
+		PEER_CHECK(ibv_poll_cq(s->id->recv_cq, 1, &wc) == 0);
+	peer_say("polled");
+}
+
 /*
  * The peer, on commands:
  *   sleep   arm, sleep on the channel for a Send: "sleeping", then "woke"
  *   spin N  poll for N Sends: "spinning", then "got"; then poll no more
+ *   until T poll until T (mono_ns()): "polling", then "polled"
  *   take    poll for a Send that came meanwhile: "took"
  *   quit
  */
@@ -94,8 +131,9 @@ static int role_pinger(void)
 	const char *cmd;
 	struct cm_side s;
 
-	cm_side_serve(&s, BUF_LEN, IBV_ACCESS_LOCAL_WRITE);
+	cm_side_serve(&s, BUF_LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 	while (strcmp(cmd = peer_hear(), "quit") != 0) {
+		unsigned long long end;
 		struct ibv_wc wc;
 		unsigned int n;
 
@@ -109,6 +147,8 @@ static int role_pinger(void)
 				p_took(&s, &wc);
 			}
 			peer_say("got");
+		} else if (sscanf(cmd, "until %llu", &end) == 1) {
+			p_poll_until(&s, end);
 		} else if (strcmp(cmd, "take") == 0) {
 			PEER_CHECK(cm_spin(s.id->recv_cq, &wc) == 1);
 			p_took(&s, &wc);
@@ -130,6 +170,17 @@ static void post_send(struct cm_client *c, uint64_t wr_id)
 	struct ibv_sge sge = { (uintptr_t)c->buf, 4, c->mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	assert_int_equal(ibv_post_send(c->id->qp, &wr, &bad), 0);
+}
+
+/* An RDMA Read of the peer's region: a record only the peer's side can serve. */
+static void post_read(struct cm_client *c, uint64_t wr_id)
+{
+	struct ibv_sge sge = { (uintptr_t)c->buf, 4, c->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { c->raddr, c->rkey } }, *bad;
 
 	assert_int_equal(ibv_post_send(c->id->qp, &wr, &bad), 0);
 }
@@ -212,16 +263,167 @@ static void test_spared_and_late(void **state)
 	cm_client_disconnect(&c);
 }
 
+/* Another thread of the test's process, polling a CQ where nothing comes until told to stop. */
+struct side_poller {
+	pthread_t thread;
+	struct ibv_cq *cq;
+	atomic_bool stop;
+	atomic_bool stopped;
+	atomic_uint polls;
+};
+
+static void *side_poll(void *arg)
+{
+	struct side_poller *y = arg;
+	struct ibv_wc wc;
+
+	while (!atomic_load(&y->stop)) {
+		if (ibv_poll_cq(y->cq, 1, &wc) != 0)
+			break;	/* something came: main() sees it returned non-NULL */
+		atomic_fetch_add(&y->polls, 1);
+	}
+	atomic_store(&y->stopped, true);
+	return atomic_load(&y->stop) ? NULL : y;
+}
+
+/*
+ * Once @y has polled since the call, start to end (the process polls, as
+ * far as the fabric knows), stop it: it polls no more when this returns.
+ */
+static void side_stop(struct side_poller *y)
+{
+	unsigned int from = atomic_load(&y->polls);
+
+	while (atomic_load(&y->polls) - from < 2 && !atomic_load(&y->stopped))
+		;
+	atomic_store(&y->stop, true);
+	while (!atomic_load(&y->stopped))
+		;
+}
+
+/* Take the channel's events (it is non-blocking) and acknowledge them. */
+static void drain_events(struct ibv_comp_channel *ch)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	while (ibv_get_cq_event(ch, &cq, &ctx) == 0)
+		ibv_ack_cq_events(cq, 1);
+}
+
+/* Sleep on @ch for the completion of @wr_id (for at most @ms): true if it came. */
+static bool slept_for(struct cm_client *c, struct ibv_comp_channel *ch, uint64_t wr_id, int ms)
+{
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	uint64_t deadline = h_now_ms() + (uint64_t)ms;
+	struct ibv_wc wc;
+
+	while (h_now_ms() < deadline) {
+		int left = (int)(deadline - h_now_ms());
+
+		if (poll(&pfd, 1, left > 0 ? left : 0) <= 0)
+			continue;
+		drain_events(ch);
+		if (ibv_poll_cq(c->id->send_cq, 1, &wc) == 1) {
+			assert_int_equal(wc.wr_id, wr_id);
+			assert_int_equal(wc.status, IBV_WC_SUCCESS);
+			return true;
+		}
+		assert_int_equal(ibv_req_notify_cq(c->id->send_cq, 0), 0);
+	}
+	return false;
+}
+
+/* Rounds of the case below: the post must come within the peer's stamp's freshness in one. */
+#define ARMED_ROUNDS	10
+/* Far longer than any ring, late (SHM_LAZY_MS) or not, or wake-up on a loaded machine. */
+#define ARMED_WAIT_MS	3000
+/* The peer polls until this long after it is told. */
+#define PEER_POLL_NS	20000000u
+/* And the Read is posted this long after the peer's last poll began. */
+#define AFTER_PEER_NS	5000u
+
+/*
+ * Post the Read the moment the peer stops polling, while its stamp still
+ * says it polls (60 us): a Read that went as a record waits for its side
+ * (its net thread or poller) to serve it.
+ */
+static void read_as_peer_stops(struct cm_client *c, struct side_poller *y, uint64_t end)
+{
+	while (mono_ns() < end + AFTER_PEER_NS)
+		;
+	side_stop(y);
+	post_read(c, 3);
+}
+
+static void test_posted_after_arm(void **state)
+{
+	struct ibv_comp_channel *ch;
+	unsigned long spared = 0;
+	unsigned int round;
+	struct cm_client c;
+
+	(void)state;
+	/* No ACK timeout: a Read left unserved is never sent again, it waits for good. */
+	cm_client_connect_timeout(&c, self, "pinger", BUF_LEN, IBV_ACCESS_LOCAL_WRITE, 0);
+	ch = c.id->send_cq_channel;
+	assert_non_null(ch);
+	assert_int_equal(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK), 0);
+	for (round = 0; round < ARMED_ROUNDS; round++) {
+		struct side_poller y = { .cq = c.id->recv_cq };
+		struct softrdma_shm_stats a, d;
+		uint64_t end;
+		void *ret;
+
+		/* The peer's net thread asleep for good (its poller armed), then ours. */
+		peer_send(&c.peer, "sleep");
+		peer_expect(&c.peer, "sleeping");
+		nanosleep(&(struct timespec){ 0, NET_SLEEPS_MS * 1000000L }, NULL);
+		post_send(&c, 1);
+		sent(&c, 1);
+		peer_expect(&c.peer, "woke");
+		assert_int_equal(ibv_req_notify_cq(c.id->send_cq, 0), 0);
+		nanosleep(&(struct timespec){ 0, NET_SLEEPS_MS * 1000000L }, NULL);
+		drain_events(ch);
+
+		/* The peer polls; so does another thread of ours while this one arms. */
+		atomic_init(&y.stop, false);
+		atomic_init(&y.stopped, false);
+		atomic_init(&y.polls, 0);
+		assert_int_equal(pthread_create(&y.thread, NULL, side_poll, &y), 0);
+		end = mono_ns() + PEER_POLL_NS;
+		peer_send(&c.peer, "until %llu", (unsigned long long)end);
+		peer_expect(&c.peer, "polling");
+		assert_int_equal(ibv_req_notify_cq(c.id->send_cq, 0), 0);
+		a = stats();
+		read_as_peer_stops(&c, &y, end);
+		d = stats();
+		assert_int_equal(pthread_join(y.thread, &ret), 0);
+		assert_null(ret);
+		spared += d.bells_spared - a.bells_spared;
+		peer_expect(&c.peer, "polled");
+		if (!slept_for(&c, ch, 3, ARMED_WAIT_MS))
+			fail_msg("round %u: the Read posted after the arm did not complete in %d ms "
+				 "(%lu spared)", round, ARMED_WAIT_MS, d.bells_spared - a.bells_spared);
+	}
+	print_message("%u rounds: %lu Reads posted after the arm were spared their ring\n", round,
+		      spared);
+	cm_client_disconnect(&c);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spared_and_late),
+		cmocka_unit_test(test_posted_after_arm),
 	};
 	int failed;
 
 	if (argc == 3 && strcmp(argv[1], "--peer") == 0)
 		return strcmp(argv[2], "pinger") == 0 ? role_pinger() : 2;
 	self = argv[0];
+	/* Reads served by the peer's side, not copied by ours (the peer inherits it). */
+	setenv("SOFTRDMA_SHM_ONESIDED", "0", 1);
 	peer_setup_dir();
 	failed = cmocka_run_group_tests_name("doorbell", tests, h_group_thread, NULL);
 	peer_cleanup_dir();

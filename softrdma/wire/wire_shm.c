@@ -500,15 +500,24 @@ static bool self_polls(void);
  * record without the net thread (which would cost it a wake-up and a
  * context switch each time). Should the peer's poller stop without arming,
  * our own side rings after all (unrung_check()): on its poller's next
- * pass once SHM_POLLER_NS went by, at its net thread's next look, and
- * before anything of ours goes to sleep.
+ * pass once SHM_POLLER_NS went by, at its net thread's next look (within
+ * SHM_LAZY_MS: only a lazy net thread lets a ring be spared), and when a
+ * thread of ours arms a CQ to sleep.
  */
 static bool ring_spared(struct shm_link *s)
 {
 	uint64_t polled = atomic_load_explicit(&s->tx->polled_ns, memory_order_relaxed);
 	uint64_t now = soft_now_ns();
 
-	if (!polled || (polled < now && now - polled >= SHM_POLLING_NS) || !self_polls())
+	/*
+	 * Our net thread must be looking now and then (lazy): it is what rings
+	 * late should every poller of ours go to sleep without a call of ours
+	 * to see it (an application may post, then sleep on a channel armed
+	 * before, or on a descriptor of its own). Asleep for good since a
+	 * thread armed (shm_poller_sleeps_locked()), it would never ring.
+	 */
+	if (!shm.net_lazy || !polled || (polled < now && now - polled >= SHM_POLLING_NS) ||
+	    !self_polls())
 		return false;
 	/* When the oldest record the peer has yet to take was spared. */
 	if (!s->unrung_ns ||
