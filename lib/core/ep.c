@@ -228,9 +228,8 @@ void rpcrdma_ep_begin_close(struct rpcrdma_ep *ep)
 	}
 }
 
-/* Take the channel events raised so far, acknowledging them in batches. */
-/* Take one event off the channel: false if there was none. */
-static bool rpcrdma_ep_take_event(struct rpcrdma_ep *ep)
+/* Take one event off the channel, acknowledging in batches: false if there was none. */
+static rpcrdma_always_inline bool rpcrdma_ep_take_event(struct rpcrdma_ep *ep)
 {
 	struct ibv_cq *cq;
 	void *ctx;
@@ -244,20 +243,27 @@ static bool rpcrdma_ep_take_event(struct rpcrdma_ep *ep)
 	return true;
 }
 
-/*
- * Take the channel's events: with a wait's readiness, the one it found
- * (level-triggered, so any other shows at the next wait); without, every
- * event there is, until the channel is empty.
- */
-static unsigned int rpcrdma_ep_take_events(struct rpcrdma_ep *ep, unsigned int ready)
+/* Every event there is, until the channel is empty. */
+static __attribute__((noinline)) unsigned int rpcrdma_ep_take_all(struct rpcrdma_ep *ep)
 {
 	unsigned int n = 0;
 
-	if (ready & RPCRDMA_READY_KNOWN)
-		return (ready & RPCRDMA_READY_COMP) && rpcrdma_ep_take_event(ep);
 	while (rpcrdma_ep_take_event(ep))
 		n++;
 	return n;
+}
+
+/*
+ * Take the channel's events: with a wait's readiness, the one it found
+ * (level-triggered, so any other shows at the next wait); without, every
+ * event there is. Inline: each wake-up's arm takes its one event here.
+ */
+static rpcrdma_always_inline unsigned int rpcrdma_ep_take_events(struct rpcrdma_ep *ep,
+								 unsigned int ready)
+{
+	if (ready & RPCRDMA_READY_KNOWN)
+		return (ready & RPCRDMA_READY_COMP) && rpcrdma_ep_take_event(ep);
+	return rpcrdma_ep_take_all(ep);
 }
 
 int rpcrdma_ep_collect(struct rpcrdma_ep *ep, int epfd, int timeout_ms)

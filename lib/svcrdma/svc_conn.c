@@ -295,6 +295,41 @@ static void svc_rdma_grace_end(struct svcxprt_rdma *rdma)
 	rdma->sc_grace_end = 0;
 }
 
+/*
+ * Arm @rdma in its visit: what the deferred work posts afterwards completes
+ * into an armed CQ (already armed, the arm takes a late event). Returns
+ * what the poll after the arm found.
+ */
+static int svc_rdma_visit_arm(struct svcxprt_rdma *rdma, int budget)
+{
+	int m = rpcrdma_ep_arm(&rdma->sc_ep, budget);
+
+	if (unlikely(m < 0)) {
+		rpcrdma_ep_close_deferred(&rdma->sc_ep);
+		m = 0;
+	}
+	if (m > 0 || rdma->sc_ep.close_pending)
+		svc_rdma_mark_ready(rdma);
+	return m;
+}
+
+/*
+ * Early arms. A connection that served a call is visited again on the next
+ * pass, and arms there if it finds nothing: right for a client with more
+ * calls on the way, a visit (a CQ poll and the deferred work's checks)
+ * spent for one whose next call comes later, after other connections'. A
+ * connection whose look of the next pass found nothing arms in the visit
+ * that serves instead, until a wake-up comes within SVC_RDMA_EARLY_PASSES
+ * of such an arm (svc_rdma_woken_early()): then its calls follow each
+ * other closely again. Busy-polled connections keep their grace
+ * (svc_rdma_in_grace()).
+ */
+static bool svc_rdma_arms_early(const struct svcxprt_rdma *rdma, int n, int budget)
+{
+	return rdma->sc_arm_early && n < budget && !rdma->sc_ep.close_pending &&
+	       rdma->sc_poller && !svc_rdma_caller_spins(rdma->sc_poller);
+}
+
 int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 {
 	/* The visit may free the connection: its poller outlives it. */
@@ -319,7 +354,12 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 		rpcrdma_ep_close_deferred(&rdma->sc_ep);
 		n = 0;
 	}
-	if (n > 0 || rdma->sc_ep.close_pending) {
+	if (n > 0 && svc_rdma_arms_early(rdma, n, budget)) {
+		/* Served, and its next call is likely to come late: asleep now. */
+		svc_rdma_grace_end(rdma);
+		rdma->sc_armed_pass = p->passes;
+		m = svc_rdma_visit_arm(rdma, budget);
+	} else if (n > 0 || rdma->sc_ep.close_pending) {
 		/* Busy: look again next pass; a pass that finds nothing arms. */
 		svc_rdma_grace_end(rdma);
 		svc_rdma_mark_ready(rdma);
@@ -328,19 +368,11 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 		svc_rdma_mark_ready(rdma);
 	} else {
 		svc_rdma_grace_end(rdma);
-		/*
-		 * Armed before the deferred work: what it posts completes into an
-		 * armed CQ. Already armed, the arm takes a late event.
-		 */
-		m = rpcrdma_ep_arm(&rdma->sc_ep, budget);
+		rdma->sc_arm_early = true;
+		m = svc_rdma_visit_arm(rdma, budget);
+		/* Found nothing, asleep now: the pass listens for the others (svc_poller.c). */
 		if (p)
 			p->armed++;
-		if (unlikely(m < 0)) {
-			rpcrdma_ep_close_deferred(&rdma->sc_ep);
-			m = 0;
-		}
-		if (m > 0 || rdma->sc_ep.close_pending)
-			svc_rdma_mark_ready(rdma);
 	}
 	/* Counters are published by the pass (svc_rdma_poller_poll()). */
 	svc_rdma_after_batch(rdma);

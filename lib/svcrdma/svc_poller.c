@@ -533,6 +533,8 @@ static struct svc_rdma_pd *svc_rdma_wakeup_pd(struct rpcrdma_svc *svc, void *ptr
 static void svc_rdma_woken(struct svcxprt_rdma *rdma)
 {
 	rdma->sc_ep.ready |= RPCRDMA_READY_KNOWN | RPCRDMA_READY_COMP | RPCRDMA_READY_CM;
+	if (rdma->sc_arm_early)
+		svc_rdma_woken_early(rdma);
 	svc_rdma_mark_ready(rdma);
 }
 
@@ -636,6 +638,7 @@ static rpcrdma_always_inline int svc_rdma_poller_pass(struct svc_rdma_poller *p,
 	int n;
 
 	svc_rdma_note_poller(p);
+	p->passes++;
 	/*
 	 * epoll_wait() is a system call: while connections have work, the
 	 * wake-ups of the rest (armed connections, the listener, timers) are

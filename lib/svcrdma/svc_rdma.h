@@ -199,6 +199,8 @@ struct svcxprt_rdma {
 	unsigned int sc_idle_visits;		/* found drained in a row, left unarmed */
 	int64_t sc_grace_end;			/* then armed once this passes (0: not timed yet) */
 	bool sc_cm_due;				/* its poller saw the CM channel readable */
+	bool sc_arm_early;			/* arm in the visit that serves (svc_conn.c) */
+	unsigned int sc_armed_pass;		/* the poller's pass of that early arm */
 	int sc_state;
 	bool sc_announced;			/* on_conn(ESTABLISHED) was reported */
 	struct rdma_cm_id *sc_cm_id;
@@ -310,6 +312,7 @@ struct svc_rdma_poller {
 	unsigned int visits;			/* connections the last pass visited */
 	unsigned int armed;			/* of those, the ones it armed */
 	unsigned int idle_passes;		/* passes in a row that found no work */
+	unsigned int passes;			/* every pass, wrapping */
 	bool spinning;				/* inside svc_rdma_poller_spin() */
 	bool busy_poll;				/* RPCRDMA_SVC_BUSY_POLL */
 	bool waiting;				/* inside svc_rdma_poller_wait() */
@@ -578,6 +581,16 @@ static inline void svc_rdma_mark_ready(struct svcxprt_rdma *rdma)
 	list_add_tail(&rdma->sc_ready_node, &rdma->sc_poller->ready);
 }
 
+/* Early arms (svc_conn.c): a wake-up within this many passes of one ends them. */
+#define SVC_RDMA_EARLY_PASSES 1
+
+/* Its poller heard @rdma wake: an early arm that came too soon is given up. */
+static inline void svc_rdma_woken_early(struct svcxprt_rdma *rdma)
+{
+	if (rdma->sc_poller->passes - rdma->sc_armed_pass <= SVC_RDMA_EARLY_PASSES)
+		rdma->sc_arm_early = false;
+}
+
 /*
  * A poller's wait set holds each connection twice: its own wait set (the
  * connection's address) and its CM channel (the address with bit 0 set;
@@ -607,13 +620,25 @@ void svc_rdma_close_now(struct svcxprt_rdma *rdma);
 void svc_rdma_conn_destroy_sync(struct svcxprt_rdma *rdma);
 void svc_rdma_free(struct svcxprt_rdma *rdma);
 
-/* A held call is over: a closed connection goes once it holds none. */
+/* Would a visit post receives? Once below the grant (always with the SRQ: its pool's). */
+static inline bool svc_rdma_refill_due(const struct svcxprt_rdma *rdma)
+{
+	return rdma->sc_srq || rdma->sc_ep.recv_posted < rdma->sc_max_requests;
+}
+
+/*
+ * A held call is over: a closed connection goes once it holds none. Its
+ * receive goes back up on a visit: the next one, if a refill is due; else
+ * the one its next call brings, so that a connection asleep between calls
+ * (svc_conn.c, early arms) is not visited for nothing.
+ */
 static inline void svc_rdma_conn_call_done(struct svcxprt_rdma *rdma)
 {
 	if (--rdma->sc_calls_held == 0 && rdma->sc_state == SVCXPRT_CLOSED)
 		svc_rdma_free(rdma);
-	else if (!rdma->sc_ready)
-		svc_rdma_mark_ready(rdma);	/* its receive goes back up on the next visit */
+	else if (!rdma->sc_ready &&
+		 (rdma->sc_state != SVCXPRT_CONNECTED || svc_rdma_refill_due(rdma)))
+		svc_rdma_mark_ready(rdma);
 }
 bool svc_rdma_can_send(const struct svcxprt_rdma *rdma);
 
@@ -672,7 +697,7 @@ void svc_rdma_refill_post(struct svcxprt_rdma *rdma);
 /* Post receives once below the grant (svc_rdma_refill_post()). Inline: most passes post none. */
 static inline void svc_rdma_refill_recvs(struct svcxprt_rdma *rdma)
 {
-	if (rdma->sc_srq || rdma->sc_ep.recv_posted < rdma->sc_max_requests)
+	if (svc_rdma_refill_due(rdma))
 		svc_rdma_refill_post(rdma);
 }
 void svc_rdma_recvfrom(struct svcxprt_rdma *rdma);

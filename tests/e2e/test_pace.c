@@ -258,17 +258,19 @@ static unsigned int call_on(struct fixture *fx, struct rpcrdma_clnt *clnt, uint3
 
 /*
  * Calls that take turns on two connections: each finds its connection
- * asleep, since the server armed it when the other's call came. The pass
- * that arms the one listens for the other at once, so a call is answered
- * in the pass its Send arrived in, and each wake-up reads the completion
- * channel once: the event the arm raised, not until it is empty.
+ * asleep. A connection that found nothing the pass after its call arms in
+ * the visit that serves its next one (svc_conn.c, early arms): one visit
+ * a call, not a second that finds nothing. A call is answered in the pass
+ * its Send arrived in, and each wake-up reads the completion channel once:
+ * the event the arm raised, not until it is empty.
  */
 static void t_round_robin_wakes(void **state)
 {
 	struct softrdma_qp_stats c0, s0, c1, s1;
+	struct rpcrdma_stats v0 = { RPCRDMA_SIZED(v0) }, v1 = { RPCRDMA_SIZED(v1) };
 	struct fixture fx;
 	unsigned int i, passes = 0, calls = 400;
-	unsigned long arms;
+	unsigned long arms, visits;
 	double t0, ms;
 
 	(void)state;
@@ -277,6 +279,7 @@ static void t_round_robin_wakes(void **state)
 	for (i = 0; i < 50; i++)
 		call_on(&fx, i % 2 ? fx.sleeper : fx.busy, 0x9000 + i);
 	softrdma_qp_stats_sum(&c0, &s0);
+	assert_int_equal(rpcrdma_svc_stats(fx.hs.svc, &v0), 0);
 	epoll_waits = reads = 0;
 	counting = true;
 	t0 = now_ms();
@@ -285,9 +288,13 @@ static void t_round_robin_wakes(void **state)
 	ms = now_ms() - t0;
 	counting = false;
 	softrdma_qp_stats_sum(&c1, &s1);
+	assert_int_equal(rpcrdma_svc_stats(fx.hs.svc, &v1), 0);
 	arms = s1.recv_cq_arms - s0.recv_cq_arms;
-	print_message("%u calls taking turns in %.1f ms: %u passes, %lu arms, %u epoll_wait, "
-		      "%u read\n", calls, ms, passes, arms, epoll_waits, reads);
+	visits = (unsigned long)(v1.conn_visits - v0.conn_visits);
+	print_message("%u calls taking turns in %.1f ms: %u passes, %lu visits, %lu arms, "
+		      "%u epoll_wait, %u read\n", calls, ms, passes, visits, arms, epoll_waits, reads);
+	/* One visit a call, and one more for a signaled reply's completion (1 in 16). */
+	assert_true(visits <= calls + calls / 16 + 2);
 	/*
 	 * One pass a call; a few more where a signaled reply's completion kept
 	 * the other connection awake a pass longer (one reply in
