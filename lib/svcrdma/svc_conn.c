@@ -322,12 +322,16 @@ static int svc_rdma_visit_arm(struct svcxprt_rdma *rdma, int budget)
  * that serves instead, until a wake-up comes within SVC_RDMA_EARLY_PASSES
  * of such an arm (svc_rdma_woken_early()): then its calls follow each
  * other closely again. Busy-polled connections keep their grace
- * (svc_rdma_in_grace()).
+ * (svc_rdma_in_grace()). A connection whose calls are answered after its
+ * visit (libtirpc's dispatch answers after the pass) arms as before, once
+ * its replies went out: arming before them would cost them their spared
+ * doorbells between processes, and the early arm saves nothing there.
  */
 static bool svc_rdma_arms_early(const struct svcxprt_rdma *rdma, int n, int budget)
 {
-	return rdma->sc_arm_early && n < budget && !rdma->sc_ep.close_pending &&
-	       rdma->sc_poller && !svc_rdma_caller_spins(rdma->sc_poller);
+	return rdma->sc_arm_early && !rdma->sc_defers && n < budget &&
+	       !rdma->sc_ep.close_pending && rdma->sc_poller &&
+	       !svc_rdma_caller_spins(rdma->sc_poller);
 }
 
 int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
@@ -375,7 +379,8 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 			p->armed++;
 	}
 	/* Counters are published by the pass (svc_rdma_poller_poll()). */
-	svc_rdma_after_batch(rdma);
+	if (svc_rdma_after_batch(rdma) && n > 0)
+		rdma->sc_defers = rdma->sc_calls_held > 0;
 	return n + m;
 }
 

@@ -200,6 +200,7 @@ struct svcxprt_rdma {
 	int64_t sc_grace_end;			/* then armed once this passes (0: not timed yet) */
 	bool sc_cm_due;				/* its poller saw the CM channel readable */
 	bool sc_arm_early;			/* arm in the visit that serves (svc_conn.c) */
+	bool sc_defers;				/* its last visit with work left calls held */
 	unsigned int sc_armed_pass;		/* the poller's pass of that early arm */
 	int sc_state;
 	bool sc_announced;			/* on_conn(ESTABLISHED) was reported */
