@@ -325,13 +325,18 @@ static int svc_rdma_visit_arm(struct svcxprt_rdma *rdma, int budget)
  * (svc_rdma_in_grace()). A connection whose calls are answered after its
  * visit (libtirpc's dispatch answers after the pass) arms as before, once
  * its replies went out: arming before them would cost them their spared
- * doorbells between processes, and the early arm saves nothing there.
+ * doorbells between processes. Nor does a connection arm early inside
+ * rpcrdma_svc_poller_wait() (rpcrdma_svc_wait(), rpcrdma_svc_run()): its
+ * passes spin before it sleeps, so the visit saved would cost no time,
+ * while a call that comes in the pass after its connection's last still
+ * finds it awake there, and costs no event.
  */
 static bool svc_rdma_arms_early(const struct svcxprt_rdma *rdma, int n, int budget)
 {
+	const struct svc_rdma_poller *p = rdma->sc_poller;
+
 	return rdma->sc_arm_early && !rdma->sc_defers && n < budget &&
-	       !rdma->sc_ep.close_pending && rdma->sc_poller &&
-	       !svc_rdma_caller_spins(rdma->sc_poller);
+	       !rdma->sc_ep.close_pending && p && !p->waiting && !svc_rdma_caller_spins(p);
 }
 
 int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
@@ -358,10 +363,12 @@ int svc_rdma_conn_visit(struct svcxprt_rdma *rdma, int budget)
 		rpcrdma_ep_close_deferred(&rdma->sc_ep);
 		n = 0;
 	}
+	rdma->sc_armed_early = false;
 	if (n > 0 && svc_rdma_arms_early(rdma, n, budget)) {
 		/* Served, and its next call is likely to come late: asleep now. */
 		svc_rdma_grace_end(rdma);
 		rdma->sc_armed_pass = p->passes;
+		rdma->sc_armed_early = true;
 		m = svc_rdma_visit_arm(rdma, budget);
 	} else if (n > 0 || rdma->sc_ep.close_pending) {
 		/* Busy: look again next pass; a pass that finds nothing arms. */

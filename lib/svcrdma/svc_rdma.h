@@ -201,6 +201,7 @@ struct svcxprt_rdma {
 	bool sc_cm_due;				/* its poller saw the CM channel readable */
 	bool sc_arm_early;			/* arm in the visit that serves (svc_conn.c) */
 	bool sc_defers;				/* its last visit with work left calls held */
+	bool sc_armed_early;			/* its last visit armed it early */
 	unsigned int sc_armed_pass;		/* the poller's pass of that early arm */
 	int sc_state;
 	bool sc_announced;			/* on_conn(ESTABLISHED) was reported */
@@ -629,16 +630,17 @@ static inline bool svc_rdma_refill_due(const struct svcxprt_rdma *rdma)
 
 /*
  * A held call is over: a closed connection goes once it holds none. Its
- * receive goes back up on a visit: the next one, if a refill is due; else
- * the one its next call brings, so that a connection asleep between calls
- * (svc_conn.c, early arms) is not visited for nothing.
+ * receive goes back up on the next visit; but a connection its visit armed
+ * early (svc_conn.c), asleep until its next call, gets that visit from its
+ * next call unless a refill is due.
  */
 static inline void svc_rdma_conn_call_done(struct svcxprt_rdma *rdma)
 {
 	if (--rdma->sc_calls_held == 0 && rdma->sc_state == SVCXPRT_CLOSED)
 		svc_rdma_free(rdma);
 	else if (!rdma->sc_ready &&
-		 (rdma->sc_state != SVCXPRT_CONNECTED || svc_rdma_refill_due(rdma)))
+		 !(rdma->sc_armed_early && rdma->sc_state == SVCXPRT_CONNECTED &&
+		   !svc_rdma_refill_due(rdma)))
 		svc_rdma_mark_ready(rdma);
 }
 bool svc_rdma_can_send(const struct svcxprt_rdma *rdma);
