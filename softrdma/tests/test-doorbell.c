@@ -194,6 +194,20 @@ static void sent(struct cm_client *c, uint64_t wr_id)
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 }
 
+/*
+ * The peer arms its receive CQ and sleeps on its channel, long enough for
+ * its net thread to sleep for good too; a Send wakes it.
+ */
+static void wake_sleeping_peer(struct cm_client *c)
+{
+	peer_send(&c->peer, "sleep");
+	peer_expect(&c->peer, "sleeping");
+	nanosleep(&(struct timespec){ 0, NET_SLEEPS_MS * 1000000L }, NULL);
+	post_send(c, 1);
+	sent(c, 1);
+	peer_expect(&c->peer, "woke");
+}
+
 /* Poll a while: the peer spares records for a process whose poller runs too. */
 static void poll_a_while(struct cm_client *c, unsigned int ms)
 {
@@ -226,12 +240,7 @@ static void test_spared_and_late(void **state)
 		unsigned int i;
 
 		rounds++;
-		peer_send(&c.peer, "sleep");
-		peer_expect(&c.peer, "sleeping");
-		nanosleep(&(struct timespec){ 0, NET_SLEEPS_MS * 1000000L }, NULL);
-		post_send(&c, 1);
-		sent(&c, 1);
-		peer_expect(&c.peer, "woke");
+		wake_sleeping_peer(&c);
 
 		/* Each Send a chance for both pollers to run at once, on a loaded machine too. */
 		peer_send(&c.peer, "spin %u", SPIN_SENDS);
@@ -376,12 +385,7 @@ static void test_posted_after_arm(void **state)
 		void *ret;
 
 		/* The peer's net thread asleep for good (its poller armed), then ours. */
-		peer_send(&c.peer, "sleep");
-		peer_expect(&c.peer, "sleeping");
-		nanosleep(&(struct timespec){ 0, NET_SLEEPS_MS * 1000000L }, NULL);
-		post_send(&c, 1);
-		sent(&c, 1);
-		peer_expect(&c.peer, "woke");
+		wake_sleeping_peer(&c);
 		assert_int_equal(ibv_req_notify_cq(c.id->send_cq, 0), 0);
 		nanosleep(&(struct timespec){ 0, NET_SLEEPS_MS * 1000000L }, NULL);
 		drain_events(ch);
