@@ -51,12 +51,18 @@ uint64_t soft_now_ns(void)
 }
 
 /* net.c's, which the included source calls: the link's socket hung up. */
+/* Times net_link_gone_locked() found the link gone (the responder's wait saw a hang-up). */
+static atomic_uint gone_seen;
+
 bool net_link_gone_locked(const struct net_link *link)
 {
 	struct pollfd pfd = { .fd = link->fd, .events = POLLRDHUP };
+	bool gone = link->dead || link->fd < 0 ||
+		    (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)));
 
-	return link->dead || link->fd < 0 ||
-	       (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)));
+	if (gone)
+		atomic_fetch_add(&gone_seen, 1);
+	return gone;
 }
 
 static struct {
@@ -274,12 +280,13 @@ static void test_waits_for_claimed(void **state)
 /*
  * The requester's process dies holding a chunk: its link hangs up, and the
  * responder copies the chunk without waiting out the second it gives a
- * stopped one (within half of it here: hang-ups are looked for each ms).
+ * stopped one: its wait ends on the hang-up (looked for each ms), not on
+ * the clock, however long a loaded machine keeps it from running.
  */
 static void test_requester_gone(void **state)
 {
 	unsigned long takeovers = coop.st.coop_takeovers;
-	uint64_t closed;
+	unsigned int gone = atomic_load(&gone_seen);
 	uint32_t gen;
 
 	(void)state;
@@ -289,9 +296,8 @@ static void test_requester_gone(void **state)
 	assert_false(atomic_load(&t.returned));
 	close(t.far_end);
 	t.far_end = -1;
-	closed = soft_now_ns();
 	responder_join();
-	assert_true(soft_now_ns() - closed < COOP_WAIT_NS / 2);
+	assert_true(atomic_load(&gone_seen) > gone);
 	assert_memory_equal(t.dst, t.src, LEN);
 	assert_int_equal(t.copies, 2);
 	assert_int_equal(coop.st.coop_takeovers, takeovers + 1);
