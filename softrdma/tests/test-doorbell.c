@@ -21,18 +21,21 @@
  * thread sleeps for good, and so does the test's (it armed its send CQ and
  * stopped polling). The peer polls until a time both know; another thread
  * of the test polls meanwhile, and the test arms its send CQ again. The
- * moment the peer stops, the test posts an RDMA Read (which only the
- * peer's side serves: one-sided Reads are off here, and the QP has no ACK
- * timeout to send it again) and sleeps on the channel. No call of the
- * test comes after the post to ring late, nor any look of its net thread:
- * the record must not be spared, and the Read completes. (Before, it was
- * spared and waited for good, in about one round in ten.)
+ * moment the peer stops, that other thread posts an RDMA Read (which only
+ * the peer's side serves: one-sided Reads are off here, and the QP has no
+ * ACK timeout to send it again) and the test sleeps on the channel. No call
+ * of the test comes after the post to ring late: a Read is never spared,
+ * and completes. (Once, it was spared and waited for good, in about one
+ * round in ten.) The same with a Send, which is spared: the test's net
+ * thread, asleep for good, is woken by the spare to look lazily, and rings
+ * late for it (without that, it waited for good every time).
  *
  * Whether a record is spared depends on the peer's poller having run in
  * the last 60 us, which a loaded machine may deny for a while: rounds go
- * on until a record was spared and one rung late, within a time budget,
- * and under a sanitizer or valgrind the counts are printed, not asserted.
- * The Sends complete and arrive in every case.
+ * on until a record was spared and one rung late, within a time budget.
+ * The counts are asserted only if in some round the 33 Sends took less
+ * than TOGETHER_MS (both pollers ran at once), and not under a sanitizer
+ * or valgrind. The Sends complete and arrive in every case.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -51,6 +54,8 @@
 /* Rounds go on this long while a spared record is still to be seen (a loaded machine). */
 #define BUDGET_MS	10000
 #define SPIN_SENDS	32	/* Sends to the spinning peer each round */
+/* A round's Sends took less: both pollers ran at once (each Send waits for the peer's). */
+#define TOGETHER_MS	5
 /* Longer than the net thread's lazy looks (SHM_LAZY_MS): it sleeps for good then. */
 #define NET_SLEEPS_MS	5
 
@@ -107,22 +112,34 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Poll the receive CQ, where nothing comes, until @end (mono_ns()); then no more. */
+/*
+ * Poll the receive CQ until @end (mono_ns()); then no more. A Send the
+ * test posts as it ends may come within its last poll: it is taken, and
+ * said ("polled 1").
+ */
 static void p_poll_until(struct cm_side *s, uint64_t end)
 {
+	unsigned int took = 0;
 	struct ibv_wc wc;
+	int n;
 
 	peer_say("polling");
-	while (mono_ns() < end)
-		PEER_CHECK(ibv_poll_cq(s->id->recv_cq, 1, &wc) == 0);
-	peer_say("polled");
+	while (mono_ns() < end) {
+		n = ibv_poll_cq(s->id->recv_cq, 1, &wc);
+		PEER_CHECK(n >= 0);
+		if (n) {
+			p_took(s, &wc);
+			took++;
+		}
+	}
+	peer_say("polled %u", took);
 }
 
 /*
  * The peer, on commands:
  *   sleep   arm, sleep on the channel for a Send: "sleeping", then "woke"
  *   spin N  poll for N Sends: "spinning", then "got"; then poll no more
- *   until T poll until T (mono_ns()): "polling", then "polled"
+ *   until T poll until T (mono_ns()): "polling", then "polled N" (Sends taken)
  *   take    poll for a Send that came meanwhile: "took"
  *   quit
  */
@@ -165,24 +182,27 @@ static int role_pinger(void)
 
 /* ==== the test ================================================================ */
 
-static void post_send(struct cm_client *c, uint64_t wr_id)
+/*
+ * A signaled Send of 4 bytes, or (@send false) an RDMA Read of the peer's
+ * region: a record only the peer's side can serve. ibv_post_send()'s return.
+ */
+static int post_wr(struct cm_client *c, uint64_t wr_id, bool send)
 {
 	struct ibv_sge sge = { (uintptr_t)c->buf, 4, c->mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+				  .opcode = send ? IBV_WR_SEND : IBV_WR_RDMA_READ,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
 
-	assert_int_equal(ibv_post_send(c->id->qp, &wr, &bad), 0);
+	if (!send) {
+		wr.wr.rdma.remote_addr = c->raddr;
+		wr.wr.rdma.rkey = c->rkey;
+	}
+	return ibv_post_send(c->id->qp, &wr, &bad);
 }
 
-/* An RDMA Read of the peer's region: a record only the peer's side can serve. */
-static void post_read(struct cm_client *c, uint64_t wr_id)
+static void post_send(struct cm_client *c, uint64_t wr_id)
 {
-	struct ibv_sge sge = { (uintptr_t)c->buf, 4, c->mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
-				  .wr.rdma = { c->raddr, c->rkey } }, *bad;
-
-	assert_int_equal(ibv_post_send(c->id->qp, &wr, &bad), 0);
+	assert_int_equal(post_wr(c, wr_id, true), 0);
 }
 
 static void sent(struct cm_client *c, uint64_t wr_id)
@@ -230,13 +250,14 @@ static void test_spared_and_late(void **state)
 {
 	unsigned long spared = 0, late = 0;
 	uint64_t start = h_now_ms();
-	unsigned int rounds = 0;
+	unsigned int rounds = 0, together = 0;
 	struct cm_client c;
 
 	(void)state;
 	cm_client_connect(&c, self, "pinger", BUF_LEN, IBV_ACCESS_LOCAL_WRITE);
 	while (h_now_ms() - start < BUDGET_MS && !(spared && late) && !(slowed() && rounds >= 2)) {
 		struct softrdma_shm_stats a, d;
+		uint64_t sends_began;
 		unsigned int i;
 
 		rounds++;
@@ -247,6 +268,7 @@ static void test_spared_and_late(void **state)
 		peer_expect(&c.peer, "spinning");
 		poll_a_while(&c, 2);
 		a = stats();
+		sends_began = h_now_ms();
 		/*
 		 * One more than the peer takes: the last is sent the moment the
 		 * one before it completed, which the peer's poller served just
@@ -258,27 +280,42 @@ static void test_spared_and_late(void **state)
 			sent(&c, 2);
 		}
 		d = stats();
+		if (h_now_ms() - sends_began < TOGETHER_MS)
+			together++;
 		peer_expect(&c.peer, "got");
 		peer_send(&c.peer, "take");
 		peer_expect(&c.peer, "took");
 		spared += d.bells_spared - a.bells_spared;
 		late += d.bells_late - a.bells_late;
 	}
-	print_message("%u rounds: %lu records spared, %lu rung late\n", rounds, spared, late);
-	if (!slowed()) {
+	print_message("%u rounds (%u with both pollers running): %lu records spared, %lu rung late\n",
+		      rounds, together, spared, late);
+	/*
+	 * A Send waits for the peer's poller to take it: where each took a
+	 * time slice (a process beside the test holds a core), the two pollers
+	 * never ran at once, and nothing could be spared.
+	 */
+	if (!together)
+		print_message("the two pollers never ran at once here: sparing is not checked\n");
+	else if (!slowed()) {
 		assert_true(spared > 0);
 		assert_true(late > 0);
 	}
 	cm_client_disconnect(&c);
 }
 
-/* Another thread of the test's process, polling a CQ where nothing comes until told to stop. */
+/*
+ * Another thread of the test's process, polling a CQ where nothing comes
+ * until @post_at (mono_ns()): then it posts the Read or Send (on the test's
+ * connection) and polls no more. The test's own thread sleeps meanwhile,
+ * so that only this thread and the peer's poller want a core.
+ */
 struct side_poller {
 	pthread_t thread;
-	struct ibv_cq *cq;
-	atomic_bool stop;
-	atomic_bool stopped;
-	atomic_uint polls;
+	struct cm_client *c;
+	uint64_t post_at;
+	bool send;
+	bool failed;			/* something came to its CQ, or the post failed */
 };
 
 static void *side_poll(void *arg)
@@ -286,28 +323,14 @@ static void *side_poll(void *arg)
 	struct side_poller *y = arg;
 	struct ibv_wc wc;
 
-	while (!atomic_load(&y->stop)) {
-		if (ibv_poll_cq(y->cq, 1, &wc) != 0)
-			break;	/* something came: main() sees it returned non-NULL */
-		atomic_fetch_add(&y->polls, 1);
+	while (mono_ns() < y->post_at) {
+		if (ibv_poll_cq(y->c->id->recv_cq, 1, &wc) != 0) {
+			y->failed = true;
+			return NULL;
+		}
 	}
-	atomic_store(&y->stopped, true);
-	return atomic_load(&y->stop) ? NULL : y;
-}
-
-/*
- * Once @y has polled since the call, start to end (the process polls, as
- * far as the fabric knows), stop it: it polls no more when this returns.
- */
-static void side_stop(struct side_poller *y)
-{
-	unsigned int from = atomic_load(&y->polls);
-
-	while (atomic_load(&y->polls) - from < 2 && !atomic_load(&y->stopped))
-		;
-	atomic_store(&y->stop, true);
-	while (!atomic_load(&y->stopped))
-		;
+	y->failed = post_wr(y->c, 3, y->send) != 0;
+	return NULL;
 }
 
 /* Take the channel's events (it is non-blocking) and acknowledge them. */
@@ -353,36 +376,29 @@ static bool slept_for(struct cm_client *c, struct ibv_comp_channel *ch, uint64_t
 #define AFTER_PEER_NS	5000u
 
 /*
- * Post the Read the moment the peer stops polling, while its stamp still
- * says it polls (60 us): a Read that went as a record waits for its side
- * (its net thread or poller) to serve it.
+ * The rounds of the second case, with an RDMA Read (@send false), which
+ * is never spared (nothing at the peer would look for it), or a Send,
+ * which may be: then only the test's net thread, woken to look lazily
+ * while the side poller ran, rings late for it.
  */
-static void read_as_peer_stops(struct cm_client *c, struct side_poller *y, uint64_t end)
+static void posted_after_arm(bool send)
 {
-	while (mono_ns() < end + AFTER_PEER_NS)
-		;
-	side_stop(y);
-	post_read(c, 3);
-}
-
-static void test_posted_after_arm(void **state)
-{
+	const char *what = send ? "Send" : "Read";
 	struct ibv_comp_channel *ch;
 	unsigned long spared = 0;
 	unsigned int round;
 	struct cm_client c;
 
-	(void)state;
-	/* No ACK timeout: a Read left unserved is never sent again, it waits for good. */
+	/* No ACK timeout: a record left untaken is never sent again, it waits for good. */
 	cm_client_connect_timeout(&c, self, "pinger", BUF_LEN, IBV_ACCESS_LOCAL_WRITE, 0);
 	ch = c.id->send_cq_channel;
 	assert_non_null(ch);
 	assert_int_equal(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK), 0);
 	for (round = 0; round < ARMED_ROUNDS; round++) {
-		struct side_poller y = { .cq = c.id->recv_cq };
+		struct side_poller y = { .c = &c, .send = send };
 		struct softrdma_shm_stats a, d;
+		bool took_early;
 		uint64_t end;
-		void *ret;
 
 		/* The peer's net thread asleep for good (its poller armed), then ours. */
 		wake_sleeping_peer(&c);
@@ -390,36 +406,58 @@ static void test_posted_after_arm(void **state)
 		nanosleep(&(struct timespec){ 0, NET_SLEEPS_MS * 1000000L }, NULL);
 		drain_events(ch);
 
-		/* The peer polls; so does another thread of ours while this one arms. */
-		atomic_init(&y.stop, false);
-		atomic_init(&y.stopped, false);
-		atomic_init(&y.polls, 0);
-		assert_int_equal(pthread_create(&y.thread, NULL, side_poll, &y), 0);
+		/*
+		 * The peer polls; so does another thread of ours while this one
+		 * arms. That one posts the moment the peer stops, while the
+		 * peer's stamp still says it polls (60 us).
+		 */
 		end = mono_ns() + PEER_POLL_NS;
+		y.post_at = end + AFTER_PEER_NS;
+		assert_int_equal(pthread_create(&y.thread, NULL, side_poll, &y), 0);
 		peer_send(&c.peer, "until %llu", (unsigned long long)end);
 		peer_expect(&c.peer, "polling");
 		assert_int_equal(ibv_req_notify_cq(c.id->send_cq, 0), 0);
 		a = stats();
-		read_as_peer_stops(&c, &y, end);
+		assert_int_equal(pthread_join(y.thread, NULL), 0);
 		d = stats();
-		assert_int_equal(pthread_join(y.thread, &ret), 0);
-		assert_null(ret);
+		assert_false(y.failed);
 		spared += d.bells_spared - a.bells_spared;
-		peer_expect(&c.peer, "polled");
+		took_early = strcmp(peer_expect(&c.peer, "polled"), " 1") == 0;
 		if (!slept_for(&c, ch, 3, ARMED_WAIT_MS))
-			fail_msg("round %u: the Read posted after the arm did not complete in %d ms "
-				 "(%lu spared)", round, ARMED_WAIT_MS, d.bells_spared - a.bells_spared);
+			fail_msg("round %u: the %s posted after the arm did not complete in %d ms "
+				 "(%lu spared)", round, what, ARMED_WAIT_MS,
+				 d.bells_spared - a.bells_spared);
+		/* Unless its last poll took it, the Send waits on the peer's CQ. */
+		if (send && !took_early) {
+			peer_send(&c.peer, "take");
+			peer_expect(&c.peer, "took");
+		}
 	}
-	print_message("%u rounds: %lu Reads posted after the arm were spared their ring\n", round,
-		      spared);
+	print_message("%u rounds: %lu %ss posted after the arm were spared their ring\n", round,
+		      spared, what);
+	if (!send)
+		assert_int_equal(spared, 0);
 	cm_client_disconnect(&c);
+}
+
+static void test_read_posted_after_arm(void **state)
+{
+	(void)state;
+	posted_after_arm(false);
+}
+
+static void test_send_posted_after_arm(void **state)
+{
+	(void)state;
+	posted_after_arm(true);
 }
 
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spared_and_late),
-		cmocka_unit_test(test_posted_after_arm),
+		cmocka_unit_test(test_read_posted_after_arm),
+		cmocka_unit_test(test_send_posted_after_arm),
 	};
 	int failed;
 

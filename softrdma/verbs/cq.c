@@ -302,7 +302,7 @@ int soft_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 		if (!wire_pollable())
 			return 0;
 		fab_lock();
-		wire_poll_locked();
+		wire_poll_locked(cq_armed(scq));
 		fab_unlock();
 		if (cq_empty(scq))
 			return 0;

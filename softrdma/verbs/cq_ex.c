@@ -60,7 +60,7 @@ static int ex_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
 	    __atomic_load_n(&scq->tail, __ATOMIC_SEQ_CST) ==
 	    __atomic_load_n(&scq->head, __ATOMIC_RELAXED)) {
 		fab_lock();
-		wire_poll_locked();
+		wire_poll_locked(cq_armed(scq));
 		fab_unlock();
 	}
 	pthread_mutex_lock(&scq->poll_lock);

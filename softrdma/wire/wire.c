@@ -189,11 +189,11 @@ bool wire_pollable(void)
 	return false;
 }
 
-void wire_poll_locked(void)
+void wire_poll_locked(bool armed)
 {
 	for_each_transport(t)
 		if ((*t)->poll)
-			(*t)->poll();
+			(*t)->poll(armed);
 }
 
 void wire_drain_locked(void)

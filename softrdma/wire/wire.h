@@ -316,8 +316,12 @@ struct wire_transport {
 	 * something have come in that only a poller or a drain runs?
 	 */
 	bool (*pollable)(void);
-	/* Lock held. A busy poller's pass: run what came in, push its completions. */
-	void (*poll)(void);
+	/*
+	 * Lock held. A busy poller's pass: run what came in, push its
+	 * completions. @armed: the CQ polled is armed (a thread's look after
+	 * its arm, before it sleeps, or one that arms, then polls what woke it).
+	 */
+	void (*poll)(bool armed);
 	/* Lock held. Run all that came in: a thread reads an event or is about to sleep. */
 	void (*drain)(void);
 	/*
@@ -375,7 +379,7 @@ void wire_transmit(struct wire_qp *requester, const struct wire_req *req,
 
 /* The hooks of every transport (struct wire_transport), for the verbs objects. */
 bool wire_pollable(void);
-void wire_poll_locked(void);
+void wire_poll_locked(bool armed);
 void wire_drain_locked(void);
 void wire_arm_locked(struct wire_cq *cq);
 bool wire_raised_locked(struct wire_cq *cq);

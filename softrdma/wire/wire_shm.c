@@ -196,7 +196,8 @@ static struct {
 	bool said_no_vm;
 	struct softrdma_shm_stats st;	/* one-sided and doorbell counts (the rest: wire_shm_coop.c) */
 	uint64_t polled_ns;		/* a busy poller last ran the rings (soft_poll_cq()) */
-	bool net_lazy;			/* the net thread sleeps on the pollers' account */
+	bool armed;			/* a CQ was armed, and only armed CQs were polled since */
+	bool net_lazy;			/* the net thread looks within SHM_LAZY_MS (ring_spared()) */
 } shm = {
 	.links = { &shm.links, &shm.links },
 };
@@ -496,29 +497,45 @@ static bool self_polls(void);
 /*
  * The peer's net thread sleeps, but a thread of the peer polls its CQs and
  * runs the rings now (it told us within SHM_POLLING_NS), and so does one
- * of ours: the peer's poller takes the
- * record without the net thread (which would cost it a wake-up and a
- * context switch each time). Should the peer's poller stop without arming,
- * our own side rings after all (unrung_check()): on its poller's next
- * pass once SHM_POLLER_NS went by, at its net thread's next look (within
- * SHM_LAZY_MS: only a lazy net thread lets a ring be spared), and when a
- * thread of ours arms a CQ to sleep.
+ * of ours: the peer's poller takes the record
+ * without the net thread (which would cost it a wake-up and a context
+ * switch each time). A poller of the peer that arms takes what came
+ * before (shm_poller_sleeps_locked()). Should it stop without arming, or
+ * lose its CPU, our side rings after all (unrung_check(), once
+ * SHM_POLLING_NS went by): on our poller's next pass, or at our net
+ * thread's next look. That one is lazy while a spared record waits: it
+ * looks within SHM_LAZY_MS, and before it sleeps for good it rings for
+ * what the peer has yet to take.
  */
-static bool ring_spared(struct shm_link *s)
+static bool ring_spared(struct shm_link *s, enum shm_wakes wakes)
 {
 	uint64_t polled = atomic_load_explicit(&s->tx->polled_ns, memory_order_relaxed);
 	uint64_t now = soft_now_ns();
 
 	/*
-	 * Our net thread must be looking now and then (lazy): it is what rings
-	 * late should every poller of ours go to sleep without a call of ours
-	 * to see it (an application may post, then sleep on a channel armed
-	 * before, or on a descriptor of its own). Asleep for good since a
-	 * thread armed (shm_poller_sleeps_locked()), it would never ring.
+	 * A request the peer serves, with no completion of its own (an RDMA
+	 * Read, a Write with more to come), is rung for: we wait for its
+	 * answer, and a poller of the peer that is about to sleep has no
+	 * event that would make it look (its stamp can be fresh, for it polls
+	 * once after it arms). A record that completes there is taken when the
+	 * peer polls or arms, whichever it does next.
 	 */
-	if (!shm.net_lazy || !polled || (polled < now && now - polled >= SHM_POLLING_NS) ||
-	    !self_polls())
+	if (wakes == WAKES_NONE)
 		return false;
+	if (!polled || (polled < now && now - polled >= SHM_POLLING_NS) || !self_polls())
+		return false;
+	/*
+	 * Our net thread sleeps for good (our pollers went quiet for a while,
+	 * and it looked then): an application may post, then sleep on a
+	 * channel armed before or on a descriptor of its own, and nothing of
+	 * ours would ring late. Woken once, it finds our poller running and
+	 * stays lazy while it runs: a wake-up of our own now and then, instead
+	 * of the peer's for every record.
+	 */
+	if (!shm.net_lazy) {
+		shm.net_lazy = true;
+		net_kick_locked();
+	}
 	/* When the oldest record the peer has yet to take was spared. */
 	if (!s->unrung_ns ||
 	    atomic_load_explicit(&s->tx->head, memory_order_acquire) >= s->unrung_tail)
@@ -569,7 +586,7 @@ static void rec_end(struct shm_link *s, enum shm_wakes wakes)
 		}
 	}
 	if (wakes == WAKES_NET ||
-	    (atomic_load_explicit(&r->sleeping, memory_order_seq_cst) && !ring_spared(s)))
+	    (atomic_load_explicit(&r->sleeping, memory_order_seq_cst) && !ring_spared(s, wakes)))
 		signal_add_locked(&s->tx_bell, 1);
 }
 
@@ -1069,18 +1086,22 @@ bool shm_link_sleep_locked(struct net_link *link, bool *lazy)
 		return false;
 	/*
 	 * While a poller runs the rings the net thread only looks now and
-	 * then (*lazy: it must not sleep longer than SHM_LAZY_MS).
+	 * then (*lazy: it must not sleep longer than SHM_LAZY_MS). Once they
+	 * went quiet it sleeps for good, and rings for what ring_spared() left.
 	 */
 	now = soft_now_ns();
 	if (now - shm.polled_ns < SHM_POLLER_NS) {
 		unrung_check(link->shm, now, false);
 		*lazy = true;
 		shm.net_lazy = true;
-		return atomic_load_explicit(&r->tail, memory_order_acquire) !=
-		       atomic_load_explicit(&r->head, memory_order_relaxed);
+		if (!shm.armed)
+			return atomic_load_explicit(&r->tail, memory_order_acquire) !=
+			       atomic_load_explicit(&r->head, memory_order_relaxed);
+		/* Our pollers armed: the peer rings for what raises no event here. */
+	} else {
+		shm.net_lazy = false;
+		unrung_check(link->shm, now, true);
 	}
-	shm.net_lazy = false;
-	unrung_check(link->shm, now, true);
 	atomic_store_explicit(&r->sleeping, 1, memory_order_seq_cst);
 	return atomic_load_explicit(&r->tail, memory_order_seq_cst) !=
 	       atomic_load_explicit(&r->head, memory_order_relaxed);
@@ -1213,14 +1234,18 @@ static bool shm_pending(void)
 
 /*
  * A thread arms a CQ to sleep on it, so it stops running the rings. A net
- * thread that sleeps lazily on the pollers' account must go back to its
- * doorbells, or a record that raises no event here (a Read request this
- * process answers, while its caller waits for the reply) waits out
+ * thread that sleeps lazily on the pollers' account must hear the
+ * doorbells again, or a record that raises no event here (a Read request
+ * this process answers, while its caller waits for the reply) waits out
  * SHM_LAZY_MS: half a millisecond per RDMA Read on average. It sleeps in
  * poll() on them already: telling the writers to ring is enough, and costs
  * nothing to a poller that arms and polls on, as a server's poller does
  * with a connection it finds idle. A record published before the writer
  * could see that is caught here (the same store-then-load as the writer's).
+ * The net thread stays lazy while our pollers come back soon (an RPC
+ * client arms for every reply): a record of ours the peer has yet to take
+ * is rung for at its next look, unless the peer took it by then, as it
+ * mostly does.
  */
 static void shm_poller_sleeps_locked(void)
 {
@@ -1235,14 +1260,13 @@ static void shm_poller_sleeps_locked(void)
 	soft_list_for_each_safe(pos, tmp, &shm.links) {
 		struct shm_link *s = soft_list_entry(pos, struct shm_link, node);
 
-		unrung_check(s, now, true);
+		unrung_check(s, now, false);
 		s->rx_polled_ns = 0;
 		atomic_store_explicit(&s->rx->polled_ns, 0, memory_order_relaxed);
 	}
+	shm.armed = true;
 	if (!shm.net_lazy)
 		return;
-	shm.net_lazy = false;
-	shm.polled_ns = 0;
 	soft_list_for_each_safe(pos, tmp, &shm.links) {
 		struct shm_ring *r = soft_list_entry(pos, struct shm_link, node)->rx;
 
@@ -1261,12 +1285,19 @@ static void shm_poller_sleeps_locked(void)
  * this poll be its last, the net thread finds it as it finds what comes
  * after: at its next look (lazy, within SHM_LAZY_MS) or by its doorbell.
  */
-static void shm_poll_locked(void)
+static void shm_poll_locked(bool armed)
 {
 	struct soft_list *pos, *tmp;
 	bool left;
 
 	shm.polled_ns = soft_now_ns();
+	/*
+	 * A look at an armed CQ may be the last before a sleep (arm, poll,
+	 * wait, as the verbs have it): the peers go on ringing for what raises
+	 * no event here, which our net thread serves (shm_link_sleep_locked()).
+	 */
+	if (!armed)
+		shm.armed = false;
 	soft_list_for_each_safe(pos, tmp, &shm.links) {
 		struct shm_link *s = soft_list_entry(pos, struct shm_link, node);
 
