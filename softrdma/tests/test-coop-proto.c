@@ -50,10 +50,10 @@ uint64_t soft_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* net.c's, which the included source calls: the link's socket hung up. */
 /* Times net_link_gone_locked() found the link gone (the responder's wait saw a hang-up). */
 static atomic_uint gone_seen;
 
+/* net.c's, which the included source calls: the link's socket hung up. */
 bool net_link_gone_locked(const struct net_link *link)
 {
 	struct pollfd pfd = { .fd = link->fd, .events = POLLRDHUP };
