@@ -12,7 +12,9 @@
  *   several SGEs at odd offsets;
  * - a Send behind a large Write, or a Write with immediate, completes at
  *   the peer only once every byte of the Write is in place;
- * - a requester that sleeps is offered nothing; one stopped right after
+ * - a requester that sleeps is offered nothing, and a requester that polls
+ *   copies a large Write to a responder that sleeps one-sidedly, alone;
+ *   one stopped right after
  *   posting (it was polling) stalls nothing: the responder takes it all;
  * - a requester whose Write's source was deregistered and unmapped while
  *   the record waited helps from the bytes set aside, not from its memory;
@@ -167,6 +169,8 @@ static void p_stats(void)
  *                 check the region then: "ok"
  *   fill <seed>   fill the region: "filled"
  *   spin          poll until the test's Send: "spun"
+ *   sleep <len>   as write, but arm the receive CQ and sleep on its
+ *                 channel: "sleeping", then "ok"
  *   stats         softrdma_shm_stats(): "stats ..."
  *   quit
  */
@@ -198,6 +202,17 @@ static int role_responder(void)
 			 * thread that places it (as "fill" below).
 			 */
 			softrdma_shm_stats(&st);
+			peer_say("ok");
+		} else if (sscanf(cmd, "sleep %u", &n) == 1) {
+			struct ibv_cq *cq;
+			void *ctx;
+
+			PEER_CHECK(n <= REGION);
+			PEER_CHECK(ibv_req_notify_cq(s.id->recv_cq, 0) == 0);
+			peer_say("sleeping");
+			PEER_CHECK(ibv_get_cq_event(s.id->recv_cq_channel, &cq, &ctx) == 0);
+			ibv_ack_cq_events(cq, 1);
+			PEER_CHECK(cm_filled(s.region, n, p_next(&s)));
 			peer_say("ok");
 		} else if (sscanf(cmd, "fill %u", &n) == 1) {
 			struct softrdma_shm_stats st;
@@ -537,6 +552,48 @@ static void test_sleeping_requester(void **state)
 }
 
 /*
+ * The requester polls, the responder sleeps on its channel: the large
+ * Write goes one-sided, copied by this process alone, with no offer. A
+ * record would wake the responder to share a copy with a poller of ours
+ * that may stop polling at once (an RPC server replying), which cost the
+ * echo example's 1 MiB results half their rate between two processes.
+ * Under valgrind the peer publishes no keys, and everything goes as records.
+ */
+static void test_sleeping_responder(void **state)
+{
+	struct softrdma_shm_stats me0, me1, peer0, peer1;
+	uint8_t *src;
+	struct cm_client c;
+	uint32_t r;
+
+	(void)state;
+	cm_client_connect(&c, self, "responder", BUF_LEN, BUF_ACCESS);
+	src = c.buf;
+	softrdma_shm_stats(&me0);
+	peer_stats(&c, &peer0);
+	for (r = 0; r < 4; r++) {
+		struct ibv_sge sge = { (uintptr_t)src, BIG, c.mr->lkey };
+
+		peer_send(&c.peer, "sleep %u", BIG);
+		peer_expect(&c.peer, "sleeping");
+		cm_fill(src, BIG, 100 + r);
+		poll_a_while(&c);
+		assert_int_equal(post(&c, 1, IBV_WR_RDMA_WRITE, &sge, 1, 0), 0);
+		send_word(&c, 2, 100 + r);
+		expect_sent(&c, 1);
+		expect_sent(&c, 2);
+		peer_expect(&c.peer, "ok");
+	}
+	softrdma_shm_stats(&me1);
+	peer_stats(&c, &peer1);
+	print_message("%lu of 4 Writes one-sided\n", me1.one_sided_writes - me0.one_sided_writes);
+	if (!peer_under_valgrind())
+		assert_int_equal(me1.one_sided_writes - me0.one_sided_writes, 4);
+	assert_int_equal(peer1.coop_offers, peer0.coop_offers);
+	cm_client_disconnect(&c);
+}
+
+/*
  * (c) The requester polls, posts a large Write with immediate and stops
  * at once: the offer this process (the responder) makes is never taken,
  * and the Write completes here while the requester is stopped, all its
@@ -642,6 +699,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_both_polling),
 		cmocka_unit_test(test_sleeping_requester),
+		cmocka_unit_test(test_sleeping_responder),
 		cmocka_unit_test(test_stopped_requester),
 		cmocka_unit_test(test_help_from_moved_bytes),
 		cmocka_unit_test(test_rings_sealed),

@@ -660,6 +660,20 @@ static bool self_polls(void)
 	return shm.polled_ns && (shm.polled_ns > now || now - shm.polled_ns < SHM_POLLER_NS);
 }
 
+/*
+ * Does a thread of the peer poll its rings now: it stamped them lately and
+ * has not armed its receive CQ to sleep on the channel since? (It polls
+ * once more after it arms, as the verbs have it, which stamps again.)
+ */
+static bool peer_polling(struct shm_link *s)
+{
+	uint64_t polled = atomic_load_explicit(&s->tx->polled_ns, memory_order_relaxed);
+	uint64_t now = soft_now_ns();
+
+	return polled && (polled > now || now - polled < SHM_POLLER_NS) &&
+	       atomic_load_explicit(&s->tx->arm, memory_order_seq_cst) != ARM_ARMED;
+}
+
 /* Copy a one-sided request's bytes: between our segments and the peer's @addr. */
 static bool one_sided_copy(const struct shm_link *s, const struct wire_req *req, uint64_t addr)
 {
@@ -700,11 +714,13 @@ static bool one_sided(struct shm_link *s, const struct wire_req *req, struct wir
 	    (req->op != WIRE_WRITE && req->op != WIRE_READ))
 		return false;
 	/*
-	 * A large copy of a requester that polls goes as a record: the
+	 * A large copy between pollers on both sides goes as a record: the
 	 * responder shares it with our poller (wire_shm_coop.h), and two
-	 * processes copying at once beat one alone, its wake-up included.
+	 * processes copying at once beat one alone. A responder that armed
+	 * would have to wake first, and our poller may be gone by then: we
+	 * copy it alone.
 	 */
-	if (coop_worth(req->length) && self_polls())
+	if (coop_worth(req->length) && self_polls() && peer_polling(s))
 		return false;
 	if (!shm_keys_resolve(s->peer_keys, req, &h))
 		return false;
