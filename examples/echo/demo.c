@@ -56,7 +56,7 @@ static void *server_thread(void *arg)
 
 	s->tcp = listen_tcp(&s->tcp_addr);
 	s->rdma = rpcrdma_svc_create((struct sockaddr *)&s->rdma_addr, 0, 0);
-	if (!s->tcp || !s->rdma ||
+	if (!s->tcp || !s->rdma || echo_bind() ||
 	    !svc_reg(s->tcp, ECHO_PROG, ECHO_VERS, echo_prog_1, NULL) ||
 	    !svc_reg(s->rdma, ECHO_PROG, ECHO_VERS, echo_prog_1, NULL)) {
 		atomic_store(&s->state, -1);
@@ -112,6 +112,7 @@ static int run(const char *name, CLIENT *(*connect)(const struct sockaddr_in *, 
 	if (stop)
 		echo_stop_1(NULL, NULL, small);
 	clnt_destroy(large);
+	free(fig->big_buf);
 	clnt_destroy(small);
 	return rc;
 }

@@ -90,6 +90,7 @@ int main(int argc, char **argv)
 	if (stop)
 		echo_stop_1(NULL, NULL, small);
 	clnt_destroy(large);
+	free(fig.big_buf);
 	clnt_destroy(small);
 	return rc;
 usage:

@@ -57,6 +57,10 @@ int main(int argc, char **argv)
 			goto usage;
 		}
 	}
+	if (echo_bind()) {
+		fprintf(stderr, "echo-server: cannot register the echo binding\n");
+		return 1;
+	}
 	xprt = echo_listen(&sin);
 	if (!xprt) {
 		perror("echo-server: cannot listen");
