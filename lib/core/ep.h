@@ -422,12 +422,15 @@ static inline uint32_t rpcrdma_sq_reserve_unsignaled(struct rpcrdma_ep *ep, uint
 	return ep->sq_avail - ep->sq_unsig_max;
 }
 
-/* May the chain end whose slot was just taken go unsignaled? If so, it is held. */
-static inline bool rpcrdma_sq_unsignaled(struct rpcrdma_ep *ep)
+/*
+ * May a chain of @n slots, just taken, go unsignaled? If so, its slots are
+ * held until a signaled chain end covers them.
+ */
+static inline bool rpcrdma_sq_unsignaled(struct rpcrdma_ep *ep, uint32_t n)
 {
-	if (ep->sq_unsig >= ep->sq_unsig_max)
+	if (ep->sq_unsig >= ep->sq_unsig_max || n > ep->sq_unsig_max - ep->sq_unsig)
 		return false;
-	ep->sq_unsig++;
+	ep->sq_unsig += n;
 	return true;
 }
 

@@ -434,7 +434,7 @@ svc_rdma_post_unsignaled(struct svcxprt_rdma *rdma, struct svc_rdma_send_ctxt *c
 	if (ctxt->sc_nwrs || ctxt->sc_nreleases || !(wr->send_flags & IBV_SEND_INLINE) ||
 	    rdma->sc_batching || !svc_rdma_can_send(rdma) || !rpcrdma_sq_get(ep, 1))
 		return false;
-	if (!rpcrdma_sq_unsignaled(ep)) {
+	if (!rpcrdma_sq_unsignaled(ep, 1)) {
 		rpcrdma_sq_put(ep, 1);
 		return false;
 	}

@@ -425,18 +425,21 @@ void xprt_rdma_kick_pending(struct rpcrdma_xprt *x);
 void xprt_rdma_send_failed(struct rpcrdma_xprt *x, struct rpcrdma_req *req, int rc);
 
 /*
- * An inline Send without binds holds nothing once posted (the device took
- * its bytes with the WR), so it may go unsignaled while the send queue's
- * ledger lets it (rpcrdma_sq_unsignaled()). A signaled Send covers the
- * slots held so far and gives them back when it completes.
+ * An inline Send holds nothing once posted (the device took its bytes with
+ * the WR), nor do the binds chained ahead of it (their windows belong to
+ * the call, which fences them after the reply), so the chain may go
+ * unsignaled while the send queue's ledger lets it hold its slots
+ * (rpcrdma_sq_unsignaled()): no completion to wait for, and no wake-up
+ * for one (the server's answer to it is its reply). A signaled Send covers
+ * the slots held so far and gives them back when it completes.
  */
 static inline void xprt_rdma_send_signal(struct rpcrdma_xprt *x, struct rpcrdma_req *req)
 {
 	struct ibv_send_wr *wr = &req->rl_send_wr;
 
 	rpcrdma_send_inline(&x->rx_ep, wr);
-	if ((wr->send_flags & IBV_SEND_INLINE) && req->rl_sqecount == 1 &&
-	    rpcrdma_sq_unsignaled(&x->rx_ep)) {
+	if ((wr->send_flags & IBV_SEND_INLINE) &&
+	    rpcrdma_sq_unsignaled(&x->rx_ep, req->rl_sqecount)) {
 		wr->wr_id = rpcrdma_cqe_id(&x->rx_unsig_cqe);
 		wr->send_flags &= ~(unsigned int)IBV_SEND_SIGNALED;
 		return;

@@ -723,6 +723,67 @@ static void t_clnt_linv_waits_behind_calls(void **state)
 	fixture_down(&fx);
 }
 
+/*
+ * A call whose binds are chained ahead of its inline Send goes unsignaled
+ * too: the chain's slots are held (all of them, binds included) and no
+ * completion comes for it, so a client asleep on its channel is not woken
+ * for one (the reply wakes it). The next call that would pass the bound is
+ * signaled and gives every held slot back.
+ */
+static void t_clnt_unsignaled_binds(void **state)
+{
+	static unsigned char result[4096];
+	struct softrdma_qp_stats before, after;
+	unsigned int order, next, i;
+	uint32_t total, chain;
+	struct rpcrdma_xprt *x;
+	struct fixture fx;
+	struct ordered rd;
+
+	(void)state;
+	harness_require_windows("binds chained ahead of an unsignaled Send");
+	fixture_up(&fx, HARNESS_DDP);
+	x = rpcrdma_clnt_xprt(fx.clnt);
+	settle(&fx);
+	total = x->rx_ep.sq_avail + x->rx_ep.sq_unsig;
+	/* From a signaled Send's completion: nothing held (bounded: one cycle). */
+	for (i = 0; x->rx_ep.sq_unsig && i <= x->rx_ep.sq_unsig_max; i++) {
+		next = 0;
+		read_call(&rd, result, sizeof(result), 0xa00 + i, &order, &next);
+		assert_int_equal(rpcrdma_clnt_submit(fx.clnt, &rd.call), 0);
+		settle(&fx);
+		assert_int_equal(rd.call.status, 0);
+	}
+	assert_int_equal(x->rx_ep.sq_unsig, 0);
+	softrdma_qp_stats(x->rx_ep.qp, &before);
+	next = 0;
+	read_call(&rd, result, sizeof(result), 0xa40, &order, &next);
+	assert_int_equal(rpcrdma_clnt_submit(fx.clnt, &rd.call), 0);
+	settle(&fx);
+	softrdma_qp_stats(x->rx_ep.qp, &after);
+	assert_int_equal(next, 1);
+	assert_int_equal(rd.call.status, 0);
+	assert_int_equal(ddp_check(result, sizeof(result), 0xa40), sizeof(result));
+	/* A bind and the Send (the server's Send invalidated the one window). */
+	chain = (uint32_t)(after.send_wrs - before.send_wrs);
+	assert_true(chain >= 2);
+	assert_int_equal(after.send_cqes, before.send_cqes);
+	assert_int_equal(x->rx_ep.sq_unsig, chain);
+	assert_int_equal(x->rx_ep.sq_avail + x->rx_ep.sq_unsig, total);
+	/* Calls until one is signaled: it covers the held slots. */
+	for (i = 0; x->rx_ep.sq_unsig && i <= x->rx_ep.sq_unsig_max; i++) {
+		next = 0;
+		read_call(&rd, result, sizeof(result), 0xa80 + i, &order, &next);
+		assert_int_equal(rpcrdma_clnt_submit(fx.clnt, &rd.call), 0);
+		settle(&fx);
+		assert_int_equal(rd.call.status, 0);
+		assert_true(x->rx_ep.sq_unsig <= x->rx_ep.sq_unsig_max);
+	}
+	assert_int_equal(x->rx_ep.sq_unsig, 0);
+	assert_int_equal(x->rx_ep.sq_avail, total);
+	fixture_down(&fx);
+}
+
 static void flag_done(struct rpcrdma_call *call)
 {
 	*(int *)call->arg = 1;
@@ -820,6 +881,7 @@ int main(void)
 		cmocka_unit_test(t_svc_replies_batched),
 		cmocka_unit_test(t_svc_batch_post_fails_midway),
 		cmocka_unit_test(t_clnt_unsignaled_sends),
+		cmocka_unit_test(t_clnt_unsignaled_binds),
 		cmocka_unit_test(t_svc_unsignaled_replies),
 		cmocka_unit_test(t_svc_unsignaled_replies_flushed),
 		cmocka_unit_test(t_clnt_calls_wait_for_slots),

@@ -228,7 +228,7 @@ static void test_unsignaled_reserve(void **state)
 	ep_init(7);
 	assert_int_equal(rpcrdma_sq_reserve_unsignaled(&ep, 16), 7);
 	assert_true(rpcrdma_sq_get(&ep, 1));
-	assert_false(rpcrdma_sq_unsignaled(&ep));
+	assert_false(rpcrdma_sq_unsignaled(&ep, 1));
 	assert_int_equal(rpcrdma_sq_signaled(&ep), 0);
 }
 
@@ -248,7 +248,7 @@ static void test_unsignaled_ledger(void **state)
 	assert_int_equal(depth, 56);
 	for (i = 0; i < 3 * 9; i++) {
 		assert_true(rpcrdma_sq_get(&ep, 1));
-		if (rpcrdma_sq_unsignaled(&ep)) {
+		if (rpcrdma_sq_unsignaled(&ep, 1)) {
 			assert_true(ep.sq_unsig <= ep.sq_unsig_max);
 			assert_int_equal(ep.sq_avail + ep.sq_unsig, total);
 			continue;
@@ -268,6 +268,41 @@ static void test_unsignaled_ledger(void **state)
 }
 
 /*
+ * A chain of several slots (a client's call with its binds) holds them all
+ * when it goes unsignaled, never past sq_unsig_max: one that would pass it
+ * is signaled, covers what is held, and gives it back with its own.
+ */
+static void test_unsignaled_chains(void **state)
+{
+	uint32_t total = 64, covered;
+
+	(void)state;
+	ep_init(total);
+	rpcrdma_sq_reserve_unsignaled(&ep, 16);
+	assert_int_equal(ep.sq_unsig_max, 8);
+	assert_true(rpcrdma_sq_get(&ep, 3));
+	assert_true(rpcrdma_sq_unsignaled(&ep, 3));
+	assert_true(rpcrdma_sq_get(&ep, 3));
+	assert_true(rpcrdma_sq_unsignaled(&ep, 3));
+	assert_int_equal(ep.sq_unsig, 6);
+	/* 6 + 3 > 8: this one is signaled. */
+	assert_true(rpcrdma_sq_get(&ep, 3));
+	assert_false(rpcrdma_sq_unsignaled(&ep, 3));
+	assert_int_equal(ep.sq_unsig, 6);
+	assert_int_equal(ep.sq_avail + ep.sq_unsig + 3, total);
+	covered = rpcrdma_sq_signaled(&ep);
+	assert_int_equal(covered, 6);
+	rpcrdma_sq_put(&ep, 3 + covered);
+	assert_int_equal(ep.sq_avail, total);
+	/* Exactly up to the bound, then nothing more, not even one slot. */
+	assert_true(rpcrdma_sq_get(&ep, 8));
+	assert_true(rpcrdma_sq_unsignaled(&ep, 8));
+	assert_true(rpcrdma_sq_get(&ep, 1));
+	assert_false(rpcrdma_sq_unsignaled(&ep, 1));
+	assert_int_equal(rpcrdma_sq_signaled(&ep), 8);
+}
+
+/*
  * The held slots are beyond what chains may take: a chain of the whole
  * depth waits while Sends in flight hold slots, and goes when the signaled
  * Send's completion gives back what it covered.
@@ -281,10 +316,10 @@ static void test_unsignaled_wakes_waiter(void **state)
 	depth = rpcrdma_sq_reserve_unsignaled(&ep, 16);
 	for (i = 0; i < 8; i++) {
 		assert_true(rpcrdma_sq_get(&ep, 1));
-		assert_true(rpcrdma_sq_unsignaled(&ep));
+		assert_true(rpcrdma_sq_unsignaled(&ep, 1));
 	}
 	assert_true(rpcrdma_sq_get(&ep, 1));
-	assert_false(rpcrdma_sq_unsignaled(&ep));
+	assert_false(rpcrdma_sq_unsignaled(&ep, 1));
 	covered = rpcrdma_sq_signaled(&ep);
 	rpcrdma_sq_post(&ep, chain(0, depth));
 	assert_int_equal(nposted, 0);
@@ -307,6 +342,7 @@ int main(void)
 		cmocka_unit_test(test_unwait),
 		cmocka_unit_test(test_unsignaled_reserve),
 		cmocka_unit_test(test_unsignaled_ledger),
+		cmocka_unit_test(test_unsignaled_chains),
 		cmocka_unit_test(test_unsignaled_wakes_waiter),
 	};
 
