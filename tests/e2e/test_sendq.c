@@ -724,6 +724,27 @@ static void t_clnt_linv_waits_behind_calls(void **state)
 }
 
 /*
+ * DDP READs until a signaled Send has covered every held slot: within one
+ * cycle of the ledger, each within its bound.
+ */
+static void reads_until_covered(struct fixture *fx, struct rpcrdma_xprt *x, unsigned char *result,
+				size_t len, uint32_t xid)
+{
+	unsigned int order, next, i;
+	struct ordered rd;
+
+	for (i = 0; x->rx_ep.sq_unsig && i <= x->rx_ep.sq_unsig_max; i++) {
+		next = 0;
+		read_call(&rd, result, len, xid + i, &order, &next);
+		assert_int_equal(rpcrdma_clnt_submit(fx->clnt, &rd.call), 0);
+		settle(fx);
+		assert_int_equal(rd.call.status, 0);
+		assert_true(x->rx_ep.sq_unsig <= x->rx_ep.sq_unsig_max);
+	}
+	assert_int_equal(x->rx_ep.sq_unsig, 0);
+}
+
+/*
  * A call whose binds are chained ahead of its inline Send goes unsignaled
  * too: the chain's slots are held (all of them, binds included) and no
  * completion comes for it, so a client asleep on its channel is not woken
@@ -734,7 +755,7 @@ static void t_clnt_unsignaled_binds(void **state)
 {
 	static unsigned char result[4096];
 	struct softrdma_qp_stats before, after;
-	unsigned int order, next, i;
+	unsigned int order, next;
 	uint32_t total, chain;
 	struct rpcrdma_xprt *x;
 	struct fixture fx;
@@ -746,15 +767,8 @@ static void t_clnt_unsignaled_binds(void **state)
 	x = rpcrdma_clnt_xprt(fx.clnt);
 	settle(&fx);
 	total = x->rx_ep.sq_avail + x->rx_ep.sq_unsig;
-	/* From a signaled Send's completion: nothing held (bounded: one cycle). */
-	for (i = 0; x->rx_ep.sq_unsig && i <= x->rx_ep.sq_unsig_max; i++) {
-		next = 0;
-		read_call(&rd, result, sizeof(result), 0xa00 + i, &order, &next);
-		assert_int_equal(rpcrdma_clnt_submit(fx.clnt, &rd.call), 0);
-		settle(&fx);
-		assert_int_equal(rd.call.status, 0);
-	}
-	assert_int_equal(x->rx_ep.sq_unsig, 0);
+	/* From a signaled Send's completion: nothing held. */
+	reads_until_covered(&fx, x, result, sizeof(result), 0xa00);
 	softrdma_qp_stats(x->rx_ep.qp, &before);
 	next = 0;
 	read_call(&rd, result, sizeof(result), 0xa40, &order, &next);
@@ -771,15 +785,7 @@ static void t_clnt_unsignaled_binds(void **state)
 	assert_int_equal(x->rx_ep.sq_unsig, chain);
 	assert_int_equal(x->rx_ep.sq_avail + x->rx_ep.sq_unsig, total);
 	/* Calls until one is signaled: it covers the held slots. */
-	for (i = 0; x->rx_ep.sq_unsig && i <= x->rx_ep.sq_unsig_max; i++) {
-		next = 0;
-		read_call(&rd, result, sizeof(result), 0xa80 + i, &order, &next);
-		assert_int_equal(rpcrdma_clnt_submit(fx.clnt, &rd.call), 0);
-		settle(&fx);
-		assert_int_equal(rd.call.status, 0);
-		assert_true(x->rx_ep.sq_unsig <= x->rx_ep.sq_unsig_max);
-	}
-	assert_int_equal(x->rx_ep.sq_unsig, 0);
+	reads_until_covered(&fx, x, result, sizeof(result), 0xa80);
 	assert_int_equal(x->rx_ep.sq_avail, total);
 	fixture_down(&fx);
 }
