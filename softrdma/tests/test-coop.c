@@ -557,7 +557,8 @@ static void test_sleeping_requester(void **state)
  * record would wake the responder to share a copy with a poller of ours
  * that may stop polling at once (an RPC server replying), which cost the
  * echo example's 1 MiB results half their rate between two processes.
- * Under valgrind the peer publishes no keys, and everything goes as records.
+ * Under valgrind the peer publishes no keys: everything goes as records,
+ * which it may offer to share, and only the bytes are checked.
  */
 static void test_sleeping_responder(void **state)
 {
@@ -587,9 +588,10 @@ static void test_sleeping_responder(void **state)
 	softrdma_shm_stats(&me1);
 	peer_stats(&c, &peer1);
 	print_message("%lu of 4 Writes one-sided\n", me1.one_sided_writes - me0.one_sided_writes);
-	if (!peer_under_valgrind())
+	if (!peer_under_valgrind()) {
 		assert_int_equal(me1.one_sided_writes - me0.one_sided_writes, 4);
-	assert_int_equal(peer1.coop_offers, peer0.coop_offers);
+		assert_int_equal(peer1.coop_offers, peer0.coop_offers);
+	}
 	cm_client_disconnect(&c);
 }
 
