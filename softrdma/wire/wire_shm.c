@@ -665,13 +665,11 @@ static bool self_polls(void)
  * has not armed its receive CQ to sleep on the channel since? (It polls
  * once more after it arms, as the verbs have it, which stamps again.)
  */
+static bool peer_polls(struct shm_link *s);
+
 static bool peer_polling(struct shm_link *s)
 {
-	uint64_t polled = atomic_load_explicit(&s->tx->polled_ns, memory_order_relaxed);
-	uint64_t now = soft_now_ns();
-
-	return polled && (polled > now || now - polled < SHM_POLLER_NS) &&
-	       atomic_load_explicit(&s->tx->arm, memory_order_seq_cst) != ARM_ARMED;
+	return peer_polls(s) && atomic_load_explicit(&s->tx->arm, memory_order_seq_cst) != ARM_ARMED;
 }
 
 /* Copy a one-sided request's bytes: between our segments and the peer's @addr. */
