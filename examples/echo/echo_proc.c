@@ -47,11 +47,24 @@ bool_t echo_whoami_1_svc(void *argp, echo_caller *result, struct svc_req *rqstp)
 
 bool_t echo_big_1_svc(u_int *argp, echo_data *result, struct svc_req *rqstp)
 {
-	/* Registered memory over RDMA: its bytes go out with no copy. */
-	result->echo_data_len = *argp;
-	result->echo_data_val = rpcrdma_svc_buf_alloc(rqstp->rq_xprt, *argp ? *argp : 1);
-	if (!result->echo_data_val)
+	/*
+	 * rpcgen's dispatcher sends nothing for FALSE and then frees the
+	 * results: they are zeroed first, and each refusal is answered here.
+	 * The count is the client's, bounded: no caller makes the server fill
+	 * gigabytes.
+	 */
+	memset(result, 0, sizeof(*result));
+	if (*argp > ECHO_BIG_MAX) {
+		svcerr_decode(rqstp->rq_xprt);
 		return FALSE;
+	}
+	/* Registered memory over RDMA: its bytes go out with no copy. */
+	result->echo_data_val = rpcrdma_svc_buf_alloc(rqstp->rq_xprt, *argp);
+	if (!result->echo_data_val) {
+		svcerr_systemerr(rqstp->rq_xprt);
+		return FALSE;
+	}
+	result->echo_data_len = *argp;
 	echo_pattern((unsigned char *)result->echo_data_val, *argp);
 	return TRUE;
 }
